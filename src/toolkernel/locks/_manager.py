@@ -1,0 +1,169 @@
+"""The trio adapter over the lease table: tasks wait for leases; the table decides who gets them.
+
+The manager only acts on what :class:`LeaseTable` returns ("these requests are now granted"): it
+wakes their tasks. Whatever way a waiting task leaves — granted, cancelled, or an exception — it
+tells the table, so a lease can never leak (a grant that races with a cancellation is released).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Hashable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+
+from .._errors import ForeignLeaseError, LeaseReleaseError
+from ._resources import Claim
+from ._table import LeaseTable, LeaseTableSnapshot, LeaseTableStatistics
+
+__all__ = ["LockManager", "Lease"]
+
+
+@attrs.define(eq=False)
+class Lease:
+    """A granted set of claims. Release it with :meth:`release` (synchronous, not a checkpoint)."""
+
+    id: int
+    """The lease id in the manager's table."""
+    claims: tuple[Claim, ...]
+    """The canonical claims held."""
+    _manager: LockManager = attrs.field(repr=False, alias="manager")
+    _released: bool = attrs.field(default=False, init=False, repr=False)
+
+    @property
+    def held(self) -> bool:
+        """True until the lease is released."""
+        return not self._released
+
+    def release(self) -> None:
+        """Give the claims back; waiters that become grantable get them before this returns.
+
+        Raises :class:`LeaseReleaseError` if already released.
+        """
+        if self._released:
+            raise LeaseReleaseError(f"can't release lease {self.id}: it was already released")
+        self._manager._release(self)
+
+
+class LockManager:
+    """Lets trio tasks wait for leases from a :class:`LeaseTable`.
+
+    ::
+
+        manager = LockManager(pools={"network": 5})
+        async with manager.acquire([reads("a.py"), writes("b.py")]) as lease:
+            ...  # everything granted at once; released on exit, however the block exits
+    """
+
+    def __init__(self, pools: Mapping[str, int] | None = None) -> None:
+        self._table = LeaseTable(pools)
+        self._waiters: dict[int, trio.lowlevel.Task] = {}
+
+    @property
+    def table(self) -> LeaseTable:
+        """The underlying pure table (for inspection; do not release through it)."""
+        return self._table
+
+    @asynccontextmanager
+    async def acquire(
+        self,
+        claims: Iterable[Claim],
+        *,
+        priority: int = 0,
+        group: Hashable = None,
+    ) -> AsyncIterator[Lease]:
+        """Wait until all of ``claims`` are granted, hold them for the ``async with`` block.
+
+        Always a checkpoint. If the wait is cancelled the request leaves the queue as if it had
+        never come; if the grant and the cancellation arrive together, the lease is released
+        before ``Cancelled`` propagates. For a deadline, wrap it in ``trio.move_on_after``.
+        """
+        lease = await self.acquire_lease(claims, priority=priority, group=group)
+        try:
+            yield lease
+        finally:
+            if lease.held:
+                lease.release()
+
+    async def acquire_lease(
+        self,
+        claims: Iterable[Claim],
+        *,
+        priority: int = 0,
+        group: Hashable = None,
+    ) -> Lease:
+        """Like :meth:`acquire` but return the :class:`Lease`; the caller must release it."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        lease_id = self._table.request(claims, priority=priority, group=group, owner=self)
+        lease = Lease(lease_id, self._table.claims(lease_id), manager=self)
+        if self._table.is_held(lease_id):
+            try:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            except BaseException:  # pragma: no cover - a shielded checkpoint only fails on KI
+                lease.release()
+                raise
+            return lease
+        self._waiters[lease_id] = trio.lowlevel.current_task()
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            # Withdraw synchronously, at the moment the cancellation is delivered.
+            del self._waiters[lease_id]
+            lease.release()
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+        try:
+            # Granted; but if a cancellation arrived in the same tick, honour it and give back.
+            await trio.lowlevel.checkpoint_if_cancelled()
+        except BaseException:
+            lease.release()
+            raise
+        return lease
+
+    def acquire_nowait(
+        self,
+        claims: Iterable[Claim],
+        *,
+        priority: int = 0,
+        group: Hashable = None,
+    ) -> Lease:
+        """Take the lease now or raise ``trio.WouldBlock``; never blocks, never a checkpoint.
+
+        It fails whenever it would have to wait, including when an earlier waiter has been granted
+        the resources but has not resumed yet.
+        """
+        lease_id = self._table.request_nowait(claims, priority=priority, group=group, owner=self)
+        if lease_id is None:
+            raise trio.WouldBlock
+        return Lease(lease_id, self._table.claims(lease_id), manager=self)
+
+    def release(self, lease: Lease) -> None:
+        """Same as ``lease.release()``; raises if the lease is not this manager's or not held."""
+        if lease._manager is not self:
+            raise ForeignLeaseError(
+                f"can't release lease {lease.id}: it belongs to another manager"
+            )
+        lease.release()
+
+    def set_capacity(self, pool_name: str, capacity: int) -> None:
+        """Change a pool's capacity, waking whoever that lets in."""
+        self._wake(self._table.set_capacity(pool_name, capacity))
+
+    def statistics(self) -> LeaseTableStatistics:
+        """Cheap counts: leases held and waiting, claims by mode, pool units held."""
+        return self._table.statistics()
+
+    def snapshot(self) -> LeaseTableSnapshot:
+        """The full state of the table as an immutable value."""
+        return self._table.snapshot()
+
+    def _release(self, lease: Lease) -> None:
+        granted = self._table.release(lease.id, owner=self)
+        lease._released = True
+        self._wake(granted)
+
+    def _wake(self, granted: Iterable[int]) -> None:
+        for lease_id in granted:
+            trio.lowlevel.reschedule(self._waiters.pop(lease_id))

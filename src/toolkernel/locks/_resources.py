@@ -1,0 +1,298 @@
+"""Resources, modes and claims: what a call says it will touch, as plain values.
+
+A *resource* is something calls can conflict over:
+
+- a **path** — a workspace-relative key, a tuple of components; a claim on a path covers its whole
+  subtree, so ``a`` overlaps ``a/b/c`` but ``a/b`` does not overlap ``a/bc``;
+- a **device** — a flat named thing (a phone, a browser, a terminal);
+- a **pool** — counted units (``network`` with 5), capacity set on the lease table;
+- **everything** — the root above all of them, which is what a call that declares nothing holds.
+
+Every resource has a *node*: its address in one hierarchy whose root is ``EVERYTHING``. Two claims
+overlap iff one node is a prefix of the other. That one rule gives path subtrees, flat devices, and
+the barrier of an undeclared call.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from os import PathLike, fspath
+from typing import TypeAlias
+
+import attrs
+
+from .._errors import InvalidClaimError, PathEscapeError
+
+__all__ = [
+    "Mode",
+    "Path",
+    "Device",
+    "Pool",
+    "Everything",
+    "EVERYTHING",
+    "Resource",
+    "Claim",
+    "path",
+    "device",
+    "pool",
+    "shared",
+    "exclusive",
+    "units",
+    "reads",
+    "writes",
+    "canonical_claims",
+    "claims_overlap",
+]
+
+_PATH_ROOT = "path"
+_DEVICE_ROOT = "device"
+_POOL_ROOT = "pool"
+
+
+class Mode(enum.Enum):
+    """How a claim holds its resource: ``SHARED`` (readers together) or ``EXCLUSIVE`` (alone)."""
+
+    SHARED = "shared"
+    EXCLUSIVE = "exclusive"
+
+    def __repr__(self) -> str:
+        return f"Mode.{self.name}"
+
+
+@attrs.frozen(order=True)
+class Path:
+    """A workspace-relative path key: a tuple of components, ``()`` being the workspace root.
+
+    Build it with :func:`path`, which normalizes the spelling.
+    """
+
+    parts: tuple[str, ...]
+
+    @property
+    def node(self) -> tuple[str, ...]:
+        return (_PATH_ROOT, *self.parts)
+
+    def __str__(self) -> str:
+        return "/".join(self.parts) or "."
+
+    def is_relative_to(self, other: Path) -> bool:
+        """True iff ``self`` is ``other`` or lies inside it, component-wise."""
+        return self.parts[: len(other.parts)] == other.parts
+
+
+@attrs.frozen(order=True)
+class Device:
+    """A flat, named resource: a phone, a browser, a PTY, a GPU."""
+
+    name: str
+
+    @property
+    def node(self) -> tuple[str, ...]:
+        return (_DEVICE_ROOT, self.name)
+
+    def __str__(self) -> str:
+        return f"device:{self.name}"
+
+
+@attrs.frozen(order=True)
+class Pool:
+    """A counted resource; its capacity is set on the lease table (``pools={"network": 5}``)."""
+
+    name: str
+
+    @property
+    def node(self) -> tuple[str, ...]:
+        return (_POOL_ROOT, self.name)
+
+    def __str__(self) -> str:
+        return f"pool:{self.name}"
+
+
+@attrs.frozen(order=True)
+class Everything:
+    """The root of all resources. Exclusive on it is a barrier: it conflicts with every claim."""
+
+    @property
+    def node(self) -> tuple[str, ...]:
+        return ()
+
+    def __str__(self) -> str:
+        return "everything"
+
+
+EVERYTHING = Everything()
+
+Resource: TypeAlias = Path | Device | Pool | Everything
+
+
+def _check_component_text(text: str, what: str) -> None:
+    if not isinstance(text, str):
+        raise InvalidClaimError(f"{what} must be a string, not {type(text).__name__}")
+    if "\x00" in text:
+        raise InvalidClaimError(f"{what} {text!r} contains a NUL byte")
+
+
+def path(*segments: str | PathLike[str]) -> Path:
+    """Return the canonical key of a relative POSIX path, normalized lexically.
+
+    ``./``, ``//``, trailing ``/`` and ``..`` are resolved on the text alone; ``..`` that would
+    climb above the root and absolute paths are errors. Several segments are joined::
+
+        >>> path("src//./a.py") == path("src", "a.py")
+        True
+
+    The file system is not consulted: turning real paths (symlinks, case folding) into keys is the
+    workspace's job.
+    """
+    parts: list[str] = []
+    for segment in segments:
+        text = fspath(segment)
+        _check_component_text(text, "path")
+        if text.startswith("/"):
+            raise PathEscapeError(
+                f"path {text!r} is absolute; lease keys are relative to the workspace root"
+            )
+        for component in text.split("/"):
+            if component in ("", "."):
+                continue
+            if component == "..":
+                if not parts:
+                    raise PathEscapeError(f"path {text!r} climbs above the root with '..'")
+                parts.pop()
+            else:
+                parts.append(component)
+    return Path(tuple(parts))
+
+
+def device(name: str) -> Device:
+    """Return the flat resource named ``name`` (``device("android")``)."""
+    _check_component_text(name, "device name")
+    if not name:
+        raise InvalidClaimError("device name must not be empty")
+    return Device(name)
+
+
+def pool(name: str) -> Pool:
+    """Return the counted resource named ``name``; set its capacity on the table or manager."""
+    _check_component_text(name, "pool name")
+    if not name:
+        raise InvalidClaimError("pool name must not be empty")
+    return Pool(name)
+
+
+def _check_units(instance: Claim, attribute: attrs.Attribute[int], value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidClaimError(f"units must be an int, not {type(value).__name__}")
+    if isinstance(instance.resource, Pool):
+        if instance.mode is Mode.SHARED and value < 1:
+            raise InvalidClaimError(f"a claim on {instance.resource} needs at least 1 unit")
+    elif value != 1:
+        raise InvalidClaimError(
+            f"only pool claims count units; {instance.resource} was given {value}"
+        )
+
+
+def _check_resource(instance: Claim, attribute: attrs.Attribute[Resource], value: object) -> None:
+    if not isinstance(value, Path | Device | Pool | Everything):
+        raise InvalidClaimError(
+            f"a claim needs a resource made by path(), device() or pool(), not {value!r}"
+        )
+
+
+def _check_mode(instance: Claim, attribute: attrs.Attribute[Mode], value: object) -> None:
+    if not isinstance(value, Mode):
+        raise InvalidClaimError(f"mode must be Mode.SHARED or Mode.EXCLUSIVE, not {value!r}")
+
+
+@attrs.frozen
+class Claim:
+    """One resource held in one mode.
+
+    On a pool, a ``SHARED`` claim holds ``units`` units (see :func:`units`) and an ``EXCLUSIVE``
+    claim holds the whole pool. On any other resource ``units`` is 1.
+    """
+
+    resource: Resource = attrs.field(validator=_check_resource)
+    mode: Mode = attrs.field(validator=_check_mode)
+    units: int = attrs.field(default=1, validator=_check_units, kw_only=True)
+
+    @property
+    def node(self) -> tuple[str, ...]:
+        return self.resource.node
+
+    @property
+    def is_exclusive(self) -> bool:
+        return self.mode is Mode.EXCLUSIVE
+
+    def __str__(self) -> str:
+        if isinstance(self.resource, Pool) and self.mode is Mode.SHARED:
+            return f"{self.units} of {self.resource}"
+        return f"{self.mode.value} {self.resource}"
+
+
+def _as_resource(target: Resource | str | PathLike[str]) -> Resource:
+    if isinstance(target, Path | Device | Pool | Everything):
+        return target
+    return path(target)
+
+
+def shared(resource: Resource | str | PathLike[str]) -> Claim:
+    """A shared claim; a string is taken as a path. On a pool it holds one unit."""
+    return Claim(_as_resource(resource), Mode.SHARED)
+
+
+def exclusive(resource: Resource | str | PathLike[str]) -> Claim:
+    """An exclusive claim; a string is taken as a path. On a pool it holds every unit."""
+    return Claim(_as_resource(resource), Mode.EXCLUSIVE)
+
+
+def units(resource: Pool, n: int = 1) -> Claim:
+    """A claim on ``n`` units of a pool."""
+    if not isinstance(resource, Pool):
+        raise InvalidClaimError(f"units() takes a pool, not {resource!r}")
+    return Claim(resource, Mode.SHARED, units=n)
+
+
+def reads(p: str | PathLike[str] | Path) -> Claim:
+    """Shorthand for ``shared(path(p))``."""
+    return Claim(p if isinstance(p, Path) else path(p), Mode.SHARED)
+
+
+def writes(p: str | PathLike[str] | Path) -> Claim:
+    """Shorthand for ``exclusive(path(p))``."""
+    return Claim(p if isinstance(p, Path) else path(p), Mode.EXCLUSIVE)
+
+
+def claims_overlap(a: Claim, b: Claim) -> bool:
+    """True iff the resources of ``a`` and ``b`` overlap (one node is a prefix of the other)."""
+    na, nb = a.node, b.node
+    n = min(len(na), len(nb))
+    return na[:n] == nb[:n]
+
+
+def canonical_claims(claims: Iterable[Claim]) -> tuple[Claim, ...]:
+    """Merge a claim set into its canonical form, sorted by resource.
+
+    Duplicates of one resource merge to the strongest mode (units on a pool add up); a claim
+    covered by an exclusive claim on an ancestor is dropped, since the ancestor already holds it.
+    """
+    merged: dict[tuple[str, ...], Claim] = {}
+    for claim in claims:
+        if not isinstance(claim, Claim):
+            raise InvalidClaimError(f"expected a Claim, got {claim!r}")
+        previous = merged.get(claim.node)
+        if previous is None:
+            merged[claim.node] = claim
+        elif previous.is_exclusive or claim.is_exclusive:
+            merged[claim.node] = Claim(claim.resource, Mode.EXCLUSIVE, units=1)
+        elif isinstance(claim.resource, Pool):
+            merged[claim.node] = units(claim.resource, previous.units + claim.units)
+    exclusive_nodes = {node for node, claim in merged.items() if claim.is_exclusive}
+    kept = [
+        claim
+        for node, claim in merged.items()
+        if not any(node[:i] in exclusive_nodes for i in range(len(node)))
+    ]
+    kept.sort(key=lambda claim: claim.node)
+    return tuple(kept)
