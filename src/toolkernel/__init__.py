@@ -31,5 +31,23 @@ from .locks import reads as reads
 from .locks import shared as shared
 from .locks import units as units
 from .locks import writes as writes
+from ._open import open_kernel as open_kernel
+from .kernel import CallBlocked as CallBlocked
+from .kernel import CallEvent as CallEvent
+from .kernel import CallFinished as CallFinished
+from .kernel import CallHandle as CallHandle
+from .kernel import CallProgress as CallProgress
+from .kernel import CallQueued as CallQueued
+from .kernel import CallStarted as CallStarted
+from .kernel import Decision as Decision
+from .kernel import Kernel as Kernel
+from .kernel import Permission as Permission
+from .kernel import Status as Status
+from .kernel import ToolCall as ToolCall
+from .kernel import ToolContext as ToolContext
+from .kernel import ToolResult as ToolResult
+from .tools import Tool as Tool
+from .tools import Workspace as Workspace
+from .tools import tool as tool
 
 __version__ = "0.1.0.dev0"

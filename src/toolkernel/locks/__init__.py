@@ -15,7 +15,9 @@ from ._resources import Path as Path
 from ._resources import Pool as Pool
 from ._resources import Resource as Resource
 from ._resources import canonical_claims as canonical_claims
+from ._resources import claims_conflict as claims_conflict
 from ._resources import claims_overlap as claims_overlap
+from ._resources import covers as covers
 from ._resources import device as device
 from ._resources import exclusive as exclusive
 from ._resources import path as path

@@ -43,6 +43,8 @@ __all__ = [
     "writes",
     "canonical_claims",
     "claims_overlap",
+    "claims_conflict",
+    "covers",
 ]
 
 _PATH_ROOT = "path"
@@ -296,3 +298,26 @@ def canonical_claims(claims: Iterable[Claim]) -> tuple[Claim, ...]:
     ]
     kept.sort(key=lambda claim: claim.node)
     return tuple(kept)
+
+
+def claims_conflict(a: Claim, b: Claim) -> bool:
+    """True iff ``a`` and ``b`` can never be held together: they overlap and one is exclusive.
+
+    Two unit claims on one pool are not counted as conflicting here: whether they fit together
+    depends on the pool's capacity, which only the lease table knows.
+    """
+    return (a.is_exclusive or b.is_exclusive) and claims_overlap(a, b)
+
+
+def covers(holder: Claim, wanted: Claim) -> bool:
+    """True iff holding ``holder`` gives everything ``wanted`` asks for.
+
+    The holder's resource must be ``wanted``'s or an ancestor of it, and exclusive unless
+    ``wanted`` is shared. Pool units are covered only by an exclusive claim on the whole pool.
+    """
+    held, asked = holder.node, wanted.node
+    if asked[: len(held)] != held:
+        return False
+    if holder.is_exclusive:
+        return True
+    return not wanted.is_exclusive and not isinstance(wanted.resource, Pool)

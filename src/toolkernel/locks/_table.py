@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Hashable, Iterable, Iterator, Mapping
+from typing import NamedTuple
 
 import attrs
 
@@ -124,10 +125,22 @@ class LeaseTableStatistics:
     """For each pool with a capacity, the units held, by name."""
 
 
+class _Entry(NamedTuple):
+    """One canonical claim with what the hot paths ask of it, worked out once per request."""
+
+    claim: Claim
+    node_key: tuple[str, ...]
+    exclusive: bool
+    pool_units: int
+    """The units a shared pool claim counts against its pool; 0 for every other claim."""
+
+
 @attrs.define(eq=False)
 class _Request:
     id: int
     claims: tuple[Claim, ...]
+    entries: tuple[_Entry, ...]
+    exclusive_count: int
     key: _Key
     priority: int
     group: Hashable
@@ -200,6 +213,15 @@ def _remove_key(keys: list[_Key], key: _Key) -> None:
     del keys[bisect.bisect_left(keys, key)]
 
 
+def _blocks_below(node: _Node, exclusive: bool, key: _Key) -> bool:
+    """Does a held lease or an earlier waiting claim at ``node`` conflict with a claim below it?"""
+    if node.held_exclusive or (exclusive and node.held_shared):
+        return True
+    if node.wait_exclusive and node.wait_exclusive[0] < key:
+        return True
+    return exclusive and bool(node.wait_shared) and node.wait_shared[0] < key
+
+
 class LeaseTable:
     """Grants shared and exclusive leases on sets of resources, fairly and all at once.
 
@@ -258,9 +280,9 @@ class LeaseTable:
         if request.held:
             return ()
         found: set[int] = set()
-        for claim in request.claims:
-            found.update(self._overlapping(claim, held=True))
-            for other in self._overlapping(claim, held=False):
+        for entry in request.entries:
+            found.update(self._overlapping(entry, held=True))
+            for other in self._overlapping(entry, held=False):
                 if self._requests[other].key < request.key:
                     found.add(other)
         found.discard(lease_id)
@@ -389,20 +411,34 @@ class LeaseTable:
     ) -> _Request:
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise InvalidClaimError(f"priority must be an int, not {priority!r}")
-        canonical = canonical_claims(claims)
+        given = tuple(claims)
+        canonical: tuple[Claim, ...]
+        if len(given) == 1 and isinstance(given[0], Claim):
+            canonical = given  # a lone claim is already canonical; skip the merge
+        else:
+            canonical = canonical_claims(given)
+        entries = []
+        exclusive_count = 0
         for claim in canonical:
-            if isinstance(claim.resource, Pool):
-                capacity = self._capacity.get(claim.resource.name)
+            resource = claim.resource
+            exclusive = claim.mode is Mode.EXCLUSIVE
+            pool_units = 0
+            if isinstance(resource, Pool):
+                capacity = self._capacity.get(resource.name)
                 if capacity is None:
                     raise UnknownPoolError(
-                        f"pool {claim.resource.name!r} has no capacity; "
-                        f"set it with pools={{{claim.resource.name!r}: n}}"
+                        f"pool {resource.name!r} has no capacity; "
+                        f"set it with pools={{{resource.name!r}: n}}"
                     )
-                if claim.mode is Mode.SHARED and claim.units > capacity:
-                    raise CapacityError(
-                        f"can't ever grant {claim.units} units of {claim.resource}: "
-                        f"its capacity is {capacity}"
-                    )
+                if not exclusive:
+                    if claim.units > capacity:
+                        raise CapacityError(
+                            f"can't ever grant {claim.units} units of {resource}: "
+                            f"its capacity is {capacity}"
+                        )
+                    pool_units = claim.units
+            entries.append(_Entry(claim, resource.node, exclusive, pool_units))
+            exclusive_count += exclusive
         effective = priority
         if group is not None:
             waiting = self._group_waiting.get(group)
@@ -410,7 +446,16 @@ class LeaseTable:
                 latest = self._requests[next(reversed(waiting))]
                 effective = min(priority, -latest.key[0])
         lease_id = self._last_id + 1
-        return _Request(lease_id, canonical, (-effective, lease_id), priority, group, owner)
+        return _Request(
+            lease_id,
+            canonical,
+            tuple(entries),
+            exclusive_count,
+            (-effective, lease_id),
+            priority,
+            group,
+            owner,
+        )
 
     def _info(self, request: _Request) -> LeaseInfo:
         return LeaseInfo(
@@ -448,67 +493,61 @@ class LeaseTable:
 
     def _index(self, request: _Request, *, held: bool) -> None:
         request.held = held
-        for claim in request.claims:
-            chain = self._chain(claim.node, create=True)
+        for _, node_key, exclusive, pool_units in request.entries:
+            chain = self._chain(node_key, create=True)
             node = chain[-1]
-            is_pool_units = isinstance(claim.resource, Pool) and claim.mode is Mode.SHARED
             if held:
-                (node.held_exclusive if claim.is_exclusive else node.held_shared)[request.id] = None
-                if is_pool_units:
-                    node.units_held += claim.units
-                for step in chain:
-                    if claim.is_exclusive:
+                (node.held_exclusive if exclusive else node.held_shared)[request.id] = None
+                node.units_held += pool_units
+                if exclusive:
+                    for step in chain:
                         step.tree_held_exclusive += 1
-                    else:
+                else:
+                    for step in chain:
                         step.tree_held_shared += 1
             else:
-                bisect.insort(
-                    node.wait_exclusive if claim.is_exclusive else node.wait_shared, request.key
-                )
-                if is_pool_units:
-                    node.wait_units[request.id] = claim.units
+                bisect.insort(node.wait_exclusive if exclusive else node.wait_shared, request.key)
+                if pool_units:
+                    node.wait_units[request.id] = pool_units
                 for step in chain:
                     step.tree_wait += 1
-                    if claim.is_exclusive:
+                if exclusive:
+                    for step in chain:
                         step.tree_wait_exclusive += 1
         if held:
             self._held_count += 1
-            exclusive_count = sum(claim.is_exclusive for claim in request.claims)
-            self._exclusive_claims_held += exclusive_count
-            self._shared_claims_held += len(request.claims) - exclusive_count
+            self._exclusive_claims_held += request.exclusive_count
+            self._shared_claims_held += len(request.entries) - request.exclusive_count
         elif request.group is not None:
             self._group_waiting.setdefault(request.group, {})[request.id] = None
 
     def _unindex(self, request: _Request) -> None:
-        for claim in request.claims:
-            chain = self._chain(claim.node, create=False)
+        for _, node_key, exclusive, pool_units in request.entries:
+            chain = self._chain(node_key, create=False)
             node = chain[-1]
-            is_pool_units = isinstance(claim.resource, Pool) and claim.mode is Mode.SHARED
             if request.held:
-                del (node.held_exclusive if claim.is_exclusive else node.held_shared)[request.id]
-                if is_pool_units:
-                    node.units_held -= claim.units
-                for step in chain:
-                    if claim.is_exclusive:
+                del (node.held_exclusive if exclusive else node.held_shared)[request.id]
+                node.units_held -= pool_units
+                if exclusive:
+                    for step in chain:
                         step.tree_held_exclusive -= 1
-                    else:
+                else:
+                    for step in chain:
                         step.tree_held_shared -= 1
             else:
-                _remove_key(
-                    node.wait_exclusive if claim.is_exclusive else node.wait_shared, request.key
-                )
-                if is_pool_units:
+                _remove_key(node.wait_exclusive if exclusive else node.wait_shared, request.key)
+                if pool_units:
                     del node.wait_units[request.id]
                 for step in chain:
                     step.tree_wait -= 1
-                    if claim.is_exclusive:
+                if exclusive:
+                    for step in chain:
                         step.tree_wait_exclusive -= 1
             self._prune(chain)
         if request.held:
             self._held_count -= 1
-            exclusive_count = sum(claim.is_exclusive for claim in request.claims)
-            self._exclusive_claims_held -= exclusive_count
-            self._shared_claims_held -= len(request.claims) - exclusive_count
+            self._exclusive_claims_held -= request.exclusive_count
+            self._shared_claims_held -= len(request.entries) - request.exclusive_count
         elif request.group is not None:
             waiting = self._group_waiting[request.group]
             del waiting[request.id]
@@ -518,42 +557,37 @@ class LeaseTable:
     @staticmethod
     def _prune(chain: list[_Node]) -> None:
         # Drop empty nodes bottom-up so the trie only holds what is held or waited for.
-        for node in reversed(chain[1:]):
+        for depth in range(len(chain) - 1, 0, -1):
+            node = chain[depth]
             if not node.is_empty() or node.wait_units or node.units_held:
                 break
-            assert node.parent is not None and node.name is not None
-            del node.parent.children[node.name]
+            assert node.name is not None
+            del chain[depth - 1].children[node.name]
 
     # -- conflicts ---------------------------------------------------------------------------
 
     def _grantable(self, request: _Request) -> bool:
-        for claim in request.claims:
-            chain = self._chain(claim.node, create=False)
-            if len(chain) == len(claim.node) + 1:
-                if self._conflicts_here(claim, chain, request.key):
+        key = request.key
+        for entry in request.entries:
+            exclusive = entry.exclusive
+            # Walk down from the root, checking each strict ancestor of the claim's node; if the
+            # walk runs off the trie, nothing is held or waiting at or below the node.
+            node = self._root
+            for name in entry.node_key:
+                if _blocks_below(node, exclusive, key):
                     return False
-            elif self._conflicts_above(claim, chain, request.key):
-                return False
+                child = node.children.get(name)
+                if child is None:
+                    break
+                node = child
+            else:
+                if self._conflicts_at(entry, node, key):
+                    return False
         return True
 
-    def _conflicts_above(self, claim: Claim, chain: list[_Node], key: _Key) -> bool:
-        """Does a held lease or earlier waiting claim at a strict ancestor conflict?"""
-        exclusive = claim.is_exclusive
-        for node in chain:
-            if node.held_exclusive or (exclusive and node.held_shared):
-                return True
-            if node.wait_exclusive and node.wait_exclusive[0] < key:
-                return True
-            if exclusive and node.wait_shared and node.wait_shared[0] < key:
-                return True
-        return False
-
-    def _conflicts_here(self, claim: Claim, chain: list[_Node], key: _Key) -> bool:
-        """Full check for a claim whose node exists: ancestors, the node's subtree, pool units."""
-        node = chain[-1]
-        if self._conflicts_above(claim, chain[:-1], key):
-            return True
-        exclusive = claim.is_exclusive
+    def _conflicts_at(self, entry: _Entry, node: _Node, key: _Key) -> bool:
+        """Does a claim conflict at its own existing ``node`` or below (subtree, pool units)?"""
+        exclusive = entry.exclusive
         if node.tree_held_exclusive or (exclusive and node.tree_held_shared):
             return True
         if node.tree_wait_exclusive or (exclusive and node.tree_wait):
@@ -562,24 +596,26 @@ class LeaseTable:
                     return True
                 if exclusive and below.wait_shared and below.wait_shared[0] < key:
                     return True
-        if isinstance(claim.resource, Pool) and claim.mode is Mode.SHARED:
-            reserved = node.units_held + claim.units
+        if entry.pool_units:
+            reserved = node.units_held + entry.pool_units
             for waiting_key in node.wait_shared:
                 if waiting_key >= key:
                     break
                 reserved += node.wait_units[waiting_key[1]]
-            if reserved > self._capacity[claim.resource.name]:
+            resource = entry.claim.resource
+            assert isinstance(resource, Pool)
+            if reserved > self._capacity[resource.name]:
                 return True
         return False
 
-    def _overlapping(self, claim: Claim, *, held: bool) -> Iterator[int]:
-        """Ids of held (or waiting) requests with a claim that conflicts with ``claim`` by mode.
+    def _overlapping(self, entry: _Entry, *, held: bool) -> Iterator[int]:
+        """Ids of held (or waiting) requests with a claim that conflicts with ``entry`` by mode.
 
         Pool unit claims on the same pool are included (their conflict depends on counts).
         """
-        chain = self._chain(claim.node, create=False)
-        exclusive = claim.is_exclusive
-        exact = len(chain) == len(claim.node) + 1
+        chain = self._chain(entry.node_key, create=False)
+        exclusive = entry.exclusive
+        exact = len(chain) == len(entry.node_key) + 1
         above = chain[:-1] if exact else chain
         for node in above:
             if held:
@@ -593,8 +629,7 @@ class LeaseTable:
         if not exact:
             return
         node = chain[-1]
-        is_units = isinstance(claim.resource, Pool) and not exclusive
-        if is_units:
+        if entry.pool_units:
             yield from (node.held_shared if held else (key[1] for key in node.wait_shared))
         for below in node.descendants(exclusive_only=not exclusive, waiting=not held):
             if held:
@@ -609,14 +644,18 @@ class LeaseTable:
     def _conflicting_waiters(self, request: _Request) -> set[int]:
         """Waiting requests whose wait ``request`` may be part of: the only ones to rescan."""
         found: set[int] = set()
-        for claim in request.claims:
-            found.update(self._overlapping(claim, held=False))
+        if not self._root.tree_wait:
+            return found  # nobody waits at all: the common case, and nothing to rescan
+        for entry in request.entries:
+            found.update(self._overlapping(entry, held=False))
         found.discard(request.id)
         if not request.held:
             found = {i for i in found if self._requests[i].key > request.key}
         return found
 
     def _grant_scan(self, candidates: set[int]) -> tuple[int, ...]:
+        if not candidates:
+            return ()
         granted = []
         for key in sorted(self._requests[i].key for i in candidates):
             request = self._requests[key[1]]

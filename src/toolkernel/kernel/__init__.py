@@ -1,0 +1,33 @@
+"""The kernel: tool calls in, one result per call out, each call run as soon as its leases are
+granted. The lifecycle of a call is described at the top of ``_kernel.py``."""
+
+from ._call import CallState as CallState
+from ._call import Status as Status
+from ._call import ToolCall as ToolCall
+from ._call import ToolResult as ToolResult
+from ._context import ToolContext as ToolContext
+from ._events import CallBlocked as CallBlocked
+from ._events import CallEvent as CallEvent
+from ._events import CallFinished as CallFinished
+from ._events import CallProgress as CallProgress
+from ._events import CallQueued as CallQueued
+from ._events import CallStarted as CallStarted
+from ._kernel import CallHandle as CallHandle
+from ._kernel import Kernel as Kernel
+from ._kernel import open_kernel_core as open_kernel_core
+from ._observe import CallInfo as CallInfo
+from ._observe import KernelSnapshot as KernelSnapshot
+from ._observe import KernelStatistics as KernelStatistics
+from ._observe import ToolStatistics as ToolStatistics
+from ._policy import AfterHook as AfterHook
+from ._policy import Approver as Approver
+from ._policy import BeforeHook as BeforeHook
+from ._policy import Block as Block
+from ._policy import Decision as Decision
+from ._policy import Permission as Permission
+from ._policy import Policy as Policy
+from ._policy import RewriteArguments as RewriteArguments
+from ._policy import SupplyResult as SupplyResult
+from ._protocol import Environment as Environment
+from ._protocol import KernelTool as KernelTool
+from ._protocol import KeyFunction as KeyFunction

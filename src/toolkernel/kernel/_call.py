@@ -1,0 +1,153 @@
+"""Calls, results, statuses, and the lifecycle every call goes through."""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .._errors import IllegalTransitionError
+
+__all__ = ["ToolCall", "ToolResult", "Status", "CallState", "check_transition"]
+
+
+def _freeze_after(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+def _check_timeout(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"{attribute.name} must be a non-negative number or None, not {value!r}")
+    if math.isnan(value):  # pragma: no cover - excluded by the comparison above
+        raise ValueError(f"{attribute.name} must not be NaN")
+
+
+@attrs.frozen
+class ToolCall:
+    """One tool call as the model emitted it.
+
+    ``arguments`` is a mapping or a JSON string (as OpenAI sends it); the kernel parses and
+    validates it when the call is admitted, so a malformed one becomes an ERROR result.
+    ``after`` names calls that must finish (successfully) first. ``priority`` lets a call
+    overtake waiting calls of other batches, never conflicting earlier calls of its own.
+    ``wait_timeout`` / ``run_timeout`` override the tool's defaults (seconds; None = no limit).
+    """
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] | str = attrs.field(factory=dict)
+    after: tuple[str, ...] = attrs.field(default=(), converter=_freeze_after, kw_only=True)
+    priority: int = attrs.field(default=0, kw_only=True)
+    wait_timeout: float | None = attrs.field(default=None, kw_only=True, validator=_check_timeout)
+    run_timeout: float | None = attrs.field(default=None, kw_only=True, validator=_check_timeout)
+
+    def arguments_json(self) -> str:
+        """The arguments as a JSON string (as they would travel on the wire)."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments, default=str)
+
+
+class Status(enum.Enum):
+    """How a call ended."""
+
+    OK = "ok"
+    """The tool returned normally."""
+    ERROR = "error"
+    """Unknown tool, bad arguments, the tool raised, undeclared access, deadlock, ..."""
+    DENIED = "denied"
+    """The permission policy, the approver or a before-hook refused it."""
+    TIMEOUT = "timeout"
+    """It waited for its leases, or ran, longer than allowed."""
+    CANCELLED = "cancelled"
+    """It was cancelled: by itself, its batch, or the kernel closing."""
+    SKIPPED = "skipped"
+    """A call it had to wait for (``after=``) did not succeed."""
+
+    def __repr__(self) -> str:
+        return f"Status.{self.name}"
+
+
+@attrs.frozen
+class ToolResult:
+    """The outcome of one call. Every call gets exactly one, whatever happened.
+
+    ``output`` is what the tool returned (OK) or None; ``error`` is a message written for the model
+    to read and act on (every other status). Times are on trio's clock: ``queued_at`` when it was
+    admitted, ``started_at`` when its leases were granted and it began running (None if it never
+    ran), ``finished_at`` when it ended.
+    """
+
+    call_id: str
+    name: str
+    status: Status
+    output: Any = None
+    error: str | None = None
+    queued_at: float = 0.0
+    started_at: float | None = None
+    finished_at: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True iff the status is OK."""
+        return self.status is Status.OK
+
+    @property
+    def wait_time(self) -> float:
+        """Seconds between admission and start (or end, if it never started)."""
+        start = self.finished_at if self.started_at is None else self.started_at
+        return start - self.queued_at
+
+    @property
+    def run_time(self) -> float:
+        """Seconds it ran; 0 if it never started."""
+        return 0.0 if self.started_at is None else self.finished_at - self.started_at
+
+    def text(self) -> str:
+        """What to show the model: the output as text, or the error message."""
+        if self.status is Status.OK:
+            if isinstance(self.output, str):
+                return self.output
+            if self.output is None:
+                return ""
+            try:
+                return json.dumps(self.output, default=str)
+            except (TypeError, ValueError):
+                return str(self.output)
+        return self.error or self.status.value
+
+
+class CallState(enum.Enum):
+    """Where a call is in its lifecycle. Moves are checked by :func:`check_transition`."""
+
+    PENDING = "pending"
+    """Admitted; waiting for dependencies, hooks, the policy or its turn to request leases."""
+    QUEUED = "queued"
+    """Its lease request is in the table, waiting for a grant. Not a task."""
+    RUNNING = "running"
+    """Leases granted; its task is running the tool."""
+    FINISHED = "finished"
+    """It has its result."""
+
+
+_TRANSITIONS: dict[CallState, frozenset[CallState]] = {
+    CallState.PENDING: frozenset({CallState.QUEUED, CallState.RUNNING, CallState.FINISHED}),
+    CallState.QUEUED: frozenset({CallState.RUNNING, CallState.FINISHED}),
+    # RUNNING -> QUEUED: its path keys changed meaning after the grant; it goes back in line.
+    CallState.RUNNING: frozenset({CallState.QUEUED, CallState.FINISHED}),
+    CallState.FINISHED: frozenset(),
+}
+
+
+def check_transition(call_id: str, old: CallState, new: CallState) -> None:
+    """Raise :class:`IllegalTransitionError` unless ``old -> new`` is a legal move."""
+    if new not in _TRANSITIONS[old]:
+        raise IllegalTransitionError(f"can't go from {old.name} to {new.name} for call {call_id}")

@@ -1,0 +1,65 @@
+"""What the kernel needs from a tool and from the place calls run in, as protocols.
+
+The kernel knows nothing of functions, signatures or files: ``toolkernel.tools`` turns decorated
+functions into objects of this shape, and a ``Workspace`` into an :class:`Environment`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..locks import Claim, Path
+
+if TYPE_CHECKING:
+    from ._context import ToolContext
+
+__all__ = ["KernelTool", "Environment", "KeyFunction"]
+
+KeyFunction = Callable[[str], Path]
+"""Turns a path as a tool's argument spells it into its canonical lease key."""
+
+
+@runtime_checkable
+class KernelTool(Protocol):
+    """A tool as the kernel sees it."""
+
+    @property
+    def name(self) -> str:
+        """The name models call it by."""
+        ...
+
+    @property
+    def wait_timeout(self) -> float | None:
+        """Default limit, in seconds, on waiting for leases (None: no limit)."""
+        ...
+
+    @property
+    def run_timeout(self) -> float | None:
+        """Default limit, in seconds, on running (None: no limit)."""
+        ...
+
+    def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate raw arguments; raise ``InvalidArgumentsError`` with a message for the model."""
+        ...
+
+    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
+        """The claims a call with these (parsed) arguments needs; None means "not declared"
+        (exclusive on everything), an empty sequence means "nothing at all"."""
+        ...
+
+    async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Any:
+        """Run the tool. Its return value is the result's output."""
+        ...
+
+
+class Environment(Protocol):
+    """Where calls run: how paths become keys, and what file access a call is given."""
+
+    def key(self, raw: str) -> Path:
+        """The canonical key of a path spelling; raises ``InvalidClaimError`` if refused."""
+        ...
+
+    def file_access(self, claims: Sequence[Claim]) -> Any:
+        """The ``ctx.fs`` object for a call holding ``claims``."""
+        ...

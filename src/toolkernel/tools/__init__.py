@@ -1,0 +1,7 @@
+"""Tools and the world they act on: the workspace that names files, and checked file access."""
+
+from ._fs import FileAccess as FileAccess
+from ._workspace import Workspace as Workspace
+from ._declare import FunctionTool as FunctionTool
+from ._declare import Tool as Tool
+from ._declare import tool as tool
