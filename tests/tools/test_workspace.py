@@ -1,4 +1,4 @@
-"""Workspace keys: one key for every spelling of a file, and no key for anything outside the root."""
+"""Workspace keys: one key for every spelling of a file, none for anything outside the root."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import pathlib
 import unicodedata
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from toolkernel._errors import InvalidClaimError, PathEscapeError
 from toolkernel.locks import Path, path
@@ -128,6 +130,34 @@ def test_files_that_do_not_exist_yet_have_keys(ws: Workspace) -> None:
     assert ws.key("a/f/inside") == path("a/f/inside")
 
 
+_NOISE = st.sampled_from(["", "./", "/", ".//", "ghost/../", "a/sub/../../"])
+
+
+def test_noisy_spellings_of_one_file_give_one_key(ws: Workspace) -> None:
+    (ws.root / "d").symlink_to("a")
+    components = ["a", "sub", "g"]
+
+    @given(
+        # The first piece of noise must not make a relative spelling absolute.
+        first=_NOISE.filter(lambda n: not n.startswith("/")),
+        noise=st.lists(_NOISE, min_size=3, max_size=3),
+        via_link=st.booleans(),
+        absolute=st.booleans(),
+        trailing=st.booleans(),
+    )
+    def check(first: str, noise: list[str], via_link: bool, absolute: bool, trailing: bool) -> None:
+        noise = [first, *noise]
+        spelled = ["d" if via_link else "a", *components[1:]]
+        text = "".join(n + c + "/" for n, c in zip(noise, spelled, strict=False)) + noise[3]
+        if not trailing:
+            text = text.rstrip("/") or "."
+        if absolute:
+            text = f"{ws.root}/{text}"
+        assert ws.key(text) == path("a/sub/g"), text
+
+    check()
+
+
 def test_a_symlink_and_its_target_give_one_key(ws: Workspace) -> None:
     (ws.root / "rel-link").symlink_to("a/f")
     (ws.root / "abs-link").symlink_to(ws.root / "a" / "f")
@@ -152,6 +182,7 @@ def test_paths_through_a_directory_symlink_take_the_targets_key(ws: Workspace) -
     # Climbing back out of a component that does not exist lands on real ground again, where
     # links are followed as usual.
     assert ws.key("not-yet/../d/f") == path("a/f")
+    assert ws.key("a/../d/f") == path("a/f")
 
 
 def test_dotdot_after_a_symlink_climbs_out_of_the_target(ws: Workspace) -> None:

@@ -265,7 +265,7 @@ class Workspace:
                     name, status = entry
                     if stat.S_ISLNK(status.st_mode):
                         links += 1
-                        if False:
+                        if links > MAX_SYMLINKS:
                             raise InvalidClaimError(
                                 f"path {text!r} passes through more than {MAX_SYMLINKS} symbolic "
                                 "links; is there a loop?"
