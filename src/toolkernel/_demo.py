@@ -1,42 +1,320 @@
-"""The demo: tasks that share files through the lock manager, with a timeline of who waited."""
+"""``python -m toolkernel demo``: a scripted agent session over a copy of a small project.
+
+Three turns, as a model would emit them: explore (reads, greps, a glob in parallel), edit (several
+files at once, two edits and a read of the same file that must take turns), verify (a grep and
+the project's tests through Bash). Each turn prints a live log and a timeline; then the same
+calls run one by one, and in the coarse "reads together, every write alone" scheme, on fresh
+copies, and the demo prints the speed-ups and checks that all three left identical trees.
+
+Each call takes at least the median duration recorded for its tool in real agent sessions
+(``shared/data/traces``), standing in for a real disk, editor and test run; ``--no-latency``
+turns that off and leaves only what the tools really take.
+"""
 
 from __future__ import annotations
 
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
 import trio
 
-from .locks import Claim, LockManager, reads, writes
+from ._open import open_kernel
+from ._timeline import Timeline
+from .kernel import Kernel, KeyFunction, ToolCall, ToolContext, ToolResult
+from .locks import Claim
+from .tools import Tool, builtin_tools, is_read_only_command
 
-_STEPS: list[tuple[str, list[Claim], float]] = [
-    ("read a.py", [reads("src/a.py")], 0.20),
-    ("read b.py", [reads("src/b.py")], 0.20),
-    ("edit a.py", [writes("src/a.py")], 0.10),
-    ("read a.py again", [reads("src/a.py")], 0.10),
-    ("edit b.py", [writes("src/b.py")], 0.10),
-    ("rewrite src/", [writes("src")], 0.10),
+SAMPLE_PROJECT = Path(__file__).parent / "sample_project"
+
+# Median seconds per call of each tool in the recorded sessions (shared/data/traces).
+RECORDED_MEDIANS = {
+    "Read": 0.10,
+    "Edit": 0.11,
+    "MultiEdit": 0.33,
+    "Write": 0.10,
+    "Grep": 0.11,
+    "Glob": 0.40,
+    "ListDir": 0.07,
+    "TodoWrite": 0.06,
+    "Bash": 1.14,
+}
+
+_TESTS = f"{sys.executable} -m unittest -q 2>&1"
+
+TURNS: list[tuple[str, list[ToolCall]]] = [
+    (
+        "Let me look around the project first.",
+        [
+            ToolCall("c1", "Glob", {"pattern": "**/*.py"}),
+            ToolCall("c2", "Read", {"file_path": "calc/ops.py"}),
+            ToolCall("c3", "Read", {"file_path": "calc/parse.py"}),
+            ToolCall("c4", "Grep", {"pattern": "TODO", "output_mode": "content"}),
+            ToolCall("c5", "Read", {"file_path": "tests/test_calc.py"}),
+            ToolCall("c6", "Bash", {"command": "ls calc tests"}),
+        ],
+    ),
+    (
+        "I'll add power(), a clearer division error, and a test.",
+        [
+            ToolCall(
+                "c7",
+                "Edit",
+                {
+                    "file_path": "calc/ops.py",
+                    "old_string": "def divide(a: float, b: float) -> float:\n"
+                    "    # TODO: say something better than ZeroDivisionError\n"
+                    "    return a / b\n",
+                    "new_string": "def divide(a: float, b: float) -> float:\n"
+                    "    if b == 0:\n"
+                    '        raise ZeroDivisionError(f"can\'t divide {a} by zero")\n'
+                    "    return a / b\n",
+                },
+            ),
+            ToolCall(
+                "c8",
+                "Edit",
+                {
+                    "file_path": "calc/parse.py",
+                    "old_string": '"+": add, "-": subtract, "*": multiply, "/": divide}',
+                    "new_string": '"+": add, "-": subtract, "*": multiply, "/": divide, '
+                    '"^": power}',
+                },
+            ),
+            ToolCall(
+                "c9",
+                "Edit",
+                {
+                    "file_path": "calc/ops.py",
+                    "old_string": "def multiply(",
+                    "new_string": "def power(a: float, b: float) -> float:\n"
+                    "    return a**b\n\n\ndef multiply(",
+                },
+            ),
+            ToolCall("c10", "Read", {"file_path": "calc/ops.py"}),
+            ToolCall(
+                "c11",
+                "Edit",
+                {
+                    "file_path": "calc/parse.py",
+                    "old_string": "from .ops import add, divide, multiply, subtract",
+                    "new_string": "from .ops import add, divide, multiply, power, subtract",
+                },
+            ),
+            ToolCall(
+                "c12",
+                "MultiEdit",
+                {
+                    "file_path": "tests/test_calc.py",
+                    "edits": [
+                        {
+                            "old_string": "from calc import add, divide, evaluate, format_number",
+                            "new_string": "from calc import add, divide, evaluate, "
+                            "format_number\nfrom calc.ops import power",
+                        },
+                        {
+                            "old_string": "    def test_format(self) -> None:",
+                            "new_string": "    def test_power(self) -> None:\n"
+                            '        self.assertEqual(evaluate("2 ^ 10"), 1024)\n'
+                            "        self.assertEqual(power(3, 2), 9)\n\n"
+                            "    def test_format(self) -> None:",
+                        },
+                    ],
+                },
+            ),
+            ToolCall(
+                "c13",
+                "TodoWrite",
+                {
+                    "todos": [
+                        {"content": "add power()", "status": "completed"},
+                        {"content": "run the tests", "status": "in_progress"},
+                    ]
+                },
+            ),
+        ],
+    ),
+    (
+        "Now check nothing is left to do and run the tests.",
+        [
+            ToolCall("c14", "Grep", {"pattern": "TODO", "path": "calc"}),
+            ToolCall("c15", "Read", {"file_path": "calc/parse.py"}),
+            ToolCall("c16", "Bash", {"command": _TESTS}),
+            ToolCall("c17", "Read", {"file_path": "README.md", "limit": 3}),
+        ],
+    ),
 ]
 
 
-def run_demo() -> int:
-    async def main() -> None:
-        manager = LockManager()
-        start = trio.current_time()
-        lines: list[tuple[float, float, str]] = []
+@attrs.define(eq=False)
+class AtLeast:
+    """Wraps a tool so each call takes at least ``seconds`` (holding its leases meanwhile)."""
 
-        async def step(name: str, claims: list[Claim], seconds: float) -> None:
-            async with manager.acquire(claims):
-                began = trio.current_time() - start
-                await trio.sleep(seconds)
-                lines.append((began, trio.current_time() - start, name))
+    inner: Tool
+    seconds: float
 
-        async with trio.open_nursery() as nursery:
-            for name, claims, seconds in _STEPS:
-                nursery.start_soon(step, name, claims, seconds)
-                await trio.lowlevel.checkpoint()  # keep emission order
-        for began, ended, name in sorted(lines):
-            bar = " " * int(began * 50) + "#" * max(1, int((ended - began) * 50))
-            print(f"{name:>16} {began:5.2f}-{ended:5.2f}s |{bar}")
-        serial = sum(seconds for _, _, seconds in _STEPS)
-        print(f"makespan {max(e for _, e, _ in lines):.2f}s; one by one it would be {serial:.2f}s")
+    @property
+    def name(self) -> str:
+        return self.inner.name
 
-    trio.run(main)
-    return 0
+    @property
+    def wait_timeout(self) -> float | None:
+        return self.inner.wait_timeout
+
+    @property
+    def run_timeout(self) -> float | None:
+        return self.inner.run_timeout
+
+    def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return self.inner.parse_arguments(arguments)
+
+    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
+        return self.inner.claims(arguments, key)
+
+    async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Any:
+        deadline = trio.current_time() + self.seconds
+        try:
+            return await self.inner.invoke(ctx, arguments)
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep_until(deadline)
+
+
+def _tools(latency: bool) -> list[Any]:
+    tools = builtin_tools(bash=True)
+    if not latency:
+        return list(tools)
+    return [AtLeast(t, RECORDED_MEDIANS.get(t.name, 0.0)) for t in tools]
+
+
+def _label(call: ToolCall) -> str:
+    args = call.arguments if isinstance(call.arguments, Mapping) else {}
+    for key in ("file_path", "pattern", "command", "path"):
+        if key in args:
+            text = str(args[key]).replace(sys.executable, "python")
+            return text if len(text) <= 28 else text[:25] + "..."
+    return ""
+
+
+def _is_read_only(call: ToolCall) -> bool:
+    if call.name in ("Read", "Grep", "Glob", "ListDir"):
+        return True
+    args = call.arguments if isinstance(call.arguments, Mapping) else {}
+    return call.name == "Bash" and is_read_only_command(str(args.get("command", "")))
+
+
+async def _one_by_one(kernel: Kernel, calls: list[ToolCall]) -> list[ToolResult]:
+    return [(await kernel.run([call]))[0] for call in calls]
+
+
+async def _coarse(kernel: Kernel, calls: list[ToolCall]) -> list[ToolResult]:
+    """Consecutive read-only calls together (at most 10), every other call alone."""
+    results: list[ToolResult] = []
+    group: list[ToolCall] = []
+    for call in calls:
+        if _is_read_only(call) and len(group) < 10:
+            group.append(call)
+            continue
+        if group:
+            results += await kernel.run(group)
+            group = []
+        if _is_read_only(call):
+            group.append(call)
+        else:
+            results += await kernel.run([call])
+    if group:
+        results += await kernel.run(group)
+    return results
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def _copy_project(into: Path, name: str) -> Path:
+    target = into / name
+    shutil.copytree(SAMPLE_PROJECT, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+async def _session(latency: bool, out: Any) -> int:
+    with tempfile.TemporaryDirectory(prefix="toolkernel-demo-") as tmp:
+        base = Path(tmp)
+        roots = {name: _copy_project(base, name) for name in ("kernel", "serial", "coarse")}
+        print(
+            f"toolkernel demo: a scripted agent edits a copy of a small project in {base}", file=out
+        )
+        if latency:
+            print(
+                "(each call takes at least its tool's median duration in recorded agent "
+                "sessions; --no-latency turns that off)",
+                file=out,
+            )
+        timeline = Timeline(echo=lambda line: print(line, file=out))
+        elapsed: dict[str, float] = {}
+        statuses: dict[str, list[str]] = {}
+        async with open_kernel(_tools(latency), root=roots["kernel"]) as kernel:
+            kernel.add_listener(timeline)
+            start = trio.current_time()
+            results: list[ToolResult] = []
+            for number, (thought, calls) in enumerate(TURNS, 1):
+                print(
+                    f"\nturn {number} — the model says: {thought!r} and emits {len(calls)} calls",
+                    file=out,
+                )
+                timeline.clear()
+                timeline.labels.update({c.id: _label(c) for c in calls})
+                results += await kernel.run(calls)
+                print("\n" + timeline.chart(), file=out)
+            elapsed["kernel"] = trio.current_time() - start
+            statuses["kernel"] = [r.status.value for r in results]
+        failed = [r for r in results if not r.ok]
+        for r in failed:
+            print(f"\n{r.call_id} {r.name} ended {r.status.value}: {r.error}", file=out)
+        tests = next(r for r in results if r.call_id == "c16")
+        if tests.ok:
+            print(f"\nthe project's tests pass after the edits: {tests.text().strip()!r}", file=out)
+        for name, runner in (("serial", _one_by_one), ("coarse", _coarse)):
+            async with open_kernel(_tools(latency), root=roots[name]) as kernel:
+                start = trio.current_time()
+                results = []
+                for _, calls in TURNS:
+                    results += await runner(kernel, calls)
+                elapsed[name] = trio.current_time() - start
+                statuses[name] = [r.status.value for r in results]
+        trees = {name: _tree(root) for name, root in roots.items()}
+        same = trees["kernel"] == trees["serial"] == trees["coarse"]
+        same_status = statuses["kernel"] == statuses["serial"] == statuses["coarse"]
+        print("\nthe same session, three ways:", file=out)
+        print(
+            f"  toolkernel (each call as soon as its leases are free) {elapsed['kernel']:6.2f}s",
+            file=out,
+        )
+        print(
+            f"  coarse (reads together, every write alone)            {elapsed['coarse']:6.2f}s"
+            f"   toolkernel is {elapsed['coarse'] / elapsed['kernel']:.2f}x faster",
+            file=out,
+        )
+        print(
+            f"  one by one                                            {elapsed['serial']:6.2f}s"
+            f"   toolkernel is {elapsed['serial'] / elapsed['kernel']:.2f}x faster",
+            file=out,
+        )
+        print(
+            f"  final trees identical: {same}; every call ended the same way: {same_status}",
+            file=out,
+        )
+        return 0 if same and same_status and not failed else 1
+
+
+def run_demo(latency: bool = True) -> int:
+    """Run the demo session; return the process exit code."""
+    return trio.run(_session, latency, sys.stdout)

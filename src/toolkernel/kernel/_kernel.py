@@ -1053,7 +1053,7 @@ class Kernel:
             for claim in mine:
                 for theirs in other.claims or ():
                     if claims_conflict(claim, theirs) or claim.node == theirs.node:
-                        text = str(claim.resource)
+                        text = str(claim.resource) if claim.node != ("path",) else "workspace"
                         if text not in found:
                             found.append(text)
         if not found and self._max_concurrency is not None and record.parent is None:

@@ -1,0 +1,5 @@
+"""Formatting answers."""
+
+
+def format_number(value: float) -> str:
+    return str(value)

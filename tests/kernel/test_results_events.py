@@ -1,0 +1,178 @@
+"""Every call gets its own result, one failure touches nobody else, and the events come in order."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+import toolkernel as tk
+
+from .fakes import Recorder, assert_leases_returned, by_id, edit, make_tools, read
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+def failing(call_id: str, path: str, duration: float) -> tk.ToolCall:
+    return tk.ToolCall(call_id, "edit", {"path": path, "duration": duration, "fail": True})
+
+
+async def test_one_raising_call_gives_one_error_and_two_ok_results(autojump_clock, rec) -> None:
+    calls = [edit("c1", "a", 1), failing("c2", "b", 2), read("c3", "c", 3)]
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        c1, c2, c3 = await kernel.run(calls)
+        assert_leases_returned(kernel)
+    assert (c1.status, c2.status, c3.status) == (tk.Status.OK, tk.Status.ERROR, tk.Status.OK)
+    assert c1.output == "edited a" and c3.output == "read c"
+    assert c2.output is None
+    assert c2.error == "RuntimeError: c2 failed on purpose"
+    # Each result carries its own timing.
+    assert (c1.queued_at, c1.started_at, c1.finished_at) == (0, 0, 1)
+    assert (c2.queued_at, c2.started_at, c2.finished_at) == (0, 0, 2)
+    assert (c3.queued_at, c3.started_at, c3.finished_at) == (0, 0, 3)
+    assert (c1.wait_time, c1.run_time) == (0, 1)
+    assert c2.text() == c2.error and c3.text() == "read c"
+
+
+async def test_a_failure_releases_its_lease_to_the_next_call(autojump_clock, rec) -> None:
+    calls = [failing("c1", "a", 1), edit("c2", "a", 1)]
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        c1, c2 = await kernel.run(calls)
+    assert c1.status is tk.Status.ERROR
+    assert c2.ok and (c2.queued_at, c2.started_at, c2.finished_at) == (0, 1, 2)
+    assert c2.wait_time == 1
+
+
+async def test_tool_error_messages_are_passed_through_without_a_type_name(autojump_clock) -> None:
+    @tk.tool(claims=lambda args: [])
+    async def refuse(ctx: tk.ToolContext) -> None:
+        raise tk.ToolError("the file is binary; use read_bytes instead")
+
+    async with tk.open_kernel(tools=[refuse]) as kernel:
+        (result,) = await kernel.run([tk.ToolCall("c1", "refuse")])
+    assert result.status is tk.Status.ERROR
+    assert result.error == "the file is binary; use read_bytes instead"
+
+
+async def test_every_call_queued_comes_before_the_first_call_finished(autojump_clock, rec) -> None:
+    events: list[tk.CallEvent] = []
+    calls = [
+        edit("c1", "a", 0),
+        tk.ToolCall("bad", "no_such_tool", {}),  # finishes at admission
+        failing("c3", "b", 0),
+        read("c4", "a", 1),
+        read("c5", "c", 2),
+    ]
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        kernel.add_listener(events.append)
+        await kernel.run(calls)
+    kinds = [(type(e).__name__, e.call_id) for e in events]
+    queued = [i for i, e in enumerate(events) if isinstance(e, tk.CallQueued)]
+    finished = [i for i, e in enumerate(events) if isinstance(e, tk.CallFinished)]
+    assert len(queued) == len(finished) == 5, kinds
+    assert max(queued) < min(finished), kinds
+    # Every call's own events are in lifecycle order.
+    for call in calls:
+        mine = [type(e).__name__ for e in events if e.call_id == call.id]
+        assert mine[0] == "CallQueued" and mine[-1] == "CallFinished", (call.id, mine)
+    assert [type(e).__name__ for e in events if e.call_id == "c4"] == [
+        "CallQueued",
+        "CallBlocked",
+        "CallStarted",
+        "CallFinished",
+    ]
+
+
+async def test_stream_yields_the_batch_events_in_order_and_ends(autojump_clock, rec) -> None:
+    calls = [edit("c1", "a", 1), failing("c2", "b", 0), read("c3", "a", 1)]
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        # Another batch's events must not leak into this stream.
+        kernel.submit(edit("other", "z", 5))
+        async with kernel.stream(calls) as events:
+            seen = [event async for event in events]
+        assert trio.current_time() == 2
+    assert {e.call_id for e in seen} == {"c1", "c2", "c3"}
+    first_finished = next(i for i, e in enumerate(seen) if isinstance(e, tk.CallFinished))
+    assert sum(isinstance(e, tk.CallQueued) for e in seen[:first_finished]) == 3
+    results = by_id(e.result for e in seen if isinstance(e, tk.CallFinished))
+    assert results["c2"].status is tk.Status.ERROR
+    assert results["c3"].started_at == 1
+    blocked = [e for e in seen if isinstance(e, tk.CallBlocked)]
+    assert [(e.call_id, e.waits_for, e.resources) for e in blocked] == [("c3", ("c1",), ("a",))]
+    started = [e.call_id for e in seen if isinstance(e, tk.CallStarted)]
+    assert sorted(started[:2]) == ["c1", "c2"] and started[2] == "c3"
+
+
+async def test_leaving_a_stream_early_cancels_what_still_runs(autojump_clock, rec) -> None:
+    calls = [edit("c1", "a", 1), edit("c2", "b", 10), edit("c3", "b", 1)]
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        handles_seen: list[tk.CallFinished] = []
+        kernel.add_listener(lambda e: handles_seen.append(e) if isinstance(e, tk.CallFinished) else None)
+        async with kernel.stream(calls) as events:
+            async for event in events:
+                if isinstance(event, tk.CallFinished):
+                    break
+        await trio.testing.wait_all_tasks_blocked()
+        assert trio.current_time() == 1
+        results = by_id(e.result for e in handles_seen)
+        assert results["c1"].ok
+        assert results["c2"].status is tk.Status.CANCELLED
+        assert results["c3"].status is tk.Status.CANCELLED
+        assert results["c3"].started_at is None
+        assert_leases_returned(kernel)
+
+
+async def test_progress_is_emitted_as_events(autojump_clock) -> None:
+    @tk.tool(claims=lambda args: [])
+    async def count(ctx: tk.ToolContext, n: int) -> int:
+        for i in range(n):
+            await trio.sleep(1)
+            ctx.progress(f"{i + 1} of {n}", data=i + 1)
+        return n
+
+    events: list[tk.CallEvent] = []
+    async with tk.open_kernel(tools=[count]) as kernel:
+        kernel.add_listener(events.append)
+        await kernel.run([tk.ToolCall("c1", "count", {"n": 3})])
+    progress = [(e.time, e.message, e.data) for e in events if isinstance(e, tk.CallProgress)]
+    assert progress == [(1, "1 of 3", 1), (2, "2 of 3", 2), (3, "3 of 3", 3)]
+
+
+async def test_a_listener_that_raises_is_dropped_and_breaks_nothing(autojump_clock, rec) -> None:
+    seen: list[tk.CallEvent] = []
+
+    def broken(event: tk.CallEvent) -> None:
+        raise ValueError("listener bug")
+
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        kernel.add_listener(broken)
+        remove = kernel.add_listener(seen.append)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr("toolkernel.kernel._kernel._log.exception", lambda *a, **k: None)
+            (result,) = await kernel.run([edit("c1", "a", 1)])
+        assert result.ok
+        assert len([e for e in seen if isinstance(e, tk.CallFinished)]) == 1
+        remove()
+        await kernel.run([edit("c2", "a", 1)])
+        assert all(e.call_id == "c1" for e in seen)
+
+
+async def test_submit_returns_a_handle_to_wait_on(autojump_clock, rec) -> None:
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        handle = kernel.submit(edit("c1", "a", 2))
+        assert handle.call_id == "c1" and not handle.finished
+        with pytest.raises(RuntimeError, match="c1 has not finished"):
+            handle.result()
+        result = await handle.wait_finished()
+        assert handle.finished and handle.result() is result
+        assert (result.status, result.finished_at) == (tk.Status.OK, 2)
+
+
+async def test_a_closed_kernel_refuses_new_calls(autojump_clock, rec) -> None:
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        pass
+    with pytest.raises(tk.KernelClosedError, match="closed"):
+        kernel.submit(edit("c1", "a"))
