@@ -83,6 +83,9 @@ _log = logging.getLogger("toolkernel")
 CONCURRENCY_POOL = "toolkernel.concurrency"
 """The pool every top-level call takes one unit of when ``max_concurrency`` is set."""
 
+MAX_REQUEUES = 3
+"""How often a call may go back to the queue because its paths changed meaning."""
+
 NESTED_PRIORITY_BOOST = 1_000_000
 """Nested calls are part of a call that already holds leases: they overtake plain waiters."""
 
@@ -137,6 +140,7 @@ class _CallRecord:
     dependents: list[_CallRecord] = attrs.field(factory=list)
     awaiting: set[_CallRecord] = attrs.field(factory=set)  # nested calls it is waiting for
     nested_count: int = 0
+    requeues: int = 0
 
     @property
     def name(self) -> str:
@@ -713,7 +717,52 @@ class Kernel:
                 self._granted(group.records[granted_id])
 
     async def _run_task(self, record: _CallRecord) -> None:
+        if record.cancel_reason is None and not self._keys_still_hold(record):
+            return  # back in the queue; a later grant starts a new task
         await self._execute(record)
+
+    def _keys_still_hold(self, record: _CallRecord) -> bool:
+        """Recompute a granted call's path keys; if one now names something else (a symlink or a
+        rename changed it since admission), send the call back to the queue keeping its place.
+
+        Returns True if the call may run now with what it holds.
+        """
+        if self._environment is None or record.tool is None:
+            return True
+        try:
+            declared = record.tool.claims(record.arguments, self._environment.key)
+            fresh = canonical_claims(
+                (exclusive(EVERYTHING),) if declared is None else tuple(declared)
+            )
+        except (InvalidClaimError, InvalidCallError) as exc:
+            self._release_all(record)
+            self._finish(record, Status.ERROR, error=f"{type(exc).__name__}: {exc}")
+            return False
+        if fresh == record.claims:
+            return True
+        record.requeues += 1
+        if record.requeues > MAX_REQUEUES:
+            self._release_all(record)
+            self._finish(record, Status.ERROR,
+                         error=f"its paths kept changing meaning while it waited (re-queued "
+                               f"{MAX_REQUEUES} times); try again")
+            return False
+        record.claims = fresh
+        claims = fresh
+        if self._max_concurrency is not None:
+            claims = (*claims, units(pool(CONCURRENCY_POOL), 1))
+        group, lease_id = record.leases[0]
+        self._move(record, CallState.QUEUED)
+        granted = group.table.requeue(lease_id, claims, owner=record)
+        for granted_id in granted:
+            if granted_id != lease_id:
+                self._granted(group.records[granted_id])
+        if lease_id in granted:
+            self._move(record, CallState.RUNNING)
+            return True
+        record.waiting_in = group
+        self._announce_block(record)
+        return False
 
     async def _execute(self, record: _CallRecord) -> None:
         """Run a granted call's tool in this task; release its leases; finish it."""

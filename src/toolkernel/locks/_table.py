@@ -373,6 +373,35 @@ class LeaseTable:
         del self._requests[lease_id]
         return self._grant_scan(candidates)
 
+    def requeue(
+        self, lease_id: int, claims: Iterable[Claim], *, owner: object = None
+    ) -> tuple[int, ...]:
+        """Replace a request's claims, keeping its id and its place in the queue.
+
+        For a caller that learns, after the grant, that its claims named the wrong resources (a
+        path's meaning changed). The request gives up what it held and asks again as if it had
+        arrived when it first did: it is granted at once if it can be, else it waits ahead of
+        everyone who came after it. Returns the ids granted as a result (``lease_id`` among them
+        if it was granted again). Same errors as :meth:`release` and :meth:`request`.
+        """
+        request = self._get(lease_id, "requeue")
+        if request.owner is not owner:
+            raise ForeignLeaseError(
+                f"can't requeue lease {lease_id}: it belongs to {request.owner!r}, not {owner!r}"
+            )
+        replacement = self._make_request(claims, request.priority, request.group, owner)
+        candidates = self._conflicting_waiters(request)
+        self._unindex(request)
+        request.claims = replacement.claims
+        request.entries = replacement.entries
+        request.exclusive_count = replacement.exclusive_count
+        granted_now = self._grantable(request)
+        self._index(request, held=granted_now)
+        candidates.update(self._conflicting_waiters(request))
+        candidates.discard(lease_id)
+        granted = self._grant_scan(candidates)
+        return (lease_id, *granted) if granted_now else granted
+
     def set_capacity(self, pool_name: str, capacity: int) -> tuple[int, ...]:
         """Set a pool's capacity; return the ids of waiting requests granted as a result.
 
