@@ -1,0 +1,86 @@
+"""The public surface: every name DESIGN.md promises is there, and exported once."""
+
+import ast
+from pathlib import Path
+
+import toolkernel
+import toolkernel.kernel
+import toolkernel.locks
+import toolkernel.tools
+
+PACKAGE = Path(toolkernel.__file__).parent
+
+PROMISED = {
+    toolkernel: [
+        "tool",
+        "Tool",
+        "ToolContext",
+        "ToolCall",
+        "ToolResult",
+        "Status",
+        "open_kernel",
+        "Kernel",
+        "CallHandle",
+        "CallQueued",
+        "CallBlocked",
+        "CallStarted",
+        "CallProgress",
+        "CallFinished",
+        "reads",
+        "writes",
+        "device",
+        "pool",
+        "path",
+        "shared",
+        "exclusive",
+        "units",
+        "Mode",
+        "Claim",
+        "LeaseTable",
+        "LockManager",
+        "Workspace",
+    ],
+    toolkernel.locks: [
+        "LeaseTable",
+        "LockManager",
+        "Claim",
+        "Mode",
+        "path",
+        "device",
+        "pool",
+        "shared",
+        "exclusive",
+        "units",
+        "reads",
+        "writes",
+    ],
+    toolkernel.tools: ["builtin_tools", "Workspace", "tool", "Tool"],
+}
+
+
+def test_promised_names_exist() -> None:
+    for module, names in PROMISED.items():
+        missing = [name for name in names if not hasattr(module, name)]
+        assert not missing, f"{module.__name__} lacks {missing}"
+
+
+def test_init_modules_only_reexport_each_name_once() -> None:
+    for init in PACKAGE.rglob("__init__.py"):
+        if "sample_project" in init.parts:
+            continue
+        tree = ast.parse(init.read_text())
+        seen: set[str] = set()
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    # "from ._x import Y as Y" is how a public name is re-exported.
+                    assert alias.asname == alias.name, f"{init}: {alias.name} not re-exported"
+                    assert alias.name not in seen, f"{init}: {alias.name} exported twice"
+                    seen.add(alias.name)
+            else:
+                allowed = (ast.Expr, ast.Assign)  # the docstring, __version__
+                assert isinstance(node, allowed), f"{init}: unexpected {type(node).__name__}"
+
+
+def test_version() -> None:
+    assert isinstance(toolkernel.__version__, str)
