@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import signal
+import stat
 import subprocess
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
@@ -20,7 +21,7 @@ import trio
 
 from .._errors import InvalidClaimError, ToolError
 from ..kernel import ToolContext
-from ..locks import Claim, device, exclusive, path, reads, shared, writes
+from ..locks import Claim, device, exclusive, path, shared, writes
 from ._declare import Tool, tool
 from ._fs import FileAccess
 
@@ -43,6 +44,10 @@ def _fs(ctx: ToolContext) -> FileAccess:
 async def _read_text(fs: FileAccess, file_path: str) -> str:
     """Read a text file or raise a ToolError saying plainly why not."""
     try:
+        # A pipe or a device would block the worker thread for good (and the kernel's close).
+        mode = (await fs.stat(file_path)).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise ToolError(f"{file_path!r} is not a regular file (a pipe, socket or device)")
         data = await fs.read_bytes(file_path)
     except FileNotFoundError:
         raise ToolError(f"file {file_path!r} does not exist") from None
@@ -111,7 +116,7 @@ async def write(ctx: ToolContext, file_path: str, content: str) -> str:
     existed = await fs.exists(file_path)
     try:
         await fs.write_text(file_path, content, parents=True)
-    except NotADirectoryError:
+    except (NotADirectoryError, FileExistsError):  # mkdir of the parents meets a file
         raise ToolError(f"can't create {file_path!r}: a parent of it is a file") from None
     verb = "overwrote" if existed else "created"
     return f"{verb} {file_path} ({len(content.splitlines())} lines)"
@@ -230,7 +235,8 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
                 out.append(re.escape(c))
             else:
                 options = pattern[i + 1 : end].split(",")
-                out.append("(?:" + "|".join(glob_to_regex(o).pattern[4:-2] for o in options) + ")")
+                # Each option's body, without the "(?s:" ... ")\Z" wrapper its regex comes in.
+                out.append("(?:" + "|".join(glob_to_regex(o).pattern[4:-3] for o in options) + ")")
                 i = end
         else:
             out.append(re.escape(c))
@@ -238,8 +244,11 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("(?s:" + "".join(out) + r")\Z")
 
 
-def _subtree(argument: str) -> Any:
-    return lambda arguments: [reads(arguments[argument] or ".")]
+def _compile_glob(pattern: str) -> re.Pattern[str]:
+    try:
+        return glob_to_regex(pattern)
+    except re.error as exc:
+        raise ToolError(f"glob {pattern!r} is not a valid pattern: {exc.msg}") from None
 
 
 def _relative_to(base: str, file: str) -> str:
@@ -260,7 +269,7 @@ async def _files_under(fs: FileAccess, given: str) -> tuple[str, list[str]]:
     return _base_key(fs, given), files
 
 
-@tool(claims=_subtree("path"), name="Glob")
+@tool(reads=["path"], name="Glob")
 async def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     """Find files by glob pattern (`**/*.py`, `src/*.{js,ts}`) under a directory.
 
@@ -270,7 +279,7 @@ async def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     """
     fs = _fs(ctx)
     base, files = await _files_under(fs, path)
-    matcher = glob_to_regex(pattern)
+    matcher = _compile_glob(pattern)
     found = [f for f in files if matcher.match(_relative_to(base, f))]
     if not found:
         return f"no files match {pattern!r} under {path}"
@@ -279,7 +288,7 @@ async def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     return "\n".join(shown) + (f"\n... ({more} more)" if more else "")
 
 
-@tool(claims=_subtree("path"), name="Grep")
+@tool(reads=["path"], name="Grep")
 async def grep(
     ctx: ToolContext,
     pattern: str,
@@ -302,7 +311,7 @@ async def grep(
     fs = _fs(ctx)
     base, files = await _files_under(fs, path)
     if glob is not None:
-        matcher = glob_to_regex(glob)
+        matcher = _compile_glob(glob)
         files = [
             f
             for f in files
@@ -336,7 +345,7 @@ async def grep(
     return "\n".join(lines[:RESULT_LIMIT]) + ("\n... (more results cut)" if more else "")
 
 
-@tool(claims=_subtree("path"), name="ListDir")
+@tool(reads=["path"], name="ListDir")
 async def list_dir(ctx: ToolContext, path: str = ".") -> str:
     """List a directory; subdirectories end with `/`.
 
@@ -455,6 +464,8 @@ _READ_ONLY_GIT = frozenset(
     "status log diff show rev-parse ls-files blame shortlog describe".split()
 )
 _FIND_WRITES = frozenset("-delete -exec -execdir -ok -okdir -fprint -fprint0 -fprintf -fls".split())
+# Options of allowed programs that write a file or run another program.
+_WRITING_OPTIONS = {"tree": ("-o",), "rg": ("--pre",), "file": ("-C", "--compile")}
 _SHELL_META = re.compile(r"[;&><`$()\n\\{}]|\|\|")
 
 
@@ -476,6 +487,10 @@ def is_read_only_command(command: str) -> bool:
         program, args = words[0], words[1:]
         if "=" in program:
             return False  # VAR=value prefixes could change what runs
+        if program == "env" and args:
+            return False  # env runs its arguments as a command
+        if any(a.startswith(_WRITING_OPTIONS.get(program, ())) for a in args):
+            return False
         if program == "git":
             if not args or args[0] not in _READ_ONLY_GIT or "--output" in " ".join(args):
                 return False

@@ -20,7 +20,7 @@ from typing import Any, TypeVar, overload
 
 from .._errors import InvalidArgumentsError
 from ..kernel import KeyFunction, ToolContext
-from ..locks import Claim, Path, path, reads, shared, writes
+from ..locks import Claim, Mode, Path
 from ._schema import ParameterSpec
 
 __all__ = ["Tool", "FunctionTool", "tool"]
@@ -109,22 +109,16 @@ class Tool:
         raise NotImplementedError(f"tool {self.name!r} does not define run()")
 
     def declare(self, arguments: Mapping[str, Any]) -> Iterable[Claim] | None:
-        """The claims of a call; by default from ``reads``, ``writes``, ``claims``, ``read_only``.
+        """Claims beyond ``reads``, ``writes`` and ``read_only``; by default from ``claims=``.
 
-        Return None to declare nothing (the call is then exclusive on everything).
+        Override it in a subclass for claims computed from the arguments. Path claims returned
+        here are spelled lexically (``path()``) and re-keyed through the workspace. Returning
+        None, with no ``reads``/``writes``/``read_only`` either, declares nothing: the call is
+        then exclusive on everything.
         """
-        if not (self.reads or self.writes or self.read_only or self._claims_function):
+        if self._claims_function is None:
             return None
-        found: list[Claim] = []
-        if self.read_only:
-            found.append(shared(path()))
-        for argument in self.reads:
-            found.extend(reads(p) for p in _path_values(self.name, argument, arguments[argument]))
-        for argument in self.writes:
-            found.extend(writes(p) for p in _path_values(self.name, argument, arguments[argument]))
-        if self._claims_function is not None:
-            found.extend(self._claims_function(arguments))
-        return found
+        return self._claims_function(arguments)
 
     # -- the kernel's side (``toolkernel.kernel.KernelTool``) ---------------------------------
 
@@ -133,16 +127,26 @@ class Tool:
         return self._spec.validate(self.name, arguments)
 
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
-        """The call's claims with every path turned into its canonical key by ``key``."""
+        """The call's claims with every path turned into its canonical key by ``key``.
+
+        Path arguments named in ``reads``/``writes`` go to ``key`` exactly as the model spelled
+        them (absolute, ``..`` through a symlink, ...), so the workspace decides what they mean.
+        """
         declared = self.declare(arguments)
-        if declared is None:
+        if declared is None and not (self.reads or self.writes or self.read_only):
             return None
-        keyed = []
-        for claim in declared:
+        found: list[Claim] = []
+        if self.read_only:
+            found.append(Claim(key("."), Mode.SHARED))
+        for names, mode in ((self.reads, Mode.SHARED), (self.writes, Mode.EXCLUSIVE)):
+            for argument in names:
+                for raw in _path_values(self.name, argument, arguments[argument]):
+                    found.append(Claim(key(raw), mode))
+        for claim in declared or ():
             if isinstance(claim, Claim) and isinstance(claim.resource, Path):
                 claim = Claim(key(str(claim.resource)), claim.mode)
-            keyed.append(claim)
-        return keyed
+            found.append(claim)
+        return found
 
     async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Any:
         result = self.run(ctx, **arguments)
