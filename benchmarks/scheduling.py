@@ -195,7 +195,8 @@ def make_call(call_id: str, tool: str, args: Mapping[str, Any], ms: float) -> Ca
 
 
 def with_durations(batch: Batch, durations: Iterable[float]) -> Batch:
-    return batch._replace(calls=tuple(c._replace(ms=d) for c, d in zip(batch.calls, durations)))
+    calls = zip(batch.calls, durations, strict=True)
+    return batch._replace(calls=tuple(call._replace(ms=ms) for call, ms in calls))
 
 
 def load_traces(file: FilePath) -> list[Batch]:

@@ -93,12 +93,16 @@ def make_tools(rec: Recorder) -> list[tk.Tool]:
     pool), free (no claims), barrier (declares nothing) — all sleep ``duration`` seconds."""
 
     @tk.tool(reads=["path"])
-    async def read(ctx: tk.ToolContext, path: str, duration: float = 1.0, fail: bool = False) -> str:
+    async def read(
+        ctx: tk.ToolContext, path: str, duration: float = 1.0, fail: bool = False
+    ) -> str:
         """Read a file (fake)."""
         return await _work(rec, ctx, duration, fail, f"read {path}")
 
     @tk.tool(writes=["path"])
-    async def edit(ctx: tk.ToolContext, path: str, duration: float = 1.0, fail: bool = False) -> str:
+    async def edit(
+        ctx: tk.ToolContext, path: str, duration: float = 1.0, fail: bool = False
+    ) -> str:
         """Edit a file (fake)."""
         return await _work(rec, ctx, duration, fail, f"edited {path}")
 

@@ -155,9 +155,7 @@ async def test_a_tool_that_declares_nothing_is_a_barrier(autojump_clock, rec) ->
     assert rec.interval("nothing") == (0, 1)
 
 
-async def test_results_come_in_call_order_whatever_the_finishing_order(
-    autojump_clock, rec
-) -> None:
+async def test_results_come_in_call_order_whatever_the_finishing_order(autojump_clock, rec) -> None:
     calls = [edit("slow", "a", 3), edit("fast", "b", 1), read("mid", "c", 2)]
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         results = await kernel.run(calls)
@@ -185,3 +183,29 @@ async def test_batches_from_different_tasks_share_the_lease_table(autojump_clock
     assert rec.interval("y1") == (2, 3)
     assert rec.interval("y2") == (0, 1)
     assert all(r.ok for r in results.values())
+
+
+async def test_with_a_workspace_every_spelling_of_a_file_is_one_resource(
+    autojump_clock, rec, tmp_path
+) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("x = 1\n")
+    async with tk.open_kernel(tools=make_tools(rec), root=tmp_path) as kernel:
+        results = await kernel.run(
+            [
+                read("r1", "src/a.py", 1),
+                edit("e1", "./src//a.py", 1),
+                edit("e2", "src/../src/a.py", 1),
+                read("r2", "src/b.py", 1),
+                edit("bad", "../elsewhere.py", 1),
+            ]
+        )
+        assert_leases_returned(kernel)
+    r1, e1, e2, r2, bad = results
+    assert [(r.started_at, r.finished_at) for r in (r1, e1, e2, r2)] == [
+        (0, 1),
+        (1, 2),
+        (2, 3),
+        (0, 1),
+    ]
+    assert bad.status is tk.Status.ERROR and "PathEscapeError" in (bad.error or "")

@@ -110,7 +110,9 @@ async def test_leaving_a_stream_early_cancels_what_still_runs(autojump_clock, re
     calls = [edit("c1", "a", 1), edit("c2", "b", 10), edit("c3", "b", 1)]
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         handles_seen: list[tk.CallFinished] = []
-        kernel.add_listener(lambda e: handles_seen.append(e) if isinstance(e, tk.CallFinished) else None)
+        kernel.add_listener(
+            lambda e: handles_seen.append(e) if isinstance(e, tk.CallFinished) else None
+        )
         async with kernel.stream(calls) as events:
             async for event in events:
                 if isinstance(event, tk.CallFinished):

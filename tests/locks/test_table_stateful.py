@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -59,19 +60,28 @@ from toolkernel.locks import (
 )
 
 NET = "net"
+MAX_LIVE = 12
 
-# The universe is small on purpose, so that requests collide often.
+# The universe is small on purpose, so that requests collide often. Hypothesis favours the first
+# choices, so those are ones that make queues.
 CLAIM_CHOICES: tuple[Claim, ...] = (
-    *(reads(p) for p in ("a", "a/b", "a/b/c", "a/bc", "b")),
-    *(writes(p) for p in ("a", "a/b", "a/b/c", "a/bc", "b")),
-    shared(device("phone")),
-    exclusive(device("phone")),
-    exclusive(device("browser")),
-    units(pool(NET), 1),
-    units(pool(NET), 1),
+    writes("a/b"),
     units(pool(NET), 2),
+    reads("a"),
+    units(pool(NET), 1),
+    writes("a"),
+    reads("a/b/c"),
+    reads("a/b"),
+    writes("a/bc"),
     units(pool(NET), 3),
+    exclusive(device("phone")),
+    shared(device("phone")),
+    writes("a/b/c"),
+    reads("a/bc"),
+    writes("b"),
+    reads("b"),
     exclusive(pool(NET)),
+    exclusive(device("browser")),
     shared(EVERYTHING),
     exclusive(EVERYTHING),
 )
@@ -80,6 +90,8 @@ claim_lists = st.lists(st.sampled_from(CLAIM_CHOICES), min_size=1, max_size=3)
 priorities = st.integers(min_value=-1, max_value=2)
 groups = st.sampled_from([None, "g1", "g2"])
 owner_indexes = st.integers(min_value=0, max_value=2)
+rarely = st.integers(min_value=0, max_value=7).map(lambda n: n == 7)
+request_args = st.tuples(claim_lists, priorities, owner_indexes, rarely)
 
 
 # -- the reference oracle ------------------------------------------------------------------------
@@ -149,9 +161,9 @@ class LeaseTableMachine(RuleBasedStateMachine):
         self.last_id = 0
         self.prev: LeaseTableSnapshot | None = None
         self.expected_effective: dict[int, int] = {}
-        # For the determinism replay: (operation, arguments, outcome) and the snapshot after it.
+        self.requeued: int | None = None
+        # For the determinism replay: (operation, arguments, outcome).
         self.log: list[tuple[str, tuple[Any, ...], object]] = []
-        self.snapshots: list[LeaseTableSnapshot] = []
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -182,11 +194,9 @@ class LeaseTableMachine(RuleBasedStateMachine):
 
     def record(self, op: str, args: tuple[Any, ...], outcome: object) -> None:
         self.log.append((op, args, outcome))
-        self.snapshots.append(self.table.snapshot())
 
-    def assert_unchanged(self) -> None:
-        assert self.prev is not None
-        assert self.table.snapshot() == self.prev
+    def assert_unchanged(self, before: LeaseTableSnapshot) -> None:
+        assert self.table.snapshot() == before, "a refused operation changed the table"
 
     def expected_effective_priority(self, priority: int, group: Hashable) -> int:
         assert self.prev is not None
@@ -205,98 +215,156 @@ class LeaseTableMachine(RuleBasedStateMachine):
         self.table = LeaseTable(pools={NET: capacity})
         self.initial_capacity = self.capacity = capacity
 
-    def _request(self, claims: list[Claim], priority: int, group: Hashable, owner: int) -> None:
-        claims_t = tuple(claims)
-        args = (claims_t, priority, group, owner)
-        error = self.expected_request_error(claims_t)
-        if error is not None:
-            with pytest.raises(error):
-                self.table.request(claims_t, priority=priority, group=group, owner=OWNERS[owner])
-            self.assert_unchanged()
-            self.record("request", args, error)
-            return
-        expected_eff = self.expected_effective_priority(priority, group)
-        lease_id = self.table.request(claims_t, priority=priority, group=group, owner=OWNERS[owner])
-        assert lease_id > self.last_id, "ids are arrival numbers"
-        self.last_id = lease_id
-        self.requests[lease_id] = Request(claims_t, OWNERS[owner], priority, group)
-        self.expected_effective[lease_id] = expected_eff
-        assert self.table.claims(lease_id) == canonical_claims(claims_t)
-        self.record("request", args, lease_id)
-
-    # Requests are what make queues, so they get two rules out of seven.
-    request = rule(claims=claim_lists, priority=priorities, group=groups, owner=owner_indexes)(
-        _request
-    )
-    request_again = rule(
-        claims=claim_lists, priority=priorities, group=groups, owner=owner_indexes
-    )(_request)
-
-    @rule(claims=claim_lists, priority=priorities, group=groups, owner=owner_indexes)
-    def request_nowait(
-        self, claims: list[Claim], priority: int, group: Hashable, owner: int
+    def _request(
+        self, nowait: bool, claims: list[Claim], priority: int, group: Hashable, owner: int
     ) -> None:
+        assert self.prev is not None
         claims_t = tuple(claims)
         args = (claims_t, priority, group, owner)
+        op = "request_nowait" if nowait else "request"
+        method = self.table.request_nowait if nowait else self.table.request
         error = self.expected_request_error(claims_t)
         if error is not None:
             with pytest.raises(error):
-                self.table.request_nowait(
-                    claims_t, priority=priority, group=group, owner=OWNERS[owner]
-                )
-            self.assert_unchanged()
-            self.record("request_nowait", args, error)
+                method(claims_t, priority=priority, group=group, owner=OWNERS[owner])
+            self.assert_unchanged(self.prev)
+            self.record(op, args, error)
             return
-        assert self.prev is not None
         expected_eff = self.expected_effective_priority(priority, group)
         key = (-expected_eff, self.last_id + 1)
         earlier = [w for w in self.prev.waiting if queue_key(w) < key]
         must_wait = self.blocked(claims_t, self.prev.held, earlier)
-        lease_id = self.table.request_nowait(
-            claims_t, priority=priority, group=group, owner=OWNERS[owner]
-        )
-        self.record("request_nowait", args, lease_id)
-        if must_wait:
-            assert lease_id is None
-            self.assert_unchanged()
+        lease_id = method(claims_t, priority=priority, group=group, owner=OWNERS[owner])
+        self.record(op, args, lease_id)
+        if nowait and must_wait:
+            assert lease_id is None, "request_nowait granted a request that must wait"
+            self.assert_unchanged(self.prev)
             return
-        assert lease_id is not None and lease_id > self.last_id
-        assert self.table.is_held(lease_id)
+        assert lease_id is not None and lease_id > self.last_id, "ids are arrival numbers"
+        assert self.table.is_held(lease_id) is not must_wait
+        assert self.table.claims(lease_id) == canonical_claims(claims_t)
         self.last_id = lease_id
         self.requests[lease_id] = Request(claims_t, OWNERS[owner], priority, group)
         self.expected_effective[lease_id] = expected_eff
 
-    def _release(self, lease_id: int) -> None:
-        owner = self.requests[lease_id].owner
-        granted = self.table.release(lease_id, owner=owner)
+    # A dozen live requests over this small universe make long enough queues; more would only
+    # make each step slower.
+    @precondition(lambda self: len(self.requests) < MAX_LIVE)
+    @rule(group=groups, batch=st.lists(request_args, min_size=1, max_size=4))
+    def request_batch(
+        self, group: Hashable, batch: list[tuple[list[Claim], int, int, bool]]
+    ) -> None:
+        """Requests arriving one after another, like the calls of one model turn."""
+        for n, (claims, priority, owner, unknown_pool) in enumerate(batch):
+            if n:
+                self.check_against_oracle()
+            if unknown_pool:
+                self._request_unknown_pool(claims, owner)
+            else:
+                self._request(False, claims, priority, group, owner)
+
+    @precondition(lambda self: len(self.requests) < MAX_LIVE)
+    @rule(claims=claim_lists, priority=priorities, group=groups, owner=owner_indexes)
+    def request_nowait(
+        self, claims: list[Claim], priority: int, group: Hashable, owner: int
+    ) -> None:
+        self._request(True, claims, priority, group, owner)
+
+    def _request_unknown_pool(self, claims: list[Claim], owner: int) -> None:
+        assert self.prev is not None
+        # Keep only claims that cannot raise on their own or hide the unknown pool.
+        kept = [c for c in claims if c.resource != Pool(NET) and c != exclusive(EVERYTHING)]
+        claims_t = (*kept, units(pool("gpu"), 1))
+        with pytest.raises(UnknownPoolError):
+            self.table.request(claims_t, owner=OWNERS[owner])
+        self.assert_unchanged(self.prev)
+        self.record("request", (claims_t, 0, None, owner), UnknownPoolError)
+
+    def _release(self, lease_id: int, wrong_owner: int) -> None:
+        assert self.prev is not None
+        owner = OWNERS.index(self.requests[lease_id].owner)
+
+        # Someone else's release is refused and changes nothing.
+        other = (owner + wrong_owner) % len(OWNERS)
+        with pytest.raises(ForeignLeaseError):
+            self.table.release(lease_id, owner=OWNERS[other])
+        self.assert_unchanged(self.prev)
+        self.record("release", (lease_id, other), ForeignLeaseError)
+
+        granted = self.table.release(lease_id, owner=OWNERS[owner])
+        self.record("release", (lease_id, owner), granted)
         del self.requests[lease_id]
         self.expected_effective.pop(lease_id)
-        self.record("release", (lease_id, OWNERS.index(owner)), granted)
-        snap = self.table.snapshot()
-        assert self.prev is not None
-        newly = {h.id for h in snap.held} - {h.id for h in self.prev.held}
+        after = self.table.snapshot()
+        newly = {h.id for h in after.held} - {h.id for h in self.prev.held}
         assert len(set(granted)) == len(granted)
         assert set(granted) == newly, "release returns exactly the requests it granted"
         for lease in granted:
             assert self.table.is_held(lease), "granted before release returns"
 
-    @precondition(lambda self: self.prev is not None and self.prev.held)
-    @rule(data=st.data())
-    def release_held(self, data: st.DataObject) -> None:
+        # A second release, or one of an id never handed out, is refused and changes nothing.
+        for bad_id in (lease_id, self.last_id + 1):
+            with pytest.raises(LeaseReleaseError) as info:
+                self.table.release(bad_id, owner=OWNERS[owner])
+            assert type(info.value) is LeaseReleaseError
+            self.assert_unchanged(after)
+            self.record("release", (bad_id, owner), LeaseReleaseError)
+
+    @precondition(lambda self: bool(self.requests))
+    @rule(data=st.data(), claims=claim_lists, wrong_owner=st.integers(min_value=1, max_value=2))
+    def requeue(self, data: st.DataObject, claims: list[Claim], wrong_owner: int) -> None:
+        """New claims for a held or waiting request, keeping its id and place in the queue."""
         assert self.prev is not None
-        lease_id = data.draw(st.sampled_from([h.id for h in self.prev.held]))
-        self._release(lease_id)
+        lease_id = data.draw(st.sampled_from(sorted(self.requests)), label="lease")
+        request = self.requests[lease_id]
+        owner = OWNERS.index(request.owner)
+        claims_t = tuple(claims)
+
+        other = (owner + wrong_owner) % len(OWNERS)
+        with pytest.raises(ForeignLeaseError):
+            self.table.requeue(lease_id, claims_t, owner=OWNERS[other])
+        self.assert_unchanged(self.prev)
+        self.record("requeue", (lease_id, claims_t, other), ForeignLeaseError)
+
+        error = self.expected_request_error(claims_t)
+        if error is not None:
+            with pytest.raises(error):
+                self.table.requeue(lease_id, claims_t, owner=OWNERS[owner])
+            self.assert_unchanged(self.prev)
+            self.record("requeue", (lease_id, claims_t, owner), error)
+            return
+        granted = self.table.requeue(lease_id, claims_t, owner=OWNERS[owner])
+        self.record("requeue", (lease_id, claims_t, owner), granted)
+        self.requests[lease_id] = attrs.evolve(request, raw_claims=claims_t)
+        assert self.table.claims(lease_id) == canonical_claims(claims_t)
+        # Granted again at once, or waiting: either way it is judged like a fresh grant.
+        self.requeued = lease_id
+        after = self.table.snapshot()
+        newly = {h.id for h in after.held} - {h.id for h in self.prev.held}
+        assert len(set(granted)) == len(granted)
+        assert set(granted) - {lease_id} == newly - {lease_id}
+        assert (lease_id in granted) is self.table.is_held(lease_id)
+
+    @precondition(lambda self: self.prev is not None and self.prev.held)
+    @rule(data=st.data(), wrong_owner=st.integers(min_value=1, max_value=2))
+    def release_held(self, data: st.DataObject, wrong_owner: int) -> None:
+        assert self.prev is not None
+        lease_id = data.draw(st.sampled_from([h.id for h in self.prev.held]), label="lease")
+        self._release(lease_id, wrong_owner)
 
     @precondition(lambda self: self.prev is not None and self.prev.waiting)
-    @rule(data=st.data())
-    def withdraw_waiting(self, data: st.DataObject) -> None:
+    @rule(data=st.data(), wrong_owner=st.integers(min_value=1, max_value=2))
+    def withdraw_waiting(self, data: st.DataObject, wrong_owner: int) -> None:
         assert self.prev is not None
-        lease_id = data.draw(st.sampled_from([w.id for w in self.prev.waiting]))
-        self._release(lease_id)
+        lease_id = data.draw(st.sampled_from([w.id for w in self.prev.waiting]), label="lease")
+        self._release(lease_id, wrong_owner)
 
-    @rule(capacity=st.integers(min_value=1, max_value=5))
-    def set_capacity(self, capacity: int) -> None:
+    # Only worth a step while someone holds or wants units of the pool.
+    @precondition(lambda self: any(units_wanted(r.raw_claims, NET) for r in self.requests.values()))
+    @rule(change=st.sampled_from([1, -1, 2, -2, 0]))
+    def set_capacity(self, change: int) -> None:
         assert self.prev is not None
+        capacity = min(max(self.capacity + change, 1), 6)
         in_use = self.held_units(self.prev)
         largest_waiting = max(
             (units_wanted(self.requests[w.id].raw_claims, NET) for w in self.prev.waiting),
@@ -305,7 +373,7 @@ class LeaseTableMachine(RuleBasedStateMachine):
         if capacity < in_use or capacity < largest_waiting:
             with pytest.raises(CapacityError):
                 self.table.set_capacity(NET, capacity)
-            self.assert_unchanged()
+            self.assert_unchanged(self.prev)
             assert self.table.capacity(NET) == self.capacity
             self.record("set_capacity", (capacity,), CapacityError)
             return
@@ -374,6 +442,8 @@ class LeaseTableMachine(RuleBasedStateMachine):
 
         # 3b. Fairness: what was granted in this step overtook no earlier conflicting waiter.
         before = set() if self.prev is None else {h.id for h in self.prev.held}
+        before.discard(self.requeued)  # a requeued request is granted afresh, or waits
+        self.requeued = None
         if self.prev is not None:
             assert not before & {w.id for w in waiting}, "a held lease went back to waiting"
         granted = sorted((h for h in held if h.id not in before), key=queue_key)
@@ -397,17 +467,20 @@ class LeaseTableMachine(RuleBasedStateMachine):
         self.prev = snap
 
     def teardown(self) -> None:
-        # 7. Determinism: the same operations on a fresh table give the same results and states.
+        # 7. Determinism: the same operations on a fresh table give the same results and state.
         if not self.log:
             return
         table = LeaseTable(pools={NET: self.initial_capacity})
-        for (op, args, outcome), expected_snapshot in zip(self.log, self.snapshots, strict=True):
+        for op, args, outcome in self.log:
             result: object
             try:
                 if op in ("request", "request_nowait"):
                     claims, priority, group, owner = args
                     method = table.request if op == "request" else table.request_nowait
                     result = method(claims, priority=priority, group=group, owner=OWNERS[owner])
+                elif op == "requeue":
+                    lease_id, claims, owner = args
+                    result = table.requeue(lease_id, claims, owner=OWNERS[owner])
                 elif op == "release":
                     lease_id, owner = args
                     result = table.release(lease_id, owner=OWNERS[owner])
@@ -416,7 +489,11 @@ class LeaseTableMachine(RuleBasedStateMachine):
             except (LeaseReleaseError, InvalidClaimError) as exc:
                 result = type(exc)
             assert result == outcome, (op, args)
-            assert table.snapshot() == expected_snapshot
+        assert table.snapshot() == self.table.snapshot()
 
 
 TestLeaseTableStateful = LeaseTableMachine.TestCase
+# Deep queues need many runs, so this test gets twice the profile's budget.
+TestLeaseTableStateful.settings = settings(
+    settings.default, max_examples=2 * settings.default.max_examples
+)

@@ -21,6 +21,13 @@ def _freeze_after(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _check_priority(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    # The lease table refuses anything else when the call requests its leases; refuse it here,
+    # where the mistake is made, rather than there, where it would escape from the kernel.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"priority must be an int, not {value!r}")
+
+
 def _check_timeout(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is None:
         return
@@ -45,7 +52,7 @@ class ToolCall:
     name: str
     arguments: Mapping[str, Any] | str = attrs.field(factory=dict)
     after: tuple[str, ...] = attrs.field(default=(), converter=_freeze_after, kw_only=True)
-    priority: int = attrs.field(default=0, kw_only=True)
+    priority: int = attrs.field(default=0, kw_only=True, validator=_check_priority)
     wait_timeout: float | None = attrs.field(default=None, kw_only=True, validator=_check_timeout)
     run_timeout: float | None = attrs.field(default=None, kw_only=True, validator=_check_timeout)
 

@@ -30,12 +30,14 @@ import logging
 import math
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from itertools import takewhile
 from typing import Any
 
 import attrs
 import trio
 
 from .._errors import (
+    CapacityError,
     DeadlockError,
     DependencyCycleError,
     InvalidArgumentsError,
@@ -44,12 +46,14 @@ from .._errors import (
     KernelClosedError,
     ToolError,
     UndeclaredAccessError,
+    UnknownPoolError,
     UnknownToolError,
 )
 from ..locks import (
     EVERYTHING,
     Claim,
     LeaseTable,
+    Pool,
     canonical_claims,
     claims_conflict,
     covers,
@@ -110,6 +114,12 @@ class _Batch:
     uid: int
     # Calls of this batch that have not requested leases yet, in emission order.
     unrequested: dict[int, _CallRecord] = attrs.field(factory=dict)
+    # The highest uid of a call marked ready: calls after it can't request yet, so the scan in
+    # ``_issue_requests`` stops there (without it, submitting n calls costs O(n^2)).
+    last_ready: int = 0
+    # Whether any call of this batch waits through ``after=``; only then can holding a call
+    # back for an earlier one close a cycle (see ``_holds_back``).
+    has_deps: bool = False
 
 
 @attrs.define(eq=False)
@@ -232,6 +242,7 @@ class Kernel:
                 raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
             all_pools[CONCURRENCY_POOL] = max_concurrency
         self._max_concurrency = max_concurrency
+        self._pools = all_pools
         self._main = _LeaseGroup(LeaseTable(all_pools), None)
         self._policy = policy
         self._approver = approver
@@ -288,10 +299,11 @@ class Kernel:
             if failure is not None:
                 failures[record.uid] = (Status.ERROR, failure)
         self._link_dependencies(records, failures)
-        for record in records:
-            self._emit(
-                CallQueued(record.call.id, record.name, record.queued_at, record.claims or ())
-            )
+        if self._listeners:  # build no event objects when nobody listens
+            for record in records:
+                self._emit(
+                    CallQueued(record.call.id, record.name, record.queued_at, record.claims or ())
+                )
         for record in records:
             if record.uid in failures:
                 status, message = failures[record.uid]
@@ -470,11 +482,32 @@ class Kernel:
             return f"can't compute the claims of {tool.name}: {_describe_exception(exc)}"
         claims = (exclusive(EVERYTHING),) if declared is None else tuple(declared)
         try:
-            record.claims = canonical_claims(claims)
+            canonical = canonical_claims(claims)
+            self._check_pools(tool.name, canonical)
         except InvalidClaimError as exc:
             return f"{type(exc).__name__}: {exc}"
+        record.claims = canonical
         record.arguments = arguments
         return None
+
+    def _check_pools(self, tool_name: str, claims: tuple[Claim, ...]) -> None:
+        """Refuse pool claims the lease table could never grant (it would raise on request)."""
+        for claim in claims:
+            if not isinstance(claim.resource, Pool):
+                continue
+            name = claim.resource.name
+            capacity = self._pools.get(name)
+            if capacity is None:
+                known = ", ".join(sorted(set(self._pools) - {CONCURRENCY_POOL})) or "none"
+                raise UnknownPoolError(
+                    f"{tool_name} claims pool {name!r}, which this kernel does not have "
+                    f"(its pools: {known}); open the kernel with pools={{{name!r}: n}}"
+                )
+            if not claim.is_exclusive and claim.units > capacity:
+                raise CapacityError(
+                    f"{tool_name} claims {claim.units} units of pool {name!r}, "
+                    f"but its capacity is {capacity}"
+                )
 
     def _link_dependencies(
         self, records: list[_CallRecord], failures: dict[int, tuple[Status, str]]
@@ -526,6 +559,7 @@ class Kernel:
             for dep in edges[record.uid]:
                 if dep.result is None:
                     record.deps_left.add(dep.uid)
+                    record.batch.has_deps = True
                     dep.dependents.append(record)
                 elif dep.result.status is not Status.OK and record.uid not in failures:
                     failures[record.uid] = (Status.SKIPPED, self._skip_message(dep))
@@ -624,7 +658,9 @@ class Kernel:
 
     def _decide(self, record: _CallRecord) -> Decision:
         try:
-            decision = self._policy(self._visible_call(record))
+            # The default policy ignores the call: don't copy its arguments for it.
+            call = record.call if self._policy is allow_all else self._visible_call(record)
+            decision = self._policy(call)
         except Exception as exc:
             return Decision.deny(f"the permission policy failed: {_describe_exception(exc)}")
         if isinstance(decision, Permission):
@@ -642,6 +678,7 @@ class Kernel:
 
     def _mark_ready(self, record: _CallRecord) -> None:
         record.ready = True
+        record.batch.last_ready = max(record.batch.last_ready, record.uid)
         if record.parent is None:
             self._issue_requests(record.batch)
 
@@ -650,16 +687,53 @@ class Kernel:
     def _issue_requests(self, batch: _Batch) -> None:
         """Let ready calls request leases, in emission order, never ahead of an earlier pending
         call of the batch that may conflict with them."""
-        ahead: list[tuple[Claim, ...] | None] = []
-        for record in list(batch.unrequested.values()):
+        if not batch.unrequested:  # every call of the batch has asked already
+            return
+        ahead: list[_CallRecord] = []
+        # Calls past the last ready one would only be added to ``ahead``: leave them unvisited.
+        last = batch.last_ready
+        for record in list(takewhile(lambda r: r.uid <= last, batch.unrequested.values())):
             if record.state is not CallState.PENDING:
-                del batch.unrequested[record.uid]
+                # pop, not del: a listener may have re-entered this scan (say, by cancelling a
+                # call on its CallBlocked event) and removed the record already.
+                batch.unrequested.pop(record.uid, None)
                 continue
-            if record.ready and not any(_may_conflict(record.claims, earlier) for earlier in ahead):
-                del batch.unrequested[record.uid]
+            if record.ready and not any(self._holds_back(earlier, record) for earlier in ahead):
+                batch.unrequested.pop(record.uid, None)
                 self._request_top_level(record)
             else:
-                ahead.append(record.claims)
+                ahead.append(record)
+
+    def _holds_back(self, earlier: _CallRecord, record: _CallRecord) -> bool:
+        """Whether ``earlier``, a pending call of the batch, keeps ``record`` from requesting.
+
+        It does if they may conflict, unless ``earlier`` may itself be waiting for ``record``
+        (through ``after=`` and this very rule): holding ``record`` back would then deadlock,
+        as in ``[edit(a, after=c2), c2: edit(a)]``. ``after=`` wins over emission order.
+        """
+        if not _may_conflict(record.claims, earlier.claims):
+            return False
+        return not (record.batch.has_deps and self._may_wait_for(earlier, record))
+
+    def _may_wait_for(self, start: _CallRecord, target: _CallRecord) -> bool:
+        """True if ``start`` may wait for ``target`` along ``after=`` edges and hold-backs."""
+        seen = {start.uid}
+        stack = [start]
+        while stack:
+            current = stack.pop()
+            following = [self._live[uid] for uid in current.deps_left if uid in self._live]
+            for other in current.batch.unrequested.values():
+                if other.uid >= current.uid:
+                    break
+                if other.state is CallState.PENDING and _may_conflict(current.claims, other.claims):
+                    following.append(other)
+            for nxt in following:
+                if nxt is target:
+                    return True
+                if nxt.uid not in seen:
+                    seen.add(nxt.uid)
+                    stack.append(nxt)
+        return False
 
     def _request_top_level(self, record: _CallRecord) -> None:
         assert record.claims is not None
@@ -774,7 +848,8 @@ class Kernel:
         record.started_at = trio.current_time()
         if record.state is not CallState.RUNNING:
             self._move(record, CallState.RUNNING)
-        self._emit(CallStarted(record.call.id, record.name, record.started_at))
+        if self._listeners:
+            self._emit(CallStarted(record.call.id, record.name, record.started_at))
         status, output, error = Status.OK, None, None
         run_timeout = self._run_timeout(record)
         try:
@@ -902,7 +977,8 @@ class Kernel:
                 return
         if inside or not outside:
             if parent.own_group is None:
-                parent.own_group = _LeaseGroup(LeaseTable(), parent)
+                # With the kernel's pools: a parent holding a whole pool lends its units.
+                parent.own_group = _LeaseGroup(LeaseTable(self._pools), parent)
             record.granted = trio.Event()
             self._request(record, parent.own_group, inside, record.call.priority, None)
             await self._wait_nested_grant(record)
@@ -990,7 +1066,8 @@ class Kernel:
         if tally is None:
             tally = self._tallies[record.name] = ToolTally(record.name)
         tally.add(result)
-        self._emit(CallFinished(record.call.id, record.name, result.finished_at, result))
+        if self._listeners:
+            self._emit(CallFinished(record.call.id, record.name, result.finished_at, result))
         record.finished.set()
         for dependent in record.dependents:
             if dependent.result is not None:
@@ -1119,6 +1196,8 @@ class Kernel:
         return f" behind {names}{on}"
 
     def _announce_block(self, record: _CallRecord) -> None:
+        if not self._listeners:
+            return  # working out whom it waits behind is not free
         self._emit(
             CallBlocked(
                 record.call.id,

@@ -548,7 +548,14 @@ class LeaseTable:
             self._exclusive_claims_held += request.exclusive_count
             self._shared_claims_held += len(request.entries) - request.exclusive_count
         elif request.group is not None:
-            self._group_waiting.setdefault(request.group, {})[request.id] = None
+            waiting = self._group_waiting.setdefault(request.group, {})
+            if waiting and next(reversed(waiting)) > request.id:
+                # A requeued request keeps its arrival place; the group must stay in arrival
+                # order, since its last member is the one that caps newcomers' priority.
+                waiting[request.id] = None
+                self._group_waiting[request.group] = dict.fromkeys(sorted(waiting))
+            else:
+                waiting[request.id] = None
 
     def _unindex(self, request: _Request) -> None:
         for _, node_key, exclusive, pool_units in request.entries:
