@@ -106,6 +106,26 @@ async def test_stream_yields_the_batch_events_in_order_and_ends(autojump_clock, 
     assert sorted(started[:2]) == ["c1", "c2"] and started[2] == "c3"
 
 
+async def test_a_stream_sees_only_its_own_batch_even_when_ids_repeat(autojump_clock) -> None:
+    @tk.tool(writes=["path"])
+    async def hold(ctx: tk.ToolContext, path: str, seconds: float) -> str:
+        await trio.sleep(seconds)
+        return path
+
+    async with tk.open_kernel(tools=[hold]) as kernel:
+        # Models reuse ids across turns: a running "c1" of another batch must not leak in,
+        # nor end this stream early when it finishes.
+        other = kernel.submit(tk.ToolCall("c1", "hold", {"path": "z", "seconds": 1}))
+        async with kernel.stream(
+            [tk.ToolCall("c1", "hold", {"path": "a", "seconds": 3})]
+        ) as events:
+            seen = [event async for event in events]
+        assert (await other.wait_finished()).finished_at == 1
+    finished = [e for e in seen if isinstance(e, tk.CallFinished)]
+    assert len(finished) == 1 and finished[0].result.output == "a"
+    assert [type(e) for e in seen] == [tk.CallQueued, tk.CallStarted, tk.CallFinished]
+
+
 async def test_leaving_a_stream_early_cancels_what_still_runs(autojump_clock, rec) -> None:
     calls = [edit("c1", "a", 1), edit("c2", "b", 10), edit("c3", "b", 1)]
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:

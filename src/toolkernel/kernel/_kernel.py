@@ -149,6 +149,7 @@ class _CallRecord:
     deps_left: set[int] = attrs.field(factory=set)
     dependents: list[_CallRecord] = attrs.field(factory=list)
     awaiting: set[_CallRecord] = attrs.field(factory=set)  # nested calls it is waiting for
+    sinks: list[Callable[[CallEvent], None]] = attrs.field(factory=list)  # ``stream`` listeners
     nested_count: int = 0
     requeues: int = 0
 
@@ -215,7 +216,7 @@ class Kernel:
     def __init__(
         self,
         tools: Iterable[KernelTool],
-        nursery: trio.Nursery,
+        nursery: trio.Nursery | None = None,
         *,
         environment: Environment | None = None,
         max_concurrency: int | None = None,
@@ -234,7 +235,7 @@ class Kernel:
             if tool.name in self._tools:
                 raise ValueError(f"two tools are named {tool.name!r}")
             self._tools[tool.name] = tool
-        self._nursery = nursery
+        self._nursery_or_none = nursery
         self._environment = environment
         all_pools = dict(pools or {})
         if max_concurrency is not None:
@@ -262,6 +263,12 @@ class Kernel:
         self._timer_scope: trio.CancelScope | None = None
         self._timed: dict[int, _CallRecord] = {}
 
+    @property
+    def _tasks(self) -> trio.Nursery:
+        if self._nursery_or_none is None:
+            raise KernelClosedError("the kernel is not open: use `async with open_kernel(...)`")
+        return self._nursery_or_none
+
     # -- public API ----------------------------------------------------------------------------
 
     @property
@@ -283,6 +290,11 @@ class Kernel:
 
         Conflicting calls of a batch run in the order given; the others overlap.
         """
+        return self._submit(calls, None)
+
+    def _submit(
+        self, calls: Iterable[ToolCall], sink: Callable[[CallEvent], None] | None
+    ) -> list[CallHandle]:
         if self._closed:
             raise KernelClosedError("can't submit calls: the kernel is closed")
         calls = list(calls)
@@ -292,6 +304,9 @@ class Kernel:
         self._serial += 1
         batch = _Batch(self._serial)
         records = [self._new_record(call, batch) for call in calls]
+        if sink is not None:
+            for record in records:
+                record.sinks.append(sink)
         # Admission: every call is queued (and says so) before any of them can finish.
         failures: dict[int, tuple[Status, str]] = {}
         for record in records:
@@ -299,10 +314,11 @@ class Kernel:
             if failure is not None:
                 failures[record.uid] = (Status.ERROR, failure)
         self._link_dependencies(records, failures)
-        if self._listeners:  # build no event objects when nobody listens
+        if self._listeners or sink is not None:  # build no events when nobody listens
             for record in records:
                 self._emit(
-                    CallQueued(record.call.id, record.name, record.queued_at, record.claims or ())
+                    record,
+                    CallQueued(record.call.id, record.name, record.queued_at, record.claims or ()),
                 )
         for record in records:
             if record.uid in failures:
@@ -336,30 +352,28 @@ class Kernel:
         Leaving the block early cancels what is still running.
         """
         send, receive = trio.open_memory_channel[CallEvent](math.inf)
-        mine: set[str] = set()
-        remaining: list[int] = [0]
-
-        def listener(event: CallEvent) -> None:
-            if event.call_id in mine:
-                send.send_nowait(event)
-                if isinstance(event, CallFinished):
-                    remaining[0] -= 1
-                    if remaining[0] == 0:
-                        send.close()
-
         calls = list(calls)
-        mine.update(call.id for call in calls)
-        remaining[0] = len(calls)
-        remove = self.add_listener(listener)
+        remaining = len(calls)
+
+        def sink(event: CallEvent) -> None:
+            nonlocal remaining
+            send.send_nowait(event)
+            if isinstance(event, CallFinished):
+                remaining -= 1
+                if remaining == 0:
+                    send.close()
+
         if not calls:
             send.close()
-        handles = self.submit_batch(calls)
+        # Attach before admission, so the batch's first events (CallQueued) are not missed.
+        handles = self._submit(calls, sink)
         try:
             async with receive:
                 yield receive
         finally:
-            remove()
             for handle in handles:
+                if sink in handle._record.sinks:
+                    handle._record.sinks.remove(sink)
                 handle.cancel()
 
     def cancel(self, *call_ids: str) -> None:
@@ -531,12 +545,13 @@ class Kernel:
             for dep_id in record.call.after:
                 dep = in_batch.get(dep_id) or self._by_call_id.get(dep_id)
                 if dep is None or dep is record:
+                    why = "itself" if dep is record else "not a known call"
                     failures.setdefault(
                         record.uid,
                         (
                             Status.ERROR,
                             f"{InvalidCallError.__name__}: it must run after "
-                            f"{dep_id!r}, which is not a known call",
+                            f"{dep_id!r}, which is {why}",
                         ),
                     )
                     continue
@@ -577,7 +592,7 @@ class Kernel:
 
     def _begin_prephase(self, record: _CallRecord) -> None:
         if self._before_hooks:
-            self._nursery.start_soon(self._prephase_task, record)
+            self._tasks.start_soon(self._prephase_task, record)
             return
         decision = self._decide(record)
         if decision.permission is Permission.ALLOW:
@@ -585,7 +600,7 @@ class Kernel:
         elif decision.permission is Permission.DENY:
             self._finish(record, Status.DENIED, error=self._denial(record, decision.reason))
         else:
-            self._nursery.start_soon(self._prephase_task, record)
+            self._tasks.start_soon(self._prephase_task, record)
 
     async def _prephase_task(self, record: _CallRecord) -> None:
         with trio.CancelScope() as scope:
@@ -778,7 +793,7 @@ class Kernel:
             record.granted.set()
             return
         self._move(record, CallState.RUNNING)
-        self._nursery.start_soon(self._run_task, record)
+        self._tasks.start_soon(self._run_task, record)
 
     def _release_all(self, record: _CallRecord) -> None:
         """Give back every lease and withdraw every request of ``record``; start whoever is next."""
@@ -817,9 +832,12 @@ class Kernel:
         record.requeues += 1
         if record.requeues > MAX_REQUEUES:
             self._release_all(record)
-            self._finish(record, Status.ERROR,
-                         error=f"its paths kept changing meaning while it waited (re-queued "
-                               f"{MAX_REQUEUES} times); try again")
+            self._finish(
+                record,
+                Status.ERROR,
+                error=f"its paths kept changing meaning while it waited (re-queued "
+                f"{MAX_REQUEUES} times); try again",
+            )
             return False
         record.claims = fresh
         claims = fresh
@@ -835,6 +853,11 @@ class Kernel:
             self._move(record, CallState.RUNNING)
             return True
         record.waiting_in = group
+        timeout = self._wait_timeout(record)
+        if timeout is not None:  # a fresh wait, with a fresh limit
+            record.wait_deadline = trio.current_time() + timeout
+            self._timed[record.uid] = record
+            self._reset_timer()
         self._announce_block(record)
         return False
 
@@ -848,8 +871,8 @@ class Kernel:
         record.started_at = trio.current_time()
         if record.state is not CallState.RUNNING:
             self._move(record, CallState.RUNNING)
-        if self._listeners:
-            self._emit(CallStarted(record.call.id, record.name, record.started_at))
+        if self._listeners or record.sinks:
+            self._emit(record, CallStarted(record.call.id, record.name, record.started_at))
         status, output, error = Status.OK, None, None
         run_timeout = self._run_timeout(record)
         try:
@@ -930,7 +953,7 @@ class Kernel:
         record = self._new_record(call, _Batch(self._serial), parent=parent)
         record.batch.unrequested.clear()
         failure = self._admit(record)
-        self._emit(CallQueued(call.id, name, record.queued_at, record.claims or ()))
+        self._emit(record, CallQueued(call.id, name, record.queued_at, record.claims or ()))
         if failure is None and record.depth > self._max_depth:
             failure = (
                 f"NestingDepthError: calls nested more than {self._max_depth} deep; "
@@ -1066,8 +1089,10 @@ class Kernel:
         if tally is None:
             tally = self._tallies[record.name] = ToolTally(record.name)
         tally.add(result)
-        if self._listeners:
-            self._emit(CallFinished(record.call.id, record.name, result.finished_at, result))
+        if self._listeners or record.sinks:
+            self._emit(
+                record, CallFinished(record.call.id, record.name, result.finished_at, result)
+            )
         record.finished.set()
         for dependent in record.dependents:
             if dependent.result is not None:
@@ -1157,17 +1182,21 @@ class Kernel:
         record.state = state
         record.state_since = trio.current_time()
 
-    def _emit(self, event: CallEvent) -> None:
-        for listener in list(self._listeners):
+    def _emit(self, record: _CallRecord, event: CallEvent) -> None:
+        for listener in [*self._listeners, *record.sinks]:
             try:
                 listener(event)
             except Exception:
                 # A broken listener must not break the calls it watches; drop it, say so.
-                self._listeners.remove(listener)
+                for listeners in (self._listeners, record.sinks):
+                    if listener in listeners:
+                        listeners.remove(listener)
                 _log.exception("toolkernel: removed an event listener that raised")
 
     def _report_progress(self, record: _CallRecord, message: str, data: Any) -> None:
-        self._emit(CallProgress(record.call.id, record.name, trio.current_time(), message, data))
+        self._emit(
+            record, CallProgress(record.call.id, record.name, trio.current_time(), message, data)
+        )
 
     def _waits_for(self, record: _CallRecord) -> tuple[str, ...]:
         return tuple(r.call.id for r in self._waits_for_records(record))
@@ -1196,16 +1225,17 @@ class Kernel:
         return f" behind {names}{on}"
 
     def _announce_block(self, record: _CallRecord) -> None:
-        if not self._listeners:
+        if not (self._listeners or record.sinks):
             return  # working out whom it waits behind is not free
         self._emit(
+            record,
             CallBlocked(
                 record.call.id,
                 record.name,
                 trio.current_time(),
                 self._waits_for(record),
                 self._contested(record),
-            )
+            ),
         )
 
     # -- closing -------------------------------------------------------------------------------
@@ -1261,8 +1291,10 @@ async def open_kernel_core(tools: Iterable[KernelTool], **options: Any) -> Async
 
     On exit every unfinished call is cancelled and gets its result; leases all return.
     """
+    # Built before the nursery opens, so bad options raise plainly, not in an ExceptionGroup.
+    kernel = Kernel(tools, **options)
     async with trio.open_nursery() as nursery:
-        kernel = Kernel(tools, nursery, **options)
+        kernel._nursery_or_none = nursery
         nursery.start_soon(kernel._timer)
         try:
             yield kernel
