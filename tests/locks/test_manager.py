@@ -1,15 +1,21 @@
 """LockManager: trio tasks waiting on the lease table, driven step by step.
 
-Interleavings are made deterministic with ``trio.testing.wait_all_tasks_blocked``; anything that
-involves time uses the ``autojump_clock`` fixture, so no test really sleeps.
+Interleavings are made deterministic with ``trio.testing.wait_all_tasks_blocked``. Every test
+takes pytest-trio's ``autojump_clock``, so it runs on trio's mock clock: nothing really sleeps,
+and a lost wake-up fails at once with ``TooSlowError`` instead of hanging the suite (when every
+task is blocked, the clock jumps straight to the ``fail_after`` deadline).
 """
 
 from __future__ import annotations
 
 import pytest
 import trio
-import trio.testing
-from trio.testing import assert_checkpoints, assert_no_checkpoints, wait_all_tasks_blocked
+from trio.testing import (
+    MockClock,
+    assert_checkpoints,
+    assert_no_checkpoints,
+    wait_all_tasks_blocked,
+)
 
 from toolkernel._errors import (
     CapacityError,
@@ -18,6 +24,7 @@ from toolkernel._errors import (
     UnknownPoolError,
 )
 from toolkernel.locks import (
+    Claim,
     Lease,
     LeaseTableSnapshot,
     LeaseTableStatistics,
@@ -29,6 +36,7 @@ from toolkernel.locks import (
 )
 
 NET = pool("net")
+DEADLOCK_AFTER = 60  # mock seconds
 EMPTY = LeaseTableSnapshot(held=(), waiting=(), capacities=())
 
 
@@ -49,7 +57,9 @@ def held_ids(manager: LockManager) -> list[int]:
 # -- the basics ----------------------------------------------------------------------------------
 
 
-async def test_acquire_holds_for_the_block_and_releases_on_every_exit() -> None:
+async def test_acquire_holds_for_the_block_and_releases_on_every_exit(
+    autojump_clock: MockClock,
+) -> None:
     manager = LockManager()
     async with manager.acquire([reads("a"), writes("b")]) as lease:
         assert isinstance(lease, Lease) and lease.held
@@ -69,22 +79,23 @@ async def test_acquire_holds_for_the_block_and_releases_on_every_exit() -> None:
     assert_idle(manager)
 
 
-async def test_a_waiter_gets_the_lease_when_the_holder_leaves() -> None:
+async def test_a_waiter_gets_the_lease_when_the_holder_leaves(autojump_clock: MockClock) -> None:
     manager = LockManager()
     log: list[str] = []
 
-    async def worker(name: str, claims: list) -> None:  # type: ignore[type-arg]
+    async def worker(name: str, claims: list[Claim]) -> None:
         async with manager.acquire(claims):
             log.append(f"{name} in")
             await trio.sleep(1)
         log.append(f"{name} out")
 
     holder = manager.acquire_nowait([writes("f")])
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(worker, "w", [writes("f")])
-        await wait_all_tasks_blocked()
-        assert log == [] and waiting_ids(manager) == [2]
-        holder.release()
+    with trio.fail_after(DEADLOCK_AFTER):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(worker, "w", [writes("f")])
+            await wait_all_tasks_blocked()
+            assert log == [] and waiting_ids(manager) == [2]
+            holder.release()
     assert log == ["w in", "w out"]
     assert_idle(manager)
 
@@ -92,7 +103,9 @@ async def test_a_waiter_gets_the_lease_when_the_holder_leaves() -> None:
 # -- cancellation ---------------------------------------------------------------------------------
 
 
-async def test_cancelling_a_waiting_writer_lets_the_queued_reader_in_beside_the_first() -> None:
+async def test_cancelling_a_waiting_writer_lets_the_queued_reader_in_beside_the_first(
+    autojump_clock: MockClock,
+) -> None:
     manager = LockManager()
     first_reader = manager.acquire_nowait([reads("f")])
     writer_scope = trio.CancelScope()
@@ -110,24 +123,27 @@ async def test_cancelling_a_waiting_writer_lets_the_queued_reader_in_beside_the_
             log.append("reader in")
             await reader_done.wait()
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(writer)
-        await wait_all_tasks_blocked()
-        nursery.start_soon(queued_reader)
-        await wait_all_tasks_blocked()
-        assert log == [] and waiting_ids(manager) == [2, 3]
+    with trio.fail_after(DEADLOCK_AFTER):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer)
+            await wait_all_tasks_blocked()
+            nursery.start_soon(queued_reader)
+            await wait_all_tasks_blocked()
+            assert log == [] and waiting_ids(manager) == [2, 3]
 
-        writer_scope.cancel()
-        await wait_all_tasks_blocked()
-        # (Both tasks woke in the same batch, which trio runs in no fixed order.)
-        assert sorted(log) == ["reader in", "writer gone"]
-        assert first_reader.held and held_ids(manager) == [1, 3]
-        reader_done.set()
+            writer_scope.cancel()
+            await wait_all_tasks_blocked()
+            # (Both tasks woke in the same batch, which trio runs in no fixed order.)
+            assert sorted(log) == ["reader in", "writer gone"]
+            assert first_reader.held and held_ids(manager) == [1, 3]
+            reader_done.set()
     first_reader.release()
     assert_idle(manager)
 
 
-async def test_a_grant_racing_with_cancellation_is_given_back_to_the_next_waiter() -> None:
+async def test_a_grant_racing_with_cancellation_is_given_back_to_the_next_waiter(
+    autojump_clock: MockClock,
+) -> None:
     manager = LockManager()
     holder = manager.acquire_nowait([writes("f")])
     racer_scope = trio.CancelScope()
@@ -143,27 +159,28 @@ async def test_a_grant_racing_with_cancellation_is_given_back_to_the_next_waiter
         async with manager.acquire([writes("f")]):
             log.append("next in")
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(racer)
-        await wait_all_tasks_blocked()
-        nursery.start_soon(next_in_line)
-        await wait_all_tasks_blocked()
-        racer_id, next_id = waiting_ids(manager)
+    with trio.fail_after(DEADLOCK_AFTER):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(racer)
+            await wait_all_tasks_blocked()
+            nursery.start_soon(next_in_line)
+            await wait_all_tasks_blocked()
+            racer_id, next_id = waiting_ids(manager)
 
-        # The release hands the file to the racer, then the racer is cancelled in the same
-        # tick, before it could run: no checkpoint between the two lines.
-        holder.release()
-        assert held_ids(manager) == [racer_id]
-        racer_scope.cancel()
+            # The release hands the file to the racer, then the racer is cancelled in the same
+            # tick, before it could run: no checkpoint between the two lines.
+            holder.release()
+            assert held_ids(manager) == [racer_id]
+            racer_scope.cancel()
 
-        await wait_all_tasks_blocked()
-        assert log == [("racer cancelled", True), "next in"]
+            await wait_all_tasks_blocked()
+            assert log == [("racer cancelled", True), "next in"]
     assert racer_id < next_id
     assert_idle(manager)
 
 
 async def test_a_timed_out_acquire_leaves_the_queue_as_if_it_never_came(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: MockClock,
 ) -> None:
     manager = LockManager(pools={"net": 2})
     holder = manager.acquire_nowait([writes("a"), units(NET, 1)])
@@ -172,23 +189,24 @@ async def test_a_timed_out_acquire_leaves_the_queue_as_if_it_never_came(
         async with manager.acquire([reads("a")]):
             pass
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(reader)
-        await wait_all_tasks_blocked()
-        before = manager.snapshot()
+    with trio.fail_after(DEADLOCK_AFTER):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reader)
+            await wait_all_tasks_blocked()
+            before = manager.snapshot()
 
-        with trio.move_on_after(5) as scope:
-            async with manager.acquire([writes("a/b"), units(NET, 2)]):
-                pytest.fail("granted although the file stayed held")
-        assert scope.cancelled_caught
-        assert trio.current_time() == pytest.approx(5)
-        assert manager.snapshot() == before
-        holder.release()
+            with trio.move_on_after(5) as scope:
+                async with manager.acquire([writes("a/b"), units(NET, 2)]):
+                    pytest.fail("granted although the file stayed held")
+            assert scope.cancelled_caught
+            assert trio.current_time() == pytest.approx(5)
+            assert manager.snapshot() == before
+            holder.release()
     assert_idle(manager)
 
 
 async def test_a_timed_out_acquire_hands_over_to_whoever_waited_behind_it(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: MockClock,
 ) -> None:
     manager = LockManager(pools={"net": 3})
     holder = manager.acquire_nowait([units(NET, 2)])
@@ -205,16 +223,17 @@ async def test_a_timed_out_acquire_hands_over_to_whoever_waited_behind_it(
         async with manager.acquire([units(NET, 1)]):
             log.append(("small in", trio.current_time()))
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(impatient)
-        await wait_all_tasks_blocked()
-        nursery.start_soon(small)
+    with trio.fail_after(DEADLOCK_AFTER):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(impatient)
+            await wait_all_tasks_blocked()
+            nursery.start_soon(small)
     assert sorted(log) == [("impatient gave up", 5), ("small in", 5)]
     holder.release()
     assert_idle(manager)
 
 
-async def test_acquire_is_always_a_checkpoint() -> None:
+async def test_acquire_is_always_a_checkpoint(autojump_clock: MockClock) -> None:
     manager = LockManager()
     entered = False
     with trio.CancelScope() as scope:
@@ -231,7 +250,7 @@ async def test_acquire_is_always_a_checkpoint() -> None:
     assert_idle(manager)
 
 
-async def test_acquire_nowait_never_checkpoints() -> None:
+async def test_acquire_nowait_never_checkpoints(autojump_clock: MockClock) -> None:
     manager = LockManager()
     # No await inside on purpose: the point is that nothing here is a checkpoint.
     with trio.CancelScope() as scope:  # noqa: ASYNC100
@@ -245,7 +264,9 @@ async def test_acquire_nowait_never_checkpoints() -> None:
     assert_idle(manager)
 
 
-async def test_release_is_synchronous_and_works_inside_a_cancelled_scope() -> None:
+async def test_release_is_synchronous_and_works_inside_a_cancelled_scope(
+    autojump_clock: MockClock,
+) -> None:
     manager = LockManager()
     lease = await manager.acquire_lease([writes("f")])
     log: list[str] = []
@@ -254,18 +275,19 @@ async def test_release_is_synchronous_and_works_inside_a_cancelled_scope() -> No
         async with manager.acquire([writes("f")]):
             log.append("waiter in")
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(waiter)
-        await wait_all_tasks_blocked()
-        with trio.CancelScope() as scope:  # noqa: ASYNC100 - release must not need an await
-            scope.cancel()
-            with assert_no_checkpoints():
-                lease.release()
-            log.append("after release")
-        assert not scope.cancelled_caught
-        assert not lease.held
-        # Handed over within the release call, before the waiter even ran.
-        assert held_ids(manager) == [2] and log == ["after release"]
+    with trio.fail_after(DEADLOCK_AFTER):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiter)
+            await wait_all_tasks_blocked()
+            with trio.CancelScope() as scope:  # noqa: ASYNC100 - release must not need an await
+                scope.cancel()
+                with assert_no_checkpoints():
+                    lease.release()
+                log.append("after release")
+            assert not scope.cancelled_caught
+            assert not lease.held
+            # Handed over within the release call, before the waiter even ran.
+            assert held_ids(manager) == [2] and log == ["after release"]
     assert log == ["after release", "waiter in"]
 
     # Leaving an `async with` in a cancelled scope releases too, without raising there.
@@ -280,7 +302,9 @@ async def test_release_is_synchronous_and_works_inside_a_cancelled_scope() -> No
 # -- hand-off --------------------------------------------------------------------------------------
 
 
-async def test_acquire_nowait_fails_while_a_granted_waiter_has_not_resumed() -> None:
+async def test_acquire_nowait_fails_while_a_granted_waiter_has_not_resumed(
+    autojump_clock: MockClock,
+) -> None:
     manager = LockManager()
     holder = manager.acquire_nowait([writes("f")])
     log: list[str] = []
@@ -289,22 +313,23 @@ async def test_acquire_nowait_fails_while_a_granted_waiter_has_not_resumed() -> 
         async with manager.acquire([writes("f")]):
             log.append("waiter in")
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(waiter)
-        await wait_all_tasks_blocked()
-        holder.release()
-        # The waiter has been granted the file but has not run yet: nobody can barge in.
-        assert log == []
-        with pytest.raises(trio.WouldBlock):
-            manager.acquire_nowait([writes("f")])
-        with pytest.raises(trio.WouldBlock):
-            manager.acquire_nowait([reads("f")])
-        await wait_all_tasks_blocked()
-        assert log == ["waiter in"]
+    with trio.fail_after(DEADLOCK_AFTER):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiter)
+            await wait_all_tasks_blocked()
+            holder.release()
+            # The waiter has been granted the file but has not run yet: nobody can barge in.
+            assert log == []
+            with pytest.raises(trio.WouldBlock):
+                manager.acquire_nowait([writes("f")])
+            with pytest.raises(trio.WouldBlock):
+                manager.acquire_nowait([reads("f")])
+            await wait_all_tasks_blocked()
+            assert log == ["waiter in"]
     assert_idle(manager)
 
 
-async def test_a_late_comer_queues_behind_the_woken_waiter() -> None:
+async def test_a_late_comer_queues_behind_the_woken_waiter(autojump_clock: MockClock) -> None:
     manager = LockManager()
     holder = manager.acquire_nowait([writes("f")])
     log: list[str] = []
@@ -315,18 +340,21 @@ async def test_a_late_comer_queues_behind_the_woken_waiter() -> None:
             await trio.lowlevel.checkpoint()
             log.append(f"{name} out")
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(worker, "first")
-        await wait_all_tasks_blocked()
-        holder.release()
-        nursery.start_soon(worker, "late")
+    with trio.fail_after(DEADLOCK_AFTER):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(worker, "first")
+            await wait_all_tasks_blocked()
+            holder.release()
+            nursery.start_soon(worker, "late")
     assert log == ["first in", "first out", "late in", "late out"]
 
 
 # -- release errors --------------------------------------------------------------------------------
 
 
-async def test_release_twice_or_through_another_manager_fails_and_changes_nothing() -> None:
+async def test_release_twice_or_through_another_manager_fails_and_changes_nothing(
+    autojump_clock: MockClock,
+) -> None:
     mine, other = LockManager(), LockManager()
     lease = mine.acquire_nowait([writes("a")])
     lookalike = other.acquire_nowait([writes("a")])
@@ -356,10 +384,10 @@ async def test_release_twice_or_through_another_manager_fails_and_changes_nothin
 
 
 async def test_impossible_pool_claims_fail_at_once_instead_of_waiting_forever(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: MockClock,
 ) -> None:
     manager = LockManager(pools={"net": 2})
-    with trio.fail_after(60):
+    with trio.fail_after(DEADLOCK_AFTER):
         with pytest.raises(CapacityError):
             async with manager.acquire([units(NET, 3)]):
                 pass
@@ -372,7 +400,9 @@ async def test_impossible_pool_claims_fail_at_once_instead_of_waiting_forever(
     assert_idle(manager)
 
 
-async def test_a_multi_unit_claim_waits_holding_nothing_then_gets_all_units() -> None:
+async def test_a_multi_unit_claim_waits_holding_nothing_then_gets_all_units(
+    autojump_clock: MockClock,
+) -> None:
     manager = LockManager(pools={"net": 3})
     holder = manager.acquire_nowait([units(NET, 2)])
     got: list[Lease] = []
@@ -382,17 +412,18 @@ async def test_a_multi_unit_claim_waits_holding_nothing_then_gets_all_units() ->
             got.append(lease)
             assert manager.statistics().pool_units_held == (("net", 2),)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(wants_two)
-        await wait_all_tasks_blocked()
-        assert manager.statistics().pool_units_held == (("net", 2),)  # not 3: nothing partial
-        assert not got
-        holder.release()
+    with trio.fail_after(DEADLOCK_AFTER):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wants_two)
+            await wait_all_tasks_blocked()
+            assert manager.statistics().pool_units_held == (("net", 2),)  # not 3: nothing partial
+            assert not got
+            holder.release()
     assert len(got) == 1
     assert_idle(manager)
 
 
-async def test_raising_a_capacity_wakes_waiters() -> None:
+async def test_raising_a_capacity_wakes_waiters(autojump_clock: MockClock) -> None:
     manager = LockManager(pools={"net": 1})
     holder = manager.acquire_nowait([units(NET, 1)])
     log: list[str] = []
@@ -401,11 +432,12 @@ async def test_raising_a_capacity_wakes_waiters() -> None:
         async with manager.acquire([units(NET, 1)]):
             log.append("in")
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(waiter)
-        await wait_all_tasks_blocked()
-        assert log == []
-        manager.set_capacity("net", 2)
+    with trio.fail_after(DEADLOCK_AFTER):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiter)
+            await wait_all_tasks_blocked()
+            assert log == []
+            manager.set_capacity("net", 2)
     assert log == ["in"]
     holder.release()
     assert manager.table.capacity("net") == 2
@@ -414,7 +446,9 @@ async def test_raising_a_capacity_wakes_waiters() -> None:
 # -- priorities ---------------------------------------------------------------------------------
 
 
-async def test_priorities_order_the_waiters_of_different_groups_but_not_within_one() -> None:
+async def test_priorities_order_the_waiters_of_different_groups_but_not_within_one(
+    autojump_clock: MockClock,
+) -> None:
     manager = LockManager()
     holder = manager.acquire_nowait([writes("f")])
     log: list[str] = []
@@ -423,13 +457,14 @@ async def test_priorities_order_the_waiters_of_different_groups_but_not_within_o
         async with manager.acquire([writes("f")], priority=priority, group=group):
             log.append(name)
 
-    async with trio.open_nursery() as nursery:
-        for name, priority, group in [
-            ("low-1", 0, "batch-1"),
-            ("high-1", 5, "batch-1"),  # capped: must not overtake low-1, same batch
-            ("high-2", 5, "batch-2"),  # overtakes the whole of batch-1
-        ]:
-            nursery.start_soon(worker, name, priority, group)
-            await wait_all_tasks_blocked()
-        holder.release()
+    with trio.fail_after(DEADLOCK_AFTER):
+        async with trio.open_nursery() as nursery:
+            for name, priority, group in [
+                ("low-1", 0, "batch-1"),
+                ("high-1", 5, "batch-1"),  # capped: must not overtake low-1, same batch
+                ("high-2", 5, "batch-2"),  # overtakes the whole of batch-1
+            ]:
+                nursery.start_soon(worker, name, priority, group)
+                await wait_all_tasks_blocked()
+            holder.release()
     assert log == ["high-2", "low-1", "high-1"]

@@ -61,7 +61,7 @@ CASES: dict[str, Bad] = {
         "Read", read("good.txt"), "must run after 'ghost', which is not a known call", after="ghost"
     ),
     "after= itself": bad(
-        "Read", read("good.txt"), "must run after 'bad', which is not a known call", after="bad"
+        "Read", read("good.txt"), "must run after 'bad', which is itself", after="bad"
     ),
     # -- argument shapes -------------------------------------------------------------------------
     "int for a path": bad("Read", read(3), "'file_path' must be string, not integer (3)"),
