@@ -383,6 +383,10 @@ class LeaseTable:
         arrived when it first did: it is granted at once if it can be, else it waits ahead of
         everyone who came after it. Returns the ids granted as a result (``lease_id`` among them
         if it was granted again). Same errors as :meth:`release` and :meth:`request`.
+
+        A request requeued after it was granted keeps its old key, but requests of its group that
+        arrived while it held were not capped by it: one of higher priority may now queue ahead
+        of it. Same-priority batches (the kernel's case) keep their emission order.
         """
         request = self._get(lease_id, "requeue")
         if request.owner is not owner:
