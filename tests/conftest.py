@@ -9,4 +9,6 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("thorough", max_examples=2000, deadline=None)
-settings.load_profile(os.environ.get("TOOLKERNEL_HYPOTHESIS", "ci" if os.environ.get("CI") else "dev"))
+settings.load_profile(
+    os.environ.get("TOOLKERNEL_HYPOTHESIS", "ci" if os.environ.get("CI") else "dev")
+)
