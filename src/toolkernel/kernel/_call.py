@@ -144,6 +144,10 @@ class CallState(enum.Enum):
     FINISHED = "finished"
     """It has its result."""
 
+    # Members are singletons compared by identity, so they may hash by identity too; the
+    # inherited ``Enum.__hash__`` is Python code, and every move of every call looks a state up.
+    __hash__ = object.__hash__
+
 
 _TRANSITIONS: dict[CallState, frozenset[CallState]] = {
     CallState.PENDING: frozenset({CallState.QUEUED, CallState.RUNNING, CallState.FINISHED}),

@@ -20,6 +20,12 @@ Lifecycle of one call (states in ``_call.CallState``; every move goes through ``
   runs inside a cancel scope carrying the run timeout; the leases are released on every way out,
   and the release grants (and spawns) whoever is next before anything else can run.
 - *FINISHED*: after-hooks may rewrite the result; ``CallFinished`` is emitted; dependents move on.
+
+The way through when nothing is in the way (no hooks, the default policy, nobody listening, the
+leases granted at once) is taken by every call of a large batch, so it is kept short: PENDING
+goes straight to RUNNING, the clock is read once per step, records allocate their containers
+only when a call needs them, ``run`` waits on one event per batch, and a finished call leaves
+behind only what ``after=`` needs. ``benchmarks/overhead.py`` measures it against bare trio.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ import math
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from itertools import takewhile
-from typing import Any
+from types import MappingProxyType
+from typing import Any, cast
 
 import attrs
 import trio
@@ -53,6 +60,7 @@ from ..locks import (
     EVERYTHING,
     Claim,
     LeaseTable,
+    Path,
     Pool,
     canonical_claims,
     claims_conflict,
@@ -93,6 +101,22 @@ MAX_REQUEUES = 3
 NESTED_PRIORITY_BOOST = 1_000_000
 """Nested calls are part of a call that already holds leases: they overtake plain waiters."""
 
+_NO_ARGUMENTS: Mapping[str, Any] = MappingProxyType({})
+
+# The enum members the hot paths compare with, as module globals: on Python 3.11 reading
+# ``CallState.RUNNING`` goes through the enum metaclass's ``__getattr__`` hook (about 0.1 us a
+# time), and a call's way through the kernel reads a dozen of them.
+_PENDING, _QUEUED, _RUNNING, _FINISHED = (
+    CallState.PENDING,
+    CallState.QUEUED,
+    CallState.RUNNING,
+    CallState.FINISHED,
+)
+_OK = Status.OK
+
+_CALL_TASK_NAME = "toolkernel.kernel._kernel.Kernel._run_task"
+"""The name of every call's task. Given, not derived: trio would format one for every spawn."""
+
 
 class _LeaseGroup:
     """A lease table and the calls whose requests are in it.
@@ -112,7 +136,15 @@ class _Batch:
     """Calls submitted together; they request leases in emission order."""
 
     uid: int
-    # Calls of this batch that have not requested leases yet, in emission order.
+    # Calls of this batch that have not finished; ``run`` waits for this to reach 0.
+    unfinished: int
+    # No call with a uid below ``head`` is in ``unrequested`` (it may be stale-low, never high),
+    # so the common case, "the call just marked ready is the first not to have requested",
+    # is found without walking the dict (which would also step over every deleted entry).
+    # It starts at the first call's uid, ``uid + 1``.
+    head: int
+    # Calls of this batch that have not requested leases yet, in emission order (their uids
+    # follow the batch's own: uid + 1, uid + 2, ...).
     unrequested: dict[int, _CallRecord] = attrs.field(factory=dict)
     # The highest uid of a call marked ready: calls after it can't request yet, so the scan in
     # ``_issue_requests`` stops there (without it, submitting n calls costs O(n^2)).
@@ -120,42 +152,57 @@ class _Batch:
     # Whether any call of this batch waits through ``after=``; only then can holding a call
     # back for an earlier one close a cycle (see ``_holds_back``).
     has_deps: bool = False
+    # Set when ``unfinished`` reaches 0, if someone (``run``) is waiting for that.
+    done: trio.Event | None = None
 
 
+# Containers a call needs only sometimes are None (or an empty tuple) until then: a batch keeps
+# thousands of records alive, and every container in them is one more object to allocate and
+# for the garbage collector to visit again and again.
 @attrs.define(eq=False)
 class _CallRecord:
     call: ToolCall
     uid: int
     batch: _Batch
     queued_at: float
+    state_since: float
     parent: _CallRecord | None = None
     depth: int = 0
     state: CallState = CallState.PENDING
-    state_since: float = 0.0
     tool: KernelTool | None = None
-    arguments: dict[str, Any] = attrs.field(factory=dict)
+    arguments: Mapping[str, Any] = _NO_ARGUMENTS
     claims: tuple[Claim, ...] | None = None
     ready: bool = False  # pre-phase done: may request leases when its turn comes
-    leases: list[tuple[_LeaseGroup, int]] = attrs.field(factory=list)  # held or waiting
+    # Its leases, held or waiting, in the order requested. Nearly every call has exactly one,
+    # kept in two plain fields so that it costs no container; a nested call may have a second.
+    lease_group: _LeaseGroup | None = None
+    lease_id: int = 0
+    more_leases: list[tuple[_LeaseGroup, int]] | None = None
     waiting_in: _LeaseGroup | None = None
     own_group: _LeaseGroup | None = None  # for nested calls covered by this call's leases
     wait_deadline: float = math.inf
     started_at: float | None = None
     result: ToolResult | None = None
-    finished: trio.Event = attrs.field(factory=trio.Event)
+    finished: trio.Event | None = None  # made by the first ``CallHandle.wait_finished``
     granted: trio.Event | None = None  # nested calls: set when the parent task may run it
     scope: trio.CancelScope | None = None  # the pre-phase task's or the running task's
     cancel_reason: str | None = None
-    deps_left: set[int] = attrs.field(factory=set)
-    dependents: list[_CallRecord] = attrs.field(factory=list)
-    awaiting: set[_CallRecord] = attrs.field(factory=set)  # nested calls it is waiting for
-    sinks: list[Callable[[CallEvent], None]] = attrs.field(factory=list)  # ``stream`` listeners
+    deps_left: set[int] | None = None  # uids of the ``after=`` calls it still waits for
+    dependents: list[_CallRecord] | None = None  # calls waiting for it through ``after=``
+    awaiting: set[_CallRecord] | None = None  # nested calls it is waiting for
+    sinks: tuple[Callable[[CallEvent], None], ...] = ()  # ``stream`` listeners
     nested_count: int = 0
     requeues: int = 0
 
     @property
     def name(self) -> str:
         return self.call.name
+
+    def leases(self) -> list[tuple[_LeaseGroup, int]]:
+        """Its leases, held or waiting, in the order requested."""
+        if self.lease_group is None:
+            return []
+        return [(self.lease_group, self.lease_id), *(self.more_leases or ())]
 
 
 @attrs.define(eq=False)
@@ -177,9 +224,15 @@ class CallHandle:
 
     async def wait_finished(self) -> ToolResult:
         """Wait until the call has finished and return its result."""
-        await self._record.finished.wait()
-        assert self._record.result is not None
-        return self._record.result
+        record = self._record
+        if record.result is None:
+            if record.finished is None:
+                record.finished = trio.Event()
+            await record.finished.wait()
+        else:
+            await trio.lowlevel.checkpoint()  # as waiting on a set event would
+        assert record.result is not None
+        return record.result
 
     def cancel(self) -> None:
         """Cancel the call (synchronous); it finishes with a CANCELLED result."""
@@ -237,6 +290,13 @@ class Kernel:
             self._tools[tool.name] = tool
         self._nursery_or_none = nursery
         self._environment = environment
+        # How path spellings become keys: through the workspace, or lexically.
+        self._key: Callable[[str], Path] = environment.key if environment is not None else path
+        # A call's task: with a workspace its keys are checked again first (``_run_task``).
+        self._call_task = self._run_task if environment is not None else self._execute
+        # trio's clock, read directly (``trio.current_time`` costs twice as much); set by
+        # ``open_kernel_core``, or by ``_now`` on first use.
+        self._clock: trio.abc.Clock | None = None
         all_pools = dict(pools or {})
         if max_concurrency is not None:
             if max_concurrency < 1:
@@ -255,7 +315,11 @@ class Kernel:
         self._default_run_timeout = run_timeout
         self._serial = 0
         self._live: dict[int, _CallRecord] = {}
+        # Top-level calls by id, for ``after=`` and ``cancel``: the unfinished ones, and of the
+        # finished ones only what ``after=`` needs (tool name, status, error), so that neither
+        # their records nor their outputs stay alive.
         self._by_call_id: dict[str, _CallRecord] = {}
+        self._ended: dict[str, tuple[str, Status, str | None]] = {}
         self._finished_count = 0
         self._tallies: dict[str, ToolTally] = {}
         self._listeners: list[Callable[[CallEvent], None]] = []
@@ -268,6 +332,12 @@ class Kernel:
         if self._nursery_or_none is None:
             raise KernelClosedError("the kernel is not open: use `async with open_kernel(...)`")
         return self._nursery_or_none
+
+    def _now(self) -> float:
+        """``trio.current_time()``."""
+        if self._clock is None:
+            self._clock = trio.lowlevel.current_clock()
+        return self._clock.current_time()
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -290,11 +360,11 @@ class Kernel:
 
         Conflicting calls of a batch run in the order given; the others overlap.
         """
-        return self._submit(calls, None)
+        return [CallHandle(record.call, record, self) for record in self._submit(calls, None)]
 
     def _submit(
         self, calls: Iterable[ToolCall], sink: Callable[[CallEvent], None] | None
-    ) -> list[CallHandle]:
+    ) -> list[_CallRecord]:
         if self._closed:
             raise KernelClosedError("can't submit calls: the kernel is closed")
         calls = list(calls)
@@ -302,11 +372,12 @@ class Kernel:
             if not isinstance(call, ToolCall):
                 raise TypeError(f"expected ToolCall, got {type(call).__name__}")
         self._serial += 1
-        batch = _Batch(self._serial)
-        records = [self._new_record(call, batch) for call in calls]
+        batch = _Batch(self._serial, len(calls), self._serial + 1)
+        now = self._now()  # the batch is admitted at one moment
+        records = [self._new_record(call, batch, now) for call in calls]
         if sink is not None:
             for record in records:
-                record.sinks.append(sink)
+                record.sinks = (sink,)
         # Admission: every call is queued (and says so) before any of them can finish.
         failures: dict[int, tuple[Status, str]] = {}
         for record in records:
@@ -320,30 +391,40 @@ class Kernel:
                     record,
                     CallQueued(record.call.id, record.name, record.queued_at, record.claims or ()),
                 )
+        if failures:
+            for record in records:
+                if record.uid in failures:
+                    status, message = failures[record.uid]
+                    self._finish(record, status, error=message)
         for record in records:
-            if record.uid in failures:
-                status, message = failures[record.uid]
-                self._finish(record, status, error=message)
-        for record in records:
-            if record.state is CallState.PENDING and not record.deps_left:
+            if record.state is _PENDING and not record.deps_left:
                 self._begin_prephase(record)
         self._issue_requests(batch)
-        return [CallHandle(record.call, record=record, kernel=self) for record in records]
+        return records
 
     async def run(self, calls: Iterable[ToolCall]) -> list[ToolResult]:
         """Run a batch and return one result per call, in call order, whatever happened.
 
         If the caller is cancelled, the batch's calls are cancelled too.
         """
-        handles = self.submit_batch(calls)
+        records = self._submit(calls, None)
+        if not records:
+            return []
+        batch = records[0].batch
         try:
-            for handle in handles:
-                await handle._record.finished.wait()
+            # One event for the whole batch, not one per call: a batch of thousands would
+            # otherwise wake this task thousands of times.
+            if batch.unfinished:
+                batch.done = trio.Event()
+                await batch.done.wait()
+            else:
+                await trio.lowlevel.checkpoint()  # every call failed at admission
         except BaseException:
-            for handle in handles:
-                handle.cancel()
+            for record in records:
+                self._cancel(record, "cancelled")
             raise
-        return [handle.result() for handle in handles]
+        # Every call of the batch has its result now.
+        return cast(list[ToolResult], [record.result for record in records])
 
     @asynccontextmanager
     async def stream(self, calls: Iterable[ToolCall]) -> AsyncIterator[AsyncIterator[CallEvent]]:
@@ -366,15 +447,14 @@ class Kernel:
         if not calls:
             send.close()
         # Attach before admission, so the batch's first events (CallQueued) are not missed.
-        handles = self._submit(calls, sink)
+        records = self._submit(calls, sink)
         try:
             async with receive:
                 yield receive
         finally:
-            for handle in handles:
-                if sink in handle._record.sinks:
-                    handle._record.sinks.remove(sink)
-                handle.cancel()
+            for record in records:
+                record.sinks = tuple(s for s in record.sinks if s is not sink)
+                self._cancel(record, "cancelled")
 
     def cancel(self, *call_ids: str) -> None:
         """Cancel calls by id (synchronous); unknown or finished ids are ignored.
@@ -395,10 +475,11 @@ class Kernel:
         """What runs, what waits for leases (and behind whom), what is pending."""
         infos: dict[CallState, list[CallInfo]] = {s: [] for s in CallState}
         for record in sorted(self._live.values(), key=lambda r: r.uid):
-            if record.state is CallState.QUEUED:
+            if record.state is _QUEUED:
                 waits = self._waits_for(record)
-            elif record.state is CallState.PENDING:
-                waits = tuple(r.call.id for r in self._live.values() if r.uid in record.deps_left)
+            elif record.state is _PENDING:
+                deps = record.deps_left or ()
+                waits = tuple(r.call.id for r in self._live.values() if r.uid in deps)
             else:
                 waits = ()
             infos[record.state].append(
@@ -438,18 +519,19 @@ class Kernel:
     # -- admission -----------------------------------------------------------------------------
 
     def _new_record(
-        self, call: ToolCall, batch: _Batch, parent: _CallRecord | None = None
+        self, call: ToolCall, batch: _Batch, now: float, parent: _CallRecord | None = None
     ) -> _CallRecord:
         self._serial += 1
-        now = trio.current_time()
+        # Positional arguments, here and for the other objects made for every call: an attrs
+        # class called with keywords costs twice as much (the keywords go through a dict).
         record = _CallRecord(
-            call=call,
-            uid=self._serial,
-            batch=batch,
-            queued_at=now,
-            state_since=now,
-            parent=parent,
-            depth=0 if parent is None else parent.depth + 1,
+            call,
+            self._serial,  # uid
+            batch,
+            now,  # queued_at
+            now,  # state_since
+            parent,
+            0 if parent is None else parent.depth + 1,  # depth
         )
         self._live[record.uid] = record
         if parent is None:
@@ -483,13 +565,12 @@ class Kernel:
                         f"character {exc.pos}); send a JSON object"
                     ) from None
                 raw = loaded
-            if not isinstance(raw, Mapping):
+            if type(raw) is not dict and not isinstance(raw, Mapping):  # dict: the usual, cheap
                 raise InvalidArgumentsError(
                     f"the arguments of {tool.name} must be a JSON object, not {type(raw).__name__}"
                 )
             arguments = tool.parse_arguments(raw)
-            key = self._environment.key if self._environment is not None else path
-            declared = tool.claims(arguments, key)
+            declared = tool.claims(arguments, self._key)
         except (InvalidCallError, InvalidClaimError) as exc:
             return f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a tool's own claims function failing is the call's error
@@ -539,11 +620,19 @@ class Kernel:
                 )
             else:
                 in_batch[record.call.id] = record
+        if not any(record.call.after for record in records):
+            return  # no edges, so no cycles and nothing to wait for
         edges: dict[int, list[_CallRecord]] = {}
+        failed_before: dict[int, str] = {}  # calls after a call that has already failed
         for record in records:
             deps = []
             for dep_id in record.call.after:
                 dep = in_batch.get(dep_id) or self._by_call_id.get(dep_id)
+                ended = self._ended.get(dep_id) if dep is None else None
+                if ended is not None:
+                    if ended[1] is not _OK and record.uid not in failed_before:
+                        failed_before[record.uid] = self._skip_message(dep_id, *ended)
+                    continue
                 if dep is None or dep is record:
                     why = "itself" if dep is record else "not a known call"
                     failures.setdefault(
@@ -571,21 +660,31 @@ class Kernel:
         for record in records:
             if record.uid in failures:
                 continue
+            if record.uid in failed_before:
+                failures[record.uid] = (Status.SKIPPED, failed_before[record.uid])
+                continue
             for dep in edges[record.uid]:
                 if dep.result is None:
+                    if record.deps_left is None:
+                        record.deps_left = set()
                     record.deps_left.add(dep.uid)
                     record.batch.has_deps = True
+                    if dep.dependents is None:
+                        dep.dependents = []
                     dep.dependents.append(record)
-                elif dep.result.status is not Status.OK and record.uid not in failures:
-                    failures[record.uid] = (Status.SKIPPED, self._skip_message(dep))
+                elif dep.result.status is not _OK and record.uid not in failures:
+                    failures[record.uid] = (
+                        Status.SKIPPED,
+                        self._skip_message(
+                            dep.call.id, dep.name, dep.result.status, dep.result.error
+                        ),
+                    )
 
     @staticmethod
-    def _skip_message(dep: _CallRecord) -> str:
-        assert dep.result is not None
-        why = dep.result.error or dep.result.status.value
+    def _skip_message(call_id: str, name: str, status: Status, error: str | None) -> str:
         return (
-            f"skipped: it had to run after {dep.call.id} ({dep.name}), which ended "
-            f"{dep.result.status.value}: {why}"
+            f"skipped: it had to run after {call_id} ({name}), which ended "
+            f"{status.value}: {error or status.value}"
         )
 
     # -- pre-phase: hooks and policy ------------------------------------------------------------
@@ -593,6 +692,9 @@ class Kernel:
     def _begin_prephase(self, record: _CallRecord) -> None:
         if self._before_hooks:
             self._tasks.start_soon(self._prephase_task, record)
+            return
+        if self._policy is allow_all:  # it allows everything: don't ask it, call by call
+            self._mark_ready(record)
             return
         decision = self._decide(record)
         if decision.permission is Permission.ALLOW:
@@ -693,22 +795,41 @@ class Kernel:
 
     def _mark_ready(self, record: _CallRecord) -> None:
         record.ready = True
-        record.batch.last_ready = max(record.batch.last_ready, record.uid)
+        batch = record.batch
+        if record.uid > batch.last_ready:
+            batch.last_ready = record.uid
         if record.parent is None:
-            self._issue_requests(record.batch)
+            self._issue_requests(batch)
 
     # -- requesting, granting, running ---------------------------------------------------------
 
     def _issue_requests(self, batch: _Batch) -> None:
         """Let ready calls request leases, in emission order, never ahead of an earlier pending
         call of the batch that may conflict with them."""
-        if not batch.unrequested:  # every call of the batch has asked already
+        unrequested = batch.unrequested
+        if not unrequested:  # every call of the batch has asked already
             return
-        ahead: list[_CallRecord] = []
         # Calls past the last ready one would only be added to ``ahead``: leave them unvisited.
         last = batch.last_ready
-        for record in list(takewhile(lambda r: r.uid <= last, batch.unrequested.values())):
-            if record.state is not CallState.PENDING:
+        head = batch.head
+        while head <= last and head not in unrequested:
+            head += 1
+        batch.head = head
+        if head > last:
+            return  # no call up to the last ready one is left to ask
+        if head == last:
+            # The common case (a batch being submitted, a call after its turn came): the only
+            # call to visit is the last ready one, and nobody of the batch is ahead of it.
+            record = unrequested[head]
+            if record.state is not _PENDING:
+                del unrequested[head]
+            elif record.ready:
+                del unrequested[head]
+                self._request_top_level(record)
+            return
+        ahead: list[_CallRecord] = []
+        for record in list(takewhile(lambda r: r.uid <= last, unrequested.values())):
+            if record.state is not _PENDING:
                 # pop, not del: a listener may have re-entered this scan (say, by cancelling a
                 # call on its CallBlocked event) and removed the record already.
                 batch.unrequested.pop(record.uid, None)
@@ -736,11 +857,12 @@ class Kernel:
         stack = [start]
         while stack:
             current = stack.pop()
-            following = [self._live[uid] for uid in current.deps_left if uid in self._live]
+            deps = current.deps_left or ()
+            following = [self._live[uid] for uid in deps if uid in self._live]
             for other in current.batch.unrequested.values():
                 if other.uid >= current.uid:
                     break
-                if other.state is CallState.PENDING and _may_conflict(current.claims, other.claims):
+                if other.state is _PENDING and _may_conflict(current.claims, other.claims):
                     following.append(other)
             for nxt in following:
                 if nxt is target:
@@ -756,7 +878,7 @@ class Kernel:
         if self._max_concurrency is not None:
             claims = (*claims, units(pool(CONCURRENCY_POOL), 1))
         self._request(record, self._main, claims, record.call.priority, record.batch.uid)
-        if record.state is CallState.QUEUED:
+        if record.state is _QUEUED:
             self._announce_block(record)
 
     def _request(
@@ -767,43 +889,57 @@ class Kernel:
         priority: int,
         table_group: object,
     ) -> None:
-        lease_id = group.table.request(claims, priority=priority, group=table_group, owner=record)
+        table = group.table
+        lease_id = table.request(claims, priority=priority, group=table_group, owner=record)
         group.records[lease_id] = record
-        record.leases.append((group, lease_id))
-        if group.table.is_held(lease_id):
-            if record.state is CallState.PENDING:
-                self._move(record, CallState.QUEUED)
-            self._granted(record)
+        if record.lease_group is None:
+            record.lease_group, record.lease_id = group, lease_id
+        elif record.more_leases is None:
+            record.more_leases = [(group, lease_id)]
+        else:
+            record.more_leases.append((group, lease_id))
+        if table.is_held(lease_id):
+            self._granted(record)  # a pending call goes straight to RUNNING
             return
         record.waiting_in = group
-        if record.state is not CallState.QUEUED:
-            self._move(record, CallState.QUEUED)
+        now = self._now()
+        if record.state is not _QUEUED:
+            self._move(record, _QUEUED, now)
         timeout = self._wait_timeout(record)
         if timeout is not None:
-            record.wait_deadline = trio.current_time() + timeout
+            record.wait_deadline = now + timeout
             self._timed[record.uid] = record
             self._reset_timer()
 
     def _granted(self, record: _CallRecord) -> None:
         """Leases granted: start the call (nested calls are started by their parent's task)."""
-        record.waiting_in = None
-        self._timed.pop(record.uid, None)
-        record.wait_deadline = math.inf
+        if record.waiting_in is not None:
+            record.waiting_in = None
+            self._timed.pop(record.uid, None)
+            record.wait_deadline = math.inf
         if record.granted is not None:
             record.granted.set()
             return
-        self._move(record, CallState.RUNNING)
-        self._tasks.start_soon(self._run_task, record)
+        self._move(record, _RUNNING, self._now())
+        self._tasks.start_soon(self._call_task, record, name=_CALL_TASK_NAME)
 
     def _release_all(self, record: _CallRecord) -> None:
         """Give back every lease and withdraw every request of ``record``; start whoever is next."""
-        leases, record.leases = record.leases, []
-        record.waiting_in = None
-        self._timed.pop(record.uid, None)
-        for group, lease_id in reversed(leases):
-            del group.records[lease_id]
-            for granted_id in group.table.release(lease_id, owner=record):
-                self._granted(group.records[granted_id])
+        if record.waiting_in is not None:
+            record.waiting_in = None
+            self._timed.pop(record.uid, None)
+        group, lease_id, more = record.lease_group, record.lease_id, record.more_leases
+        if group is None:
+            return
+        record.lease_group = record.more_leases = None
+        for other_group, other_id in reversed(more or ()):
+            self._give_back(record, other_group, other_id)
+        self._give_back(record, group, lease_id)
+
+    def _give_back(self, record: _CallRecord, group: _LeaseGroup, lease_id: int) -> None:
+        del group.records[lease_id]
+        for granted_id in group.table.release(lease_id, owner=record):
+            self._granted(group.records[granted_id])
 
     async def _run_task(self, record: _CallRecord) -> None:
         if record.cancel_reason is None and not self._keys_still_hold(record):
@@ -843,19 +979,21 @@ class Kernel:
         claims = fresh
         if self._max_concurrency is not None:
             claims = (*claims, units(pool(CONCURRENCY_POOL), 1))
-        group, lease_id = record.leases[0]
-        self._move(record, CallState.QUEUED)
+        group, lease_id = record.lease_group, record.lease_id
+        assert group is not None
+        now = self._now()
+        self._move(record, _QUEUED, now)
         granted = group.table.requeue(lease_id, claims, owner=record)
         for granted_id in granted:
             if granted_id != lease_id:
                 self._granted(group.records[granted_id])
         if lease_id in granted:
-            self._move(record, CallState.RUNNING)
+            self._move(record, _RUNNING, now)
             return True
         record.waiting_in = group
         timeout = self._wait_timeout(record)
         if timeout is not None:  # a fresh wait, with a fresh limit
-            record.wait_deadline = trio.current_time() + timeout
+            record.wait_deadline = now + timeout
             self._timed[record.uid] = record
             self._reset_timer()
         self._announce_block(record)
@@ -868,32 +1006,27 @@ class Kernel:
             self._release_all(record)
             self._finish(record, Status.CANCELLED, error=record.cancel_reason)
             return
-        record.started_at = trio.current_time()
-        if record.state is not CallState.RUNNING:
-            self._move(record, CallState.RUNNING)
+        started_at = record.started_at = self._now()
+        if record.state is not _RUNNING:
+            self._move(record, _RUNNING, started_at)
         if self._listeners or record.sinks:
-            self._emit(record, CallStarted(record.call.id, record.name, record.started_at))
-        status, output, error = Status.OK, None, None
+            self._emit(record, CallStarted(record.call.id, record.name, started_at))
+        status, output, error = _OK, None, None
         run_timeout = self._run_timeout(record)
         try:
             with trio.CancelScope() as scope:
                 record.scope = scope
                 if run_timeout is not None:
-                    scope.deadline = record.started_at + run_timeout
+                    scope.deadline = started_at + run_timeout
                 if record.cancel_reason is not None:
                     scope.cancel()
                 fs = None
                 if self._environment is not None:
                     fs = self._environment.file_access(record.claims)
-                ctx = ToolContext(
-                    call_id=record.call.id,
-                    tool_name=record.name,
-                    claims=record.claims,
-                    depth=record.depth,
-                    fs=fs,
-                    kernel=self,
-                    record=record,
-                )
+                call = record.call
+                # call_id, tool_name, claims, depth, fs, kernel, record (positionally, as in
+                # ``_new_record``)
+                ctx = ToolContext(call.id, call.name, record.claims, record.depth, fs, self, record)
                 output = await record.tool.invoke(ctx, record.arguments)
             if scope.cancelled_caught:
                 output = None
@@ -950,7 +1083,8 @@ class Kernel:
             priority=parent.call.priority,
         )
         self._serial += 1
-        record = self._new_record(call, _Batch(self._serial), parent=parent)
+        batch = _Batch(self._serial, 1, self._serial + 1)
+        record = self._new_record(call, batch, self._now(), parent=parent)
         record.batch.unrequested.clear()
         failure = self._admit(record)
         self._emit(record, CallQueued(call.id, name, record.queued_at, record.claims or ()))
@@ -963,14 +1097,17 @@ class Kernel:
             self._finish(record, Status.ERROR, error=failure)
             assert record.result is not None
             return record.result
-        parent.awaiting.add(record)
+        awaiting = parent.awaiting
+        if awaiting is None:
+            awaiting = parent.awaiting = set()
+        awaiting.add(record)
         try:
             if await self._run_prephase(record) and record.result is None:
                 await self._acquire_nested(record)
                 if record.result is None:
                     await self._execute(record)
         finally:
-            parent.awaiting.discard(record)
+            awaiting.discard(record)
             if record.result is None:
                 # The parent was cancelled while this call waited or ran.
                 self._release_all(record)
@@ -984,7 +1121,7 @@ class Kernel:
         assert parent is not None and parent.claims is not None and record.claims is not None
         inside = [c for c in record.claims if any(covers(p, c) for p in parent.claims)]
         outside = [c for c in record.claims if c not in inside]
-        self._move(record, CallState.QUEUED)
+        self._move(record, _QUEUED, self._now())
         record.granted = trio.Event()
         if outside:
             # Outside claims first, so a deadlock is found before holding siblings' resources.
@@ -1039,12 +1176,12 @@ class Kernel:
     def _waits_for_records(self, record: _CallRecord) -> list[_CallRecord]:
         group = record.waiting_in
         if group is not None:
-            lease_id = next(i for g, i in record.leases if g is group)
+            lease_id = next(i for g, i in record.leases() if g is group)
             found = [group.records[i] for i in group.table.waits_for(lease_id)]
             if group.owner is not None and group.owner is not record.parent:
                 found.append(group.owner)  # pragma: no cover - groups belong to the parent
             return found
-        return sorted(record.awaiting, key=lambda r: r.uid)
+        return sorted(record.awaiting or (), key=lambda r: r.uid)
 
     def _deadlock_message(self, record: _CallRecord, cycle: list[_CallRecord]) -> str:
         chain = " -> ".join(f"{r.call.id} ({r.name})" for r in [*cycle, record])
@@ -1060,15 +1197,16 @@ class Kernel:
     def _make_result(
         self, record: _CallRecord, status: Status, output: Any, error: str | None
     ) -> ToolResult:
-        return ToolResult(
-            call_id=record.call.id,
-            name=record.name,
-            status=status,
-            output=output,
-            error=error,
-            queued_at=record.queued_at,
-            started_at=record.started_at,
-            finished_at=trio.current_time(),
+        call = record.call
+        return ToolResult(  # positionally, as in ``_new_record``
+            call.id,
+            call.name,
+            status,
+            output,
+            error,
+            record.queued_at,
+            record.started_at,
+            self._now(),  # finished_at
         )
 
     def _finish(
@@ -1079,32 +1217,45 @@ class Kernel:
     def _finish_with(self, record: _CallRecord, result: ToolResult) -> None:
         if record.result is not None:
             return
-        self._move(record, CallState.FINISHED)
+        self._move(record, _FINISHED, result.finished_at)
         record.result = result
         del self._live[record.uid]
-        self._timed.pop(record.uid, None)
-        record.batch.unrequested.pop(record.uid, None)
+        if self._timed:
+            self._timed.pop(record.uid, None)
+        batch = record.batch
+        if batch.unrequested:
+            batch.unrequested.pop(record.uid, None)
         self._finished_count += 1
-        tally = self._tallies.get(record.name)
+        name = record.call.name
+        tally = self._tallies.get(name)
         if tally is None:
-            tally = self._tallies[record.name] = ToolTally(record.name)
+            tally = self._tallies[name] = ToolTally(name)
         tally.add(result)
         if self._listeners or record.sinks:
-            self._emit(
-                record, CallFinished(record.call.id, record.name, result.finished_at, result)
-            )
-        record.finished.set()
-        for dependent in record.dependents:
+            self._emit(record, CallFinished(record.call.id, name, result.finished_at, result))
+        if record.finished is not None:
+            record.finished.set()
+        batch.unfinished -= 1
+        if batch.unfinished == 0 and batch.done is not None:
+            batch.done.set()
+        for dependent in record.dependents or ():
             if dependent.result is not None:
                 continue
-            if result.status is not Status.OK:
-                self._finish(dependent, Status.SKIPPED, error=self._skip_message(record))
+            if result.status is not _OK:
+                message = self._skip_message(record.call.id, name, result.status, result.error)
+                self._finish(dependent, Status.SKIPPED, error=message)
             else:
+                assert dependent.deps_left is not None
                 dependent.deps_left.discard(record.uid)
                 if not dependent.deps_left:
                     self._begin_prephase(dependent)
         if record.parent is None:
-            self._issue_requests(record.batch)
+            call_id = record.call.id
+            if self._by_call_id.get(call_id) is record:  # not since shadowed by a newer call
+                del self._by_call_id[call_id]
+                self._ended[call_id] = (name, result.status, result.error)
+            if batch.unrequested:  # else every call of the batch has asked already
+                self._issue_requests(batch)
 
     def _cancel(self, record: _CallRecord, reason: str) -> None:
         if record.result is not None:
@@ -1113,9 +1264,9 @@ class Kernel:
             record.cancel_reason = reason
         if record.scope is not None:
             record.scope.cancel()  # the pre-phase or running task finishes it
-        elif record.state is CallState.RUNNING:
+        elif record.state is _RUNNING:
             pass  # its task has not started yet; it sees cancel_reason when it does
-        elif record.parent is not None and record.state is CallState.QUEUED:
+        elif record.parent is not None and record.state is _QUEUED:
             # A nested call waiting inline: withdraw and wake its parent's task.
             self._release_all(record)
             self._finish(record, Status.CANCELLED, error=reason)
@@ -1124,7 +1275,7 @@ class Kernel:
         else:
             self._release_all(record)
             self._finish(record, Status.CANCELLED, error=reason)
-        for child in list(record.awaiting):
+        for child in list(record.awaiting or ()):
             self._cancel(child, f"cancelled with its parent call {record.call.id}")
 
     # -- timeouts ------------------------------------------------------------------------------
@@ -1156,12 +1307,12 @@ class Kernel:
                 self._timer_scope = scope
                 self._reset_timer()
                 await trio.sleep_forever()
-            now = trio.current_time()
+            now = self._now()
             due = sorted(
                 (r for r in self._timed.values() if r.wait_deadline <= now), key=lambda r: r.uid
             )
             for record in due:
-                if record.result is not None or record.state is not CallState.QUEUED:
+                if record.result is not None or record.state is not _QUEUED:
                     continue
                 behind = self._describe_waits(record)
                 timeout = self._wait_timeout(record) or 0
@@ -1177,10 +1328,12 @@ class Kernel:
 
     # -- observing -----------------------------------------------------------------------------
 
-    def _move(self, record: _CallRecord, state: CallState) -> None:
+    def _move(self, record: _CallRecord, state: CallState, now: float) -> None:
+        """Move ``record`` to ``state`` at time ``now`` (the caller's: reading the clock once
+        per step, not once per move, is a measurable part of a call's cost)."""
         check_transition(record.call.id, record.state, state)
         record.state = state
-        record.state_since = trio.current_time()
+        record.state_since = now
 
     def _emit(self, record: _CallRecord, event: CallEvent) -> None:
         for listener in [*self._listeners, *record.sinks]:
@@ -1188,15 +1341,13 @@ class Kernel:
                 listener(event)
             except Exception:
                 # A broken listener must not break the calls it watches; drop it, say so.
-                for listeners in (self._listeners, record.sinks):
-                    if listener in listeners:
-                        listeners.remove(listener)
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+                record.sinks = tuple(s for s in record.sinks if s is not listener)
                 _log.exception("toolkernel: removed an event listener that raised")
 
     def _report_progress(self, record: _CallRecord, message: str, data: Any) -> None:
-        self._emit(
-            record, CallProgress(record.call.id, record.name, trio.current_time(), message, data)
-        )
+        self._emit(record, CallProgress(record.call.id, record.name, self._now(), message, data))
 
     def _waits_for(self, record: _CallRecord) -> tuple[str, ...]:
         return tuple(r.call.id for r in self._waits_for_records(record))
@@ -1232,7 +1383,7 @@ class Kernel:
             CallBlocked(
                 record.call.id,
                 record.name,
-                trio.current_time(),
+                self._now(),
                 self._waits_for(record),
                 self._contested(record),
             ),

@@ -68,6 +68,9 @@ class KernelStatistics:
     tools: tuple[ToolStatistics, ...]
 
 
+_OK = Status.OK  # a module global: reading ``Status.OK`` costs ~0.1 us on Python 3.11
+
+
 def _percentile(values: list[float], fraction: float) -> float:
     if not values:
         return 0.0
@@ -88,11 +91,15 @@ class ToolTally:
 
     def add(self, result: ToolResult) -> None:
         self.count += 1
-        if result.status is not Status.OK:
+        if result.status is not _OK:
             self.errors += 1
-        self.waits.append(result.wait_time)
-        if result.started_at is not None:
-            self.runs.append(result.run_time)
+        # ``result.wait_time`` and ``result.run_time``, spelled out: this runs for every call.
+        started_at = result.started_at
+        if started_at is None:
+            self.waits.append(result.finished_at - result.queued_at)
+        else:
+            self.waits.append(started_at - result.queued_at)
+            self.runs.append(result.finished_at - started_at)
 
     def freeze(self) -> ToolStatistics:
         waits, runs = list(self.waits), list(self.runs)

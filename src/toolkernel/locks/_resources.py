@@ -62,6 +62,11 @@ class Mode(enum.Enum):
         return f"Mode.{self.name}"
 
 
+# The modes as module globals for the code that builds or checks a claim per call: on Python 3.11
+# reading ``Mode.SHARED`` goes through the enum metaclass's ``__getattr__`` hook (~0.1 us a time).
+_SHARED, _EXCLUSIVE = Mode.SHARED, Mode.EXCLUSIVE
+
+
 @attrs.frozen(order=True)
 class Path:
     """A workspace-relative path key: a tuple of components, ``()`` being the workspace root.
@@ -147,6 +152,20 @@ def path(*segments: str | PathLike[str]) -> Path:
     The file system is not consulted: turning real paths (symlinks, case folding) into keys is the
     workspace's job.
     """
+    if len(segments) == 1 and type(segments[0]) is str:
+        # Fast path for a spelling that is already canonical ("src/a.py"): keys are built for
+        # every call a model makes, and most arrive this way. An empty component stands for a
+        # leading, doubled or trailing "/" (or an empty path); those, "." and ".." take the
+        # general path below, as does a NUL byte (to be refused there).
+        text = segments[0]
+        components = text.split("/")
+        if (
+            "" not in components
+            and "." not in components
+            and ".." not in components
+            and "\x00" not in text
+        ):
+            return Path(tuple(components))
     parts: list[str] = []
     for segment in segments:
         text = fspath(segment)
@@ -225,12 +244,31 @@ class Claim:
 
     @property
     def is_exclusive(self) -> bool:
-        return self.mode is Mode.EXCLUSIVE
+        return self.mode is _EXCLUSIVE
 
     def __str__(self) -> str:
         if isinstance(self.resource, Pool) and self.mode is Mode.SHARED:
             return f"{self.units} of {self.resource}"
         return f"{self.mode.value} {self.resource}"
+
+
+_new_object = object.__new__
+_set_field = object.__setattr__
+
+
+def _valid_claim(resource: Resource, mode: Mode, units: int = 1) -> Claim:
+    """``Claim(resource, mode, units=units)`` for arguments already known to be valid.
+
+    The helpers below build a claim for every call a model makes, from a resource they have
+    just checked and a mode and unit count that are valid by construction; running the three
+    field validators again would double the cost of a claim. The result is an ordinary
+    ``Claim`` (equal to, and hashed like, one built the usual way).
+    """
+    claim = _new_object(Claim)
+    _set_field(claim, "resource", resource)
+    _set_field(claim, "mode", mode)
+    _set_field(claim, "units", units)
+    return claim
 
 
 def _as_resource(target: Resource | str | PathLike[str]) -> Resource:
@@ -241,12 +279,12 @@ def _as_resource(target: Resource | str | PathLike[str]) -> Resource:
 
 def shared(resource: Resource | str | PathLike[str]) -> Claim:
     """A shared claim; a string is taken as a path. On a pool it holds one unit."""
-    return Claim(_as_resource(resource), Mode.SHARED)
+    return _valid_claim(_as_resource(resource), _SHARED)
 
 
 def exclusive(resource: Resource | str | PathLike[str]) -> Claim:
     """An exclusive claim; a string is taken as a path. On a pool it holds every unit."""
-    return Claim(_as_resource(resource), Mode.EXCLUSIVE)
+    return _valid_claim(_as_resource(resource), _EXCLUSIVE)
 
 
 def units(resource: Pool, n: int = 1) -> Claim:
@@ -258,12 +296,12 @@ def units(resource: Pool, n: int = 1) -> Claim:
 
 def reads(p: str | PathLike[str] | Path) -> Claim:
     """Shorthand for ``shared(path(p))``."""
-    return Claim(p if isinstance(p, Path) else path(p), Mode.SHARED)
+    return _valid_claim(p if isinstance(p, Path) else path(p), _SHARED)
 
 
 def writes(p: str | PathLike[str] | Path) -> Claim:
     """Shorthand for ``exclusive(path(p))``."""
-    return Claim(p if isinstance(p, Path) else path(p), Mode.EXCLUSIVE)
+    return _valid_claim(p if isinstance(p, Path) else path(p), _EXCLUSIVE)
 
 
 def claims_overlap(a: Claim, b: Claim) -> bool:
@@ -279,8 +317,11 @@ def canonical_claims(claims: Iterable[Claim]) -> tuple[Claim, ...]:
     Duplicates of one resource merge to the strongest mode (units on a pool add up); a claim
     covered by an exclusive claim on an ancestor is dropped, since the ancestor already holds it.
     """
+    given = tuple(claims)
+    if len(given) == 1 and isinstance(given[0], Claim):
+        return given  # one claim is canonical as it is: the common case, spared the merge
     merged: dict[tuple[str, ...], Claim] = {}
-    for claim in claims:
+    for claim in given:
         if not isinstance(claim, Claim):
             raise InvalidClaimError(f"expected a Claim, got {claim!r}")
         previous = merged.get(claim.node)

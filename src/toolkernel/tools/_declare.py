@@ -15,18 +15,33 @@ A tool says what a call of it touches:
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from .._errors import InvalidArgumentsError
 from ..kernel import KeyFunction, ToolContext
-from ..locks import Claim, Mode, Path
+from ..locks import Claim, Mode, Path, path
 from ._schema import ParameterSpec
 
 __all__ = ["Tool", "FunctionTool", "tool"]
 
 ClaimsFunction = Callable[[Mapping[str, Any]], Iterable[Claim]]
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Module globals, read for every call: ``Mode.SHARED`` costs ~0.1 us on Python 3.11 (the enum
+# metaclass's ``__getattr__`` hook).
+_SHARED, _EXCLUSIVE = Mode.SHARED, Mode.EXCLUSIVE
+
+
+def _is_lexical_key(resource: Path) -> bool:
+    """True iff ``path(str(resource)) == resource``: re-keying it lexically changes nothing.
+
+    So it is for every key ``path()`` made; a ``Path`` built by hand from raw parts may not be.
+    """
+    for part in resource.parts:
+        if type(part) is not str or part in ("", ".", "..") or "/" in part or "\x00" in part:
+            return False
+    return True
 
 
 def _path_values(tool_name: str, argument: str, value: Any) -> list[str]:
@@ -133,17 +148,26 @@ class Tool:
         them (absolute, ``..`` through a symlink, ...), so the workspace decides what they mean.
         """
         declared = self.declare(arguments)
-        if declared is None and not (self.reads or self.writes or self.read_only):
+        reads, writes = self.reads, self.writes
+        if declared is None and not (reads or writes or self.read_only):
             return None
         found: list[Claim] = []
         if self.read_only:
-            found.append(Claim(key("."), Mode.SHARED))
-        for names, mode in ((self.reads, Mode.SHARED), (self.writes, Mode.EXCLUSIVE)):
-            for argument in names:
-                for raw in _path_values(self.name, argument, arguments[argument]):
-                    found.append(Claim(key(raw), mode))
-        for claim in declared or ():
-            if isinstance(claim, Claim) and isinstance(claim.resource, Path):
+            found.append(Claim(key("."), _SHARED))
+        if reads or writes:
+            for names, mode in ((reads, _SHARED), (writes, _EXCLUSIVE)):
+                for argument in names:
+                    for raw in _path_values(self.name, argument, arguments[argument]):
+                        found.append(Claim(key(raw), mode))
+        if declared is None:
+            return found
+        lexical = key is path  # no workspace: keys are lexical, as ``path()`` made them
+        for claim in declared:
+            if (
+                isinstance(claim, Claim)
+                and isinstance(claim.resource, Path)
+                and not (lexical and _is_lexical_key(claim.resource))
+            ):
                 claim = Claim(key(str(claim.resource)), claim.mode)
             found.append(claim)
         return found
@@ -169,12 +193,22 @@ class FunctionTool(Tool):
         self.function = function
         options.setdefault("name", function.__name__)
         super().__init__(**options)
+        # ``invoke`` calls the function itself (one call less per tool call) unless a subclass
+        # overrides ``run``.
+        self._runner = function if type(self).run is FunctionTool.run else self.run
+        self._runs_coroutine = inspect.iscoroutinefunction(self._runner)
 
     def _target(self) -> Callable[..., Any]:
         return self.function
 
     def run(self, ctx: ToolContext, **arguments: Any) -> Any:
         return self.function(ctx, **arguments)
+
+    def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Coroutine[Any, Any, Any]:
+        if self._runs_coroutine:
+            # The function's own coroutine is what the kernel awaits: no wrapper around it.
+            return self._runner(ctx, **arguments)  # type: ignore[no-any-return]
+        return super().invoke(ctx, arguments)
 
     def __call__(self, ctx: ToolContext, /, **arguments: Any) -> Any:
         return self.function(ctx, **arguments)

@@ -207,6 +207,16 @@ def _docstring_parts(doc: str) -> tuple[str, dict[str, str]]:
     return description, params
 
 
+# The plain JSON types a value is accepted as without conversion when it has exactly that type
+# (``check_value`` decides everything else, subclasses included).
+_EXACT_TYPES = (str, int, bool)
+
+
+def _exact_type(hint: Any) -> type | None:
+    """The type whose exact instances ``check_value(hint, value, ...)`` returns unchanged."""
+    return hint if hint in _EXACT_TYPES else None
+
+
 @attrs.frozen
 class ParameterSpec:
     """A function's parameters after the context, ready to validate and describe."""
@@ -214,6 +224,22 @@ class ParameterSpec:
     parameters: tuple[Parameter, ...]
     description: str
     accepts_extra: bool
+    # Worked out once from ``parameters``, since every call is validated: the names, the
+    # required names, and per parameter (name, annotation, exact type or None, default).
+    _names: frozenset[str] = attrs.field(init=False, eq=False, repr=False)
+    _required: frozenset[str] = attrs.field(init=False, eq=False, repr=False)
+    _plan: tuple[tuple[str, Any, type | None, Any], ...] = attrs.field(
+        init=False, eq=False, repr=False
+    )
+
+    def __attrs_post_init__(self) -> None:
+        set_field = object.__setattr__  # frozen: the usual way to fill derived fields
+        set_field(self, "_names", frozenset(p.name for p in self.parameters))
+        set_field(self, "_required", frozenset(p.name for p in self.parameters if p.required))
+        plan = tuple(
+            (p.name, p.annotation, _exact_type(p.annotation), p.default) for p in self.parameters
+        )
+        set_field(self, "_plan", plan)
 
     @classmethod
     def from_function(cls, fn: Callable[..., Any], *, skip_first: bool = True) -> ParameterSpec:
@@ -250,28 +276,31 @@ class ParameterSpec:
 
     def validate(self, tool_name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Check and complete arguments; raise :class:`InvalidArgumentsError` naming the fix."""
-        known = {p.name: p for p in self.parameters}
-        extra = sorted(set(arguments) - set(known))
+        given = arguments.keys()
+        # The set comparisons are the cheap test; the messages are worked out only on failure.
+        extra = [] if given <= self._names else sorted(set(given) - self._names)
         if extra and not self.accepts_extra:
-            takes = ", ".join(known) or "no arguments"
+            takes = ", ".join(p.name for p in self.parameters) or "no arguments"
             raise InvalidArgumentsError(
                 f"{tool_name} got unexpected argument{'s' if len(extra) > 1 else ''} "
                 f"{', '.join(repr(e) for e in extra)}; it takes {takes}"
             )
-        missing = [p.name for p in self.parameters if p.required and p.name not in arguments]
-        if missing:
+        if not given >= self._required:
+            missing = [p.name for p in self.parameters if p.required and p.name not in arguments]
             raise InvalidArgumentsError(
                 f"{tool_name} is missing required argument{'s' if len(missing) > 1 else ''} "
                 f"{', '.join(repr(m) for m in missing)}"
             )
         out: dict[str, Any] = {}
-        for p in self.parameters:
-            if p.name in arguments:
-                out[p.name] = check_value(
-                    p.annotation, arguments[p.name], f"{tool_name} argument {p.name!r}"
-                )
+        for name, annotation, exact, default in self._plan:
+            if name not in arguments:
+                out[name] = default
+                continue
+            value = arguments[name]
+            if exact is not None and type(value) is exact:
+                out[name] = value  # what check_value would return, without building ``where``
             else:
-                out[p.name] = p.default
+                out[name] = check_value(annotation, value, f"{tool_name} argument {name!r}")
         for name in extra:
             out[name] = arguments[name]
         return out
