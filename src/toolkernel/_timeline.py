@@ -109,6 +109,8 @@ class Timeline:
             note = ""
             if r.waited_for:
                 note = "waited for " + ", ".join(r.waited_for)
+                if r.contested:
+                    note += " on " + ", ".join(r.contested)
             if r.status is not None and r.status is not Status.OK:
                 note = (note + "; " if note else "") + r.status.value
             lines.append(f"  {what:<{name_width}} |{bar:<{width + 1}}| {note}".rstrip())

@@ -1177,10 +1177,7 @@ class Kernel:
         group = record.waiting_in
         if group is not None:
             lease_id = next(i for g, i in record.leases() if g is group)
-            found = [group.records[i] for i in group.table.waits_for(lease_id)]
-            if group.owner is not None and group.owner is not record.parent:
-                found.append(group.owner)  # pragma: no cover - groups belong to the parent
-            return found
+            return [group.records[i] for i in group.table.waits_for(lease_id)]
         return sorted(record.awaiting or (), key=lambda r: r.uid)
 
     def _deadlock_message(self, record: _CallRecord, cycle: list[_CallRecord]) -> str:
