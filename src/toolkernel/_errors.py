@@ -25,6 +25,18 @@ __all__ = [
     "ToolError",
     "IllegalTransitionError",
     "KernelClosedError",
+    "CallEndedError",
+    "ToolDeclarationError",
+    "PathChangedError",
+    "PermissionDeniedError",
+    "ApprovalRequiredError",
+    "ApprovalTimeoutError",
+    "HookError",
+    "CallTimeoutError",
+    "LeaseWaitTimeoutError",
+    "RunTimeoutError",
+    "CallCancelledError",
+    "DependencyFailedError",
 ]
 
 
@@ -89,6 +101,59 @@ class NestingDepthError(ToolkernelError, RecursionError):
 
 class UndeclaredAccessError(ToolkernelError, PermissionError):
     """A tool touched a resource that its call did not declare (or declared only for reading)."""
+
+
+class PathChangedError(ToolkernelError, OSError):
+    """A path changed meaning under a call (a directory swapped for a symbolic link, a rename)
+    between the moment it was checked and the moment it was used; nothing was touched."""
+
+
+class CallEndedError(ToolkernelError, RuntimeError):
+    """A tool used its context (``ctx.fs``, ``ctx.call``) after its call had ended."""
+
+
+class ToolDeclarationError(ToolkernelError, TypeError):
+    """A tool is declared wrongly: no context parameter, a plain ``def``, claims that name
+    arguments it does not have, a bad option. Raised when the tool is declared."""
+
+
+# -- how a call can fail (``ToolResult.error_type`` names one of these, or the tool's own) ------
+
+
+class PermissionDeniedError(ToolkernelError, PermissionError):
+    """The permission policy, the approver or a before-hook refused the call."""
+
+
+class ApprovalRequiredError(PermissionDeniedError):
+    """The policy asked for approval, but the kernel has no approver to ask."""
+
+
+class ApprovalTimeoutError(PermissionDeniedError, TimeoutError):
+    """The policy asked for approval and none came in time."""
+
+
+class HookError(ToolkernelError, RuntimeError):
+    """A before-hook, after-hook, policy or approver raised, or answered with the wrong type."""
+
+
+class CallTimeoutError(ToolkernelError, TimeoutError):
+    """A call took longer than it was allowed."""
+
+
+class LeaseWaitTimeoutError(CallTimeoutError):
+    """A call waited for its leases longer than its wait timeout."""
+
+
+class RunTimeoutError(CallTimeoutError):
+    """A call ran longer than its run timeout."""
+
+
+class CallCancelledError(ToolkernelError):
+    """A call was cancelled: by itself, its batch, its parent call, or the kernel closing."""
+
+
+class DependencyFailedError(ToolkernelError):
+    """A call it had to wait for through ``after=`` did not succeed, so it was skipped."""
 
 
 class ToolError(ToolkernelError):

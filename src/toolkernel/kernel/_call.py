@@ -89,6 +89,12 @@ class ToolResult:
     to read and act on (every other status). Times are on trio's clock: ``queued_at`` when it was
     admitted, ``started_at`` when its leases were granted and it began running (None if it never
     ran), ``finished_at`` when it ended.
+
+    ``error_type`` names the class of the exception behind every status but OK (one of
+    toolkernel's own, such as ``"RunTimeoutError"`` or ``"PermissionDeniedError"``, or the tool's,
+    such as ``"ValueError"``), so callers can tell failures apart without parsing ``error``.
+    ``exception`` is that exception itself, traceback included, when there is one; it is not
+    compared, printed or serialized.
     """
 
     call_id: str
@@ -99,6 +105,8 @@ class ToolResult:
     queued_at: float = 0.0
     started_at: float | None = None
     finished_at: float = 0.0
+    error_type: str | None = None
+    exception: BaseException | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def ok(self) -> bool:
