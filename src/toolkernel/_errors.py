@@ -112,9 +112,10 @@ class CallEndedError(ToolkernelError, RuntimeError):
     """A tool used its context (``ctx.fs``, ``ctx.call``) after its call had ended."""
 
 
-class ToolDeclarationError(ToolkernelError, TypeError):
+class ToolDeclarationError(ToolkernelError, TypeError, ValueError):
     """A tool is declared wrongly: no context parameter, a plain ``def``, claims that name
-    arguments it does not have, a bad option. Raised when the tool is declared."""
+    arguments it does not have, a bad option (a ``TypeError`` or a ``ValueError``, as the mistake
+    is one of type or of value). Raised when the tool is declared, not when a model calls it."""
 
 
 # -- how a call can fail (``ToolResult.error_type`` names one of these, or the tool's own) ------
