@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
 
-from .kernel import Kernel, KernelTool, open_kernel_core
-from .locks import Claim, Path
+from .kernel import (
+    AfterHook,
+    Approver,
+    BeforeHook,
+    Kernel,
+    KernelTool,
+    Policy,
+    open_kernel_core,
+)
+from .kernel._policy import allow_all
+from .locks import Claim
 from .tools import FileAccess, Workspace
 
 __all__ = ["open_kernel", "WorkspaceEnvironment"]
@@ -19,11 +27,9 @@ class WorkspaceEnvironment:
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
+        self.key = workspace.key  # bound once: the kernel keys every path of every call
 
-    def key(self, raw: str) -> Path:
-        return self.workspace.key(raw)
-
-    def file_access(self, claims: Sequence[Claim]) -> FileAccess:
+    def file_access(self, claims: Sequence[Claim], call_id: str) -> FileAccess:
         return FileAccess(self.workspace, claims)
 
 
@@ -31,7 +37,17 @@ class WorkspaceEnvironment:
 async def open_kernel(
     tools: Iterable[KernelTool] = (),
     root: str | os.PathLike[str] | Workspace | None = None,
-    **options: Any,
+    *,
+    max_concurrency: int | None = None,
+    pools: Mapping[str, int] | None = None,
+    policy: Policy = allow_all,
+    approver: Approver | None = None,
+    approval_timeout: float | None = 300.0,
+    before_hooks: Sequence[BeforeHook] = (),
+    after_hooks: Sequence[AfterHook] = (),
+    max_depth: int = 8,
+    wait_timeout: float | None = None,
+    run_timeout: float | None = None,
 ) -> AsyncIterator[Kernel]:
     """Open a kernel that runs ``tools``; with ``root``, tools get ``ctx.fs`` inside that root.
 
@@ -40,12 +56,38 @@ async def open_kernel(
         async with open_kernel(tools=[read_file, edit_file], root=".", max_concurrency=16) as k:
             results = await k.run([ToolCall("c1", "read_file", {"path": "a.txt"})])
 
-    Options: ``max_concurrency``, ``pools``, ``policy``, ``approver``, ``approval_timeout``,
-    ``before_hooks``, ``after_hooks``, ``max_depth``, ``wait_timeout``, ``run_timeout``.
-    Leaving the block cancels whatever still runs; every call still gets its result.
+    Options:
+
+    - ``max_concurrency``: at most this many top-level calls run at once (None: no limit).
+    - ``pools``: capacities of counted resources tools may claim (``{"network": 5}``).
+    - ``policy``: decides, before any lease is requested, whether a call may run (``ALLOW``,
+      ``DENY``, or ``ASK`` the ``approver``); ``approval_timeout`` bounds the wait for an answer
+      (seconds; None waits for ever).
+    - ``before_hooks`` / ``after_hooks``: may rewrite a call's arguments, block it, supply its
+      result, or rewrite its result.
+    - ``max_depth``: how deep ``ctx.call`` may nest.
+    - ``wait_timeout`` / ``run_timeout``: default limits (seconds, None for none) on waiting for
+      leases and on running; tools and calls may set their own.
+
+    A bad option raises ``TypeError`` or ``ValueError`` here, before anything runs. Leaving the
+    block cancels whatever still runs; every call still gets its result.
     """
+    environment = None
     if root is not None:
         workspace = root if isinstance(root, Workspace) else Workspace(root)
-        options["environment"] = WorkspaceEnvironment(workspace)
-    async with open_kernel_core(tools, **options) as kernel:
+        environment = WorkspaceEnvironment(workspace)
+    async with open_kernel_core(
+        tools,
+        environment=environment,
+        max_concurrency=max_concurrency,
+        pools=pools,
+        policy=policy,
+        approver=approver,
+        approval_timeout=approval_timeout,
+        before_hooks=before_hooks,
+        after_hooks=after_hooks,
+        max_depth=max_depth,
+        wait_timeout=wait_timeout,
+        run_timeout=run_timeout,
+    ) as kernel:
         yield kernel

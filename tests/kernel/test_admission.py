@@ -111,7 +111,9 @@ async def test_a_claims_function_that_raises_is_an_error_of_that_call(autojump_c
     async with tk.open_kernel(tools=[*make_tools(rec), broken]) as kernel:
         bad, good = await kernel.run([tk.ToolCall("b", "broken"), edit("c2", "a", 1)])
     assert bad.status is tk.Status.ERROR
-    assert bad.error == "can't compute the claims of broken: KeyError: 'missing'"
+    assert bad.error == "InvalidClaimError: can't compute the claims of broken: KeyError: 'missing'"
+    assert bad.error_type == "InvalidClaimError" and isinstance(bad.exception, tk.InvalidClaimError)
+    assert isinstance(bad.exception.__cause__, KeyError)
     assert good.ok
 
 

@@ -151,7 +151,10 @@ async def test_an_unknown_or_self_dependency_is_an_error(autojump_clock, rec) ->
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         c1, c2, c3 = await kernel.run(calls)
     assert c1.status is tk.Status.ERROR
-    assert c1.error == "InvalidCallError: it must run after 'nope', which is not a known call"
+    assert c1.error is not None
+    assert c1.error.startswith(
+        "InvalidCallError: it must run after 'nope', which is not a known call"
+    )
     assert c2.status is tk.Status.ERROR
     assert "'c2'" in (c2.error or "")
     assert c3.ok and not rec.ran("c1") and not rec.ran("c2")

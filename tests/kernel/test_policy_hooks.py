@@ -106,7 +106,8 @@ async def test_an_unanswered_ask_is_denied_after_the_approval_timeout(
     assert c1.status is tk.Status.DENIED
     assert c1.finished_at == 30 and c1.started_at is None
     assert "permission denied for edit" in (c1.error or "")
-    assert "did not approve" in (c1.error or "")
+    assert "none came within 30 s" in (c1.error or "")
+    assert c1.error_type == "ApprovalTimeoutError"
     assert not rec.ran("c1")
     # The unrelated call did not wait for the human.
     assert (c2.status, c2.finished_at) == (tk.Status.OK, 1)

@@ -6,11 +6,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .._errors import CallEndedError
 from ..locks import Claim
 from ._call import ToolResult
+from ._protocol import Environment
 
 if TYPE_CHECKING:
-    from ._kernel import Kernel, _CallRecord
+    from ._kernel import Kernel
+    from ._record import CallRecord
 
 __all__ = ["ToolContext"]
 
@@ -20,7 +23,9 @@ class ToolContext:
     """What a running call knows and may do: its id, its leases, its file access, nested calls.
 
     ``fs`` is the call's only file access: every read and write is checked against ``claims``
-    (it is None when the kernel has no workspace).
+    (it is None when the kernel has no workspace). When the call ends, its context is revoked:
+    ``fs``, ``call`` and ``progress`` then raise :class:`~toolkernel.CallEndedError`, so a tool
+    that keeps its context (in a background task, say) can never touch what it no longer holds.
     """
 
     call_id: str
@@ -31,14 +36,28 @@ class ToolContext:
     """The canonical claims this call holds."""
     depth: int
     """0 for a call the model made, 1 for a call made by a tool, and so on."""
-    fs: Any
-    """File access checked against ``claims`` (a ``toolkernel.tools.FileAccess``), or None."""
+    _environment: Environment | None = attrs.field(repr=False, alias="environment")
     _kernel: Kernel = attrs.field(repr=False, alias="kernel")
-    _record: _CallRecord = attrs.field(repr=False, alias="record")
+    _record: CallRecord = attrs.field(repr=False, alias="record")
+    # Built on first use: most calls of some tools never touch a file.
+    _fs: Any = attrs.field(default=None, init=False, repr=False)
+    _ended: bool = attrs.field(default=False, init=False, repr=False)
+
+    @property
+    def fs(self) -> Any:
+        """File access checked against ``claims`` (a ``toolkernel.tools.FileAccess``), or None
+        when the kernel has no workspace."""
+        if self._ended:
+            raise self._revoked("use its file access")
+        if self._fs is None and self._environment is not None:
+            self._fs = self._environment.file_access(self.claims, self.call_id)
+        return self._fs
 
     def progress(self, message: str, data: Any = None) -> None:
         """Report progress; it is emitted as a ``CallProgress`` event. Not a checkpoint."""
-        self._kernel._report_progress(self._record, message, data)
+        if self._ended:
+            raise self._revoked("report progress")
+        self._kernel._scheduler.progress(self._record, message, data)
 
     async def call(self, name: str, /, **arguments: Any) -> ToolResult:
         """Run another tool from inside this one and return its result (never raises for it).
@@ -48,4 +67,19 @@ class ToolContext:
         the kernel like any call's. If that wait would close a cycle (this call's parent waits
         for someone who waits for it), the nested call fails at once with a deadlock error.
         """
+        if self._ended:
+            raise self._revoked(f"call {name}")
         return await self._kernel._call_nested(self._record, name, arguments)
+
+    def close(self) -> None:
+        """Revoke this context (the kernel does, as the call's leases go). Idempotent."""
+        self._ended = True
+        close = getattr(self._fs, "close", None)
+        if close is not None:
+            close()
+
+    def _revoked(self, doing: str) -> CallEndedError:
+        return CallEndedError(
+            f"can't {doing}: call {self.call_id} ({self.tool_name}) has ended and its context "
+            f"was revoked; a tool may use its context only while its call runs"
+        )

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
 from ..locks import Claim
 from ._call import CallState, Status, ToolResult
+from ._waits import waits_for
 
-__all__ = ["CallInfo", "KernelSnapshot", "KernelStatistics", "ToolStatistics"]
+if TYPE_CHECKING:
+    from ._record import CallRecord
+
+__all__ = ["CallInfo", "KernelSnapshot", "KernelStatistics", "ToolStatistics", "snapshot_of"]
 
 
 @attrs.frozen
@@ -118,3 +123,33 @@ class ToolTally:
 
 def freeze_tallies(tallies: Iterable[ToolTally]) -> tuple[ToolStatistics, ...]:
     return tuple(t.freeze() for t in sorted(tallies, key=lambda t: t.name))
+
+
+def snapshot_of(live: Mapping[int, CallRecord]) -> KernelSnapshot:
+    """A snapshot of the unfinished calls ``live`` (by uid)."""
+    infos: dict[CallState, list[CallInfo]] = {s: [] for s in CallState}
+    for uid in sorted(live):
+        record = live[uid]
+        if record.state is CallState.QUEUED:
+            behind = tuple(r.call.id for r in waits_for(record))
+        elif record.state is CallState.PENDING:
+            deps = sorted(record.deps_left or ())
+            behind = tuple(live[dep].call.id for dep in deps if dep in live)
+        else:
+            behind = ()
+        infos[record.state].append(
+            CallInfo(
+                call_id=record.call.id,
+                name=record.name,
+                state=record.state,
+                claims=record.claims or (),
+                waits_for=behind,
+                since=record.state_since,
+                parent=record.parent.call.id if record.parent else None,
+            )
+        )
+    return KernelSnapshot(
+        running=tuple(infos[CallState.RUNNING]),
+        queued=tuple(infos[CallState.QUEUED]),
+        pending=tuple(infos[CallState.PENDING]),
+    )

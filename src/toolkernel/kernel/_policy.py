@@ -24,6 +24,7 @@ __all__ = [
     "BeforeHook",
     "AfterHook",
     "allow_all",
+    "as_decision",
 ]
 
 
@@ -66,6 +67,15 @@ Approver: TypeAlias = Callable[[ToolCall, str], Awaitable[bool]]
 def allow_all(call: ToolCall) -> Decision:
     """The default policy: everything may run."""
     return Decision.allow()
+
+
+def as_decision(answer: object) -> Decision | None:
+    """A policy's answer as a :class:`Decision`; None if it is neither that nor a Permission."""
+    if isinstance(answer, Permission):
+        return Decision(answer)
+    if isinstance(answer, Decision) and isinstance(answer.permission, Permission):
+        return answer
+    return None
 
 
 @attrs.frozen

@@ -60,6 +60,8 @@ class Environment(Protocol):
         """The canonical key of a path spelling; raises ``InvalidClaimError`` if refused."""
         ...
 
-    def file_access(self, claims: Sequence[Claim]) -> Any:
-        """The ``ctx.fs`` object for a call holding ``claims``."""
+    def file_access(self, claims: Sequence[Claim], call_id: str) -> Any:
+        """The ``ctx.fs`` object for call ``call_id`` holding ``claims``. It must have a
+        ``close()`` method: the kernel calls it when the call ends, and from then on every
+        operation must fail."""
         ...

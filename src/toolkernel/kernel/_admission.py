@@ -1,0 +1,255 @@
+"""Admission: from a call as the model sent it to validated arguments and canonical claims, and
+the ``after=`` edges between the calls of a batch. Pure decisions: nothing here waits.
+
+Every way a call can be refused here raises (or returns) an exception from ``_messages``; the
+scheduler turns it into that call's result. The same ``compute_claims`` runs at admission and
+again after the grant (when a call's paths are re-keyed), so a claims function or a workspace
+that fails is handled the same way both times.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from .._errors import CapacityError, InvalidCallError, InvalidClaimError, UnknownPoolError
+from ..locks import EVERYTHING, Claim, Path, Pool, canonical_claims, covers, exclusive
+from . import _messages as messages
+from ._call import Status, ToolCall
+from ._protocol import KernelTool
+from ._record import CallRecord
+
+__all__ = [
+    "CONCURRENCY_POOL",
+    "load_arguments",
+    "set_arguments",
+    "compute_claims",
+    "check_structure",
+    "link_dependencies",
+    "find_cycles",
+    "split_by_cover",
+]
+
+CONCURRENCY_POOL = "toolkernel.concurrency"
+"""The pool every top-level call takes one unit of when ``max_concurrency`` is set."""
+
+_BARRIER = (exclusive(EVERYTHING),)
+
+Failures = dict[int, tuple[Status, BaseException]]
+"""Calls of a batch that failed admission: uid -> (status, why)."""
+
+
+def check_structure(call: ToolCall) -> BaseException | None:
+    """What makes a call unusable before its tool is even looked up: ids, names and ``after=``
+    entries that are not strings (a model's or a program's garbage, not a crash)."""
+    if type(call.id) is not str and not isinstance(call.id, str):
+        return messages.bad_call_id(call.id)
+    if type(call.name) is not str and not isinstance(call.name, str):
+        return messages.bad_tool_name(call.name)
+    for dep in call.after:
+        if not isinstance(dep, str):
+            return messages.bad_dependency(dep)
+    return None
+
+
+def load_arguments(tool_name: str, raw: object) -> Mapping[str, Any]:
+    """The arguments as a mapping with string keys: parsed if they came as a JSON string."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise messages.bad_json(tool_name, exc.msg, exc.pos) from None
+        except RecursionError:
+            raise messages.bad_json(tool_name, "nested too deeply", 0) from None
+    if type(raw) is not dict and not isinstance(raw, Mapping):  # dict: the usual, cheap
+        raise messages.not_an_object(tool_name, raw)
+    for key in raw:
+        if type(key) is not str and not isinstance(key, str):
+            raise messages.bad_argument_key(tool_name, key)
+    return raw
+
+
+def set_arguments(
+    record: CallRecord, raw: object, key: Callable[[str], Path], pools: Mapping[str, int]
+) -> BaseException | None:
+    """Parse ``raw`` and compute the claims for ``record``'s tool; set both on the record, or
+    return why not (the record is left as it was)."""
+    tool = record.tool
+    assert tool is not None
+    try:
+        arguments = tool.parse_arguments(load_arguments(tool.name, raw))
+        claims = compute_claims(tool, arguments, key, pools)
+    except (InvalidCallError, InvalidClaimError) as exc:
+        return exc
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a tool's own parse_arguments failing: this call's error
+        return messages.hook_failed(f"checking the arguments of {tool.name}", exc)
+    record.claims = claims
+    record.arguments = arguments
+    return None
+
+
+def compute_claims(
+    tool: KernelTool,
+    arguments: Mapping[str, Any],
+    key: Callable[[str], Path],
+    pools: Mapping[str, int],
+) -> tuple[Claim, ...]:
+    """The canonical claims of a call: what the tool declares, every path keyed by ``key``.
+
+    A tool that declares nothing is a barrier (exclusive on everything). Raises an
+    ``InvalidCallError`` or ``InvalidClaimError`` with the message for the model; whatever else
+    the tool's claims function or the workspace raises is wrapped in one.
+    """
+    try:
+        declared = tool.claims(arguments, key)
+        claims = _BARRIER if declared is None else tuple(declared)
+        canonical = canonical_claims(claims)
+    except (InvalidCallError, InvalidClaimError):
+        raise
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit included: the tool's bug, this call's error
+        raise messages.claims_failed(tool.name, exc) from exc
+    for claim in canonical:
+        if isinstance(claim.resource, Pool):
+            _check_pool(tool.name, claim, pools)
+    return canonical
+
+
+def _check_pool(tool_name: str, claim: Claim, pools: Mapping[str, int]) -> None:
+    """Refuse pool claims the lease table could never grant (it would raise on request)."""
+    assert isinstance(claim.resource, Pool)
+    name = claim.resource.name
+    capacity = pools.get(name)
+    if name == CONCURRENCY_POOL:
+        raise InvalidClaimError(f"{tool_name} claims pool {name!r}, which the kernel reserves")
+    if capacity is None:
+        known = ", ".join(sorted(set(pools) - {CONCURRENCY_POOL})) or "none"
+        raise UnknownPoolError(
+            f"{tool_name} claims pool {name!r}, which this kernel does not have "
+            f"(its pools: {known}); open the kernel with pools={{{name!r}: n}}"
+        )
+    if not claim.is_exclusive and claim.units > capacity:
+        raise CapacityError(
+            f"{tool_name} claims {claim.units} units of pool {name!r}, but its capacity is "
+            f"{capacity}"
+        )
+
+
+def link_dependencies(
+    records: list[CallRecord],
+    failures: Failures,
+    live: Mapping[str, CallRecord],
+    ended: Mapping[str, tuple[str, Status, str | None]],
+) -> None:
+    """Refuse duplicate ids and bad ``after=`` entries, find ``after=`` cycles, and link each
+    call to the unfinished calls it waits for. Adds to ``failures``; links only the calls that
+    have not failed.
+
+    ``live`` holds the kernel's unfinished top-level calls by id, ``ended`` what is remembered
+    of finished ones (tool name, status, error).
+    """
+    in_batch: dict[str, CallRecord] = {}
+    for record in records:
+        if record.uid in failures:
+            continue
+        if record.call.id in in_batch:
+            failures[record.uid] = (Status.ERROR, messages.duplicate_id(record.call.id))
+        else:
+            in_batch[record.call.id] = record
+    if not any(record.call.after for record in records):
+        return  # no edges, so no cycles and nothing to wait for
+    edges: dict[int, list[CallRecord]] = {}
+    failed_before: Failures = {}  # calls after a call that has already failed
+    for record in records:
+        if record.uid in failures:
+            continue
+        deps = []
+        for dep_id in record.call.after:
+            dep = in_batch.get(dep_id) or live.get(dep_id)
+            remembered = ended.get(dep_id) if dep is None else None
+            if remembered is not None:
+                if remembered[1] is not Status.OK and record.uid not in failed_before:
+                    why = messages.dependency_failed(dep_id, *remembered)
+                    failed_before[record.uid] = (Status.SKIPPED, why)
+                continue
+            if dep is None or dep is record:
+                error = messages.unknown_dependency(dep_id, itself=dep is record)
+                failures.setdefault(record.uid, (Status.ERROR, error))
+                continue
+            deps.append(dep)
+        edges[record.uid] = deps
+    for cycle in find_cycles(records, edges):
+        error = messages.dependency_cycle([r.call.id for r in cycle])
+        for record in cycle:
+            failures.setdefault(record.uid, (Status.ERROR, error))
+    for record in records:
+        if record.uid in failures:
+            continue
+        if record.uid in failed_before:
+            failures[record.uid] = failed_before[record.uid]
+            continue
+        waits: list[CallRecord] = []
+        for dep in edges[record.uid]:
+            result = dep.result
+            if result is None:
+                # Unfinished, or failing admission in this very batch: when it finishes, a
+                # failure skips this call through ``dependents``.
+                waits.append(dep)
+            elif result.status is not Status.OK:
+                failed = messages.dependency_failed(
+                    dep.call.id, dep.name, result.status, result.error
+                )
+                failures[record.uid] = (Status.SKIPPED, failed)
+                break
+        else:
+            if waits:
+                record.deps_left = {dep.uid for dep in waits}
+                record.batch.has_deps = True
+                for dep in waits:
+                    if dep.dependents is None:
+                        dep.dependents = []
+                    dep.dependents.append(record)
+
+
+def find_cycles(
+    records: list[CallRecord], edges: Mapping[int, list[CallRecord]]
+) -> Iterator[list[CallRecord]]:
+    """Cycles among ``records`` through their dependency edges (iterative DFS, in order)."""
+    by_uid = {r.uid: r for r in records}
+    color: dict[int, int] = {}  # 1 on the stack, 2 done
+    for root in records:
+        if root.uid in color:
+            continue
+        stack: list[tuple[CallRecord, int]] = [(root, 0)]
+        trail: list[CallRecord] = []
+        while stack:
+            record, index = stack.pop()
+            if index == 0:
+                color[record.uid] = 1
+                trail.append(record)
+            deps = [d for d in edges.get(record.uid, ()) if d.uid in by_uid]
+            if index < len(deps):
+                stack.append((record, index + 1))
+                dep = deps[index]
+                state = color.get(dep.uid)
+                if state is None:
+                    stack.append((dep, 0))
+                elif state == 1:
+                    yield trail[trail.index(dep) :]
+            else:
+                color[record.uid] = 2
+                trail.pop()
+
+
+def split_by_cover(
+    held: tuple[Claim, ...], wanted: tuple[Claim, ...]
+) -> tuple[tuple[Claim, ...], tuple[Claim, ...]]:
+    """``wanted`` split into the claims that ``held`` covers and the rest (a nested call's
+    claims against its parent's leases)."""
+    inside = tuple(c for c in wanted if any(covers(h, c) for h in held))
+    outside = tuple(c for c in wanted if c not in inside)
+    return inside, outside

@@ -1,0 +1,175 @@
+"""A kernel's leases: the lease groups calls request in, what each call holds or waits for,
+lease-wait limits, and deadlock breaking. Pure: it acts on lease tables and tells the
+scheduler, through one callback, which calls were granted.
+
+Every top-level call requests in the kernel's own table (with one unit of the concurrency pool
+when ``max_concurrency`` is set). A running call gets a table of its own, lazily, for nested
+calls its leases cover; nested claims outside it go to the kernel's table at a raised priority.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+
+from ..locks import Claim, LeaseTable, pool, units
+from . import _waits as waits
+from ._admission import CONCURRENCY_POOL
+from ._deadlines import Deadlines
+from ._record import CallRecord, LeaseGroup
+
+__all__ = ["Leasing", "NESTED_PRIORITY_BOOST"]
+
+NESTED_PRIORITY_BOOST = 1_000_000
+"""Nested calls are part of a call that already holds leases: they overtake plain waiters."""
+
+
+class Leasing:
+    """What the calls of one kernel hold and wait for."""
+
+    def __init__(
+        self,
+        pools: Mapping[str, int],
+        max_concurrency: int | None,
+        *,
+        clock: Callable[[], float],
+        granted: Callable[[CallRecord], None],
+        wait_timeout: Callable[[CallRecord], float | None],
+        deadline_changed: Callable[[float], None],
+    ) -> None:
+        self.pools = dict(pools)
+        if max_concurrency is not None:
+            self.pools[CONCURRENCY_POOL] = max_concurrency
+        self.main = LeaseGroup(LeaseTable(self.pools), None)  # it checks the pools
+        # The unit of the concurrency pool a top-level call takes, made once. Claims are
+        # canonical (sorted by resource) and ``pool:`` sorts after ``device:`` and ``path:``,
+        # so appending it keeps a call's claims canonical.
+        self._slot: tuple[Claim, ...] = (
+            (units(pool(CONCURRENCY_POOL), 1),) if max_concurrency is not None else ()
+        )
+        self._now = clock
+        self._granted = granted
+        self._wait_timeout = wait_timeout
+        self._deadline_changed = deadline_changed
+        self._deadlines: Deadlines[CallRecord] = Deadlines(lambda record: record.wait_token)
+        self._waiting_nested: dict[int, CallRecord] = {}
+
+    # -- requesting --------------------------------------------------------------------------------
+
+    def request_top_level(self, record: CallRecord) -> None:
+        """Request a top-level call's claims; ``granted`` is told at once if it can be."""
+        assert record.claims is not None
+        claims = record.claims + self._slot
+        self._request(record, self.main, claims, record.call.priority, record.batch.uid)
+
+    def request_nested(self, record: CallRecord, claims: tuple[Claim, ...], inside: bool) -> None:
+        """Request a nested call's claims: within its parent's lease group (``inside``), or
+        from the kernel at a raised priority."""
+        parent = record.parent
+        assert parent is not None
+        if inside:
+            if parent.own_group is None:
+                # With the kernel's pools: a parent holding a whole pool lends its units.
+                parent.own_group = LeaseGroup(LeaseTable(self.pools), parent)
+            self._request(record, parent.own_group, claims, record.call.priority, None)
+        else:
+            priority = record.call.priority + NESTED_PRIORITY_BOOST
+            self._request(record, self.main, claims, priority, ("nested", record.uid))
+        if record.waiting_in is not None:
+            self._waiting_nested[record.uid] = record
+
+    def _request(
+        self,
+        record: CallRecord,
+        group: LeaseGroup,
+        claims: tuple[Claim, ...],
+        priority: int,
+        table_group: object,
+    ) -> None:
+        table = group.table
+        lease_id = table.request(claims, priority=priority, group=table_group, owner=record)
+        group.records[lease_id] = record
+        if record.lease_group is None:
+            record.lease_group, record.lease_id = group, lease_id
+        elif record.more_leases is None:
+            record.more_leases = [(group, lease_id)]
+        else:
+            record.more_leases.append((group, lease_id))
+        if table.is_held(lease_id):
+            self._granted(record)
+        else:
+            record.waiting_in = group
+            self._start_wait_clock(record)
+
+    def requeue(self, record: CallRecord, claims: tuple[Claim, ...]) -> bool:
+        """Replace a granted top-level call's claims keeping its place in the queue. Returns
+        True if it holds them at once; whoever else that lets in is granted before this
+        returns."""
+        group, lease_id = record.lease_group, record.lease_id
+        assert group is self.main
+        granted = group.table.requeue(lease_id, claims + self._slot, owner=record)
+        if lease_id not in granted:
+            record.waiting_in = group
+            self._start_wait_clock(record)  # a fresh wait, with a fresh limit
+        for granted_id in granted:
+            if granted_id != lease_id:
+                self._granted(group.records[granted_id])
+        return lease_id in granted
+
+    # -- granting and releasing --------------------------------------------------------------------
+
+    def stop_waiting(self, record: CallRecord) -> None:
+        """``record`` no longer waits (granted, or withdrawn)."""
+        record.waiting_in = None
+        if record.wait_token:
+            record.wait_token = 0
+            record.wait_deadline = math.inf
+            self._deadlines.discard()
+        if record.parent is not None:
+            self._waiting_nested.pop(record.uid, None)
+
+    def release(self, record: CallRecord) -> None:
+        """Give back every lease of ``record`` and withdraw every request; whoever is next is
+        granted before this returns. Idempotent."""
+        if record.waiting_in is not None:
+            self.stop_waiting(record)
+        group, lease_id, more = record.lease_group, record.lease_id, record.more_leases
+        if group is None:
+            return
+        record.lease_group = record.more_leases = None
+        for other_group, other_id in reversed(more or ()):
+            self._give_back(record, other_group, other_id)
+        self._give_back(record, group, lease_id)
+
+    def _give_back(self, record: CallRecord, group: LeaseGroup, lease_id: int) -> None:
+        del group.records[lease_id]
+        for granted_id in group.table.release(lease_id, owner=record):
+            self._granted(group.records[granted_id])
+
+    # -- waiting limits and deadlocks ------------------------------------------------------------
+
+    def _start_wait_clock(self, record: CallRecord) -> None:
+        timeout = self._wait_timeout(record)
+        if timeout is None:
+            return
+        deadline = record.wait_deadline = self._now() + timeout
+        record.wait_token = self._deadlines.add(deadline, record)
+        if deadline <= self._deadlines.next_deadline():
+            self._deadline_changed(deadline)
+
+    def next_deadline(self) -> float:
+        """When the earliest lease wait runs out (``inf`` if none is timed)."""
+        return self._deadlines.next_deadline()
+
+    def expired(self, now: float) -> list[CallRecord]:
+        """The waiting calls whose limit ran out by ``now``; they still wait (the caller
+        finishes them, which withdraws their requests)."""
+        due = self._deadlines.expire(now)
+        for record in due:
+            record.wait_token = 0  # its entry has left the heap
+        return due
+
+    def deadlocked(self) -> Iterator[tuple[CallRecord, list[str]]]:
+        """Waiting nested calls whose wait closes a cycle (see ``_waits.deadlocked``)."""
+        if self._waiting_nested:
+            yield from waits.deadlocked(list(self._waiting_nested.values()))

@@ -1,0 +1,237 @@
+"""Every failure a call can meet, as the exception its result carries, with the message a model
+reads. Pure: each function builds an exception from toolkernel's hierarchy (``_errors``); the
+scheduler puts it in the result, so ``ToolResult.error_type`` can name it and ``error`` is
+``describe(exc)``, formatted in this one place.
+
+Messages say what happened and what to do next, in words a model can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .._errors import (
+    ApprovalRequiredError,
+    ApprovalTimeoutError,
+    CallCancelledError,
+    DeadlockError,
+    DependencyCycleError,
+    DependencyFailedError,
+    HookError,
+    InvalidArgumentsError,
+    InvalidCallError,
+    InvalidClaimError,
+    LeaseWaitTimeoutError,
+    NestingDepthError,
+    PathChangedError,
+    PermissionDeniedError,
+    RunTimeoutError,
+    ToolError,
+    ToolkernelError,
+    UndeclaredAccessError,
+    UnknownToolError,
+)
+from ._call import Status
+
+__all__ = ["describe"]
+
+
+# Refusals of a call as the model spelled it are named by their type, so the model sees at once
+# that the call itself was wrong (``UnknownToolError: there is no tool named 'Raed'; ...``).
+_NAMED = (InvalidCallError, InvalidClaimError, DeadlockError, NestingDepthError)
+
+
+def describe(exc: BaseException) -> str:
+    """The message of a failed call's result: most of toolkernel's own errors speak for
+    themselves, the others and a tool's own exceptions are named by their type."""
+    if isinstance(exc, UndeclaredAccessError):
+        return f"undeclared access: {exc}"
+    if isinstance(exc, _NAMED):
+        return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, ToolError | ToolkernelError):
+        return str(exc)
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe(e) for e in exc.exceptions)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# -- admission ------------------------------------------------------------------------------------
+
+
+def bad_call_id(value: object) -> InvalidCallError:
+    return InvalidCallError(f"a call id must be a string, not {_preview(value)}")
+
+
+def bad_tool_name(value: object) -> UnknownToolError:
+    return UnknownToolError(f"a tool name must be a string, not {_preview(value)}")
+
+
+def unknown_tool(name: str, known: Iterable[str]) -> UnknownToolError:
+    listed = ", ".join(sorted(known)) or "none"
+    return UnknownToolError(f"there is no tool named {name!r}; available tools: {listed}")
+
+
+def bad_json(tool: str, msg: str, position: int) -> InvalidArgumentsError:
+    return InvalidArgumentsError(
+        f"the arguments of {tool} are not valid JSON ({msg} at character {position}); "
+        f"send a JSON object"
+    )
+
+
+def not_an_object(tool: str, value: object) -> InvalidArgumentsError:
+    return InvalidArgumentsError(
+        f"the arguments of {tool} must be a JSON object, not {type(value).__name__}"
+    )
+
+
+def bad_argument_key(tool: str, key: object) -> InvalidArgumentsError:
+    return InvalidArgumentsError(
+        f"the arguments of {tool} must be named by strings, not {_preview(key)}"
+    )
+
+
+def claims_failed(tool: str, exc: BaseException) -> InvalidClaimError:
+    error = InvalidClaimError(f"can't compute the claims of {tool}: {describe(exc)}")
+    error.__cause__ = exc
+    return error
+
+
+def not_a_claim(tool: str, value: object) -> InvalidClaimError:
+    return InvalidClaimError(
+        f"the claims of {tool} must be Claim objects (reads(), writes(), exclusive(), ...), "
+        f"not {_preview(value)}"
+    )
+
+
+def duplicate_id(call_id: str) -> InvalidCallError:
+    return InvalidCallError(f"call id {call_id!r} is used twice in this batch; ids must be unique")
+
+
+def bad_dependency(value: object) -> InvalidCallError:
+    return InvalidCallError(
+        f"after= must name earlier calls by their string ids, not {_preview(value)}"
+    )
+
+
+def unknown_dependency(dep_id: str, itself: bool) -> InvalidCallError:
+    why = "itself" if itself else "not a known call (finished too long ago, or never submitted)"
+    return InvalidCallError(f"it must run after {dep_id!r}, which is {why}")
+
+
+def dependency_cycle(call_ids: list[str]) -> DependencyCycleError:
+    names = " -> ".join([*call_ids, call_ids[0]])
+    return DependencyCycleError(f"calls wait for each other through after=: {names}")
+
+
+def dependency_failed(
+    call_id: str, name: str, status: Status, error: str | None
+) -> DependencyFailedError:
+    return DependencyFailedError(
+        f"skipped: it had to run after {call_id} ({name}), which ended "
+        f"{status.value}: {error or status.value}"
+    )
+
+
+def too_deep(parent_id: str, parent_name: str, name: str, limit: int) -> NestingDepthError:
+    return NestingDepthError(
+        f"calls nested more than {limit} deep; {parent_id} ({parent_name}) can't call {name}"
+    )
+
+
+# -- hooks and permission -------------------------------------------------------------------------
+
+
+def hook_failed(which: str, exc: BaseException) -> HookError:
+    error = HookError(f"{which} failed: {describe(exc)}")
+    error.__cause__ = exc
+    return error
+
+
+def hook_answer(which: str, answer: object, expected: str) -> HookError:
+    return HookError(f"{which} answered {_preview(answer)}, which is not {expected}")
+
+
+def policy_failed(name: str, failure: HookError) -> HookError:
+    """A policy that raised or answered nonsense: the call is denied (it fails closed)."""
+    error = HookError(f"permission denied for {name}: {failure}")
+    error.__cause__ = failure.__cause__ or failure
+    return error
+
+
+def blocked(reason: str) -> PermissionDeniedError:
+    return PermissionDeniedError(f"blocked: {reason}")
+
+
+def denied(name: str, reason: str) -> PermissionDeniedError:
+    why = f": {reason}" if reason else ""
+    return PermissionDeniedError(f"permission denied for {name}{why}; do not retry it unchanged")
+
+
+def not_approved(name: str, reason: str) -> PermissionDeniedError:
+    why = f" ({reason})" if reason else ""
+    return PermissionDeniedError(
+        f"permission denied for {name}{why}: the user was asked and said no; do not retry it "
+        f"unchanged"
+    )
+
+
+def no_approver(name: str, reason: str) -> ApprovalRequiredError:
+    why = f" ({reason})" if reason else ""
+    return ApprovalRequiredError(
+        f"permission denied for {name}: it needs a person's approval{why}, and nobody can be "
+        f"asked here (the kernel has no approver); it was not run"
+    )
+
+
+def approval_timed_out(name: str, reason: str, limit: float) -> ApprovalTimeoutError:
+    why = f" ({reason})" if reason else ""
+    return ApprovalTimeoutError(
+        f"permission denied for {name}: it needs a person's approval{why}, and none came within "
+        f"{seconds(limit)}; it was not run. Ask again later, or do something that needs no "
+        f"approval"
+    )
+
+
+# -- waiting and running --------------------------------------------------------------------------
+
+
+def wait_timed_out(limit: float, behind: str) -> LeaseWaitTimeoutError:
+    return LeaseWaitTimeoutError(
+        f"timed out after waiting {seconds(limit)} for its leases{behind}; try again later"
+    )
+
+
+def run_timed_out(limit: float) -> RunTimeoutError:
+    return RunTimeoutError(
+        f"timed out after running for {seconds(limit)}; try a smaller piece of work or a longer "
+        f"timeout"
+    )
+
+
+def cancelled(reason: str) -> CallCancelledError:
+    return CallCancelledError(reason)
+
+
+def paths_kept_changing(times: int) -> PathChangedError:
+    return PathChangedError(
+        f"its paths kept changing meaning while it waited (re-queued {times} times); try again"
+    )
+
+
+def deadlock(chain: list[str], parent_id: str | None) -> DeadlockError:
+    return DeadlockError(
+        f"waiting for its leases would deadlock: {' -> '.join(chain)} wait for each other; it "
+        f"was not run. Retry it after {parent_id or 'the other calls'} finishes, or declare the "
+        f"resources on the outer call"
+    )

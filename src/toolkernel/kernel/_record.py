@@ -1,0 +1,133 @@
+"""What the kernel keeps about calls and batches while they are alive. Pure data.
+
+The scheduler (``_scheduler.py``) owns these and decides every change to them; the async layer
+(``_kernel.py``) only hangs its own objects on them (a cancel scope, events to wait on), through
+the small protocols below, so nothing here imports an event loop.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from ..locks import Claim, LeaseTable
+from ._call import CallState, ToolCall, ToolResult
+from ._events import CallEvent
+from ._protocol import KernelTool
+
+if TYPE_CHECKING:
+    from ._context import ToolContext
+
+__all__ = ["CallRecord", "Batch", "LeaseGroup", "Interruptible", "Signal"]
+
+NO_ARGUMENTS: Mapping[str, Any] = MappingProxyType({})
+
+
+class Interruptible(Protocol):
+    """What a call's task runs inside (a cancel scope): the scheduler may cancel it."""
+
+    def cancel(self) -> None: ...
+
+
+class Signal(Protocol):
+    """Something a task waits on (an event): the scheduler sets it."""
+
+    def set(self) -> None: ...
+
+
+class LeaseGroup:
+    """A lease table and the calls whose requests are in it.
+
+    The kernel has one for top-level calls; a running call gets its own, lazily, for the nested
+    calls its leases cover (so they run inside its leases but still exclude each other).
+    """
+
+    __slots__ = ("owner", "records", "table")
+
+    def __init__(self, table: LeaseTable, owner: CallRecord | None) -> None:
+        self.table = table
+        self.owner = owner
+        self.records: dict[int, CallRecord] = {}
+
+
+@attrs.define(eq=False)
+class Batch:
+    """Calls submitted together; they request leases in emission order."""
+
+    uid: int
+    # Calls of this batch that have not finished; ``run`` waits for this to reach 0.
+    unfinished: int
+    # No call with a uid below ``head`` is in ``unrequested`` (it may be stale-low, never high),
+    # so the common case, "the call just marked ready is the first not to have requested",
+    # is found without walking the dict (which would also step over every deleted entry).
+    # It starts at the first call's uid, ``uid + 1``.
+    head: int
+    # Calls of this batch that have not requested leases yet, in emission order (their uids
+    # follow the batch's own: uid + 1, uid + 2, ...).
+    unrequested: dict[int, CallRecord] = attrs.field(factory=dict)
+    # The highest uid of a call marked ready: calls after it can't request yet, so the emission
+    # order scan stops there (without it, submitting n calls costs O(n^2)).
+    last_ready: int = 0
+    # Whether any call of this batch waits through ``after=``; only then can holding a call
+    # back for an earlier one close a cycle (see ``_order.holds_back``).
+    has_deps: bool = False
+    # Set by the scheduler when ``unfinished`` reaches 0, if someone (``run``) waits for that.
+    done: Signal | None = None
+
+
+# Containers a call needs only sometimes are None (or an empty tuple) until then: a batch keeps
+# thousands of records alive, and every container in them is one more object to allocate and
+# for the garbage collector to visit again and again.
+@attrs.define(eq=False)
+class CallRecord:
+    """One call from admission to its result."""
+
+    call: ToolCall
+    uid: int
+    batch: Batch
+    queued_at: float
+    state_since: float
+    parent: CallRecord | None = None
+    depth: int = 0
+    state: CallState = CallState.PENDING
+    tool: KernelTool | None = None
+    arguments: Mapping[str, Any] = NO_ARGUMENTS
+    claims: tuple[Claim, ...] | None = None
+    ready: bool = False  # hooks and policy done: may request leases when its turn comes
+    # Its leases, held or waiting, in the order requested. Nearly every call has exactly one,
+    # kept in two plain fields so that it costs no container; a nested call may have a second.
+    lease_group: LeaseGroup | None = None
+    lease_id: int = 0
+    more_leases: list[tuple[LeaseGroup, int]] | None = None
+    waiting_in: LeaseGroup | None = None
+    own_group: LeaseGroup | None = None  # for nested calls covered by this call's leases
+    wait_deadline: float = math.inf
+    wait_token: int = 0  # its live entry in the scheduler's ``Deadlines``, or 0
+    started_at: float | None = None
+    result: ToolResult | None = None
+    context: ToolContext | None = None  # while running: revoked when its leases go
+    # Set by the async layer: the scope its hooks or its tool run in, what waiters wait on.
+    scope: Interruptible | None = None
+    finished: Signal | None = None  # made by the first ``CallHandle.wait_finished``
+    granted: Signal | None = None  # nested calls: set when the parent's task may go on
+    cancel_reason: str | None = None
+    deps_left: set[int] | None = None  # uids of the ``after=`` calls it still waits for
+    dependents: list[CallRecord] | None = None  # calls waiting for it through ``after=``
+    awaiting: set[CallRecord] | None = None  # nested calls it is waiting for
+    sinks: tuple[Callable[[CallEvent], None], ...] = ()  # ``stream`` listeners
+    nested_count: int = 0
+    requeues: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+    def leases(self) -> list[tuple[LeaseGroup, int]]:
+        """Its leases, held or waiting, in the order requested."""
+        if self.lease_group is None:
+            return []
+        return [(self.lease_group, self.lease_id), *(self.more_leases or ())]

@@ -1,0 +1,636 @@
+"""The scheduler: every decision about every call, as synchronous state changes. No event loop.
+
+Lifecycle of one call (states in ``_call.CallState``; every move goes through ``_move``)::
+
+    submit ─admit─► PENDING ─deps, hooks, policy, its turn─► QUEUED ─grant─► RUNNING
+                       │                                        │               │
+                       └── rejected / denied / skipped / cancelled / timed out ─┴─► FINISHED
+
+- *Admission* (``_admission``): look the tool up, parse and validate the arguments, compute and
+  canonicalize the claims, link ``after=`` edges. Every call of a batch is admitted (and its
+  ``CallQueued`` emitted) before any of them can finish; failures become results.
+- *PENDING*: waits for ``after=`` dependencies (a callback, not a task), then before-hooks and
+  the permission policy (the async layer runs a short task only if one of them has to await;
+  this module interprets what they answer). Within a batch, calls ask for leases in emission
+  order (``_order``).
+- *QUEUED*: the request is in the lease table. The call is **not** a task: nothing runs until
+  the table grants it, either at once or inside some other call's release. Lease-wait limits
+  are kept in a heap (``_deadlines``); the async layer sleeps until the earliest.
+- *RUNNING*: the grant asks the async layer to spawn the call's task (nested calls run inline
+  in their parent's task). The task confirms the call's path keys, runs the tool in a cancel
+  scope carrying the run timeout, and reports back.
+- *FINISHED*: ``finish`` is the one way out, whatever happened: it revokes the call's context,
+  releases every lease (granting, and so spawning, whoever is next before anything else can
+  run), records the result, emits ``CallFinished``, wakes whoever waits, and moves dependents on.
+
+The async layer (``_kernel.py``) gives the scheduler a clock and three callbacks (spawn a call's
+task, spawn a pre-phase task, the next lease-wait deadline changed) and hangs its cancel scopes
+and events on the records; it never changes a record itself.
+
+The way through when nothing is in the way (no hooks, the default policy, nobody listening, the
+leases granted at once) is taken by every call of a large batch, so it is kept short: PENDING
+goes straight to RUNNING, the clock is read once per step, records allocate their containers
+only when a call needs them, and a finished call leaves behind only what ``after=`` needs.
+``benchmarks/overhead.py`` measures it against bare trio.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from .._errors import InvalidCallError, InvalidClaimError, KernelClosedError
+from ..locks import Claim, Path
+from . import _messages as messages
+from . import _waits as waits
+from ._admission import (
+    CONCURRENCY_POOL,
+    check_structure,
+    compute_claims,
+    link_dependencies,
+    set_arguments,
+    split_by_cover,
+)
+from ._call import CallState, Status, ToolCall, ToolResult, check_transition
+from ._events import CallBlocked, CallEvent, CallFinished, CallProgress, CallQueued, CallStarted
+from ._leasing import Leasing
+from ._observe import KernelSnapshot, KernelStatistics, ToolTally, freeze_tallies, snapshot_of
+from ._options import KernelOptions
+from ._order import next_requests
+from ._policy import Decision, Permission, RewriteArguments, SupplyResult, allow_all
+from ._prephase import approval_verdict, before_hook_verdict, policy_verdict
+from ._protocol import KernelTool
+from ._record import Batch, CallRecord
+
+__all__ = ["Scheduler", "REMEMBERED_FINISHED", "MAX_REQUEUES"]
+
+_log = logging.getLogger("toolkernel")
+
+MAX_REQUEUES = 3
+"""How often a call may go back to the queue because its paths changed meaning."""
+
+REMEMBERED_FINISHED = 10_000
+"""How many finished top-level calls ``after=`` can still name (the most recent ones): an id
+stays nameable while its call is unfinished and for the next 10,000 calls that finish after it,
+so memory stays flat over any number of batches."""
+
+UNKNOWN_TOOL_TALLY = "(unknown tool)"
+"""The statistics bucket of calls naming tools the kernel does not have: one, however many
+names a model invents."""
+
+# Module globals for the hot paths: on Python 3.11 reading ``CallState.RUNNING`` goes through
+# the enum metaclass's ``__getattr__`` hook (about 0.1 us a time), and a call's way through the
+# scheduler reads a dozen of them.
+_PENDING, _QUEUED, _RUNNING, _FINISHED = (
+    CallState.PENDING,
+    CallState.QUEUED,
+    CallState.RUNNING,
+    CallState.FINISHED,
+)
+_OK, _ERROR, _DENIED, _CANCELLED = Status.OK, Status.ERROR, Status.DENIED, Status.CANCELLED
+
+
+class Scheduler:
+    """All of a kernel's state and every decision about its calls. See the module docstring."""
+
+    def __init__(
+        self,
+        tools: Iterable[KernelTool],
+        options: KernelOptions,
+        *,
+        key: Callable[[str], Path],
+        clock: Callable[[], float],
+        spawn_call: Callable[[CallRecord], None],
+        spawn_prephase: Callable[[CallRecord], None],
+        deadline_changed: Callable[[float], None],
+    ) -> None:
+        self.tools: dict[str, KernelTool] = {}
+        for tool in tools:
+            if not isinstance(tool, KernelTool):
+                raise TypeError(f"expected a tool (made with @tool or Tool), not {tool!r}")
+            if not isinstance(tool.name, str) or not tool.name:
+                raise ValueError(f"a tool's name must be a non-empty string, not {tool.name!r}")
+            if tool.name in self.tools:
+                raise ValueError(f"two tools are named {tool.name!r}")
+            self.tools[tool.name] = tool
+        self.max_concurrency = options.max_concurrency
+        if CONCURRENCY_POOL in options.pools:
+            raise ValueError(f"the pool name {CONCURRENCY_POOL!r} is reserved")
+        self.leasing = Leasing(
+            options.pools,
+            options.max_concurrency,
+            clock=clock,
+            granted=self._granted,
+            wait_timeout=self.wait_timeout,
+            deadline_changed=deadline_changed,
+        )
+        self._key = key
+        self._now = clock
+        self._spawn_call = spawn_call
+        self._spawn_prephase = spawn_prephase
+        self._policy = options.policy
+        self._has_before_hooks = bool(options.before_hooks)
+        self._max_depth = options.max_depth
+        self._default_wait_timeout = options.wait_timeout
+        self._default_run_timeout = options.run_timeout
+        self._serial = 0
+        self._live: dict[int, CallRecord] = {}
+        # Top-level calls by id, for ``after=`` and ``cancel``: the unfinished ones, and of the
+        # most recent finished ones only what ``after=`` needs (tool name, status, error), so
+        # that neither their records nor their outputs stay alive.
+        self._by_call_id: dict[str, CallRecord] = {}
+        self._ended: OrderedDict[str, tuple[str, Status, str | None]] = OrderedDict()
+        self._finished_count = 0
+        self._tallies: dict[str, ToolTally] = {}
+        self.listeners: list[Callable[[CallEvent], None]] = []
+        self.closed = False
+
+    # -- submitting and cancelling ----------------------------------------------------------------
+
+    def submit(
+        self, calls: Iterable[ToolCall], sink: Callable[[CallEvent], None] | None
+    ) -> list[CallRecord]:
+        """Admit a batch; every call is queued (and says so) before any of them can finish."""
+        if self.closed:
+            raise KernelClosedError("can't submit calls: the kernel is closed")
+        calls = list(calls)
+        for call in calls:  # all or nothing: check everything before admitting anything
+            if not isinstance(call, ToolCall):
+                raise TypeError(f"expected ToolCall, got {type(call).__name__}")
+        self._serial += 1
+        batch = Batch(self._serial, len(calls), self._serial + 1)
+        now = self._now()  # the batch is admitted at one moment
+        records = [self._new_record(call, batch, now) for call in calls]
+        if sink is not None:
+            for record in records:
+                record.sinks = (sink,)
+        failures: dict[int, tuple[Status, BaseException]] = {}
+        for record in records:
+            failure = self._admit(record)
+            if failure is not None:
+                failures[record.uid] = (_ERROR, failure)
+        link_dependencies(records, failures, self._by_call_id, self._ended)
+        if self.listeners or sink is not None:  # build no events when nobody listens
+            for record in records:
+                claims = record.claims or ()
+                self._emit(record, CallQueued(record.call.id, record.name, now, claims))
+        for record in records:
+            failed = failures.get(record.uid)
+            if failed is not None:
+                self.finish_failed(record, *failed)
+        for record in records:
+            if record.state is _PENDING and not record.deps_left:
+                self._begin_prephase(record)
+        self._issue_requests(batch)
+        return records
+
+    def live_call(self, call_id: str) -> CallRecord | None:
+        """The unfinished top-level call with this id, if any."""
+        return self._by_call_id.get(call_id)
+
+    def cancel(self, record: CallRecord, reason: str) -> None:
+        """Cancel a call (synchronous); it finishes CANCELLED, now or when its task unwinds."""
+        if record.result is not None:
+            return
+        if record.cancel_reason is None:
+            record.cancel_reason = reason
+        if record.scope is not None:
+            record.scope.cancel()  # the pre-phase or running task finishes it
+        elif record.state is _RUNNING and record.parent is None:
+            pass  # its task has not started yet; it sees cancel_reason when it does
+        else:
+            # Pending, queued, or a nested call between steps of its parent's task.
+            self.finish_failed(record, _CANCELLED, messages.cancelled(reason))
+        for child in sorted(record.awaiting or (), key=lambda r: r.uid):
+            self.cancel(child, f"cancelled with its parent call {record.call.id}")
+
+    def cancel_all(self, reason: str = "cancelled") -> None:
+        """Cancel every unfinished call."""
+        for record in sorted(self._live.values(), key=lambda r: r.uid):
+            self.cancel(record, reason)
+
+    def close(self) -> None:
+        """Refuse new calls and cancel every unfinished one."""
+        self.closed = True
+        self.cancel_all("cancelled: the kernel is closing")
+
+    # -- admission ------------------------------------------------------------------------------
+
+    def _new_record(
+        self, call: ToolCall, batch: Batch, now: float, parent: CallRecord | None = None
+    ) -> CallRecord:
+        self._serial += 1
+        # Positional arguments, here and for the other objects made for every call: an attrs
+        # class called with keywords costs twice as much (the keywords go through a dict).
+        record = CallRecord(
+            call,
+            self._serial,  # uid
+            batch,
+            now,  # queued_at
+            now,  # state_since
+            parent,
+            0 if parent is None else parent.depth + 1,  # depth
+        )
+        self._live[record.uid] = record
+        if parent is None and isinstance(call.id, str):
+            self._by_call_id[call.id] = record
+        batch.unrequested[record.uid] = record
+        return record
+
+    def _admit(self, record: CallRecord) -> BaseException | None:
+        """Find the tool, parse the arguments, compute claims; the reason it can't run, or None."""
+        call = record.call
+        problem = check_structure(call)
+        if problem is not None:
+            return problem
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return messages.unknown_tool(call.name, self.tools)
+        record.tool = tool
+        return set_arguments(record, call.arguments, self._key, self.leasing.pools)
+
+    # -- pre-phase: dependencies, hooks and policy ------------------------------------------------
+
+    def _begin_prephase(self, record: CallRecord) -> None:
+        if self._has_before_hooks:
+            self._spawn_prephase(record)
+            return
+        if self._policy is allow_all:  # it allows everything: don't ask it, call by call
+            self.mark_ready(record)
+            return
+        decision = self.decide(record)
+        if decision is None:
+            return  # finished: denied, or the policy failed
+        if decision.permission is Permission.ALLOW:
+            self.mark_ready(record)
+        else:
+            self._spawn_prephase(record)  # ASK: someone has to be asked, and that takes a task
+
+    def visible_call(self, record: CallRecord) -> ToolCall:
+        """The call as hooks and the policy see it: with its parsed arguments."""
+        return attrs.evolve(record.call, arguments=dict(record.arguments))
+
+    def take_before_answer(self, record: CallRecord, answer: object) -> bool:
+        """Act on what a before-hook answered; False if that finished the call."""
+        verdict = before_hook_verdict(answer)
+        if verdict is None:
+            return True
+        if isinstance(verdict, SupplyResult):
+            self.finish(record, self.make_result(record, _OK, verdict.output))
+            return False
+        if isinstance(verdict, RewriteArguments):
+            failure = set_arguments(record, verdict.arguments, self._key, self.leasing.pools)
+            if failure is None:
+                return True
+            verdict = (_ERROR, failure)
+        self.finish_failed(record, *verdict)
+        return False
+
+    def decide(self, record: CallRecord) -> Decision | None:
+        """Ask the policy; None if that finished the call (denied, or the policy failed)."""
+        # The default policy ignores the call: don't copy its arguments for it.
+        call = record.call if self._policy is allow_all else self.visible_call(record)
+        verdict = policy_verdict(self._policy, call)
+        if isinstance(verdict, Decision):
+            return verdict
+        self.finish_failed(record, *verdict)
+        return None
+
+    def take_approval(self, record: CallRecord, decision: Decision, answer: object) -> bool:
+        """Act on an approver's answer; False if that finished the call."""
+        verdict = approval_verdict(answer, record.name, decision.reason)
+        if verdict is None:
+            return True
+        self.finish_failed(record, *verdict)
+        return False
+
+    def mark_ready(self, record: CallRecord) -> None:
+        """Hooks and policy are done: the call may request its leases when its turn comes."""
+        record.ready = True
+        batch = record.batch
+        if record.uid > batch.last_ready:
+            batch.last_ready = record.uid
+        if record.parent is None:
+            self._issue_requests(batch)
+
+    # -- requesting and granting -----------------------------------------------------------------
+
+    def _issue_requests(self, batch: Batch) -> None:
+        for record in next_requests(batch):
+            # A listener (say, on the CallBlocked of an earlier one) may have cancelled it.
+            if record.state is _PENDING:
+                self._request_top_level(record)
+
+    def _request_top_level(self, record: CallRecord) -> None:
+        self.leasing.request_top_level(record)
+        if record.waiting_in is not None:
+            self._move(record, _QUEUED, self._now())
+            self._announce_block(record)
+            self._break_wait_cycles()
+
+    def _granted(self, record: CallRecord) -> None:
+        """Leases granted: start the call (nested calls are started by their parent's task)."""
+        if record.waiting_in is not None:
+            self.leasing.stop_waiting(record)
+        if record.granted is not None:
+            record.granted.set()
+            return
+        self._move(record, _RUNNING, self._now())
+        self._spawn_call(record)
+
+    def release(self, record: CallRecord) -> None:
+        """Revoke the call's context, give back every lease and withdraw every request; whoever
+        is next is granted (and started) before this returns. Idempotent."""
+        context = record.context
+        if context is not None:
+            record.context = None
+            context.close()
+        self.leasing.release(record)
+
+    # -- running ----------------------------------------------------------------------------------
+
+    def confirm_keys(self, record: CallRecord) -> bool:
+        """Recompute a granted call's claims; if a path now names something else (a symlink or
+        a rename changed it since admission), send the call back to the queue keeping its place.
+
+        Returns True if the call may run now with what it holds. A claims function or a
+        workspace that fails now fails the call, as it would have at admission.
+        """
+        if record.cancel_reason is not None or record.tool is None:
+            return True  # it will not run anyway
+        try:
+            fresh = compute_claims(record.tool, record.arguments, self._key, self.leasing.pools)
+        except (InvalidCallError, InvalidClaimError) as exc:
+            self.finish_failed(record, _ERROR, exc)
+            return False
+        if fresh == record.claims:
+            return True
+        record.requeues += 1
+        if record.requeues > MAX_REQUEUES:
+            self.finish_failed(record, _ERROR, messages.paths_kept_changing(MAX_REQUEUES))
+            return False
+        record.claims = fresh
+        now = self._now()
+        self._move(record, _QUEUED, now)
+        if self.leasing.requeue(record, fresh):
+            self._move(record, _RUNNING, now)
+            return True
+        self._announce_block(record)
+        self._break_wait_cycles()
+        return False
+
+    def start(self, record: CallRecord) -> float:
+        """The tool is about to run; returns the deadline of its run (``inf`` for none)."""
+        started_at = record.started_at = self._now()
+        if record.state is not _RUNNING:
+            self._move(record, _RUNNING, started_at)
+        if self.listeners or record.sinks:
+            self._emit(record, CallStarted(record.call.id, record.name, started_at))
+        timeout = self.run_timeout(record)
+        return math.inf if timeout is None else started_at + timeout
+
+    def take_after_answer(
+        self, record: CallRecord, result: ToolResult, answer: object
+    ) -> ToolResult:
+        """What an after-hook's answer makes of ``result``."""
+        if answer is None:
+            return result
+        if isinstance(answer, ToolResult):
+            return answer
+        error = messages.hook_answer("an after-hook", answer, "a ToolResult or None")
+        return self.make_result(record, _ERROR, None, error)
+
+    # -- finishing: the one way out ----------------------------------------------------------------
+
+    def make_result(
+        self,
+        record: CallRecord,
+        status: Status,
+        output: Any = None,
+        exception: BaseException | None = None,
+    ) -> ToolResult:
+        call = record.call
+        if exception is None:
+            error = error_type = None
+        else:
+            error, error_type = messages.describe(exception), type(exception).__name__
+        return ToolResult(  # positionally, as in ``_new_record``
+            call.id,
+            call.name,
+            status,
+            output,
+            error,
+            record.queued_at,
+            record.started_at,
+            self._now(),  # finished_at
+            error_type,
+            exception,
+        )
+
+    def finish_failed(self, record: CallRecord, status: Status, exception: BaseException) -> None:
+        self.finish(record, self.make_result(record, status, None, exception))
+
+    def finish(self, record: CallRecord, result: ToolResult) -> None:
+        """Give ``record`` its result: release, record, tell, wake, move dependents on."""
+        if record.result is not None:
+            return
+        self.release(record)
+        self._move(record, _FINISHED, result.finished_at)
+        record.result = result
+        del self._live[record.uid]
+        batch = record.batch
+        if batch.unrequested:
+            batch.unrequested.pop(record.uid, None)
+        self._finished_count += 1
+        name = record.call.name
+        tally = self._tallies.get(name if record.tool is not None else UNKNOWN_TOOL_TALLY)
+        if tally is None:
+            tally_name = name if record.tool is not None else UNKNOWN_TOOL_TALLY
+            tally = self._tallies[tally_name] = ToolTally(tally_name)
+        tally.add(result)
+        if self.listeners or record.sinks:
+            self._emit(record, CallFinished(record.call.id, name, result.finished_at, result))
+        if record.finished is not None:
+            record.finished.set()
+        if record.granted is not None:
+            record.granted.set()  # a nested call: its parent's task goes on
+        batch.unfinished -= 1
+        if batch.unfinished == 0 and batch.done is not None:
+            batch.done.set()
+        for dependent in record.dependents or ():
+            if dependent.result is not None:
+                continue
+            if result.status is not _OK:
+                why = messages.dependency_failed(record.call.id, name, result.status, result.error)
+                self.finish_failed(dependent, Status.SKIPPED, why)
+            else:
+                assert dependent.deps_left is not None
+                dependent.deps_left.discard(record.uid)
+                if not dependent.deps_left:
+                    self._begin_prephase(dependent)
+        if record.parent is None:
+            self._forget(record, result)
+            if batch.unrequested:  # else every call of the batch has asked already
+                self._issue_requests(batch)
+
+    def _forget(self, record: CallRecord, result: ToolResult) -> None:
+        """Keep of a finished top-level call only what ``after=`` needs, for a while."""
+        call_id = record.call.id
+        if self._by_call_id.get(call_id) is not record:  # shadowed by a newer call, or no id
+            return
+        del self._by_call_id[call_id]
+        ended = self._ended
+        ended[call_id] = (record.name, result.status, result.error)
+        ended.move_to_end(call_id)
+        if len(ended) > REMEMBERED_FINISHED:
+            ended.popitem(last=False)
+
+    # -- nested calls ----------------------------------------------------------------------------
+
+    def admit_nested(
+        self, parent: CallRecord, name: str, arguments: Mapping[str, Any]
+    ) -> CallRecord:
+        """Admit a call made from inside ``parent``'s tool; it may come back finished."""
+        parent.nested_count += 1
+        call = ToolCall(
+            f"{parent.call.id}.{parent.nested_count}",
+            name,
+            dict(arguments),
+            priority=parent.call.priority,
+        )
+        self._serial += 1
+        batch = Batch(self._serial, 1, self._serial + 1)
+        record = self._new_record(call, batch, self._now(), parent=parent)
+        batch.unrequested.clear()
+        failure = self._admit(record)
+        if self.listeners:
+            self._emit(record, CallQueued(call.id, name, record.queued_at, record.claims or ()))
+        if failure is None and record.depth > self._max_depth:
+            failure = messages.too_deep(parent.call.id, parent.name, name, self._max_depth)
+        if failure is not None:
+            self.finish_failed(record, _ERROR, failure)
+            return record
+        if parent.awaiting is None:
+            parent.awaiting = set()
+        parent.awaiting.add(record)
+        return record
+
+    def split_nested(self, record: CallRecord) -> tuple[tuple[Claim, ...], tuple[Claim, ...]]:
+        """A nested call's claims: those its parent's leases cover, and the rest."""
+        assert record.parent is not None and record.parent.claims is not None
+        return split_by_cover(record.parent.claims, record.claims or ())
+
+    def request_nested(self, record: CallRecord, claims: tuple[Claim, ...], inside: bool) -> None:
+        """Request a nested call's claims: within its parent's lease group, or from the kernel
+        at a raised priority. Its ``granted`` signal is set when the parent's task may go on:
+        granted, or finished (a wait that would deadlock fails at once)."""
+        if record.state is _PENDING:
+            self._move(record, _QUEUED, self._now())
+        self.leasing.request_nested(record, claims, inside)
+        if record.waiting_in is not None:
+            self._break_wait_cycles()  # this wait may close a cycle: then it fails at once
+            if record.waiting_in is not None:
+                self._announce_block(record)
+
+    def end_nested(self, record: CallRecord) -> None:
+        """The parent's task is done with this nested call, whatever happened to it."""
+        parent = record.parent
+        assert parent is not None
+        if parent.awaiting is not None:
+            parent.awaiting.discard(record)
+        if record.result is None:  # the parent was cancelled while this call waited or ran
+            reason = record.cancel_reason or f"cancelled with its parent call {parent.call.id}"
+            self.finish_failed(record, _CANCELLED, messages.cancelled(reason))
+
+    def _break_wait_cycles(self) -> None:
+        """Fail every waiting nested call whose wait closes a cycle, whenever a request starts
+        waiting: a cycle can close after a nested call began its wait (a higher-priority
+        request queues ahead of someone in it). Only nested calls can close one."""
+        for record, chain in self.leasing.deadlocked():
+            parent_id = record.parent.call.id if record.parent is not None else None
+            self.finish_failed(record, _ERROR, messages.deadlock(chain, parent_id))
+
+    # -- timeouts ----------------------------------------------------------------------------------
+
+    def wait_timeout(self, record: CallRecord) -> float | None:
+        if record.call.wait_timeout is not None:
+            return record.call.wait_timeout
+        if record.tool is not None and record.tool.wait_timeout is not None:
+            return record.tool.wait_timeout
+        return self._default_wait_timeout
+
+    def run_timeout(self, record: CallRecord) -> float | None:
+        if record.call.run_timeout is not None:
+            return record.call.run_timeout
+        if record.tool is not None and record.tool.run_timeout is not None:
+            return record.tool.run_timeout
+        return self._default_run_timeout
+
+    def next_deadline(self) -> float:
+        """When the earliest lease wait runs out (``inf`` if none is timed)."""
+        return self.leasing.next_deadline()
+
+    def expire(self, now: float) -> None:
+        """Fail the calls whose lease wait ran out by ``now``."""
+        for record in self.leasing.expired(now):
+            if record.result is None and record.state is _QUEUED:
+                behind = waits.describe_waits(record, self.max_concurrency)
+                limit = self.wait_timeout(record) or 0
+                error = messages.wait_timed_out(limit, behind)
+                self.finish_failed(record, Status.TIMEOUT, error)
+
+    # -- observing ---------------------------------------------------------------------------------
+
+    def _move(self, record: CallRecord, state: CallState, now: float) -> None:
+        """Move ``record`` to ``state`` at time ``now`` (the caller's: reading the clock once
+        per step, not once per move, is a measurable part of a call's cost)."""
+        check_transition(record.call.id, record.state, state)
+        record.state = state
+        record.state_since = now
+
+    def _emit(self, record: CallRecord, event: CallEvent) -> None:
+        for listener in [*self.listeners, *record.sinks]:
+            try:
+                listener(event)
+            except Exception:
+                # A broken listener must not break the calls it watches; drop it, say so.
+                if listener in self.listeners:
+                    self.listeners.remove(listener)
+                record.sinks = tuple(s for s in record.sinks if s is not listener)
+                _log.exception("toolkernel: removed an event listener that raised")
+
+    def progress(self, record: CallRecord, message: str, data: Any) -> None:
+        if self.listeners or record.sinks:
+            event = CallProgress(record.call.id, record.name, self._now(), message, data)
+            self._emit(record, event)
+
+    def _announce_block(self, record: CallRecord) -> None:
+        if not (self.listeners or record.sinks):
+            return  # working out whom it waits behind is not free
+        blockers = tuple(r.call.id for r in waits.waits_for(record))
+        resources = waits.contested(record, self.max_concurrency)
+        self._emit(
+            record, CallBlocked(record.call.id, record.name, self._now(), blockers, resources)
+        )
+
+    def snapshot(self) -> KernelSnapshot:
+        """What runs, what waits for leases (and behind whom), what is pending."""
+        return snapshot_of(self._live)
+
+    def statistics(self) -> KernelStatistics:
+        """Counts by state and per-tool count, errors, wait and run percentiles."""
+        counts = dict.fromkeys(CallState, 0)
+        for record in self._live.values():
+            counts[record.state] += 1
+        return KernelStatistics(
+            pending=counts[_PENDING],
+            queued=counts[_QUEUED],
+            running=counts[_RUNNING],
+            finished=self._finished_count,
+            tools=freeze_tallies(self._tallies.values()),
+        )

@@ -1,0 +1,81 @@
+"""Who waits for whom: the wait-for graph of calls, its cycles, and how a wait is described.
+
+A queued call waits for the calls whose leases (held, or requested earlier) it conflicts with; a
+running call waits for the nested calls it is awaiting. Top-level calls alone can never deadlock
+(a waiting request holds nothing), so every cycle passes through a running call awaiting a
+nested call, and a cycle means nobody in it can ever move. Pure: it reads the lease tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from ..locks import claims_conflict
+from ._record import CallRecord
+
+__all__ = ["waits_for", "find_cycle", "deadlocked", "contested", "describe_waits"]
+
+
+def waits_for(record: CallRecord) -> list[CallRecord]:
+    """The calls ``record`` waits for right now (none if it waits for nothing)."""
+    group = record.waiting_in
+    if group is not None:
+        lease_id = next(i for g, i in record.leases() if g is group)
+        return [group.records[i] for i in group.table.waits_for(lease_id)]
+    return sorted(record.awaiting or (), key=lambda r: r.uid)
+
+
+def find_cycle(start: CallRecord) -> list[CallRecord] | None:
+    """A chain ``start -> ... -> (back to start)`` of waits-for edges, if one exists."""
+    visited: set[int] = set()
+    stack: list[tuple[CallRecord, list[CallRecord]]] = [(start, [start])]
+    while stack:
+        record, trail = stack.pop()
+        for nxt in waits_for(record):
+            if nxt is start:
+                return trail
+            if nxt.uid not in visited:
+                visited.add(nxt.uid)
+                stack.append((nxt, [*trail, nxt]))
+    return None
+
+
+def deadlocked(
+    waiting_nested: Iterable[CallRecord],
+) -> Iterator[tuple[CallRecord, list[str]]]:
+    """The waiting nested calls whose wait closes a cycle, newest first, each with the chain
+    of calls (``c1 (Edit)``) around it. The caller fails each as it comes: breaking one cycle
+    may break others, so each is checked only when reached."""
+    for record in sorted(waiting_nested, key=lambda r: -r.uid):
+        if record.waiting_in is None or record.result is not None:
+            continue
+        cycle = find_cycle(record)
+        if cycle is not None:
+            yield record, [f"{r.call.id} ({r.name})" for r in [*cycle, record]]
+
+
+def contested(record: CallRecord, max_concurrency: int | None) -> tuple[str, ...]:
+    """The resources ``record`` waits for, spelled for people."""
+    mine = record.claims or ()
+    found: list[str] = []
+    for other in waits_for(record):
+        for claim in mine:
+            for theirs in other.claims or ():
+                if claims_conflict(claim, theirs) or claim.node == theirs.node:
+                    text = str(claim.resource) if claim.node != ("path",) else "workspace"
+                    if text not in found:
+                        found.append(text)
+    if not found and max_concurrency is not None and record.parent is None:
+        found.append(f"one of {max_concurrency} concurrency slots")
+    return tuple(found)
+
+
+def describe_waits(record: CallRecord, max_concurrency: int | None) -> str:
+    """`` behind c1 (Edit), c2 (Read) on src/a.py`` — or nothing if it waits behind nobody."""
+    others = waits_for(record)
+    if not others:
+        return ""
+    names = ", ".join(f"{r.call.id} ({r.name})" for r in others[:5])
+    resources = ", ".join(contested(record, max_concurrency)[:5])
+    on = f" on {resources}" if resources else ""
+    return f" behind {names}{on}"
