@@ -1,17 +1,29 @@
 """toolkernel: run the tool calls of LLM agents concurrently, without races."""
 
+from ._errors import ApprovalRequiredError as ApprovalRequiredError
+from ._errors import ApprovalTimeoutError as ApprovalTimeoutError
+from ._errors import CallCancelledError as CallCancelledError
+from ._errors import CallEndedError as CallEndedError
+from ._errors import CallTimeoutError as CallTimeoutError
 from ._errors import CapacityError as CapacityError
 from ._errors import DeadlockError as DeadlockError
 from ._errors import DependencyCycleError as DependencyCycleError
+from ._errors import DependencyFailedError as DependencyFailedError
 from ._errors import ForeignLeaseError as ForeignLeaseError
+from ._errors import HookError as HookError
 from ._errors import IllegalTransitionError as IllegalTransitionError
 from ._errors import InvalidArgumentsError as InvalidArgumentsError
 from ._errors import InvalidCallError as InvalidCallError
 from ._errors import InvalidClaimError as InvalidClaimError
 from ._errors import KernelClosedError as KernelClosedError
 from ._errors import LeaseReleaseError as LeaseReleaseError
+from ._errors import LeaseWaitTimeoutError as LeaseWaitTimeoutError
 from ._errors import NestingDepthError as NestingDepthError
+from ._errors import PathChangedError as PathChangedError
 from ._errors import PathEscapeError as PathEscapeError
+from ._errors import PermissionDeniedError as PermissionDeniedError
+from ._errors import RunTimeoutError as RunTimeoutError
+from ._errors import ToolDeclarationError as ToolDeclarationError
 from ._errors import ToolError as ToolError
 from ._errors import ToolkernelError as ToolkernelError
 from ._errors import UndeclaredAccessError as UndeclaredAccessError

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -15,13 +14,14 @@ __all__ = ["KernelOptions", "check_seconds"]
 
 
 def check_seconds(name: str, value: object) -> None:
-    """Refuse anything but None or a non-negative, finite number of seconds (NaN included)."""
+    """Refuse anything but None (no limit) or a non-negative number of seconds (``inf`` is no
+    limit too; NaN is refused)."""
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number of seconds or None, not {value!r}")
-    if not 0 <= value < math.inf:  # ``not 0 <= nan`` holds too
-        raise ValueError(f"{name} must be a non-negative, finite number of seconds, not {value!r}")
+    if not value >= 0:  # ``not nan >= 0`` holds too
+        raise ValueError(f"{name} must be a non-negative number of seconds, not {value!r}")
 
 
 def _seconds(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:

@@ -481,8 +481,8 @@ class Scheduler:
     def _forget(self, record: CallRecord, result: ToolResult) -> None:
         """Keep of a finished top-level call only what ``after=`` needs, for a while."""
         call_id = record.call.id
-        if self._by_call_id.get(call_id) is not record:  # shadowed by a newer call, or no id
-            return
+        if not isinstance(call_id, str) or self._by_call_id.get(call_id) is not record:
+            return  # never named (its id is not a string), or shadowed by a newer call
         del self._by_call_id[call_id]
         ended = self._ended
         ended[call_id] = (record.name, result.status, result.error)
