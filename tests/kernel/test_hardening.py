@@ -38,7 +38,7 @@ async def test_a_kept_context_cannot_start_nested_calls_or_report_after_its_call
 
     @tk.tool(claims=lambda args: [])
     async def later(ctx: tk.ToolContext) -> str:
-        with pytest.raises(tk.CallEndedError, match="c1 .* has ended"):
+        with pytest.raises(tk.CallEndedError, match=r"c1 .* has ended"):
             await kept[0].call("edit", path="a.txt")
         with pytest.raises(tk.CallEndedError):
             kept[0].progress("still here")
@@ -448,7 +448,7 @@ async def test_statistics_do_not_grow_with_invented_tool_names(
     assert tools == {"(unknown tool)": 300, "read": 1}
 
 
-# -- streams ----------------------------------------------------------------------------------------
+# -- streams -------------------------------------------------------------------------------------
 
 
 async def test_leaving_a_stream_early_logs_nothing(
