@@ -153,8 +153,9 @@ class Leasing:
         if timeout is None:
             return
         deadline = record.wait_deadline = self._now() + timeout
+        earliest = self._deadlines.next_deadline()
         record.wait_token = self._deadlines.add(deadline, record)
-        if deadline <= self._deadlines.next_deadline():
+        if deadline < earliest:
             self._deadline_changed(deadline)
 
     def next_deadline(self) -> float:

@@ -1,0 +1,308 @@
+"""The scheduler and its pure helpers, driven synchronously: no event loop, no tasks. Each test
+is a transcript: submit, grant, finish, expire, cancel, and what the scheduler decided."""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path as FilePath
+from typing import Any
+
+import attrs
+import pytest
+
+import toolkernel
+import toolkernel as tk
+from toolkernel.kernel import _prephase
+from toolkernel.kernel._call import CallState, Status, ToolCall
+from toolkernel.kernel._deadlines import Deadlines
+from toolkernel.kernel._options import KernelOptions
+from toolkernel.kernel._record import CallRecord
+from toolkernel.kernel._scheduler import Scheduler
+from toolkernel.locks import Claim, Path, path, reads, writes
+
+
+@attrs.define
+class PlainTool:
+    """A KernelTool without the decorator: claims from a ``path`` and a ``mode`` argument."""
+
+    name: str
+    wait_timeout: float | None = None
+    run_timeout: float | None = None
+
+    def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(arguments)
+
+    def claims(self, arguments: Mapping[str, Any], key: Any) -> Sequence[Claim] | None:
+        if "path" not in arguments:
+            return None
+        make = writes if arguments.get("mode") == "w" else reads
+        return [make(key(arguments["path"]))]
+
+    async def invoke(self, ctx: Any, arguments: Mapping[str, Any]) -> Any:
+        raise AssertionError("transcripts never run tools")
+
+
+@attrs.define
+class Harness:
+    """A scheduler with a hand-driven clock; it writes down what it was asked to do."""
+
+    now: float = 0.0
+    spawned: list[str] = attrs.field(factory=list)
+    prephases: list[str] = attrs.field(factory=list)
+    deadlines: list[float] = attrs.field(factory=list)
+    scheduler: Scheduler = attrs.field(init=False)
+
+    def open(self, **options: Any) -> Harness:
+        self.scheduler = Scheduler(
+            [PlainTool("t", wait_timeout=options.pop("tool_wait", None))],
+            KernelOptions(**options),
+            key=path,
+            clock=lambda: self.now,
+            spawn_call=lambda r: self.spawned.append(r.call.id),
+            spawn_prephase=lambda r: self.prephases.append(r.call.id),
+            deadline_changed=self.deadlines.append,
+        )
+        return self
+
+    def submit(self, *calls: ToolCall) -> dict[str, CallRecord]:
+        return {r.call.id: r for r in self.scheduler.submit(calls, None)}
+
+    def run_to_end(self, record: CallRecord, status: Status = Status.OK) -> None:
+        """What the async layer does for a granted call whose tool returned."""
+        self.scheduler.start(record)
+        self.scheduler.release(record)
+        self.scheduler.finish(record, self.scheduler.make_result(record, status, "done"))
+
+
+def call(call_id: str, p: str | None = None, mode: str = "r", **options: Any) -> ToolCall:
+    arguments = {} if p is None else {"path": p, "mode": mode}
+    return ToolCall(call_id, "t", arguments, **options)
+
+
+def test_a_batch_runs_what_it_can_and_hands_the_rest_on_at_release() -> None:
+    h = Harness().open()
+    records = h.submit(call("w1", "a", "w"), call("r1", "a"), call("r2", "b"), call("w2", "a", "w"))
+    assert h.spawned == ["w1", "r2"]
+    assert [records[i].state for i in ("r1", "w2")] == [CallState.QUEUED] * 2
+    h.run_to_end(records["w1"])
+    assert h.spawned == ["w1", "r2", "r1"]  # the read, not the later write
+    h.run_to_end(records["r1"])
+    assert h.spawned[-1] == "w2"
+    assert records["w1"].result is not None and records["w1"].result.status is Status.OK
+
+
+def test_a_call_waiting_for_approval_keeps_later_conflicting_calls_back() -> None:
+    def policy(c: ToolCall) -> tk.Decision:
+        return tk.Decision.ask("why") if c.id == "asked" else tk.Decision.allow()
+
+    h = Harness().open(policy=policy)
+    records = h.submit(call("asked", "a", "w"), call("same", "a"), call("other", "b"))
+    assert (h.prephases, h.spawned) == (["asked"], ["other"])
+    assert records["same"].state is CallState.PENDING  # not even requested yet
+    h.scheduler.mark_ready(records["asked"])
+    assert h.spawned == ["other", "asked"]
+
+
+def test_a_lease_wait_expires_on_its_deadline_and_frees_its_place() -> None:
+    h = Harness().open(wait_timeout=5)
+    records = h.submit(call("w", "a", "w"), call("late", "a"), call("next", "a", "w"))
+    assert h.deadlines == [5]
+    assert h.scheduler.next_deadline() == 5
+    h.now = 4.9
+    h.scheduler.expire(h.now)
+    assert records["late"].result is None
+    h.now = 5
+    h.scheduler.expire(h.now)
+    late = records["late"].result
+    assert late is not None and (late.status, late.error_type) == (
+        Status.TIMEOUT,
+        "LeaseWaitTimeoutError",
+    )
+    assert "behind w (t) on a" in (late.error or "")
+    assert records["next"].result is not None  # it waited as long: it timed out too
+    assert h.scheduler.next_deadline() == math.inf
+
+
+def test_a_granted_call_stops_its_wait_clock() -> None:
+    h = Harness().open(wait_timeout=5)
+    records = h.submit(call("w", "a", "w"), call("r", "a"))
+    h.now = 1
+    h.run_to_end(records["w"])
+    assert h.spawned == ["w", "r"] and h.scheduler.next_deadline() == math.inf
+    h.now = 10
+    h.scheduler.expire(h.now)
+    assert records["r"].result is None  # running, not timed out
+
+
+def test_cancelling_a_queued_call_withdraws_it_and_lets_the_next_one_in() -> None:
+    h = Harness().open()
+    records = h.submit(call("w1", "a", "w"), call("w2", "a", "w"), call("r", "a"))
+    h.scheduler.cancel(records["w2"], "changed my mind")
+    w2 = records["w2"].result
+    assert w2 is not None and (w2.status, w2.error) == (Status.CANCELLED, "changed my mind")
+    h.run_to_end(records["w1"])
+    assert h.spawned == ["w1", "r"]
+
+
+def test_a_failed_dependency_skips_its_dependents_with_the_reason() -> None:
+    h = Harness().open()
+    records = h.submit(call("a", "x"), call("b", "y", after=["a"]), call("c", "z", after=["b"]))
+    assert h.spawned == ["a"]
+    h.run_to_end(records["a"], Status.ERROR)
+    for skipped in ("b", "c"):
+        result = records[skipped].result
+        assert result is not None and result.status is Status.SKIPPED
+        assert result.error_type == "DependencyFailedError"
+    assert h.spawned == ["a"]
+
+
+def test_max_concurrency_is_a_pool_of_slots() -> None:
+    h = Harness().open(max_concurrency=2)
+    records = h.submit(*(call(f"c{i}", f"f{i}", "w") for i in range(4)))
+    assert h.spawned == ["c0", "c1"]
+    h.run_to_end(records["c1"])
+    assert h.spawned == ["c0", "c1", "c2"]
+
+
+def test_an_undeclared_call_is_a_barrier() -> None:
+    h = Harness().open()
+    records = h.submit(call("r", "a"), call("barrier"), call("after", "b"))
+    assert h.spawned == ["r"]
+    h.run_to_end(records["r"])
+    assert h.spawned == ["r", "barrier"]
+    h.run_to_end(records["barrier"])
+    assert h.spawned == ["r", "barrier", "after"]
+
+
+def test_an_illegal_move_raises() -> None:
+    h = Harness().open()
+    records = h.submit(call("r", "a"))
+    h.run_to_end(records["r"])
+    with pytest.raises(tk.IllegalTransitionError, match="can't go from FINISHED to RUNNING"):
+        h.scheduler.start(records["r"])
+
+
+# -- the pure helpers ------------------------------------------------------------------------------
+
+
+def test_deadlines_skip_stale_entries_and_stay_small() -> None:
+    @attrs.define
+    class Item:
+        token: int = 0
+
+    deadlines: Deadlines[Item] = Deadlines(lambda item: item.token)
+    items = [Item() for _ in range(1000)]
+    for i, item in enumerate(items):
+        item.token = deadlines.add(float(i), item)
+    for item in items[:-1]:  # all but the last stop waiting
+        item.token = 0
+        deadlines.discard()
+    assert len(deadlines) == 1
+    assert len(deadlines._heap) < 100  # rebuilt, not left to grow
+    assert deadlines.next_deadline() == 999.0
+    assert deadlines.expire(998.5) == []
+    assert deadlines.expire(999.0) == [items[-1]]
+    assert deadlines.next_deadline() == math.inf
+
+
+def test_prephase_verdicts() -> None:
+    assert _prephase.before_hook_verdict(None) is None
+    status, error = _prephase.before_hook_verdict(tk.Block("no"))  # type: ignore[misc]
+    assert (status, str(error)) == (Status.DENIED, "blocked: no")
+    assert _prephase.before_hook_verdict(7)[0] is Status.ERROR  # type: ignore[index]
+    assert _prephase.approval_verdict(True, "t", "") is None
+    assert _prephase.approval_verdict(False, "t", "")[0] is Status.DENIED  # type: ignore[index]
+    assert _prephase.approval_verdict("yes", "t", "")[0] is Status.ERROR  # type: ignore[index]
+    allow = _prephase.policy_verdict(lambda c: tk.Permission.ALLOW, call("c"))
+    assert allow == tk.Decision.allow()
+    broken = _prephase.policy_verdict(lambda c: 1 / 0, call("c"))
+    assert isinstance(broken, tuple) and broken[0] is Status.DENIED
+    assert "ZeroDivisionError" in str(broken[1])
+
+
+# -- structure -------------------------------------------------------------------------------------
+
+PACKAGE = FilePath(toolkernel.__file__).parent
+PURE = [
+    "locks/_resources.py",
+    "locks/_table.py",
+    "kernel/_admission.py",
+    "kernel/_call.py",
+    "kernel/_deadlines.py",
+    "kernel/_leasing.py",
+    "kernel/_messages.py",
+    "kernel/_order.py",
+    "kernel/_prephase.py",
+    "kernel/_record.py",
+    "kernel/_scheduler.py",
+    "kernel/_waits.py",
+]
+
+
+def _imports(file: FilePath) -> set[str]:
+    """Absolute names of the modules ``file`` imports at run time (not under TYPE_CHECKING)."""
+    tree = ast.parse(file.read_text())
+    package = ".".join(["toolkernel", *file.relative_to(PACKAGE).parent.parts])
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        for child in ast.walk(node):
+            if isinstance(child, ast.Import):
+                found.update(alias.name for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    module = ".".join([*base, *([child.module] if child.module else [])])
+                else:
+                    module = child.module or ""
+                found.add(module)
+                found.update(f"{module}.{alias.name}" for alias in child.names)
+    return found
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_the_pure_core_imports_no_event_loop(module: str) -> None:
+    imported = _imports(PACKAGE / module)
+    assert not {m for m in imported if m.split(".")[0] in ("trio", "anyio", "asyncio")}
+
+
+def test_no_module_imports_itself_in_a_cycle() -> None:
+    modules: dict[str, set[str]] = {}
+    for file in PACKAGE.rglob("*.py"):
+        if "sample_project" in file.parts:
+            continue
+        parts = file.relative_to(PACKAGE).with_suffix("").parts
+        name = ".".join(["toolkernel", *(parts[:-1] if parts[-1] == "__init__" else parts)])
+        modules[name] = _imports(file)
+    edges = {
+        name: {m for m in imported if m in modules and m != name and not name.startswith(m + ".")}
+        for name, imported in modules.items()
+    }
+    # Package __init__ files re-export their children; an edge into a package stands for the
+    # modules it re-exports, which is what makes a cycle through it.
+    state: dict[str, int] = {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = 1
+        for nxt in sorted(edges[name]):
+            if state.get(nxt) == 1:
+                raise AssertionError(" -> ".join([*trail[trail.index(nxt) :], nxt]))
+            if nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[name] = 2
+
+    for name in sorted(modules):
+        if name not in state:
+            visit(name, [name])
+
+
+def test_no_kernel_module_is_longer_than_about_six_hundred_lines() -> None:
+    for file in (PACKAGE / "kernel").glob("*.py"):
+        assert len(file.read_text().splitlines()) <= 650, file.name
+
+
+def test_keys_are_workspace_paths() -> None:
+    assert isinstance(path("a/b"), Path)
