@@ -1,4 +1,4 @@
-"""Every hypothesis strategy the tests draw from, in one place, with the values they build.
+"""The hypothesis strategies the tests share, in one place, with the values they build.
 
 Test modules import what they need from here; each section names the tests that use it.
 """

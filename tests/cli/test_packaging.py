@@ -15,10 +15,11 @@ import subprocess
 import sys
 import zipfile
 
+import attrs
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "src" / "toolkernel" / "cli" / "sample_project"
+SAMPLE = ROOT / "src" / "toolkernel" / "cli" / "sample-project"
 REAL_PACKAGES = {
     "toolkernel",
     "toolkernel.agent",
@@ -43,8 +44,17 @@ print(json.dumps({"packages": sorted(dist.packages), "wheel": wheel}))
 """
 
 
+@attrs.frozen
+class Built:
+    packages: set[str]
+    """What setuptools discovers as packages."""
+    wheel: zipfile.ZipFile
+    log: str
+    """What the build said on stderr."""
+
+
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[set[str], zipfile.ZipFile]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     project = tmp_path_factory.mktemp("project")
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, project / name)
@@ -62,24 +72,31 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[set[str], zipfile.Z
         check=True,
     )
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    return set(found["packages"]), zipfile.ZipFile(out / found["wheel"])
+    return Built(set(found["packages"]), zipfile.ZipFile(out / found["wheel"]), done.stderr)
 
 
-def test_only_toolkernel_and_its_real_subpackages_are_packages(
-    built: tuple[set[str], zipfile.ZipFile],
-) -> None:
-    packages, wheel = built
-    assert packages == REAL_PACKAGES
-    top_level = next(n for n in wheel.namelist() if n.endswith(".dist-info/top_level.txt"))
-    assert wheel.read(top_level).decode().split() == ["toolkernel"]
+def test_only_toolkernel_and_its_real_subpackages_are_packages(built: Built) -> None:
+    assert built.packages == REAL_PACKAGES
+    names = built.wheel.namelist()
+    top_level = next(n for n in names if n.endswith(".dist-info/top_level.txt"))
+    assert built.wheel.read(top_level).decode().split() == ["toolkernel"]
+    # Every directory holding an __init__.py outside the sample project is a real package.
+    with_init = {n.rsplit("/", 1)[0].replace("/", ".") for n in names if n.endswith("__init__.py")}
+    assert {p for p in with_init if "sample-project" not in p} == REAL_PACKAGES
 
 
-def test_the_sample_project_ships_whole_as_data(built: tuple[set[str], zipfile.ZipFile]) -> None:
-    _, wheel = built
+def test_setuptools_sees_no_package_that_it_would_leave_out(built: Built) -> None:
+    # Data in a directory Python could import makes setuptools warn "Package would be ignored".
+    assert "would be ignored" not in built.log
+    assert "importable" not in built.log
+
+
+def test_the_sample_project_ships_whole_as_data(built: Built) -> None:
+    wheel = built.wheel
     shipped = {
-        name.removeprefix("toolkernel/cli/sample_project/")
+        name.removeprefix("toolkernel/cli/sample-project/")
         for name in wheel.namelist()
-        if name.startswith("toolkernel/cli/sample_project/")
+        if name.startswith("toolkernel/cli/sample-project/")
     }
     expected = {
         path.relative_to(SAMPLE).as_posix()

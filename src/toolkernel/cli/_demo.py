@@ -32,7 +32,7 @@ from ..tools import Tool, builtin_tools, is_read_only_command
 from ..trace import Timeline
 
 # Package data beside this module (not an installed package: see pyproject.toml).
-SAMPLE_PROJECT = Path(__file__).parent / "sample_project"
+SAMPLE_PROJECT = Path(__file__).parent / "sample-project"
 
 # Median seconds per call of each tool in the recorded sessions (shared/data/traces).
 RECORDED_MEDIANS = {
