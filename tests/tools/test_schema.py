@@ -6,13 +6,14 @@ back as one message naming the argument, what was expected and what came.
 
 from __future__ import annotations
 
+import enum
 import json
 import types
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 import toolkernel as tk
 from toolkernel import InvalidArgumentsError
@@ -346,3 +347,70 @@ def test_a_default_that_is_not_json_is_left_out_of_the_schema() -> None:
 
     assert "default" not in odd.parameters_schema()["properties"]["value"]
     assert odd.parse_arguments({}) == {"value": marker}
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Coats(enum.IntEnum):
+    ONE = 1
+    TWO = 2
+
+
+class Size(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    width: int
+
+
+@tk.tool(claims=lambda args: [])
+async def paint(
+    ctx: tk.ToolContext,
+    size: Size,
+    colour: Colour = Colour.RED,
+    coats: Coats = Coats.ONE,
+    at: tuple[int, int] = (0, 0),
+) -> None:
+    """Paint."""
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"size": 3}, "paint argument 'size' must be object, not integer (3)"),
+        ({"size": {"width": 1, "depth": 2}}, "paint argument 'size' has an unknown key 'depth'"),
+        (
+            {"size": {"width": 1}, "colour": "green"},
+            "paint argument 'colour' must be one of 'red', 'blue', not string ('green')",
+        ),
+        (
+            {"size": {"width": 1}, "coats": True},
+            "paint argument 'coats' must be one of 1, 2, not boolean (True)",
+        ),
+        (
+            {"size": {"width": 1}, "coats": "2"},
+            "paint argument 'coats' must be one of 1, 2, not string ('2')",
+        ),
+        (
+            {"size": {"width": 1}, "at": [1, "2"]},
+            "paint argument 'at'[1] must be integer, not string ('2')",
+        ),
+    ],
+)
+def test_models_enums_and_tuples_are_named_in_json_words(
+    arguments: dict[str, Any], message: str
+) -> None:
+    assert error_of(arguments, paint) == message
+
+
+def test_models_enums_and_tuples_come_back_as_python_values() -> None:
+    parsed = paint.parse_arguments(
+        {"size": {"width": 2}, "colour": "blue", "coats": 2, "at": [3, 4]}
+    )
+    assert parsed == {
+        "size": Size(width=2),
+        "colour": Colour.BLUE,
+        "coats": Coats.TWO,
+        "at": (3, 4),
+    }

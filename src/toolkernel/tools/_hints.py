@@ -9,19 +9,25 @@ hint where pydantic's strict mode and what a tool may expect part ways:
   their items stay strict;
 - a ``Literal`` holding ints or bools takes only values of the same type (pydantic compares by
   equality, so ``True`` would pass for ``Literal[1]``);
+- an ``Enum`` takes its members' values, of the same type (strict mode wants a member, which
+  JSON can't send; lax mode would take ``"1"`` for ``1``);
 - a ``typing.TypedDict`` (which pydantic refuses before Python 3.12) becomes the same
   ``typing_extensions.TypedDict``, with unknown keys refused.
+
+A pydantic model or a dataclass is validated with its own configuration, strict or not.
 """
 
 from __future__ import annotations
 
 import collections.abc
+import dataclasses
+import enum
 import types
 import typing
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin
 
 import typing_extensions
-from pydantic import BeforeValidator, ConfigDict, Strict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Strict
 from pydantic_core import PydanticCustomError
 
 __all__ = [
@@ -105,9 +111,17 @@ def type_name(hint: Any) -> str:
         return " or ".join(type_name(option) for option in get_args(hint))
     if is_sequence(hint):
         return "array"
-    if is_mapping(hint) or typing.is_typeddict(hint):
+    if is_mapping(hint) or typing.is_typeddict(hint) or _is_model(hint):
         return "object"
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return "one of " + ", ".join(repr(member.value) for member in hint)
     return getattr(hint, "__name__", str(hint))
+
+
+def _is_model(hint: Any) -> bool:
+    return isinstance(hint, type) and (
+        issubclass(hint, BaseModel) or dataclasses.is_dataclass(hint)
+    )
 
 
 def for_pydantic(hint: Any) -> Any:
@@ -132,6 +146,8 @@ class _Rewriter:
             return Union[tuple(self.rewrite(a) for a in args)]  # noqa: UP007 - built from a tuple
         if typing.is_typeddict(hint):
             return Annotated[self._typed_dict(hint), _LAX_CONTAINER]
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return Annotated[hint, BeforeValidator(_exact_enum(hint))]
         if hint in _CONCRETE or origin in (*_SEQUENCES, *_MAPPINGS):
             container = origin if origin is not None else hint
             if args:
@@ -175,5 +191,17 @@ def _exact_literal(options: tuple[Any, ...]) -> typing.Callable[[Any], Any]:
             if type(value) is type(option) and value == option:
                 return value
         raise PydanticCustomError("literal_error", "Input should be one of the allowed values")
+
+    return check
+
+
+def _exact_enum(kind: type[enum.Enum]) -> typing.Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if isinstance(value, kind):
+            return value
+        for member in kind:
+            if type(value) is type(member.value) and value == member.value:
+                return member
+        raise PydanticCustomError("enum", "Input should be one of the allowed values")
 
     return check

@@ -114,8 +114,10 @@ class _Located:
         if kind == "missing":
             return f"{where} is missing the key {last!r}"
         if kind == "extra_forbidden":
-            keys = sorted(typed_dict_hints(self.hint)[0]) if is_typeddict(self.hint) else []
-            return f"{where} has an unknown key {last!r}; it takes {', '.join(keys)}".rstrip("; ")
+            message = f"{where} has an unknown key {last!r}"
+            if is_typeddict(self.hint):
+                message += f"; it takes {', '.join(sorted(typed_dict_hints(self.hint)[0]))}"
+            return message
         if kind == "invalid_key":
             return f"{where} must have string keys, not {last!r}"
         if kind.endswith("_type") or kind in _WRONG_KIND:
