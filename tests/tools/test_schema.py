@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
+import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field
 
 import toolkernel as tk
@@ -414,3 +415,19 @@ def test_models_enums_and_tuples_come_back_as_python_values() -> None:
         "coats": Coats.TWO,
         "at": (3, 4),
     }
+
+
+class Corner(typing_extensions.TypedDict):
+    x: int
+
+
+def test_a_typing_extensions_typeddict_is_as_strict_as_a_typing_one() -> None:
+    @tk.tool(claims=lambda args: [])
+    async def corners(ctx: tk.ToolContext, at: list[Corner]) -> None: ...
+
+    assert error_of({"at": [{"x": 1, "y": 2}]}, corners) == (
+        "corners argument 'at'[0] has an unknown key 'y'; it takes x"
+    )
+    assert error_of({"at": [{"x": True}]}, corners) == (
+        "corners argument 'at'[0]['x'] must be integer, not boolean (True)"
+    )

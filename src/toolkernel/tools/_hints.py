@@ -111,7 +111,7 @@ def type_name(hint: Any) -> str:
         return " or ".join(type_name(option) for option in get_args(hint))
     if is_sequence(hint):
         return "array"
-    if is_mapping(hint) or typing.is_typeddict(hint) or _is_model(hint):
+    if is_mapping(hint) or typing_extensions.is_typeddict(hint) or _is_model(hint):
         return "object"
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return "one of " + ", ".join(repr(member.value) for member in hint)
@@ -144,7 +144,7 @@ class _Rewriter:
             return Annotated[hint, BeforeValidator(_exact_literal(args))]
         if origin in (Union, types.UnionType):
             return Union[tuple(self.rewrite(a) for a in args)]  # noqa: UP007 - built from a tuple
-        if typing.is_typeddict(hint):
+        if typing_extensions.is_typeddict(hint):
             return Annotated[self._typed_dict(hint), _LAX_CONTAINER]
         if isinstance(hint, type) and issubclass(hint, enum.Enum):
             return Annotated[hint, BeforeValidator(_exact_enum(hint))]

@@ -11,10 +11,11 @@ the value is the one that says what is wrong, and the names of union members are
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, get_args, is_typeddict
+from typing import Any, get_args
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
+from typing_extensions import is_typeddict
 
 from ._hints import (
     describe_value,
