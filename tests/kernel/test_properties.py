@@ -16,111 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import attrs
 import trio
 import trio.testing
 from hypothesis import given
-from hypothesis import strategies as st
 
 import toolkernel as tk
-from toolkernel.locks import Claim
 
+from ..strategies import CallScript, Scenario, call_id, parse_claim, scenarios
 from .fakes import Recorder, assert_leases_returned, conflicting
 
 LANE = "lane"
-
-# Claims are spelled "r X" / "w X" (shared / exclusive), X a path, "@android" or "*" (everything);
-# "u lane" is one unit of the lane pool.
-PATH_CLAIMS = tuple(f"{m} {p}" for p in ("a", "a/b", "a/b/c", "b", "c") for m in "rw")
-DEVICE_CLAIMS = ("r @android", "w @android")
-BARRIER_CLAIMS = ("w *",)
-POOL_CLAIMS = ("u lane",)
-
-
-def parse_claim(text: str) -> Claim:
-    mode, target = text.split(" ")
-    if mode == "u":
-        return tk.units(tk.pool(target), 1)
-    if target == "*":
-        resource: object = tk.EVERYTHING
-    elif target.startswith("@"):
-        resource = tk.device(target[1:])
-    else:
-        resource = tk.path(target)
-    return tk.shared(resource) if mode == "r" else tk.exclusive(resource)  # type: ignore[arg-type]
-
-
-@attrs.frozen
-class CallScript:
-    claims: tuple[str, ...]
-    duration: int
-    fail: str  # "" runs and returns, "start" raises at once, "end" raises after sleeping
-
-    @property
-    def effective_duration(self) -> int:
-        return 0 if self.fail == "start" else self.duration
-
-    def declared(self) -> tuple[Claim, ...]:
-        return tk.locks.canonical_claims(parse_claim(c) for c in self.claims)
-
-
-@attrs.frozen
-class Scenario:
-    batches: tuple[tuple[CallScript, ...], ...]
-    concurrent: bool  # all batches at once (at their offsets) or one after another
-    offsets: tuple[float, ...]
-    max_concurrency: int | None
-    lane_capacity: int
-    cancels: tuple[tuple[str, float], ...]  # (call id, when)
-
-    @property
-    def clean(self) -> bool:
-        """No limits and no cancellations: timing is fully predictable."""
-        uses_pool = any("u lane" in c.claims for b in self.batches for c in b)
-        return self.max_concurrency is None and not uses_pool and not self.cancels
-
-
-def call_id(batch: int, index: int) -> str:
-    return f"b{batch}c{index}"
-
-
-def call_scripts(universe: Sequence[str]) -> st.SearchStrategy[CallScript]:
-    return st.builds(
-        CallScript,
-        claims=st.lists(st.sampled_from(universe), max_size=3, unique=True).map(tuple),
-        duration=st.sampled_from([1, 2, 3]),
-        fail=st.sampled_from(["", "", "", "start", "end"]),
-    )
-
-
-@st.composite
-def scenarios(draw: st.DrawFn) -> Scenario:
-    limited = draw(st.booleans())
-    universe = [*PATH_CLAIMS, *DEVICE_CLAIMS, *BARRIER_CLAIMS]
-    if limited:
-        universe += POOL_CLAIMS * 3  # often; a call holds at most one unit (unique claims)
-    scripts = call_scripts(universe)
-    batches = draw(
-        st.lists(st.lists(scripts, min_size=1, max_size=6).map(tuple), min_size=1, max_size=3)
-    )
-    ids = [call_id(b, i) for b, batch in enumerate(batches) for i in range(len(batch))]
-    cancels: list[tuple[str, float]] = []
-    if draw(st.booleans()):
-        cancels = draw(
-            st.lists(
-                st.tuples(st.sampled_from(ids), st.sampled_from([0.0, 0.5, 1.5, 2.5, 4.0])),
-                max_size=3,
-                unique_by=lambda c: c[0],
-            )
-        )
-    return Scenario(
-        batches=tuple(batches),
-        concurrent=draw(st.booleans()),
-        offsets=tuple(draw(st.sampled_from([0.0, 0.5, 1.0, 2.0])) for _ in batches),
-        max_concurrency=draw(st.none() | st.integers(1, 3)) if limited else None,
-        lane_capacity=draw(st.integers(1, 2)),
-        cancels=tuple(cancels),
-    )
 
 
 def make_act(rec: Recorder) -> tk.Tool:

@@ -29,6 +29,8 @@ from toolkernel.locks import (
     writes,
 )
 
+from ..strategies import resource_claims
+
 # -- path() ----------------------------------------------------------------------------------
 
 
@@ -231,16 +233,7 @@ def test_canonical_claims_refuses_non_claims() -> None:
         canonical_claims([writes("a"), "b"])  # type: ignore[list-item]
 
 
-_claim = st.one_of(
-    st.builds(reads, st.sampled_from(["a", "a/b", "a/b/c", "a/bc", "b"])),
-    st.builds(writes, st.sampled_from(["a", "a/b", "a/b/c", "a/bc", "b"])),
-    st.builds(units, st.just(pool("net")), st.integers(1, 3)),
-    st.sampled_from([exclusive(pool("net")), exclusive(device("d")), shared(device("d"))]),
-    st.sampled_from([shared(EVERYTHING), exclusive(EVERYTHING)]),
-)
-
-
-@given(claims=st.lists(_claim, max_size=6), rng=st.randoms(use_true_random=False))
+@given(claims=st.lists(resource_claims, max_size=6), rng=st.randoms(use_true_random=False))
 def test_canonical_form_ignores_order_and_repetition(
     claims: list[Claim], rng: random.Random
 ) -> None:

@@ -53,48 +53,14 @@ from toolkernel.locks import (
     Path,
     Pool,
     canonical_claims,
-    device,
     exclusive,
     pool,
-    reads,
-    shared,
     units,
-    writes,
 )
 
-NET = "net"
+from ..strategies import NET, claim_lists, groups, owner_indexes, priorities, request_args
+
 MAX_LIVE = 12
-
-# The universe is small on purpose, so that requests collide often. Hypothesis favours the first
-# choices, so those are ones that make queues.
-CLAIM_CHOICES: tuple[Claim, ...] = (
-    writes("a/b"),
-    units(pool(NET), 2),
-    reads("a"),
-    units(pool(NET), 1),
-    writes("a"),
-    reads("a/b/c"),
-    reads("a/b"),
-    writes("a/bc"),
-    units(pool(NET), 3),
-    exclusive(device("phone")),
-    shared(device("phone")),
-    writes("a/b/c"),
-    reads("a/bc"),
-    writes("b"),
-    reads("b"),
-    exclusive(pool(NET)),
-    exclusive(device("browser")),
-    shared(EVERYTHING),
-    exclusive(EVERYTHING),
-)
-
-claim_lists = st.lists(st.sampled_from(CLAIM_CHOICES), min_size=1, max_size=3)
-priorities = st.integers(min_value=-1, max_value=2)
-groups = st.sampled_from([None, "g1", "g2"])
-owner_indexes = st.integers(min_value=0, max_value=2)
-rarely = st.integers(min_value=0, max_value=7).map(lambda n: n == 7)
-request_args = st.tuples(claim_lists, priorities, owner_indexes, rarely)
 
 
 # -- the reference oracle ------------------------------------------------------------------------

@@ -686,7 +686,7 @@ def test_builtin_tools_only_include_bash_when_asked() -> None:
 def test_schemas_describe_the_nested_shapes_models_must_send() -> None:
     tools = {t.name: t.parameters_schema() for t in builtin_tools(bash=True)}
     edit_item = tools["MultiEdit"]["properties"]["edits"]["items"]
-    assert edit_item["required"] == ["new_string", "old_string"]
+    assert edit_item["required"] == ["old_string", "new_string"]
     assert set(edit_item["properties"]) == {"old_string", "new_string", "replace_all"}
     assert matches(
         tools["MultiEdit"], {"file_path": "a", "edits": [{"old_string": "x", "new_string": "y"}]}

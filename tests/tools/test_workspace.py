@@ -14,6 +14,8 @@ from toolkernel._errors import InvalidClaimError, PathEscapeError
 from toolkernel.locks import Path, path
 from toolkernel.tools import Workspace
 
+from ..strategies import path_noise
+
 
 @pytest.fixture
 def tree(tmp_path: pathlib.Path) -> pathlib.Path:
@@ -130,17 +132,14 @@ def test_files_that_do_not_exist_yet_have_keys(ws: Workspace) -> None:
     assert ws.key("a/f/inside") == path("a/f/inside")
 
 
-_NOISE = st.sampled_from(["", "./", "/", ".//", "ghost/../", "a/sub/../../"])
-
-
 def test_noisy_spellings_of_one_file_give_one_key(ws: Workspace) -> None:
     (ws.root / "d").symlink_to("a")
     components = ["a", "sub", "g"]
 
     @given(
         # The first piece of noise must not make a relative spelling absolute.
-        first=_NOISE.filter(lambda n: not n.startswith("/")),
-        noise=st.lists(_NOISE, min_size=3, max_size=3),
+        first=path_noise.filter(lambda n: not n.startswith("/")),
+        noise=st.lists(path_noise, min_size=3, max_size=3),
         via_link=st.booleans(),
         absolute=st.booleans(),
         trailing=st.booleans(),

@@ -6,31 +6,44 @@ A tool says what a call of it touches:
   list of strings) that a call reads (shared lease) or writes (exclusive lease);
 - ``claims=lambda args: [...]`` — any other claims, computed from the parsed arguments (devices,
   pools, paths built from several arguments); path claims are re-keyed through the workspace;
-- ``read_only=True`` — a shared lease on the whole workspace (the coarse scheme, as a special case);
+- ``reads_workspace=True`` — a shared lease on the whole workspace: the call may read any file,
+  runs beside other readers, and no write anywhere in the workspace runs beside it;
 - nothing at all — the call is a barrier: exclusive on everything, so it is safe by default.
 
 ``claims=lambda args: []`` (an empty list) means the call needs no resources and runs freely.
+
+Mistakes are caught here, when the tool is declared, with a :class:`ToolDeclarationError` that
+names the tool and the fix, rather than when a model first calls it.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import Any, TypeVar, overload
+import math
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import Any, Never, TypeVar, overload
 
-from .._errors import InvalidArgumentsError
+from .._errors import InvalidArgumentsError, ToolDeclarationError
 from ..kernel import KeyFunction, ToolContext
 from ..locks import Claim, Mode, Path, path
-from ._schema import ParameterSpec
+from ._arguments import Arguments
 
 __all__ = ["Tool", "FunctionTool", "tool"]
 
 ClaimsFunction = Callable[[Mapping[str, Any]], Iterable[Claim]]
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., Coroutine[Any, Any, Any]])
 
 # Module globals, read for every call: ``Mode.SHARED`` costs ~0.1 us on Python 3.11 (the enum
 # metaclass's ``__getattr__`` hook).
 _SHARED, _EXCLUSIVE = Mode.SHARED, Mode.EXCLUSIVE
+
+_OPTIONS = "name, description, reads, writes, claims, reads_workspace, wait_timeout, run_timeout"
+_READ_ONLY_IS_GONE = (
+    "read_only= is now reads_workspace=, which says what it does: a shared lease on the whole "
+    "workspace (the call may read any file; no write anywhere runs beside it). For a tool that "
+    "touches no files, say claims=lambda args: [] instead; for one that reads the files its "
+    "arguments name, reads=[...]"
+)
 
 
 def _is_lexical_key(resource: Path) -> bool:
@@ -56,11 +69,44 @@ def _path_values(tool_name: str, argument: str, value: Any) -> list[str]:
     )
 
 
+def _argument_names(tool_name: str, option: str, names: Any) -> tuple[str, ...]:
+    if isinstance(names, str) or not isinstance(names, Iterable):
+        raise ToolDeclarationError(
+            f"tool {tool_name!r} {option}= must be a list of argument names, not {names!r}; "
+            f"write {option}=[{names!r}]"
+        )
+    checked = []
+    for name in names:
+        if not isinstance(name, str):
+            raise ToolDeclarationError(
+                f"tool {tool_name!r} {option}= must name arguments by strings, not {name!r}"
+            )
+        checked.append(name)
+    return tuple(checked)
+
+
+def _timeout(tool_name: str, option: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ToolDeclarationError(
+            f"tool {tool_name!r} {option} must be a finite number of seconds, 0 or more, or None "
+            f"for no limit; not {value!r}"
+        )
+    return value
+
+
 class Tool:
-    """A tool: a name, a description, parameters, declared claims, and ``run``.
+    """A tool: a name, a description, parameters, declared claims, and ``async def run``.
 
     Subclass it for tools that keep state; define ``async def run(self, ctx, ...)`` with
-    annotated keyword parameters, and set the class attributes you need::
+    annotated parameters after the context, and set the class attributes you need (the options
+    of :func:`tool`, which the constructor's keywords override)::
 
         class Counter(Tool):
             '''Count calls.'''
@@ -70,13 +116,16 @@ class Tool:
             async def run(self, ctx, step: int = 1) -> int:
                 self.total += step
                 return self.total
+
+    Raises :class:`ToolDeclarationError` for a declaration that could not work (see
+    :func:`tool`).
     """
 
     name: str = ""
     description: str = ""
     reads: Sequence[str] = ()
     writes: Sequence[str] = ()
-    read_only: bool = False
+    reads_workspace: bool = False
     wait_timeout: float | None = None
     run_timeout: float | None = None
 
@@ -88,48 +137,107 @@ class Tool:
         reads: Sequence[str] | None = None,
         writes: Sequence[str] | None = None,
         claims: ClaimsFunction | None = None,
-        read_only: bool | None = None,
+        reads_workspace: bool | None = None,
         wait_timeout: float | None = None,
         run_timeout: float | None = None,
+        **unknown: Never,
     ) -> None:
-        self._spec = ParameterSpec.from_function(self._target(), skip_first=self._skips_ctx())
-        self.name = name or self.name or type(self).__name__
+        if name is None:
+            name = self.name or self._default_name()
+        if not isinstance(name, str) or not name.strip():
+            raise ToolDeclarationError(
+                f"a tool's name must be a non-empty string, not {name!r} (declaring "
+                f"{self._what()}); give it name='...'"
+            )
+        self.name = name
+        if unknown or hasattr(self, "read_only"):
+            raise ToolDeclarationError(self._unknown_options(unknown))
+        self._check_async()
+        self._arguments = Arguments.from_function(self.name, self._target())
+        if description is not None and not isinstance(description, str):
+            raise ToolDeclarationError(
+                f"tool {self.name!r} description must be a string, not {description!r}"
+            )
         self.description = (
-            description or self.description or self._spec.description or inspect.getdoc(self) or ""
+            description
+            or self.description
+            or self._arguments.description
+            or inspect.getdoc(self)
+            or ""
         )
-        self.reads = tuple(self.reads if reads is None else reads)
-        self.writes = tuple(self.writes if writes is None else writes)
-        self.read_only = self.read_only if read_only is None else read_only
+        self.reads = _argument_names(self.name, "reads", self.reads if reads is None else reads)
+        self.writes = _argument_names(
+            self.name, "writes", self.writes if writes is None else writes
+        )
+        if reads_workspace is not None:
+            self.reads_workspace = reads_workspace
+        if not isinstance(self.reads_workspace, bool):
+            raise ToolDeclarationError(
+                f"tool {self.name!r} reads_workspace must be True or False, "
+                f"not {self.reads_workspace!r}"
+            )
+        if claims is not None and not callable(claims):
+            raise ToolDeclarationError(
+                f"tool {self.name!r} claims= must be a function of the arguments returning "
+                f"claims, such as claims=lambda args: [exclusive(device('phone'))]; "
+                f"not {claims!r}"
+            )
         self._claims_function = claims
-        if wait_timeout is not None:
-            self.wait_timeout = wait_timeout
-        if run_timeout is not None:
-            self.run_timeout = run_timeout
-        known = {p.name for p in self._spec.parameters}
+        self.wait_timeout = _timeout(
+            self.name, "wait_timeout", self.wait_timeout if wait_timeout is None else wait_timeout
+        )
+        self.run_timeout = _timeout(
+            self.name, "run_timeout", self.run_timeout if run_timeout is None else run_timeout
+        )
+        known = {p.name for p in self._arguments.parameters}
         for argument in (*self.reads, *self.writes):
             if argument not in known:
-                raise TypeError(
-                    f"tool {self.name!r} declares path argument {argument!r}, "
-                    f"but has no such parameter"
+                takes = ", ".join(sorted(known)) or "no arguments"
+                raise ToolDeclarationError(
+                    f"tool {self.name!r} declares path argument {argument!r}, but has no such "
+                    f"parameter (it takes {takes}); name a parameter that holds a path"
                 )
 
+    def _default_name(self) -> str:
+        return type(self).__name__
+
+    def _what(self) -> str:
+        return f"a {type(self).__name__}"
+
+    def _unknown_options(self, unknown: Mapping[str, Any]) -> str:
+        if "read_only" in unknown or hasattr(self, "read_only"):
+            return f"tool {self.name!r}: {_READ_ONLY_IS_GONE}"
+        names = ", ".join(repr(option) for option in sorted(unknown))
+        return f"tool {self.name!r} has no option {names}; its options are {_OPTIONS}"
+
     def _target(self) -> Callable[..., Any]:
+        """The function whose signature gives the parameters: ``run``, bound (``self`` gone)."""
         return self.run
 
-    def _skips_ctx(self) -> bool:
-        return True  # a bound method: ``self`` is gone, ``ctx`` comes first
+    def _check_async(self) -> None:
+        run = type(self).run
+        if run is Tool.run and type(self).invoke is Tool.invoke:
+            raise ToolDeclarationError(
+                f"tool {self.name!r} ({type(self).__name__}) does not define run(); "
+                f"define async def run(self, ctx: ToolContext, ...)"
+            )
+        if not inspect.iscoroutinefunction(run):
+            raise ToolDeclarationError(
+                f"tool {self.name!r}: {type(self).__name__}.run must be async def. {_NO_THREADS}"
+            )
 
     async def run(self, ctx: ToolContext, **arguments: Any) -> Any:
         """Do the work; override this."""
         raise NotImplementedError(f"tool {self.name!r} does not define run()")
 
     def declare(self, arguments: Mapping[str, Any]) -> Iterable[Claim] | None:
-        """Claims beyond ``reads``, ``writes`` and ``read_only``; by default from ``claims=``.
+        """Claims beyond ``reads``, ``writes`` and ``reads_workspace``; by default from
+        ``claims=``.
 
         Override it in a subclass for claims computed from the arguments. Path claims returned
         here are spelled lexically (``path()``) and re-keyed through the workspace. Returning
-        None, with no ``reads``/``writes``/``read_only`` either, declares nothing: the call is
-        then exclusive on everything.
+        None, with no ``reads``/``writes``/``reads_workspace`` either, declares nothing: the call
+        is then exclusive on everything.
         """
         if self._claims_function is None:
             return None
@@ -138,8 +246,8 @@ class Tool:
     # -- the kernel's side (``toolkernel.kernel.KernelTool``) ---------------------------------
 
     def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Validate arguments against the signature and its type hints."""
-        return self._spec.validate(self.name, arguments)
+        """Validate arguments against the signature and its type hints (pydantic, strict)."""
+        return self._arguments.validate(self.name, arguments)
 
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         """The call's claims with every path turned into its canonical key by ``key``.
@@ -149,10 +257,10 @@ class Tool:
         """
         declared = self.declare(arguments)
         reads, writes = self.reads, self.writes
-        if declared is None and not (reads or writes or self.read_only):
+        if declared is None and not (reads or writes or self.reads_workspace):
             return None
         found: list[Claim] = []
-        if self.read_only:
+        if self.reads_workspace:
             found.append(Claim(key("."), _SHARED))
         if reads or writes:
             for names, mode in ((reads, _SHARED), (writes, _EXCLUSIVE)):
@@ -173,42 +281,62 @@ class Tool:
         return found
 
     async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Any:
-        result = self.run(ctx, **arguments)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        """Run the tool with parsed arguments; its return value is the result's output."""
+        return await self.run(ctx, **arguments)
 
     def parameters_schema(self) -> dict[str, Any]:
         """JSON Schema of this tool's arguments object."""
-        return self._spec.json_schema()
+        return self._arguments.json_schema()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
 
+_NO_THREADS = (
+    "A plain function would have to run in a worker thread, and a thread can't be cancelled: "
+    "a call that timed out or was cancelled would go on running after its leases were "
+    "released. Do blocking work inside an async def with `await trio.to_thread.run_sync(...)`: "
+    "the call then keeps its leases until the thread returns."
+)
+
+
 class FunctionTool(Tool):
-    """A tool made from a function by :func:`tool`. Calling it calls the function."""
+    """A tool made from an async function by :func:`tool`. Calling it calls the function."""
 
     def __init__(self, function: Callable[..., Any], **options: Any) -> None:
+        if not callable(function):
+            raise ToolDeclarationError(
+                f"tool() takes an async function, or options by keyword (such as "
+                f"@tool(name={function!r})); not {function!r}"
+            )
         self.function = function
-        options.setdefault("name", function.__name__)
         super().__init__(**options)
-        # ``invoke`` calls the function itself (one call less per tool call) unless a subclass
-        # overrides ``run``.
+        # ``invoke`` returns the function's own coroutine (one call less per tool call) unless a
+        # subclass overrides ``run``.
         self._runner = function if type(self).run is FunctionTool.run else self.run
-        self._runs_coroutine = inspect.iscoroutinefunction(self._runner)
+
+    def _default_name(self) -> str:
+        name = getattr(self.function, "__name__", "")
+        return name if isinstance(name, str) and name.isidentifier() else ""
 
     def _target(self) -> Callable[..., Any]:
         return self.function
 
-    def run(self, ctx: ToolContext, **arguments: Any) -> Any:
-        return self.function(ctx, **arguments)
+    def _what(self) -> str:
+        return f"the function {self.function!r}"
+
+    def _check_async(self) -> None:
+        if not inspect.iscoroutinefunction(self.function):
+            raise ToolDeclarationError(
+                f"tool {self.name!r} is not an async def function. {_NO_THREADS}"
+            )
+        super()._check_async()
+
+    async def run(self, ctx: ToolContext, **arguments: Any) -> Any:
+        return await self.function(ctx, **arguments)
 
     def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Coroutine[Any, Any, Any]:
-        if self._runs_coroutine:
-            # The function's own coroutine is what the kernel awaits: no wrapper around it.
-            return self._runner(ctx, **arguments)  # type: ignore[no-any-return]
-        return super().invoke(ctx, arguments)
+        return self._runner(ctx, **arguments)
 
     def __call__(self, ctx: ToolContext, /, **arguments: Any) -> Any:
         return self.function(ctx, **arguments)
@@ -226,28 +354,65 @@ def tool(
     reads: Sequence[str] | None = ...,
     writes: Sequence[str] | None = ...,
     claims: ClaimsFunction | None = ...,
-    read_only: bool | None = ...,
+    reads_workspace: bool | None = ...,
     wait_timeout: float | None = ...,
     run_timeout: float | None = ...,
-) -> Callable[[Callable[..., Awaitable[Any] | Any]], FunctionTool]: ...
+) -> Callable[[Callable[..., Coroutine[Any, Any, Any]]], FunctionTool]: ...
 
 
 def tool(
     function: Callable[..., Any] | None = None, /, **options: Any
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Make a tool from a function whose first parameter is the context.
+    """Make a tool from an ``async def`` function whose first parameter is the context.
 
     ::
 
         @tool(reads=["path"])
         async def read_file(ctx: ToolContext, path: str) -> str:
-            '''Read a text file.'''
+            '''Read a text file.
+
+            Args:
+                path: The file to read, relative to the workspace root.
+            '''
             return await ctx.fs.read_text(path)
 
-    Used bare (``@tool``) or with no claims, the tool declares nothing: each call is a barrier.
+    The parameters after ``ctx`` are the arguments a model sends, validated strictly against
+    their type hints (a string is not an int); the docstring's first part is the tool's
+    description and its ``Args:`` lines describe the arguments in the JSON Schema.
+
+    Options (all keywords, all optional):
+
+    - ``name``: what models call it by; default: the function's name.
+    - ``description``: what the model is told the tool does; default: the docstring's text
+      before its ``Args:`` section.
+    - ``reads``: names of arguments holding paths (a string, or a list of strings) that a call
+      reads: a shared lease on each, so reads of one file run together.
+    - ``writes``: names of arguments holding paths a call writes (or creates, moves, deletes):
+      an exclusive lease on each, so a write runs alone on its file and everything under it.
+    - ``claims``: a function of the parsed arguments returning more claims (devices, pools,
+      paths built from several arguments): ``claims=lambda args: [exclusive(device("phone"))]``.
+      Returning ``[]`` declares that the call needs nothing: it runs freely, beside anything.
+    - ``reads_workspace``: ``True`` takes a shared lease on the whole workspace: the call may
+      read any file, runs beside other readers, and no write anywhere runs beside it (writes
+      wait for it, and it waits for earlier writes). For a tool that reads only the files its
+      arguments name, ``reads=`` lets writes elsewhere go on.
+    - ``wait_timeout``: seconds a call may wait for its leases before it ends ``TIMEOUT``
+      (None: no limit); the kernel's or the call's own setting overrides it.
+    - ``run_timeout``: seconds a call may run before it is cancelled and ends ``TIMEOUT``
+      (None: no limit).
+
+    With none of ``reads``, ``writes``, ``claims`` or ``reads_workspace`` (as with a bare
+    ``@tool``) the tool declares nothing, and each call is a barrier: exclusive on everything.
+
+    Raises :class:`ToolDeclarationError` (a ``TypeError`` and a ``ValueError``) when the tool
+    can't work: no ``ctx`` first, a plain ``def`` (a worker thread can't be cancelled and would
+    outlive its leases: use ``async def`` and ``trio.to_thread.run_sync`` inside), ``reads`` or
+    ``writes`` naming arguments it does not have, ``claims`` that is not callable, an empty
+    name, a timeout that is negative, infinite or not a number, a parameter that can't be
+    passed by keyword, a type hint that has no JSON Schema, or an unknown option.
     """
     if function is not None:
-        return FunctionTool(function)
+        return FunctionTool(function, **options)
 
     def decorate(fn: Callable[..., Any]) -> FunctionTool:
         return FunctionTool(fn, **options)

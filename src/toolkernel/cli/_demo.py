@@ -1,8 +1,9 @@
 """``python -m toolkernel demo``: a scripted agent session over a copy of a small project.
 
-Three turns, as a model would emit them: explore (reads, greps, a glob in parallel), edit (several
-files at once, two edits and a read of the same file that must take turns), verify (a grep and
-the project's tests through Bash). Each turn prints a live log and a timeline; then the same
+Three turns, as a model would emit them (``toolkernel.agent.DEMO_TURNS``): explore (reads, greps, a
+glob in parallel), edit (several files at once, two edits and a read of the same file that must
+take turns), verify (a grep and the project's tests through Bash). Each turn prints a live log
+and a timeline (``toolkernel.trace.Timeline``); then the same
 calls run one by one, and in the coarse "reads together, every write alone" scheme, on fresh
 copies, and the demo prints the speed-ups and checks that all three left identical trees.
 
@@ -23,13 +24,15 @@ from typing import Any
 import attrs
 import trio
 
-from ._open import open_kernel
-from ._timeline import Timeline
-from .kernel import Kernel, KeyFunction, ToolCall, ToolContext, ToolResult
-from .locks import Claim
-from .tools import Tool, builtin_tools, is_read_only_command
+from .._open import open_kernel
+from ..agent import DEMO_TURNS
+from ..kernel import Kernel, KeyFunction, ToolCall, ToolContext, ToolResult
+from ..locks import Claim
+from ..tools import Tool, builtin_tools, is_read_only_command
+from ..trace import Timeline
 
-SAMPLE_PROJECT = Path(__file__).parent / "sample_project"
+# Package data beside this module (not an installed package: see pyproject.toml).
+SAMPLE_PROJECT = Path(__file__).parent / "sample-project"
 
 # Median seconds per call of each tool in the recorded sessions (shared/data/traces).
 RECORDED_MEDIANS = {
@@ -43,111 +46,6 @@ RECORDED_MEDIANS = {
     "TodoWrite": 0.06,
     "Bash": 1.14,
 }
-
-_TESTS = f"{sys.executable} -m unittest -q 2>&1"
-
-TURNS: list[tuple[str, list[ToolCall]]] = [
-    (
-        "Let me look around the project first.",
-        [
-            ToolCall("c1", "Glob", {"pattern": "**/*.py"}),
-            ToolCall("c2", "Read", {"file_path": "calc/ops.py"}),
-            ToolCall("c3", "Read", {"file_path": "calc/parse.py"}),
-            ToolCall("c4", "Grep", {"pattern": "TODO", "output_mode": "content"}),
-            ToolCall("c5", "Read", {"file_path": "tests/test_calc.py"}),
-            ToolCall("c6", "Bash", {"command": "ls calc tests"}),
-        ],
-    ),
-    (
-        "I'll add power(), a clearer division error, and a test.",
-        [
-            ToolCall(
-                "c7",
-                "Edit",
-                {
-                    "file_path": "calc/ops.py",
-                    "old_string": "def divide(a: float, b: float) -> float:\n"
-                    "    # TODO: say something better than ZeroDivisionError\n"
-                    "    return a / b\n",
-                    "new_string": "def divide(a: float, b: float) -> float:\n"
-                    "    if b == 0:\n"
-                    '        raise ZeroDivisionError(f"can\'t divide {a} by zero")\n'
-                    "    return a / b\n",
-                },
-            ),
-            ToolCall(
-                "c8",
-                "Edit",
-                {
-                    "file_path": "calc/parse.py",
-                    "old_string": '"+": add, "-": subtract, "*": multiply, "/": divide}',
-                    "new_string": '"+": add, "-": subtract, "*": multiply, "/": divide, '
-                    '"^": power}',
-                },
-            ),
-            ToolCall(
-                "c9",
-                "Edit",
-                {
-                    "file_path": "calc/ops.py",
-                    "old_string": "def multiply(",
-                    "new_string": "def power(a: float, b: float) -> float:\n"
-                    "    return a**b\n\n\ndef multiply(",
-                },
-            ),
-            ToolCall("c10", "Read", {"file_path": "calc/ops.py"}),
-            ToolCall(
-                "c11",
-                "Edit",
-                {
-                    "file_path": "calc/parse.py",
-                    "old_string": "from .ops import add, divide, multiply, subtract",
-                    "new_string": "from .ops import add, divide, multiply, power, subtract",
-                },
-            ),
-            ToolCall(
-                "c12",
-                "MultiEdit",
-                {
-                    "file_path": "tests/test_calc.py",
-                    "edits": [
-                        {
-                            "old_string": "from calc import add, divide, evaluate, format_number",
-                            "new_string": "from calc import add, divide, evaluate, "
-                            "format_number\nfrom calc.ops import power",
-                        },
-                        {
-                            "old_string": "    def test_format(self) -> None:",
-                            "new_string": "    def test_power(self) -> None:\n"
-                            '        self.assertEqual(evaluate("2 ^ 10"), 1024)\n'
-                            "        self.assertEqual(power(3, 2), 9)\n\n"
-                            "    def test_format(self) -> None:",
-                        },
-                    ],
-                },
-            ),
-            ToolCall(
-                "c13",
-                "TodoWrite",
-                {
-                    "todos": [
-                        {"content": "add power()", "status": "completed"},
-                        {"content": "run the tests", "status": "in_progress"},
-                    ]
-                },
-            ),
-        ],
-    ),
-    (
-        "Now check nothing is left to do and run the tests.",
-        [
-            ToolCall("c14", "Grep", {"pattern": "TODO", "path": "calc"}),
-            ToolCall("c15", "Read", {"file_path": "calc/parse.py"}),
-            ToolCall("c16", "Bash", {"command": _TESTS}),
-            ToolCall("c17", "Read", {"file_path": "README.md", "limit": 3}),
-        ],
-    ),
-]
 
 
 @attrs.define(eq=False)
@@ -207,11 +105,11 @@ def _is_read_only(call: ToolCall) -> bool:
     return call.name == "Bash" and is_read_only_command(str(args.get("command", "")))
 
 
-async def _one_by_one(kernel: Kernel, calls: list[ToolCall]) -> list[ToolResult]:
+async def _one_by_one(kernel: Kernel, calls: Sequence[ToolCall]) -> list[ToolResult]:
     return [(await kernel.run([call]))[0] for call in calls]
 
 
-async def _coarse(kernel: Kernel, calls: list[ToolCall]) -> list[ToolResult]:
+async def _coarse(kernel: Kernel, calls: Sequence[ToolCall]) -> list[ToolResult]:
     """Consecutive read-only calls together (at most 10), every other call alone."""
     results: list[ToolResult] = []
     group: list[ToolCall] = []
@@ -265,9 +163,10 @@ async def _session(latency: bool, out: Any) -> int:
             kernel.add_listener(timeline)
             start = trio.current_time()
             results: list[ToolResult] = []
-            for number, (thought, calls) in enumerate(TURNS, 1):
+            for number, turn in enumerate(DEMO_TURNS, 1):
+                calls = turn.calls
                 print(
-                    f"\nturn {number} — the model says: {thought!r} and emits {len(calls)} calls",
+                    f"\nturn {number} — the model says: {turn.says!r} and emits {len(calls)} calls",
                     file=out,
                 )
                 timeline.clear()
@@ -286,8 +185,8 @@ async def _session(latency: bool, out: Any) -> int:
             async with open_kernel(_tools(latency), root=roots[name]) as kernel:
                 start = trio.current_time()
                 results = []
-                for _, calls in TURNS:
-                    results += await runner(kernel, calls)
+                for turn in DEMO_TURNS:
+                    results += await runner(kernel, turn.calls)
                 elapsed[name] = trio.current_time() - start
                 statuses[name] = [r.status.value for r in results]
         trees = {name: _tree(root) for name, root in roots.items()}

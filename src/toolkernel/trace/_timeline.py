@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import attrs
 
-from .kernel import CallBlocked, CallEvent, CallFinished, CallQueued, CallStarted, Status
+from ..kernel import CallBlocked, CallEvent, CallFinished, CallQueued, CallStarted, Status
 
 __all__ = ["Timeline"]
 

@@ -1,0 +1,3 @@
+"""The command line, ``python -m toolkernel ...``: for now, ``demo``."""
+
+from ._main import main as main

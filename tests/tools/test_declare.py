@@ -1,0 +1,238 @@
+"""Declaring tools: mistakes are caught when a tool is declared, not when a model first calls it.
+
+Each mistake raises ``ToolDeclarationError`` (a ``TypeError`` and a ``ValueError``) whose message
+names the tool and says how to fix it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import toolkernel as tk
+from toolkernel._errors import ToolDeclarationError
+
+
+def declaring(*fragments: str) -> Any:
+    """``pytest.raises(ToolDeclarationError)`` whose message holds every fragment."""
+    return pytest.raises(
+        ToolDeclarationError, match="(?s)" + "".join(f"(?=.*{re.escape(f)})" for f in fragments)
+    )
+
+
+# -- the function ------------------------------------------------------------------------------
+
+
+def test_a_tool_without_a_context_parameter_is_refused() -> None:
+    with declaring("tool 'read_file'", "first parameter is 'path'", "ctx: ToolContext"):
+
+        @tk.tool(reads=["path"])
+        async def read_file(path: str) -> str: ...
+
+    with declaring("tool 'nothing'", "must take the context as its first parameter"):
+
+        @tk.tool
+        async def nothing() -> None: ...
+
+
+def test_the_context_is_known_by_its_name_or_its_annotation() -> None:
+    @tk.tool
+    async def by_name(ctx, path: str) -> None: ...  # type: ignore[no-untyped-def]
+
+    @tk.tool
+    async def by_annotation(c: tk.ToolContext, path: str) -> None: ...
+
+    for declared in (by_name, by_annotation):
+        assert [p for p in declared.parameters_schema()["properties"]] == ["path"]
+
+
+def test_a_plain_def_is_refused_with_the_reason_and_the_way_out() -> None:
+    with declaring(
+        "tool 'blocking'", "async def", "can't be cancelled", "leases", "trio.to_thread.run_sync"
+    ):
+
+        @tk.tool  # type: ignore[arg-type]
+        def blocking(ctx: tk.ToolContext, path: str) -> str: ...
+
+
+def test_a_tool_subclass_whose_run_is_not_async_is_refused() -> None:
+    class Blocking(tk.Tool):
+        name = "Blocking"
+
+        def run(self, ctx: tk.ToolContext, step: int = 1) -> int:  # type: ignore[override]
+            return step
+
+    with declaring("tool 'Blocking'", "Blocking.run must be async def", "trio.to_thread"):
+        Blocking()
+
+
+def test_a_tool_subclass_without_run_is_refused() -> None:
+    class Empty(tk.Tool):
+        pass
+
+    with declaring("tool 'Empty'", "does not define run()"):
+        Empty()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: tk.tool(reads=["file"])(_takes_path),
+        lambda: tk.tool(writes=["path", "target"])(_takes_path),
+    ],
+    ids=["reads", "writes"],
+)
+def test_reads_and_writes_must_name_real_parameters(make: Callable[[], tk.Tool]) -> None:
+    with declaring("tool '_takes_path' declares path argument", "it takes path"):
+        make()
+
+
+def test_reads_given_one_string_is_refused_rather_than_read_letter_by_letter() -> None:
+    with declaring("tool '_takes_path' reads= must be a list of argument names", "['path']"):
+        tk.tool(reads="path")(_takes_path)  # type: ignore[arg-type]
+
+
+def test_claims_must_be_callable() -> None:
+    with declaring("tool '_takes_path' claims= must be a function of the arguments"):
+        tk.tool(claims=[tk.exclusive(tk.device("phone"))])(_takes_path)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["", "   ", 3])
+def test_the_name_must_be_a_non_empty_string(name: Any) -> None:
+    with declaring("a tool's name must be a non-empty string", "_takes_path", "name="):
+        tk.tool(name=name)(_takes_path)
+
+
+@pytest.mark.parametrize("option", ["wait_timeout", "run_timeout"])
+@pytest.mark.parametrize("value", [math.nan, -1, math.inf, "5", True])
+def test_a_timeout_must_be_a_finite_non_negative_number(option: str, value: Any) -> None:
+    with declaring(f"tool '_takes_path' {option} must be a finite number of seconds"):
+        tk.tool(**{option: value})(_takes_path)
+
+
+def test_a_timeout_may_be_zero_or_none() -> None:
+    declared = tk.tool(wait_timeout=0, run_timeout=None)(_takes_path)
+    assert (declared.wait_timeout, declared.run_timeout) == (0, None)
+
+
+def test_a_timeout_set_on_a_subclass_is_checked_too() -> None:
+    class Slow(tk.Tool):
+        run_timeout = -5.0
+
+        async def run(self, ctx: tk.ToolContext) -> None: ...
+
+    with declaring("tool 'Slow' run_timeout must be a finite number"):
+        Slow()
+
+
+def test_parameters_that_cannot_be_passed_by_keyword_are_refused() -> None:
+    with declaring("tool 'positional' parameter path can't be passed by keyword"):
+
+        @tk.tool
+        async def positional(ctx: tk.ToolContext, path: str, /) -> None: ...
+
+    with declaring("tool 'star' parameter *paths can't be passed by keyword"):
+
+        @tk.tool
+        async def star(ctx: tk.ToolContext, *paths: str) -> None: ...
+
+
+class Opaque:
+    """Not a JSON value, and pydantic knows nothing of it."""
+
+
+def test_a_type_hint_with_no_json_schema_is_refused_naming_the_parameter() -> None:
+    with declaring("tool 'opaque' parameter 'thing' has a type hint that can't be turned into"):
+
+        @tk.tool
+        async def opaque(ctx: tk.ToolContext, path: str, thing: Opaque) -> None: ...
+
+    with declaring("tool 'call_me' parameter 'then'"):
+
+        @tk.tool
+        async def call_me(ctx: tk.ToolContext, then: Callable[[], None]) -> None: ...
+
+
+def test_a_type_hint_that_names_nothing_is_refused() -> None:
+    with declaring("can't read the type hints of tool 'ghostly'", "Ghost"):
+
+        @tk.tool
+        async def ghostly(ctx: tk.ToolContext, thing: Ghost) -> None: ...  # type: ignore[name-defined]  # noqa: F821
+
+
+def test_an_unknown_option_is_refused_listing_the_options() -> None:
+    with declaring("tool '_takes_path' has no option 'write'", "writes", "reads_workspace"):
+        tk.tool(write=["path"])(_takes_path)  # type: ignore[call-overload]
+
+
+def test_tool_given_something_that_is_not_a_function_says_how_to_name_a_tool() -> None:
+    with declaring("tool() takes an async function, or options by keyword", "name='Read'"):
+        tk.tool("Read")  # type: ignore[call-overload]
+
+
+def test_every_declaration_error_is_a_type_error_and_a_value_error() -> None:
+    with pytest.raises(TypeError):
+        tk.tool(claims=3)(_takes_path)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        tk.tool(run_timeout=-1)(_takes_path)
+
+
+# -- read_only is now reads_workspace ----------------------------------------------------------
+
+
+def test_read_only_is_refused_pointing_to_reads_workspace() -> None:
+    with declaring("read_only= is now reads_workspace=", "shared lease on the whole workspace"):
+        tk.tool(read_only=True)(_takes_path)  # type: ignore[call-overload]
+
+    class Old(tk.Tool):
+        read_only = True
+
+        async def run(self, ctx: tk.ToolContext) -> None: ...
+
+    with declaring("tool 'Old'", "read_only= is now reads_workspace=", "claims=lambda args: []"):
+        Old()
+
+
+def test_reads_workspace_takes_a_shared_lease_on_the_whole_workspace() -> None:
+    @tk.tool(reads_workspace=True)
+    async def survey(ctx: tk.ToolContext) -> None: ...
+
+    assert survey.claims({}, tk.path) == [tk.shared(tk.path("."))]
+
+
+# -- what a developer reads first ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        "name",
+        "description",
+        "reads",
+        "writes",
+        "claims",
+        "reads_workspace",
+        "wait_timeout",
+        "run_timeout",
+    ],
+)
+def test_every_option_of_tool_is_documented_in_its_docstring(option: str) -> None:
+    assert tk.tool.__doc__ is not None
+    assert f"``{option}``:" in tk.tool.__doc__
+
+
+def test_the_options_tool_takes_are_the_ones_documented() -> None:
+    documented = set(re.findall(r"^    - ``(\w+)``:", tk.tool.__doc__ or "", re.MULTILINE))
+    overloads = tk.Tool.__init__.__code__.co_varnames[
+        1 : tk.Tool.__init__.__code__.co_kwonlyargcount + 1
+    ]
+    assert documented == set(overloads)
+
+
+async def _takes_path(ctx: tk.ToolContext, path: str) -> str:
+    """Take a path."""
+    return path
