@@ -180,7 +180,7 @@ async def test_argument_keys_that_are_not_strings_blame_the_arguments(
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         (result,) = await kernel.run([tk.ToolCall("c1", "read", {"path": "a", 1: "x"})])  # type: ignore[dict-item]
     assert result.error_type == "InvalidArgumentsError"
-    assert "arguments of read must be named by strings" in (result.error or "")
+    assert "read argument names must be strings" in (result.error or "")
 
 
 # -- crashes --------------------------------------------------------------------------------------

@@ -95,12 +95,6 @@ def not_an_object(tool: str, value: object) -> InvalidArgumentsError:
     )
 
 
-def bad_argument_key(tool: str, key: object) -> InvalidArgumentsError:
-    return InvalidArgumentsError(
-        f"the arguments of {tool} must be named by strings, not {_preview(key)}"
-    )
-
-
 def claims_failed(tool: str, exc: BaseException) -> InvalidClaimError:
     error = InvalidClaimError(f"can't compute the claims of {tool}: {describe(exc)}")
     error.__cause__ = exc

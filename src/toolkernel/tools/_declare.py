@@ -19,7 +19,6 @@ names the tool and the fix, rather than when a model first calls it.
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Never, TypeVar, overload
 
@@ -88,15 +87,11 @@ def _argument_names(tool_name: str, option: str, names: Any) -> tuple[str, ...]:
 def _timeout(tool_name: str, option: str, value: Any) -> float | None:
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
-    ):
+    # ``not value >= 0`` refuses NaN too; ``inf``, like None, is no limit (as in trio).
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         raise ToolDeclarationError(
-            f"tool {tool_name!r} {option} must be a finite number of seconds, 0 or more, or None "
-            f"for no limit; not {value!r}"
+            f"tool {tool_name!r} {option} must be a number of seconds, 0 or more, or None for "
+            f"no limit; not {value!r}"
         )
     return value
 
@@ -408,7 +403,7 @@ def tool(
     can't work: no ``ctx`` first, a plain ``def`` (a worker thread can't be cancelled and would
     outlive its leases: use ``async def`` and ``trio.to_thread.run_sync`` inside), ``reads`` or
     ``writes`` naming arguments it does not have, ``claims`` that is not callable, an empty
-    name, a timeout that is negative, infinite or not a number, a parameter that can't be
+    name, a timeout that is negative or not a number, a parameter that can't be
     passed by keyword, a type hint that has no JSON Schema, or an unknown option.
     """
     if function is not None:
