@@ -145,7 +145,7 @@ class Kernel(metaclass=_NoPublicConstructor):
             deadline_changed=self._deadline_changed,
         )
         # With a workspace, a granted call's keys are confirmed before it runs.
-        self._call_task = self._run_task if environment is not None else self._run_unkeyed
+        self._call_task = self._run_task if environment is not None else self._execute
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -355,9 +355,6 @@ class Kernel(metaclass=_NoPublicConstructor):
     async def _run_task(self, record: CallRecord) -> None:
         if self._scheduler.confirm_keys(record):
             await self._execute(record)
-
-    async def _run_unkeyed(self, record: CallRecord) -> None:
-        await self._execute(record)
 
     async def _execute(self, record: CallRecord) -> None:
         """Run a granted call's tool in this task; release its leases; finish it."""

@@ -60,6 +60,11 @@ class Leasing:
         """Request a top-level call's claims; ``granted`` is told at once if it can be."""
         assert record.claims is not None
         claims = record.claims + self._slot
+        if not claims:
+            # Nothing to hold conflicts with nothing: no request at all (it would be granted at
+            # once, and nobody could ever wait behind it).
+            self._granted(record)
+            return
         self._request(record, self.main, claims, record.call.priority, record.batch.uid)
 
     def request_nested(self, record: CallRecord, claims: tuple[Claim, ...], inside: bool) -> None:

@@ -439,7 +439,8 @@ class Scheduler:
         """Give ``record`` its result: release, record, tell, wake, move dependents on."""
         if record.result is not None:
             return
-        self.release(record)
+        if record.lease_group or record.waiting_in or record.context is not None:
+            self.release(record)
         self._move(record, _FINISHED, result.finished_at)
         record.result = result
         del self._live[record.uid]
