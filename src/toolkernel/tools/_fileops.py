@@ -82,10 +82,11 @@ def kind_of(mode: int) -> str:
 
 
 def not_regular(parts: Sequence[str], mode: int) -> OSError:
-    where = "/".join(parts) or "."
+    """The error for reading what is not a regular file (``strerror`` reads after "it is")."""
     return OSError(
         errno.EINVAL,
-        f"{where!r} is a {kind_of(mode)}, not a regular file; only regular files can be read",
+        f"not a regular file but a {kind_of(mode)}; only regular files can be read",
+        "/".join(parts) or ".",
     )
 
 
