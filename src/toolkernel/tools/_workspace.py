@@ -105,12 +105,12 @@ class Workspace:
     __slots__ = (
         "__weakref__",
         "_closed",
+        "_fast_fd",
         "_fd",
         "_finalizer",
         "_fold_case",
         "_lock",
         "_root",
-        "_root_fd",
         "_root_parts",
         "_unicode_form",
         "_users",
@@ -151,7 +151,8 @@ class Workspace:
         self._users = 0
         self._closed = False
         self._fd = os.open(resolved, _ROOT_FLAGS)
-        self._root_fd = self._fd  # -1 once closed: the fast key path reads only this
+        # What the fast key path reads: -1 when it is off (closed, or a folding file system).
+        self._fast_fd = -1 if self._folding else self._fd
         self._finalizer = weakref.finalize(self, os.close, self._fd)
 
     # -- the root descriptor ---------------------------------------------------------------------
@@ -168,7 +169,7 @@ class Workspace:
             if self._closed:
                 return
             self._closed = True
-            self._root_fd = -1
+            self._fast_fd = -1
             if self._users:
                 return  # the last borrower closes it
         self._finalizer()
@@ -237,7 +238,7 @@ class Workspace:
         link), and :class:`InvalidClaimError` if ``p`` is not a path at all: empty, not a string
         or ``os.PathLike``, containing a NUL byte, too long, or looping through links.
         """
-        if type(p) is str and self._root_fd >= 0 and not self._folding:
+        if type(p) is str and self._fast_fd >= 0:
             parts = self._fast_parts(p)
             if parts is not None:
                 return Path(parts)
@@ -255,7 +256,7 @@ class Workspace:
     def _locate_parts(self, p: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...]]:
         """Return ``(key(p), components on disk)``: where ``p`` resolves, relative to the root,
         spelled as the directories hold the names (they differ from the key's when folding)."""
-        if type(p) is str and self._root_fd >= 0 and not self._folding:
+        if type(p) is str and self._fast_fd >= 0:
             parts = self._fast_parts(p)
             if parts is not None:
                 return Path(parts), parts
@@ -276,7 +277,7 @@ class Workspace:
             return None
         if len(encoded) > MAX_COMPONENT_BYTES:
             return None  # so no component can be too long, nor the whole
-        fd = self._root_fd
+        fd = self._fast_fd
         # One lstat is cheaper than openat2 through ctypes; from two components on, it isn't.
         answer = -1 if len(components) == 1 else _beneath.probe_no_links(fd, encoded)
         if answer < 0:
