@@ -35,9 +35,19 @@ async def bash(k: tk.Kernel, command: str, **arguments: Any) -> tk.ToolResult:
     return result
 
 
+@pytest.fixture(params=["pidfd", "waitid", "reap"])
+def exit_watch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How the tool learns the shell exited: each way the platforms offer, all tried here."""
+    if request.param != "pidfd":
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    if request.param == "reap":
+        monkeypatch.delattr(os, "waitid", raising=False)
+    return str(request.param)
+
+
 @needs_proc
 async def test_a_background_child_holding_the_output_neither_delays_nor_outlives_the_call(
-    kernel: tk.Kernel, tmp_path: pathlib.Path
+    kernel: tk.Kernel, tmp_path: pathlib.Path, exit_watch: str
 ) -> None:
     with trio.fail_after(5):  # before: the call waited for the sleep (or its 60 s timeout)
         result = await bash(kernel, "echo $$ > pgid; sleep 30 & echo started", timeout=60_000)

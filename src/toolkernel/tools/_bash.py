@@ -94,23 +94,29 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-async def _exited(pid: int) -> None:
-    """Wait until child ``pid`` has exited, without reaping it (so its pid stays reserved)."""
+async def _exited(process: trio.Process) -> None:
+    """Wait until ``process`` has exited, if the platform allows without reaping it (so its pid,
+    the group's id, stays reserved while the group is killed)."""
     pidfd_open = getattr(os, "pidfd_open", None)
     if pidfd_open is not None:
-        with contextlib.suppress(OSError):
-            fd = pidfd_open(pid)
+        with contextlib.suppress(OSError):  # no pidfd in this kernel: try the next way
+            fd = pidfd_open(process.pid)
             try:
                 await trio.lowlevel.wait_readable(fd)
             finally:
                 trio.lowlevel.notify_closing(fd)
                 os.close(fd)
             return
-    # No pidfd (macOS, old Linux): a thread in waitid(WNOWAIT), abandoned if we are cancelled
-    # (the group is killed then, which ends its wait).
-    await trio.to_thread.run_sync(
-        os.waitid, os.P_PID, pid, os.WEXITED | os.WNOWAIT, abandon_on_cancel=True
-    )
+    if hasattr(os, "waitid"):
+        # A thread in waitid(WNOWAIT), abandoned if we are cancelled (the group is killed then,
+        # which ends its wait).
+        await trio.to_thread.run_sync(
+            os.waitid, os.P_PID, process.pid, os.WEXITED | os.WNOWAIT, abandon_on_cancel=True
+        )
+        return
+    # Neither (macOS): reap it. The group's id stays taken while any member lives, so the kill
+    # that follows still reaches only the command's processes.
+    await process.wait()
 
 
 async def _drain(stream: trio.abc.ReceiveStream, output: HeadAndTail) -> None:
@@ -134,7 +140,7 @@ async def _run(command: str, cwd: str, seconds: float) -> tuple[int | None, Head
         with trio.move_on_after(seconds) as timer:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_drain, process.stdout, output)
-                await _exited(process.pid)
+                await _exited(process)
                 _kill_group(process.pid)  # what the shell left running dies with it
                 nursery.cancel_scope.relative_deadline = DRAIN_GRACE
     finally:

@@ -215,14 +215,15 @@ class FileAccess:
             raise PathChangedError(
                 f"can't {verb} {shown!r}: {exc}, where it was not when the call checked the "
                 f"path; something changed it while the call was using it, so nothing was "
-                f"touched. Check the path and try again"
+                f"touched; check the path and try again"
             ) from None
         except OSError as exc:
-            # The system calls name only the last component (they ran relative to a directory).
+            # The system calls name only the last component (they ran relative to a directory);
+            # a move's error names both ends, as os.rename's does.
             if exc.filename is not None:
                 exc.filename = "/".join(parts) or "."
-            if exc.filename2 is not None:
-                exc.filename2 = "/".join(other) or "."
+                if other:
+                    exc.filename2 = "/".join(other) or "."
             raise
 
     # -- reading ---------------------------------------------------------------------------------

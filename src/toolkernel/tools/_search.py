@@ -17,7 +17,6 @@ burns for longer than the call's deadline or :data:`SEARCH_TIME_LIMIT` after it.
 from __future__ import annotations
 
 import math
-import threading
 import time
 from typing import Final, Literal
 
@@ -145,10 +144,9 @@ async def _matching(
     budget = deadline - trio.current_time()  # inf without a run timeout
     # Never less than a little: a deadline already past cancels us at the next checkpoint.
     seconds = max(budget, 0.01)
-    stop = threading.Event()
     try:
         return await trio.to_thread.run_sync(
-            _match_lines, compiled, text, mode, seconds, stop, abandon_on_cancel=True
+            _match_lines, compiled, text, mode, seconds, abandon_on_cancel=True
         )
     except TimeoutError:
         if budget < SEARCH_TIME_LIMIT:
@@ -160,8 +158,6 @@ async def _matching(
             f"backtracks catastrophically (nested or overlapping repetition such as (a+)+ or "
             f"(a|aa)+): simplify it, or narrow the search with path or glob"
         ) from None
-    finally:
-        stop.set()  # an abandoned thread stops at its next line
 
 
 def _match_lines(
@@ -169,9 +165,11 @@ def _match_lines(
     text: str,
     mode: OutputMode,
     seconds: float,
-    stop: threading.Event,
 ) -> list[tuple[int, str]]:
-    """Runs in a worker thread; every search gets what is left of ``seconds`` (capped)."""
+    """Runs in a worker thread; every search gets what is left of ``seconds`` (capped).
+
+    Abandoned when its call is cancelled, it stops at its next line (``check_cancelled``).
+    """
     end = time.monotonic() + seconds if math.isfinite(seconds) else math.inf
 
     def timeout() -> float:
@@ -182,8 +180,7 @@ def _match_lines(
         return [(0, "")] if found is not None else []
     hits: list[tuple[int, str]] = []
     for number, line in enumerate(text.splitlines(), 1):
-        if stop.is_set():
-            break
+        trio.from_thread.check_cancelled()
         if compiled.search(line, timeout=timeout(), concurrent=True) is not None:
             hits.append((number, line))
     return hits

@@ -238,8 +238,9 @@ class Workspace:
         link), and :class:`InvalidClaimError` if ``p`` is not a path at all: empty, not a string
         or ``os.PathLike``, containing a NUL byte, too long, or looping through links.
         """
-        if type(p) is str and self._fast_fd >= 0:
-            parts = self._fast_parts(p)
+        fd = self._fast_fd
+        if fd >= 0 and type(p) is str:
+            parts = _fast_parts(fd, p)
             if parts is not None:
                 return Path(parts)
         return self._resolve_key(p)[0]
@@ -256,33 +257,12 @@ class Workspace:
     def _locate_parts(self, p: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...]]:
         """Return ``(key(p), components on disk)``: where ``p`` resolves, relative to the root,
         spelled as the directories hold the names (they differ from the key's when folding)."""
-        if type(p) is str and self._fast_fd >= 0:
-            parts = self._fast_parts(p)
+        fd = self._fast_fd
+        if fd >= 0 and type(p) is str:
+            parts = _fast_parts(fd, p)
             if parts is not None:
                 return Path(parts), parts
         return self._resolve_key(p)
-
-    def _fast_parts(self, text: str) -> tuple[str, ...] | None:
-        """The key of a canonical relative spelling that passes through no link, or None.
-
-        None means "ask :meth:`_resolve_key`": the spelling is not canonical, is long enough to
-        need the length checks, or a link (or something unusual) was met.
-        """
-        components = text.split("/")
-        if "" in components or "." in components or ".." in components or "\x00" in text:
-            return None
-        try:
-            encoded = os.fsencode(text)
-        except UnicodeEncodeError:
-            return None
-        if len(encoded) > MAX_COMPONENT_BYTES:
-            return None  # so no component can be too long, nor the whole
-        fd = self._fast_fd
-        # One lstat is cheaper than openat2 through ctypes; from two components on, it isn't.
-        answer = -1 if len(components) == 1 else _beneath.probe_no_links(fd, encoded)
-        if answer < 0:
-            answer = _probe_prefixes(fd, components)
-        return tuple(components) if answer in _LEXICAL_ERRNOS else None
 
     def _resolve_key(self, p: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...]]:
         """The component walk: every spelling, links followed one at a time (the essay)."""
@@ -413,6 +393,28 @@ class Workspace:
                     known += 1
             current.append(name)
         return current
+
+
+def _fast_parts(root_fd: int, text: str) -> tuple[str, ...] | None:
+    """The key of a canonical relative spelling that passes through no link, or None.
+
+    None means "ask :meth:`Workspace._resolve_key`": the spelling is not canonical, is long
+    enough to need the length checks, or a link (or something unusual) was met.
+    """
+    components = text.split("/")
+    if "" in components or "." in components or ".." in components or "\x00" in text:
+        return None
+    try:
+        encoded = os.fsencode(text)
+    except UnicodeEncodeError:
+        return None
+    if len(encoded) > MAX_COMPONENT_BYTES:
+        return None  # so no component can be too long, nor the whole
+    # One lstat is cheaper than openat2 through ctypes; from two components on, it isn't.
+    answer = -1 if len(components) == 1 else _beneath.probe_no_links(root_fd, encoded)
+    if answer < 0:
+        answer = _probe_prefixes(root_fd, components)
+    return tuple(components) if answer in _LEXICAL_ERRNOS else None
 
 
 def _probe_prefixes(root_fd: int, components: list[str]) -> int:
