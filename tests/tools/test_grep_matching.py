@@ -58,7 +58,7 @@ async def test_a_catastrophic_pattern_neither_stalls_other_calls_nor_overruns_it
 async def test_cancelling_a_grinding_grep_returns_at_once_and_its_thread_stops(
     root: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_search, "SEARCH_TIME_LIMIT", 0.3)
+    monkeypatch.setattr(_search, "SEARCH_TIME_LIMIT", 0.6)
     async with tk.open_kernel(builtin_tools(), root=root) as kernel:
         handle = kernel.submit(tk.ToolCall("g", "Grep", {"pattern": CATASTROPHIC}))
         await trio.sleep(0.1)
@@ -66,9 +66,9 @@ async def test_cancelling_a_grinding_grep_returns_at_once_and_its_thread_stops(
         cancelled_at = trio.current_time()
         handle.cancel()
         result = await handle.wait_finished()
-        assert trio.current_time() - cancelled_at < 0.2, "cancelling waited for the thread"
+        assert trio.current_time() - cancelled_at < 0.3, "cancelling waited for the thread"
     assert result.status is tk.Status.CANCELLED
-    await trio.sleep(0.3)  # the abandoned search runs into SEARCH_TIME_LIMIT
+    await trio.sleep(0.6)  # the abandoned search runs into SEARCH_TIME_LIMIT
     assert await cpu_seconds_over(0.3) < 0.15
 
 

@@ -214,7 +214,7 @@ def _shown(entry: Entry) -> str:
     if entry.kind == "directory":
         return entry.name + "/"
     if entry.kind == "symlink":
-        return f"{entry.name} -> {entry.link_target}"
+        return f"{entry.name} -> {entry.link_target or '?'}"
     return entry.name
 
 
