@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -30,7 +31,7 @@ class WorkspaceEnvironment:
         self.key = workspace.key  # bound once: the kernel keys every path of every call
 
     def file_access(self, claims: Sequence[Claim], call_id: str) -> FileAccess:
-        return FileAccess(self.workspace, claims)
+        return FileAccess(self.workspace, claims, call_id=call_id)
 
 
 @asynccontextmanager
@@ -73,21 +74,24 @@ async def open_kernel(
     block cancels whatever still runs; every call still gets its result.
     """
     environment = None
+    owned: Workspace | None = None  # a workspace made here is closed here; a given one is not
     if root is not None:
         workspace = root if isinstance(root, Workspace) else Workspace(root)
+        owned = None if workspace is root else workspace
         environment = WorkspaceEnvironment(workspace)
-    async with open_kernel_core(
-        tools,
-        environment=environment,
-        max_concurrency=max_concurrency,
-        pools=pools,
-        policy=policy,
-        approver=approver,
-        approval_timeout=approval_timeout,
-        before_hooks=before_hooks,
-        after_hooks=after_hooks,
-        max_depth=max_depth,
-        wait_timeout=wait_timeout,
-        run_timeout=run_timeout,
-    ) as kernel:
-        yield kernel
+    with contextlib.closing(owned) if owned is not None else contextlib.nullcontext():
+        async with open_kernel_core(
+            tools,
+            environment=environment,
+            max_concurrency=max_concurrency,
+            pools=pools,
+            policy=policy,
+            approver=approver,
+            approval_timeout=approval_timeout,
+            before_hooks=before_hooks,
+            after_hooks=after_hooks,
+            max_depth=max_depth,
+            wait_timeout=wait_timeout,
+            run_timeout=run_timeout,
+        ) as kernel:
+            yield kernel

@@ -56,10 +56,12 @@ async def test_a_kept_context_cannot_start_nested_calls_or_report_after_its_call
 
 async def test_a_kept_context_has_no_file_access_after_its_call(tmp_path: Any) -> None:
     kept: list[tk.ToolContext] = []
+    kept_fs: list[Any] = []
 
     @tk.tool(writes=["path"])
     async def keeper(ctx: tk.ToolContext, path: str) -> str:
         kept.append(ctx)
+        kept_fs.append(ctx.fs)
         return await ctx.fs.read_text(path)
 
     (tmp_path / "a.txt").write_text("old")
@@ -68,6 +70,8 @@ async def test_a_kept_context_has_no_file_access_after_its_call(tmp_path: Any) -
         assert result.output == "old"
         with pytest.raises(tk.CallEndedError):
             kept[0].fs  # noqa: B018 - the access itself must raise
+        with pytest.raises(tk.CallEndedError, match="call c1 has ended"):
+            await kept_fs[0].write_text("a.txt", "new")
     assert (tmp_path / "a.txt").read_text() == "old"
 
 

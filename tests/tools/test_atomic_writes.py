@@ -19,7 +19,7 @@ import pytest
 import trio
 
 import toolkernel as tk
-from toolkernel.tools import _fs, builtin_tools
+from toolkernel.tools import _fileops, builtin_tools
 
 OLD = "old line\n" * 1000
 BIG_NEW = "n" * 20_000_000  # 20 MB: twenty chunks of the file layer's writes
@@ -82,17 +82,24 @@ class SteppedOs:
         self.step, self.nth, self.action, self.after = step, nth, action, after
         self.counts = dict.fromkeys(self.STEPS, 0)
         self.fired = False
+        self.created: set[int] = set()  # descriptors of files the write created
 
     def __getattr__(self, name: str) -> Any:
         if name in self.STEPS:
 
             def step(*args: Any, **kwargs: Any) -> Any:
+                if name == "open" and not args[1] & os.O_CREAT:
+                    return os.open(*args, **kwargs)  # a read, not the write's temporary file
+                if name == "close" and args[0] not in self.created:
+                    return os.close(*args, **kwargs)  # a directory's descriptor
                 self.counts[name] += 1
                 due = name == self.step and self.counts[name] == self.nth
                 if due and not self.after:
                     self.fired = True
                     self.action()
                 result = getattr(os, name)(*args, **kwargs)
+                if name == "open":
+                    self.created.add(result)
                 if due and self.after:
                     self.fired = True
                     self.action()
@@ -122,7 +129,7 @@ SMALL_NEW = "new content!" * 5  # 60 bytes: four chunks of 16
 
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_fs, "_CHUNK", 16)
+    monkeypatch.setattr(_fileops, "CHUNK", 16)
 
 
 # A new file keeps its default mode: only an overwrite has an fchmod step.
@@ -149,7 +156,7 @@ async def test_a_write_failing_at_any_step_leaves_the_old_state(
     before = names_in(tmp_path)
     # The close really happens before the failure is reported, so no descriptor leaks.
     stepped = SteppedOs(step, nth, no_space, after=step == "close")
-    monkeypatch.setattr(_fs, "os", stepped)
+    monkeypatch.setattr(_fileops, "os", stepped)
     async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
         (result,) = await kernel.run([write_call(SMALL_NEW)])
     assert stepped.fired
@@ -177,7 +184,7 @@ async def test_a_write_cancelled_at_any_step_is_all_or_nothing(
             trio.from_thread.run_sync(kernel.cancel, "w")
 
         stepped = SteppedOs(step, nth, cancel, after=True)
-        monkeypatch.setattr(_fs, "os", stepped)
+        monkeypatch.setattr(_fileops, "os", stepped)
         (result,) = await kernel.run([write_call(SMALL_NEW)])
     assert stepped.fired
     assert names_in(tmp_path) == ["target.txt"], "a temporary file was left behind"
@@ -199,7 +206,7 @@ async def test_a_cancelled_multiedit_leaves_the_file_whole(
         stepped = SteppedOs(
             "write", 3, lambda: trio.from_thread.run_sync(kernel.cancel, "w"), after=True
         )
-        monkeypatch.setattr(_fs, "os", stepped)
+        monkeypatch.setattr(_fileops, "os", stepped)
         edits = [{"old_string": "old", "new_string": "new", "replace_all": True}]
         (result,) = await kernel.run(
             [tk.ToolCall("w", "MultiEdit", {"file_path": "target.txt", "edits": edits})]

@@ -16,6 +16,8 @@ import trio
 import toolkernel as tk
 from toolkernel.tools import builtin_tools, is_read_only_command
 
+from .processes import group_alive, wait_group_gone
+
 # -- helpers --------------------------------------------------------------------------------------
 
 
@@ -343,34 +345,6 @@ async def test_each_builtin_tools_call_has_its_own_todo_list() -> None:
 # -- Bash -----------------------------------------------------------------------------------------
 
 
-def group_alive(pgid: int) -> bool:
-    """True iff some process of group ``pgid`` is still alive (zombies do not count)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    for entry in pathlib.Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rindex(")") + 2 :].split()
-        state, group = fields[0], int(fields[2])
-        if group == pgid and state != "Z":
-            return True
-    return False
-
-
-async def wait_group_gone(pgid: int) -> None:
-    """SIGKILL is delivered asynchronously: allow the group a moment to vanish."""
-    with trio.move_on_after(2):
-        while group_alive(pgid):  # noqa: ASYNC110 - another process's state: nothing to wait on
-            await trio.sleep(0.01)
-    assert not group_alive(pgid), f"a process of group {pgid} survived"
-
-
 async def test_bash_runs_in_the_workspace_root(kernel: tk.Kernel, tmp_path: pathlib.Path) -> None:
     assert await ok(kernel, "Bash", command="pwd") == f"{await trio.Path(tmp_path).resolve()}\n"
     await ok(kernel, "Bash", command="echo made > made.txt")
@@ -419,7 +393,12 @@ async def test_cancelling_bash_kills_the_whole_process_group(
 
 async def test_bash_output_is_capped(kernel: tk.Kernel) -> None:
     output = await ok(kernel, "Bash", command="head -c 50000 /dev/zero | tr '\\0' x")
-    assert output == "x" * 30_000 + "\n... (20000 more characters cut)"
+    assert output == (
+        "x"
+        * 15_000
+        + "\n... (20000 bytes of output cut here, of 50000; send long output to a file and read "
+        "parts of it) ...\n" + "x" * 15_000
+    )
 
 
 @pytest.mark.parametrize(
@@ -429,13 +408,16 @@ async def test_bash_output_is_capped(kernel: tk.Kernel) -> None:
         "ls -la src",
         "cat x",
         "grep -r foo .",
-        "git status",
-        "git log --oneline -5",
         "find . -name '*.py'",
         "cat a | wc -l",
         "head -n 5 a.txt | grep foo | wc -l",
         "env",
         "rg foo",
+        "rg -n -i foo src",
+        "tree -L 2",
+        "date +%s",
+        "date -u",
+        "file -b x",
     ],
 )
 def test_read_only_commands_are_recognised(command: str) -> None:
@@ -467,7 +449,22 @@ def test_read_only_commands_are_recognised(command: str) -> None:
         "VAR=x ls",
         "env rm -rf .",
         "tree -o out.txt",
+        "tree -ao out.txt",
+        "tree -R -H . ",
         "rg --pre ./script foo",
+        "rg --pre=./script foo",
+        "rg -z foo",
+        "rg --search-zip foo",
+        "rg --hostname-bin ./script foo",
+        "file -C -m magic",
+        "file -z x.gz",
+        "date -s 2000-01-01",
+        "date --set=2000-01-01",
+        "date 0101000000",
+        "git status",
+        "git log --oneline -5",
+        "git diff",
+        "git show HEAD",
         "cat a | tee b",
         "ls | sh",
         "python -c 'print(1)'",

@@ -317,7 +317,7 @@ async def test_writing_through_a_symlink_writes_its_target(ws: Workspace) -> Non
 async def test_a_write_failing_at_the_rename_leaves_the_old_content_and_no_temp_file(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken_replace(src: object, dst: object) -> None:
+    def broken_replace(src: object, dst: object, **kwargs: object) -> None:
         raise OSError("disk on fire")
 
     monkeypatch.setattr(os, "replace", broken_replace)

@@ -74,9 +74,8 @@ class ToolContext:
     def close(self) -> None:
         """Revoke this context (the kernel does, as the call's leases go). Idempotent."""
         self._ended = True
-        close = getattr(self._fs, "close", None)
-        if close is not None:
-            close()
+        if self._fs is not None:
+            self._fs.close()
 
     def _revoked(self, doing: str) -> CallEndedError:
         return CallEndedError(

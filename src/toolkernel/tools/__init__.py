@@ -5,5 +5,6 @@ from ._builtin import is_read_only_command as is_read_only_command
 from ._declare import FunctionTool as FunctionTool
 from ._declare import Tool as Tool
 from ._declare import tool as tool
+from ._fs import Entry as Entry
 from ._fs import FileAccess as FileAccess
 from ._workspace import Workspace as Workspace

@@ -6,6 +6,16 @@ granted claims. Every operation turns its path argument into a canonical key wit
 path the key resolved to. So a tool cannot reach a file its call did not declare under some other
 spelling (``../``, a symlink, another case), and a declared read cannot be used to write.
 
+What is checked is what is opened: the I/O starts from the workspace's root directory descriptor
+and opens each directory of the resolved path without following links (``_beneath``). A directory
+swapped for a symbolic link between the check and the I/O (by another process) is met as a link
+and refused with :class:`PathChangedError`; nothing outside the root is read or written.
+
+Access ends with the call: :meth:`FileAccess.close` (the kernel calls it when the call finishes)
+revokes it. Every operation checks first, and every mutating system call checks again in its
+worker thread, under a lock ``close`` takes too, so a task that outlives its call cannot write
+once ``close`` has returned (:class:`CallEndedError`).
+
 Coverage: a claim on a path covers its whole subtree, and a claim on ``EVERYTHING`` covers every
 path. A read needs any covering claim; a write (create, modify, delete, either end of a move,
 mkdir) needs an exclusive one.
@@ -15,34 +25,34 @@ fsync-ed, takes the permission bits of the file it replaces, and is renamed over
 ``os.replace``. Readers (and a crash) see the old content or the new, never a mix; a failure or a
 cancellation before the rename removes the temporary file and leaves the old content whole.
 
-Blocking I/O runs in worker threads (``trio.to_thread.run_sync``); the key resolution and the
-access check run in the same thread call as the I/O, so the event loop never waits on the disk.
+Blocking I/O runs in worker threads (``trio.to_thread.run_sync``), one thread hop per operation;
+the key resolution and the access check run in the same thread call as the I/O, so the event loop
+never waits on the disk. Only regular files are read: a fifo or a device would block a worker
+thread for good.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import pathlib
-import secrets
-import shutil
 import stat
-from collections.abc import Callable, Iterable
-from typing import Final
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
 import attrs
 import trio
 
-from .._errors import InvalidClaimError, UndeclaredAccessError
+from .._errors import CallEndedError, InvalidClaimError, PathChangedError, UndeclaredAccessError
 from ..locks import Claim, Everything, Mode, Path
+from . import _fileops
+from ._fileops import Entry
 from ._workspace import Workspace
 
-__all__ = ["FileAccess"]
+__all__ = ["FileAccess", "Entry"]
 
-_CHUNK: Final = 1 << 20
-"""Bytes written between cancellation checks, so a big write can still be cancelled."""
-_TEMP_SUFFIX: Final = ".tktmp"
+T = TypeVar("T")
+PathArg = str | os.PathLike[str]
 
 
 def _as_claims(claims: Iterable[Claim]) -> tuple[Claim, ...]:
@@ -71,14 +81,24 @@ class FileAccess:
     ...) for what the file system refuses.
 
     Operations on a spelling that passes through a symlink act on the link's target, since that is
-    the file the key names (deleting ``link`` deletes what it points to).
+    the file the key names (deleting ``link`` deletes what it points to). If a directory or the
+    file itself is found to be a symbolic link at the moment of the I/O, where the check saw
+    none, the path changed meaning under the call: :class:`PathChangedError`, nothing touched.
+
+    ``call_id`` names the call in messages. After :meth:`close` every operation raises
+    :class:`CallEndedError`.
     """
 
     workspace: Workspace
     """The workspace whose keys the claims are made of."""
     _claims: tuple[Claim, ...] = attrs.field(converter=_as_claims, alias="claims")
+    call_id: str | None = attrs.field(default=None, kw_only=True)
+    """The id of the call this access belongs to, for messages; None if there is no call."""
     _path_modes: dict[tuple[str, ...], Mode] = attrs.field(init=False, repr=False)
     _everything_mode: Mode | None = attrs.field(init=False, repr=False)
+    _closed: bool = attrs.field(init=False, default=False, repr=False)
+    # Held by close() and around every mutating system call (see the module's docstring).
+    _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock, repr=False)
 
     def __attrs_post_init__(self) -> None:
         # Strongest mode per claimed key, so a check walks the key's ancestors: O(depth).
@@ -96,6 +116,37 @@ class FileAccess:
     def claims(self) -> tuple[Claim, ...]:
         """The claims granted to the call, as given."""
         return self._claims
+
+    # -- revocation ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Revoke this access: every operation raises :class:`CallEndedError` from now on.
+
+        Idempotent and synchronous (not a checkpoint). An operation already in a worker thread
+        is stopped before its next mutating system call; if one is under way when ``close`` is
+        called, ``close`` waits for that one system call to return.
+        """
+        with self._lock:
+            self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed
+
+    def _ended(self, verb: str, path: object) -> CallEndedError:
+        call = f"call {self.call_id}" if self.call_id is not None else "its call"
+        return CallEndedError(
+            f"can't {verb} {_spelling(path)!r}: {call} has ended; its file access was revoked "
+            f"(a tool must not use ctx.fs after it returns, nor from a task that outlives it)"
+        )
+
+    def _ensure_open(self, verb: str, path: object) -> None:
+        if self._closed:
+            raise self._ended(verb, path)
+
+    def _gate(self, verb: str, path: object) -> _Gate:
+        return _Gate(self, verb, path)
 
     # -- access checks ---------------------------------------------------------------------------
 
@@ -128,29 +179,65 @@ class FileAccess:
             return f"the call declared only a shared lease on {shared_holder}"
         return "the call did not declare it"
 
-    def _locate(
-        self, path: str | os.PathLike[str], *, write: bool, verb: str
-    ) -> tuple[Path, pathlib.Path]:
-        key, real = self.workspace.locate(path)
+    def _check(self, path: PathArg, *, write: bool, verb: str) -> tuple[Path, tuple[str, ...]]:
+        """Key ``path``, check the claims cover it, and return its key and on-disk components."""
+        key, parts = self.workspace._locate_parts(path)
         reason = self._refusal(key, write=write)
         if reason is not None:
             raise UndeclaredAccessError(f"can't {verb} {self.workspace.display(key)!r}: {reason}")
-        return key, real
+        return key, parts
 
-    def _readable(self, path: str | os.PathLike[str]) -> pathlib.Path:
-        return self._locate(path, write=False, verb="read")[1]
+    def _in_thread(
+        self, verb: str, path: PathArg, write: bool, io: Callable[[int, tuple[str, ...]], T]
+    ) -> T:
+        """Check, then run ``io(root_fd, parts)``; the body of every one-path operation."""
+        self._ensure_open(verb, path)
+        with self.workspace._borrowed_root() as root:
+            key, parts = self._check(path, write=write, verb=verb)
+            with self._explained(verb, key, parts):
+                return io(root, parts)
+
+    async def _run(
+        self, verb: str, path: PathArg, write: bool, io: Callable[[int, tuple[str, ...]], T]
+    ) -> T:
+        self._ensure_open(verb, path)
+        return await trio.to_thread.run_sync(self._in_thread, verb, path, write, io)
+
+    @contextlib.contextmanager
+    def _explained(
+        self, verb: str, key: Path, parts: tuple[str, ...], other: tuple[str, ...] = ()
+    ) -> Iterator[None]:
+        """Name the workspace paths in OS errors, and say what a changed path means."""
+        shown = self.workspace.display(key)
+        try:
+            yield
+        except PathChangedError as exc:
+            raise PathChangedError(
+                f"can't {verb} {shown!r}: {exc}, where it was not when the call checked the "
+                f"path; something changed it while the call was using it, so nothing was "
+                f"touched; check the path and try again"
+            ) from None
+        except OSError as exc:
+            # The system calls name only the last component (they ran relative to a directory);
+            # a move's error names both ends, as os.rename's does.
+            if exc.filename is not None:
+                exc.filename = "/".join(parts) or "."
+                if other:
+                    exc.filename2 = "/".join(other) or "."
+            raise
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def read_bytes(self, path: str | os.PathLike[str]) -> bytes:
-        """Return the content of the file at ``path``. Needs a read lease."""
-        return await trio.to_thread.run_sync(self._read_bytes, path)
+    async def read_bytes(self, path: PathArg) -> bytes:
+        """Return the content of the regular file at ``path``. Needs a read lease.
 
-    def _read_bytes(self, path: str | os.PathLike[str]) -> bytes:
-        return self._readable(path).read_bytes()
+        Anything but a regular file (a fifo, a socket, a device) is refused with an ``OSError``
+        before it is read: reading one could block for ever. One thread hop.
+        """
+        return await self._run("read", path, False, _fileops.read_regular)
 
     async def read_text(
-        self, path: str | os.PathLike[str], encoding: str = "utf-8", errors: str = "strict"
+        self, path: PathArg, encoding: str = "utf-8", errors: str = "strict"
     ) -> str:
         """Return the content of the file at ``path``, decoded. Needs a read lease.
 
@@ -160,90 +247,66 @@ class FileAccess:
         data = await self.read_bytes(path)
         return data.decode(encoding, errors)
 
-    async def exists(self, path: str | os.PathLike[str]) -> bool:
+    async def exists(self, path: PathArg) -> bool:
         """True iff something exists at ``path``. Needs a read lease."""
-        return await trio.to_thread.run_sync(self._test, path, pathlib.Path.exists)
+        return await self._run("read", path, False, _mode_test(lambda mode: True))
 
-    async def is_file(self, path: str | os.PathLike[str]) -> bool:
+    async def is_file(self, path: PathArg) -> bool:
         """True iff ``path`` is a regular file. Needs a read lease."""
-        return await trio.to_thread.run_sync(self._test, path, pathlib.Path.is_file)
+        return await self._run("read", path, False, _mode_test(stat.S_ISREG))
 
-    async def is_dir(self, path: str | os.PathLike[str]) -> bool:
+    async def is_dir(self, path: PathArg) -> bool:
         """True iff ``path`` is a directory. Needs a read lease."""
-        return await trio.to_thread.run_sync(self._test, path, pathlib.Path.is_dir)
+        return await self._run("read", path, False, _mode_test(stat.S_ISDIR))
 
-    def _test(
-        self, path: str | os.PathLike[str], predicate: Callable[[pathlib.Path], bool]
-    ) -> bool:
-        return predicate(self._readable(path))
+    async def stat(self, path: PathArg) -> os.stat_result:
+        """Return ``os.stat`` of ``path`` (it is never a link: links were resolved to their
+        targets when the path was keyed). Needs a read lease."""
+        return await self._run("read", path, False, _fileops.status)
 
-    async def stat(self, path: str | os.PathLike[str]) -> os.stat_result:
-        """Return ``os.stat`` of ``path`` (links followed). Needs a read lease."""
-        return await trio.to_thread.run_sync(self._stat, path)
-
-    def _stat(self, path: str | os.PathLike[str]) -> os.stat_result:
-        return os.stat(self._readable(path))
-
-    async def listdir(self, path: str | os.PathLike[str] = ".") -> list[str]:
+    async def listdir(self, path: PathArg = ".") -> list[str]:
         """Return the sorted names in directory ``path``. Needs a read lease on the directory."""
-        return await trio.to_thread.run_sync(self._listdir, path)
+        return await self._run("list", path, False, _fileops.listdir)
 
-    def _listdir(self, path: str | os.PathLike[str]) -> list[str]:
-        return sorted(os.listdir(self._readable(path)))
+    async def list_entries(self, path: PathArg = ".") -> list[Entry]:
+        """Return the entries of directory ``path``, sorted by name, without following links.
 
-    async def walk(self, path: str | os.PathLike[str] = ".") -> list[str]:
-        """Return the workspace-relative POSIX paths of all files below ``path``, sorted.
-
-        Needs a read lease on ``path`` (so on the whole subtree). A file ``path`` gives itself.
-        Symbolic links to directories are not followed: their files are listed where they really
-        live, and following them could loop or leave the subtree the lease covers. A symbolic link
-        to a file is listed only if its target is in the workspace and this call may read it, so
-        every path returned can be passed to :meth:`read_bytes`.
+        Each :class:`Entry` says whether the name is a file, a directory, a symbolic link (with
+        the text it holds, never resolved) or something else. Needs a read lease on ``path``.
         """
-        return await trio.to_thread.run_sync(self._walk, path)
+        return await self._run("list", path, False, _fileops.entries)
 
-    def _walk(self, path: str | os.PathLike[str]) -> list[str]:
-        real = self._readable(path)
-        root = self.workspace.root
-        status = os.stat(real)
-        base = real.relative_to(root).as_posix()
-        if not stat.S_ISDIR(status.st_mode):
-            return [base]
-        found: list[str] = []
-        pending = [real]
-        while pending:
-            directory = pending.pop()
-            try:
-                entries = list(os.scandir(directory))
-            except OSError:
-                continue  # vanished or unreadable; like os.walk, skip it
-            for entry in entries:
-                entry_path = pathlib.Path(entry.path)
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append(entry_path)
-                elif entry.is_symlink():
-                    if self._linked_file_readable(entry_path):
-                        found.append(entry_path.relative_to(root).as_posix())
-                elif entry.is_file(follow_symlinks=False):
-                    found.append(entry_path.relative_to(root).as_posix())
-        found.sort()
-        return found
+    async def walk(self, path: PathArg = ".") -> list[str]:
+        """Return the workspace-relative POSIX paths of all regular files below ``path``, sorted.
 
-    def _linked_file_readable(self, link: pathlib.Path) -> bool:
+        Needs a read lease on ``path`` (so on the whole subtree). A regular file ``path`` gives
+        itself. Symbolic links to directories are not followed: their files are listed where they
+        really live, and following them could loop or leave the subtree the lease covers. A
+        symbolic link to a regular file is listed only if its target is in the workspace and this
+        call may read it, so every path returned can be passed to :meth:`read_bytes`.
+        """
+
+        def io(root: int, parts: tuple[str, ...]) -> list[str]:
+            return _fileops.walk(root, parts, lambda link: self._links_to_readable(root, link))
+
+        return await self._run("read", path, False, io)
+
+    def _links_to_readable(self, root: int, link: str) -> bool:
         try:
-            key, target = self.workspace.locate(link)
+            key, parts = self.workspace._locate_parts(link)
         except InvalidClaimError:  # escapes the root, or loops
             return False
-        return target.is_file() and self._refusal(key, write=False) is None
+        if self._refusal(key, write=False) is not None:
+            return False
+        try:
+            return stat.S_ISREG(_fileops.status(root, parts).st_mode)
+        except OSError:
+            return False
 
     # -- writing ---------------------------------------------------------------------------------
 
     async def write_bytes(
-        self,
-        path: str | os.PathLike[str],
-        data: bytes | bytearray | memoryview,
-        *,
-        parents: bool = False,
+        self, path: PathArg, data: bytes | bytearray | memoryview, *, parents: bool = False
     ) -> None:
         """Replace or create file ``path`` holding ``data``, atomically. Needs an exclusive lease.
 
@@ -255,11 +318,11 @@ class FileAccess:
         if isinstance(data, str):
             raise TypeError("write_bytes() needs bytes; use write_text() for str")
         # Copy, so the caller changing a bytearray while the thread writes can't tear the file.
-        await trio.to_thread.run_sync(self._write, path, bytes(data), parents)
+        await self._write(path, bytes(data), parents)
 
     async def write_text(
         self,
-        path: str | os.PathLike[str],
+        path: PathArg,
         text: str,
         encoding: str = "utf-8",
         errors: str = "strict",
@@ -269,106 +332,104 @@ class FileAccess:
         """Encode ``text`` and write it as :meth:`write_bytes` does (no newline translation)."""
         if not isinstance(text, str):
             raise TypeError(f"write_text() needs a str, not {type(text).__name__}")
-        await trio.to_thread.run_sync(self._write, path, text.encode(encoding, errors), parents)
+        await self._write(path, text.encode(encoding, errors), parents)
 
-    def _write(self, path: str | os.PathLike[str], data: bytes, parents: bool) -> None:
-        key, real = self._locate(path, write=True, verb="write")
-        if not key.parts:
-            raise IsADirectoryError(errno.EISDIR, "can't write over the workspace root", str(real))
-        if parents:
-            real.parent.mkdir(parents=True, exist_ok=True)
-        _replace_atomically(real, data)
+    async def _write(self, path: PathArg, data: bytes, parents: bool) -> None:
+        gate = self._gate("write", path)
 
-    async def mkdir(
-        self, path: str | os.PathLike[str], *, parents: bool = True, exist_ok: bool = True
-    ) -> None:
+        def io(root: int, parts: tuple[str, ...]) -> None:
+            _fileops.replace_atomically(root, parts, data, gate, parents=parents)
+
+        await self._run("write", path, True, io)
+
+    async def mkdir(self, path: PathArg, *, parents: bool = True, exist_ok: bool = True) -> None:
         """Create directory ``path`` and, by default, missing parents. Needs an exclusive lease."""
-        await trio.to_thread.run_sync(self._mkdir, path, parents, exist_ok)
+        gate = self._gate("create", path)
 
-    def _mkdir(self, path: str | os.PathLike[str], parents: bool, exist_ok: bool) -> None:
-        real = self._locate(path, write=True, verb="create")[1]
-        real.mkdir(parents=parents, exist_ok=exist_ok)
+        def io(root: int, parts: tuple[str, ...]) -> None:
+            _fileops.make_directory(root, parts, gate, parents=parents, exist_ok=exist_ok)
 
-    async def delete(self, path: str | os.PathLike[str]) -> None:
+        await self._run("create", path, True, io)
+
+    async def delete(self, path: PathArg) -> None:
         """Delete the file or the whole directory tree at ``path``. Needs an exclusive lease.
 
-        The workspace root itself can't be deleted (``PermissionError``). Deleting a tree is not
-        atomic: a failure part-way leaves part of it.
+        The workspace root itself can't be deleted (``PermissionError``). Links inside a tree are
+        removed, never followed. Deleting a tree is not atomic: a failure part-way leaves part of
+        it.
         """
-        await trio.to_thread.run_sync(self._delete, path)
+        gate = self._gate("delete", path)
 
-    def _delete(self, path: str | os.PathLike[str]) -> None:
-        key, real = self._locate(path, write=True, verb="delete")
-        if not key.parts:
-            raise PermissionError(errno.EPERM, "can't delete the workspace root", str(real))
-        if stat.S_ISDIR(os.lstat(real).st_mode):
-            shutil.rmtree(real)
-        else:
-            os.unlink(real)
+        def io(root: int, parts: tuple[str, ...]) -> None:
+            _fileops.delete(root, parts, gate)
 
-    async def move(
-        self, src: str | os.PathLike[str], dst: str | os.PathLike[str], *, parents: bool = False
-    ) -> None:
+        await self._run("delete", path, True, io)
+
+    async def move(self, src: PathArg, dst: PathArg, *, parents: bool = False) -> None:
         """Rename the file or directory ``src`` to ``dst`` atomically (``os.replace``).
 
         Needs exclusive leases on both. ``dst`` is the new path itself (not a directory to move
         into); an existing file there is replaced. With ``parents=True`` missing parents of
         ``dst`` are created. Both must be on one file system.
         """
+        self._ensure_open("move", src)
         await trio.to_thread.run_sync(self._move, src, dst, parents)
 
-    def _move(
-        self, src: str | os.PathLike[str], dst: str | os.PathLike[str], parents: bool
-    ) -> None:
-        src_key, src_real = self._locate(src, write=True, verb="move")
-        dst_key, dst_real = self._locate(dst, write=True, verb="move to")
-        if not src_key.parts or not dst_key.parts:
-            raise PermissionError(errno.EPERM, "can't move the workspace root", str(src_real))
-        if parents:
-            dst_real.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(src_real, dst_real)
+    def _move(self, src: PathArg, dst: PathArg, parents: bool) -> None:
+        self._ensure_open("move", src)
+        with self.workspace._borrowed_root() as root:
+            source_key, source = self._check(src, write=True, verb="move")
+            _, target = self._check(dst, write=True, verb="move to")
+            gate = self._gate("move", src)
+            with self._explained("move", source_key, source, target):
+                _fileops.move(root, source, target, gate, parents=parents)
+
+
+class _Gate:
+    """The context of one mutating system call: holds the access's lock, refuses once closed.
+
+    Reusable, unlike a generator-based context manager: one operation passes through it for
+    each of its mutations.
+    """
+
+    __slots__ = ("_access", "_path", "_verb")
+
+    def __init__(self, access: FileAccess, verb: str, path: object) -> None:
+        self._access, self._verb, self._path = access, verb, path
+
+    def __enter__(self) -> None:
+        access = self._access
+        access._lock.acquire()
+        if access._closed:
+            access._lock.release()
+            raise access._ended(self._verb, self._path)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._access._lock.release()
+
+
+def _spelling(path: object) -> str:
+    try:
+        text = os.fspath(path)  # type: ignore[call-overload]
+    except TypeError:
+        return repr(path)
+    return text if isinstance(text, str) else repr(text)
+
+
+def _mode_test(
+    predicate: Callable[[int], bool],
+) -> Callable[[int, tuple[str, ...]], bool]:
+    """An ``io`` answering ``predicate(mode)``, or False where nothing is (or can be)."""
+
+    def io(root: int, parts: tuple[str, ...]) -> bool:
+        try:
+            mode = _fileops.status(root, parts).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        return predicate(mode)
+
+    return io
 
 
 def _stronger(a: Mode | None, b: Mode) -> Mode:
     return Mode.EXCLUSIVE if Mode.EXCLUSIVE in (a, b) else Mode.SHARED
-
-
-def _replace_atomically(target: pathlib.Path, data: bytes) -> None:
-    """Write ``data`` to a temporary sibling of ``target``, then rename it over ``target``.
-
-    Must run in a ``trio.to_thread`` worker: it polls for cancellation between chunks and once
-    more just before the rename, the last moment at which backing out leaves the old content.
-    """
-    mode: int | None = None
-    try:
-        status = os.stat(target)
-    except FileNotFoundError:
-        pass
-    else:
-        if stat.S_ISDIR(status.st_mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
-        mode = stat.S_IMODE(status.st_mode)
-    # A short prefix of the name helps whoever finds a leftover after a power cut, and stays far
-    # below NAME_MAX whatever the target's name is.
-    temporary = target.with_name(f".{target.name[:32]}.{secrets.token_hex(6)}{_TEMP_SUFFIX}")
-    # 0o666 through the umask, like any new file; O_EXCL so we never write into someone's file.
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        try:
-            view = memoryview(data)
-            written = 0
-            while written < len(view):
-                if written:
-                    trio.from_thread.check_cancelled()
-                written += os.write(fd, view[written : written + _CHUNK])
-            os.fsync(fd)
-            if mode is not None:
-                os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
-        trio.from_thread.check_cancelled()
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise

@@ -24,10 +24,22 @@ Rejected: keying by ``(st_dev, st_ino)``. It is exact for existing files, but a 
 exist yet has no inode, directories would lose their subtree relation, and hard links would still
 need a rule. Paths keep the hierarchy that subtree leases need.
 
+Keys are computed on the event loop for every path of every call, twice (at admission and after
+the grant), so the common case is made cheap: a relative spelling that is already canonical
+(``src/a.py``: no ``.``, ``..``, empty component) on a file system that does not fold is checked
+with one ``openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`` beneath the root's descriptor (one
+relative ``lstat`` for a single component, which is cheaper). If no link is met, the key is the
+spelling itself; if one is, the component walk above decides. Without ``openat2`` the fast path
+``lstat``-s each prefix relative to the root descriptor instead.
+
+The workspace holds that descriptor open (``O_CLOEXEC``). :meth:`Workspace.close` (or leaving a
+``with Workspace(...)`` block) closes it; a workspace dropped unclosed is closed by a finalizer.
+:class:`FileAccess` does all its I/O relative to it, so a symlink swapped between a key's check
+and the I/O it guards is caught there (``PathChangedError``), not here.
+
 Known limits: ``str.casefold`` folds a little more than file systems do (``ß`` and ``ss`` give one
-key), which errs towards more conflicts, never fewer; hard links to one file give different keys;
-a symlink swapped between :meth:`Workspace.key` and the I/O it guards is not noticed here (the
-kernel re-checks keys after a grant). POSIX paths only.
+key), which errs towards more conflicts, never fewer; hard links to one file give different keys.
+POSIX paths only.
 """
 
 from __future__ import annotations
@@ -39,11 +51,15 @@ import pathlib
 import secrets
 import stat
 import sys
+import threading
 import unicodedata
+import weakref
+from collections.abc import Iterator
 from typing import Final
 
 from .._errors import InvalidClaimError, PathEscapeError
 from ..locks import Path
+from . import _beneath
 
 __all__ = ["Workspace"]
 
@@ -54,6 +70,10 @@ MAX_COMPONENT_BYTES: Final = 255
 MAX_SYMLINKS: Final = 40
 """How many symbolic links one resolution may follow before it is taken as a loop (Linux's
 ``MAXSYMLINKS``)."""
+
+_ROOT_FLAGS: Final = (getattr(os, "O_PATH", 0) or os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
+# What the fast key check may answer for a spelling that is its own key (see the module's essay).
+_LEXICAL_ERRNOS: Final = frozenset({0, errno.ENOENT, errno.ENOTDIR})
 
 _NFC: Final = "NFC"
 _NO_FORM: Final = "none"
@@ -76,9 +96,25 @@ class Workspace:
     by creating and removing a hidden file in ``root``; ``True``/``False`` and ``"NFC"``/``"none"``
     force the mode. When case is folded, key components are ``str.casefold``-ed; when Unicode is
     folded, they are normalized to NFC.
+
+    The workspace keeps a descriptor of ``root`` open for :class:`FileAccess`; close it with
+    :meth:`close` or a ``with`` block (a finalizer closes it otherwise). Keys still work once it
+    is closed (more slowly); file access does not.
     """
 
-    __slots__ = ("_fold_case", "_root", "_root_parts", "_unicode_form")
+    __slots__ = (
+        "__weakref__",
+        "_closed",
+        "_fast_fd",
+        "_fd",
+        "_finalizer",
+        "_fold_case",
+        "_lock",
+        "_root",
+        "_root_parts",
+        "_unicode_form",
+        "_users",
+    )
 
     def __init__(
         self,
@@ -111,6 +147,61 @@ class Workspace:
             unicode_form = _NFC if _probe_unicode_folding(resolved) else _NO_FORM
         self._fold_case = fold_case
         self._unicode_form: str | None = _NFC if unicode_form == _NFC else None
+        self._lock = threading.Lock()
+        self._users = 0
+        self._closed = False
+        self._fd = os.open(resolved, _ROOT_FLAGS)
+        # What the fast key path reads: -1 when it is off (closed, or a folding file system).
+        self._fast_fd = -1 if self._folding else self._fd
+        self._finalizer = weakref.finalize(self, os.close, self._fd)
+
+    # -- the root descriptor ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the root directory descriptor. Idempotent; synchronous.
+
+        File access through the workspace fails afterwards (``ValueError``); operations already
+        running keep the descriptor until they finish, and the last one closes it. :meth:`key`
+        keeps working, without its fast path. Don't close a workspace while another thread is
+        computing a key with it.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._fast_fd = -1
+            if self._users:
+                return  # the last borrower closes it
+        self._finalizer()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _borrowed_root(self) -> Iterator[int]:
+        """The root descriptor, kept open until the block ends even if :meth:`close` is called."""
+        with self._lock:
+            if self._closed:
+                raise ValueError(
+                    f"the workspace {str(self._root)!r} is closed; its files can't be reached"
+                )
+            self._users += 1
+        try:
+            yield self._fd
+        finally:
+            with self._lock:
+                self._users -= 1
+                last = self._closed and not self._users
+            if last:
+                self._finalizer()
 
     @property
     def root(self) -> pathlib.Path:
@@ -147,7 +238,12 @@ class Workspace:
         link), and :class:`InvalidClaimError` if ``p`` is not a path at all: empty, not a string
         or ``os.PathLike``, containing a NUL byte, too long, or looping through links.
         """
-        return self.locate(p)[0]
+        fd = self._fast_fd
+        if fd >= 0 and type(p) is str:
+            parts = _fast_parts(fd, p)
+            if parts is not None:
+                return Path(parts)
+        return self._resolve_key(p)[0]
 
     def locate(self, p: str | os.PathLike[str]) -> tuple[Path, pathlib.Path]:
         """Return ``(key(p), path on disk)`` from one resolution.
@@ -155,6 +251,21 @@ class Workspace:
         The path on disk is where ``p`` resolves to, symlinks followed; I/O should use it rather
         than the spelling it was given, so the file touched is the one the key names.
         """
+        key, parts = self._locate_parts(p)
+        return key, self._root.joinpath(*parts)
+
+    def _locate_parts(self, p: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...]]:
+        """Return ``(key(p), components on disk)``: where ``p`` resolves, relative to the root,
+        spelled as the directories hold the names (they differ from the key's when folding)."""
+        fd = self._fast_fd
+        if fd >= 0 and type(p) is str:
+            parts = _fast_parts(fd, p)
+            if parts is not None:
+                return Path(parts), parts
+        return self._resolve_key(p)
+
+    def _resolve_key(self, p: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...]]:
+        """The component walk: every spelling, links followed one at a time (the essay)."""
         text = _path_text(p)
         resolved = self._resolve(text)
         inside = len(resolved) >= len(self._root_parts) and self._same_components(
@@ -165,9 +276,10 @@ class Workspace:
                 f"path {text!r} resolves to {'/' + '/'.join(resolved)!r}, outside the workspace "
                 f"root {str(self._root)!r}"
             )
-        relative = resolved[len(self._root_parts) :]
-        key = Path(tuple(self._fold(component) for component in relative))
-        return key, self._root.joinpath(*relative)
+        relative = tuple(resolved[len(self._root_parts) :])
+        if not self._folding:
+            return Path(relative), relative
+        return Path(tuple(self._fold(component) for component in relative)), relative
 
     def real_path(self, key: Path) -> pathlib.Path:
         """Return the absolute path on disk that ``key`` names.
@@ -281,6 +393,40 @@ class Workspace:
                     known += 1
             current.append(name)
         return current
+
+
+def _fast_parts(root_fd: int, text: str) -> tuple[str, ...] | None:
+    """The key of a canonical relative spelling that passes through no link, or None.
+
+    None means "ask :meth:`Workspace._resolve_key`": the spelling is not canonical, is long
+    enough to need the length checks, or a link (or something unusual) was met.
+    """
+    components = text.split("/")
+    if "" in components or "." in components or ".." in components or "\x00" in text:
+        return None
+    try:
+        encoded = os.fsencode(text)
+    except UnicodeEncodeError:
+        return None
+    if len(encoded) > MAX_COMPONENT_BYTES:
+        return None  # so no component can be too long, nor the whole
+    # One lstat is cheaper than openat2 through ctypes; from two components on, it isn't.
+    answer = -1 if len(components) == 1 else _beneath.probe_no_links(root_fd, encoded)
+    if answer < 0:
+        answer = _probe_prefixes(root_fd, components)
+    return tuple(components) if answer in _LEXICAL_ERRNOS else None
+
+
+def _probe_prefixes(root_fd: int, components: list[str]) -> int:
+    """:func:`_beneath.probe_no_links` without ``openat2``: ``lstat`` each prefix in turn."""
+    for depth in range(1, len(components) + 1):
+        try:
+            status = os.lstat("/".join(components[:depth]), dir_fd=root_fd)
+        except OSError as exc:
+            return exc.errno or -1
+        if stat.S_ISLNK(status.st_mode):
+            return errno.ELOOP
+    return 0
 
 
 def _path_text(p: object) -> str:

@@ -1,0 +1,180 @@
+"""The built-in Bash tool: a shell command in the workspace root, bounded in time and output.
+
+The command runs as ``/bin/sh -c`` in a session (and so a process group) of its own. No process
+of it may outlive its call:
+
+- when the shell exits, the group is killed at once: background children (``sleep 100 &``) that
+  still hold the output pipe would otherwise keep the call waiting for an end of file, and live
+  on after it;
+- on a timeout, a cancellation or the kernel closing, the group is killed the same way.
+
+The group is killed *before* the shell is reaped: while the shell is an unreaped zombie its pid
+(the group's id) can't be given to another process, so the signal can't reach a stranger. A
+process that left the group (``setsid``) escapes this; after the kill the pipe is drained for at
+most :data:`DRAIN_GRACE` seconds.
+
+Output (stdout and stderr together) is streamed, never buffered whole: the first and the last
+``BASH_OUTPUT_LIMIT / 2`` bytes are kept, and the result says how many were cut in between, so
+``cat /dev/zero`` costs a bounded amount of memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping
+from typing import Any, Final
+
+import trio
+
+from .._errors import ToolError
+from ..kernel import ToolContext
+from ..locks import Claim, path, shared, writes
+from ._declare import tool
+from ._file_tools import fs_of
+from ._read_only import is_read_only_command
+
+__all__ = ["BASH_OUTPUT_LIMIT", "HeadAndTail", "bash_tool"]
+
+BASH_OUTPUT_LIMIT: Final = 30_000
+"""Bytes of output kept: the first half and the last half; the middle is cut."""
+BASH_DEFAULT_TIMEOUT_MS: Final = 120_000
+BASH_MAX_TIMEOUT_MS: Final = 600_000
+DRAIN_GRACE: Final = 1.0
+"""Seconds to wait for the end of the output once the command's process group was killed."""
+_READ_SIZE: Final = 1 << 16
+
+
+class HeadAndTail:
+    """Keeps the first and the last ``limit // 2`` bytes of a stream, and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self._head_limit = limit // 2
+        self._tail_limit = limit - self._head_limit
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+        """Bytes seen."""
+
+    def add(self, data: bytes | bytearray) -> None:
+        self.total += len(data)
+        room = self._head_limit - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if data:
+            self._tail += data
+            # Trim only now and then, so keeping the tail costs O(1) a byte.
+            if len(self._tail) > 2 * self._tail_limit:
+                del self._tail[: -self._tail_limit]
+
+    def text(self) -> str:
+        """The output kept, decoded, with a line saying how much was cut from the middle."""
+        tail = self._tail[len(self._tail) - self._tail_limit :]
+        cut = self.total - len(self._head) - len(tail)
+        if not cut:
+            return (self._head + tail).decode("utf-8", errors="replace")
+        return (
+            f"{self._head.decode('utf-8', errors='replace')}\n... ({cut} bytes of output cut "
+            f"here, of {self.total}; send long output to a file and read parts of it) ...\n"
+            f"{tail.decode('utf-8', errors='replace')}"
+        )
+
+
+def _bash_claims(arguments: Mapping[str, Any]) -> list[Claim]:
+    if is_read_only_command(arguments["command"]):
+        return [shared(path())]
+    return [writes(path())]
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # every process of it has ended
+        os.killpg(pgid, signal.SIGKILL)
+
+
+async def _exited(process: trio.Process) -> None:
+    """Wait until ``process`` has exited, if the platform allows without reaping it (so its pid,
+    the group's id, stays reserved while the group is killed)."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is not None:
+        with contextlib.suppress(OSError):  # no pidfd in this kernel: try the next way
+            fd = pidfd_open(process.pid)
+            try:
+                await trio.lowlevel.wait_readable(fd)
+            finally:
+                trio.lowlevel.notify_closing(fd)
+                os.close(fd)
+            return
+    if hasattr(os, "waitid"):
+        # A thread in waitid(WNOWAIT), abandoned if we are cancelled (the group is killed then,
+        # which ends its wait).
+        await trio.to_thread.run_sync(
+            os.waitid, os.P_PID, process.pid, os.WEXITED | os.WNOWAIT, abandon_on_cancel=True
+        )
+        return
+    # Neither (macOS): reap it. The group's id stays taken while any member lives, so the kill
+    # that follows still reaches only the command's processes.
+    await process.wait()
+
+
+async def _drain(stream: trio.abc.ReceiveStream, output: HeadAndTail) -> None:
+    while data := await stream.receive_some(_READ_SIZE):
+        output.add(data)
+
+
+async def _run(command: str, cwd: str, seconds: float) -> tuple[int | None, HeadAndTail]:
+    """Run ``command``; its exit status (None if it timed out) and its output."""
+    output = HeadAndTail(BASH_OUTPUT_LIMIT)
+    process = await trio.lowlevel.open_process(
+        ["/bin/sh", "-c", command],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    try:
+        with trio.move_on_after(seconds) as timer:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_drain, process.stdout, output)
+                await _exited(process)
+                _kill_group(process.pid)  # what the shell left running dies with it
+                nursery.cancel_scope.relative_deadline = DRAIN_GRACE
+    finally:
+        # Every way out (timeout, cancellation, the kernel closing) kills the group first.
+        _kill_group(process.pid)
+        with trio.CancelScope(shield=True):
+            await process.wait()
+            await process.stdout.aclose()
+    return (None if timer.cancelled_caught else process.returncode), output
+
+
+@tool(claims=_bash_claims, name="Bash")
+async def bash_tool(
+    ctx: ToolContext,
+    command: str,
+    timeout: int | None = None,  # noqa: ASYNC109 - the argument models are trained to send
+) -> str:
+    """Run a shell command in the workspace root.
+
+    Args:
+        command: The command line (run by /bin/sh).
+        timeout: Milliseconds before the command and all its children are killed
+            (default 120000, at most 600000).
+    """
+    fs = fs_of(ctx)
+    limit = BASH_DEFAULT_TIMEOUT_MS if timeout is None else timeout
+    if not 0 < limit <= BASH_MAX_TIMEOUT_MS:
+        raise ToolError(f"timeout must be between 1 and {BASH_MAX_TIMEOUT_MS} ms, not {timeout}")
+    status, output = await _run(command, str(fs.workspace.root), limit / 1000)
+    text = output.text()
+    if status is None:
+        raise ToolError(
+            f"command timed out after {limit} ms and was killed: {command}\n{text}".rstrip()
+        )
+    if status != 0:
+        raise ToolError(f"exit code {status}\n{text}".rstrip())
+    return text

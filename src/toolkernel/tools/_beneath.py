@@ -1,0 +1,265 @@
+"""Opening paths beneath a directory descriptor without ever following a symbolic link.
+
+A lease protects a key, and a key names a path *as it was resolved*. If the I/O then reopened the
+path by name, another process could swap a directory for a symbolic link in between (a
+``rename`` is enough) and the read or the write would land outside the workspace. So every file
+operation of :class:`FileAccess` starts from the workspace's root directory descriptor and opens
+each directory of the resolved path relative to its parent, refusing links:
+
+- where the kernel has ``openat2`` (Linux 5.6+), the whole directory chain is opened in one system
+  call with ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS``;
+- everywhere else, and whenever that call fails (so the error can be told precisely), one
+  component at a time with ``O_DIRECTORY | O_NOFOLLOW`` relative to the previous one.
+
+The last component is then used relative to its parent's descriptor (``dir_fd=``) with
+``O_NOFOLLOW`` or ``follow_symlinks=False``. A component that turns out to be a link at that
+moment, where the resolution saw none, means the path changed meaning under the call: this module
+raises :class:`PathChangedError` and touches nothing.
+
+Mutations (``mkdir``, ``unlink``, ``rmdir``) made here run inside a *gate*, a context manager the
+caller passes in: :class:`FileAccess` uses it to refuse any mutation once its call has ended.
+
+``probe_no_links`` is the cheap check behind :meth:`Workspace.key`'s fast path: one ``openat2``
+that fails without creating a descriptor for anything but a directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import platform
+import stat
+import sys
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from .._errors import PathChangedError
+
+__all__ = [
+    "DIRECTORY_FLAGS",
+    "LINK_ERRNOS",
+    "changed",
+    "open_directory",
+    "probe_no_links",
+    "remove_tree",
+]
+
+DIRECTORY_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+"""How every directory on the way is opened: never through a link."""
+LINK_ERRNOS: Final = frozenset({errno.ELOOP, errno.ENOTDIR, errno.EMLINK})
+"""What ``O_NOFOLLOW`` (with or without ``O_DIRECTORY``) answers for a link, by platform: Linux
+says ``ENOTDIR`` with ``O_DIRECTORY`` and ``ELOOP`` without, FreeBSD says ``EMLINK``."""
+
+_O_PATH: Final = getattr(os, "O_PATH", 0)
+_RESOLVE_NO_SYMLINKS: Final = 0x04
+_RESOLVE_BENEATH: Final = 0x08
+_SYS_OPENAT2: Final = 437
+# openat2 has number 437 on the architectures that share the generic syscall table (and x86);
+# elsewhere (alpha, mips) it is another number, and a wrong one could be another call.
+_SHARED_TABLE_MACHINES: Final = frozenset(
+    {"x86_64", "amd64", "i386", "i686", "aarch64", "arm64", "armv7l", "armv6l", "riscv64"}
+    | {"ppc64", "ppc64le", "s390x", "loongarch64"}
+)
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = (
+        ("flags", ctypes.c_uint64),
+        ("mode", ctypes.c_uint64),
+        ("resolve", ctypes.c_uint64),
+    )
+
+
+Openat2 = Callable[[int, bytes, int], int]
+"""``openat2(dir_fd, path, how)``: the new descriptor, or -1 with ``ctypes.get_errno()`` set."""
+
+
+def _load_openat2() -> Openat2 | None:
+    if sys.platform != "linux" or platform.machine().lower() not in _SHARED_TABLE_MACHINES:
+        return None
+    try:
+        syscall = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    syscall.restype = ctypes.c_long
+    syscall.argtypes = (ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+    syscall.argtypes += (ctypes.c_size_t,)
+
+    def openat2(dir_fd: int, path: bytes, how: int) -> int:
+        return int(syscall(_SYS_OPENAT2, dir_fd, path, how, ctypes.sizeof(_OpenHow)))
+
+    # Old kernels answer ENOSYS, some sandboxes EPERM: then the walk does all the work.
+    fd = openat2(-100, b".", _PROBE_HOW_ADDRESS)  # AT_FDCWD
+    if fd < 0:
+        return None
+    os.close(fd)
+    return openat2
+
+
+def _how(flags: int) -> tuple[_OpenHow, int]:
+    how = _OpenHow(flags, 0, _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS)
+    return how, ctypes.addressof(how)
+
+
+# The structures live as long as the module: openat2 only reads them, from any thread.
+_PROBE_HOW, _PROBE_HOW_ADDRESS = _how((_O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
+_DIRECTORY_HOW, _DIRECTORY_HOW_ADDRESS = _how(os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+openat2: Openat2 | None = _load_openat2()
+"""The ``openat2`` system call, or None where the kernel lacks it (tests set it to None to
+exercise the component walk)."""
+
+
+def probe_no_links(dir_fd: int, relative: bytes) -> int:
+    """Resolve ``relative`` beneath ``dir_fd`` refusing links; return 0 or the ``errno``.
+
+    0: every component exists and is a directory. ``ENOTDIR``: the components before a
+    non-directory exist and none of them is a link (the path names a file, or goes on through
+    one). ``ENOENT``: one is missing, none before it is a link. ``ELOOP``: a link was met.
+    ``-1`` when ``openat2`` is not available. Anything else: ask the slow way.
+    """
+    call = openat2
+    if call is None:
+        return -1
+    fd = call(dir_fd, relative, _PROBE_HOW_ADDRESS)
+    if fd < 0:
+        return ctypes.get_errno()
+    os.close(fd)
+    return 0
+
+
+def changed(parts: Sequence[str], index: int) -> PathChangedError:
+    """The error for component ``parts[index]`` found to be a symbolic link at I/O time."""
+    where = "/".join(parts[: index + 1])
+    return PathChangedError(f"{where!r} is a symbolic link now")
+
+
+def not_a_directory(dir_fd: int, parts: Sequence[str], index: int) -> OSError:
+    """Why ``parts[index]`` (in ``dir_fd``) could not be opened as a directory."""
+    try:
+        status = os.lstat(parts[index], dir_fd=dir_fd)
+    except OSError as exc:
+        return exc
+    if stat.S_ISLNK(status.st_mode):
+        return changed(parts, index)
+    where = "/".join(parts[: index + 1])
+    return NotADirectoryError(errno.ENOTDIR, f"{where!r} is not a directory")
+
+
+def open_directory(
+    root_fd: int,
+    parts: Sequence[str],
+    *,
+    make: Callable[[int, str], None] | None = None,
+) -> int:
+    """Open directory ``parts`` beneath ``root_fd`` without following links; a new descriptor.
+
+    With ``make``, missing directories are created by ``make(parent_fd, name)`` (which should
+    tolerate ``FileExistsError``) and then opened like the others. The descriptor returned is a
+    fresh open file description, safe to list (``os.scandir``) while other threads use theirs.
+
+    Raises :class:`PathChangedError` if a component is a symbolic link, ``NotADirectoryError`` if
+    one is a file, ``FileNotFoundError`` if one is missing (and ``make`` is None).
+    """
+    call = openat2
+    if call is not None and parts:
+        fd = call(root_fd, os.fsencode("/".join(parts)), _DIRECTORY_HOW_ADDRESS)
+        if fd >= 0:
+            return fd
+        # Let the walk find out what went wrong (or make what is missing).
+    fd = os.open(".", DIRECTORY_FLAGS, dir_fd=root_fd)
+    try:
+        for index, name in enumerate(parts):
+            try:
+                child = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if make is None:
+                    raise
+                make(fd, name)
+                try:
+                    child = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in LINK_ERRNOS:
+                        raise not_a_directory(fd, parts, index) from None
+                    raise
+            except OSError as exc:
+                if exc.errno in LINK_ERRNOS:
+                    raise not_a_directory(fd, parts, index) from None
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def remove_tree(parent_fd: int, name: str, gate: contextlib.AbstractContextManager[object]) -> None:
+    """Delete directory ``name`` of ``parent_fd`` and everything in it, never following a link.
+
+    Each directory is opened with ``O_NOFOLLOW`` relative to its parent, so a link inside the
+    tree (or a directory swapped for one while the tree is deleted) is removed as a link and what
+    it points to is never entered. Every ``unlink`` and ``rmdir`` runs inside ``gate``. Iterative,
+    so a deep tree cannot exhaust the recursion limit; at most one descriptor per level is open.
+    """
+    try:
+        top = os.open(name, DIRECTORY_FLAGS, dir_fd=parent_fd)
+    except OSError as exc:
+        if exc.errno in LINK_ERRNOS:
+            raise not_a_directory(parent_fd, (name,), 0) from None
+        raise
+    # Each frame: a directory's descriptor, its name, and the entries still to delete.
+    frames: list[tuple[int, str, list[os.DirEntry[str]]]] = [(top, name, _entries(top))]
+    try:
+        while frames:
+            fd, directory, entries = frames[-1]
+            if not entries:
+                frames.pop()
+                os.close(fd)
+                parent = frames[-1][0] if frames else parent_fd
+                with gate:
+                    os.rmdir(directory, dir_fd=parent)
+                continue
+            entry = entries.pop()
+            if entry.is_dir(follow_symlinks=False):
+                child = _open_subdirectory(fd, entry.name, gate)
+                if child is not None:
+                    frames.append((child, entry.name, _entries(child)))
+                continue
+            try:
+                with gate:
+                    os.unlink(entry.name, dir_fd=fd)
+            except FileNotFoundError:
+                pass  # already gone: what we wanted
+            except IsADirectoryError:
+                # A file swapped for a directory since the listing: delete it as one.
+                child = _open_subdirectory(fd, entry.name, gate)
+                if child is not None:
+                    frames.append((child, entry.name, _entries(child)))
+    finally:
+        for fd, _, _ in frames:
+            os.close(fd)
+
+
+def _open_subdirectory(
+    fd: int, name: str, gate: contextlib.AbstractContextManager[object]
+) -> int | None:
+    """Open subdirectory ``name`` to empty it; a link found there instead is just unlinked."""
+    try:
+        return os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno not in LINK_ERRNOS:
+            raise
+    # Swapped for a link or a file since the listing: remove that entry, follow nothing.
+    with contextlib.suppress(FileNotFoundError), gate:
+        os.unlink(name, dir_fd=fd)
+    return None
+
+
+def _entries(fd: int) -> list[os.DirEntry[str]]:
+    # os.scandir works on a duplicate of ``fd``, which shares its offset: ``fd`` is ours alone.
+    with os.scandir(fd) as iterator:
+        return list(iterator)

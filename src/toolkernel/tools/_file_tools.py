@@ -1,0 +1,257 @@
+"""The built-in tools that read and change files: Read, Write, Edit, MultiEdit, ListDir, Move,
+Delete.
+
+Each declares its claims from its arguments and touches files only through ``ctx.fs``, which
+checks every access against those claims. Failures raise :class:`ToolError` with a message the
+model can act on (the kernel turns it into an ERROR result); an undeclared access or a path that
+changed under the call is left to raise as itself, so the result names it.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import TypedDict
+
+from .._errors import PathChangedError, ToolError, UndeclaredAccessError
+from ..kernel import ToolContext
+from ._declare import tool
+from ._fs import Entry, FileAccess
+
+__all__ = ["delete", "edit", "fs_of", "list_dir", "move", "multi_edit", "read", "write"]
+
+READ_LINE_LIMIT = 2000
+READ_LINE_WIDTH = 2000
+
+
+def fs_of(ctx: ToolContext) -> FileAccess:
+    if not isinstance(ctx.fs, FileAccess):
+        raise ToolError(f"{ctx.tool_name} needs a workspace: open the kernel with root=...")
+    return ctx.fs
+
+
+async def _read_text(fs: FileAccess, file_path: str) -> str:
+    """Read a text file (one thread hop) or raise a ToolError saying plainly why not."""
+    try:
+        data = await fs.read_bytes(file_path)
+    except (UndeclaredAccessError, PathChangedError):
+        raise  # the kernel reports these under their own names
+    except FileNotFoundError:
+        raise ToolError(f"file {file_path!r} does not exist") from None
+    except IsADirectoryError:
+        raise ToolError(f"{file_path!r} is a directory, not a file; use ListDir or Glob") from None
+    except NotADirectoryError:
+        raise ToolError(f"{file_path!r} does not exist (a parent is a file)") from None
+    except OSError as exc:
+        if exc.errno == errno.EINVAL:  # a fifo or a device, refused before it was read
+            raise ToolError(f"{file_path!r} is {exc.strerror}") from None
+        raise ToolError(f"can't read {file_path!r}: {exc.strerror or exc}") from None
+    if b"\x00" in data[:8192]:
+        raise ToolError(f"{file_path!r} is a binary file; it can't be shown as text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            f"{file_path!r} is not UTF-8 text (bad byte at offset {exc.start}); it can't be edited "
+            f"as text"
+        ) from None
+
+
+# -- Read / Write / Edit / MultiEdit -----------------------------------------------------------
+
+
+@tool(reads=["file_path"], name="Read")
+async def read(
+    ctx: ToolContext, file_path: str, offset: int | None = None, limit: int | None = None
+) -> str:
+    """Read a text file; lines come numbered like `cat -n`.
+
+    Args:
+        file_path: The file to read, relative to the workspace root (or absolute inside it).
+        offset: The line number to start at (1-based). Defaults to the first line.
+        limit: How many lines to read. Defaults to 2000.
+    """
+    if offset is not None and offset < 1:
+        raise ToolError(f"offset must be a line number from 1, not {offset}")
+    if limit is not None and limit < 1:
+        raise ToolError(f"limit must be at least 1, not {limit}")
+    text = await _read_text(fs_of(ctx), file_path)
+    lines = text.splitlines()
+    start = (offset or 1) - 1
+    count = limit or READ_LINE_LIMIT
+    if not lines:
+        return f"(file {file_path!r} is empty)"
+    if start >= len(lines):
+        raise ToolError(f"offset {offset} is past the end of {file_path!r} ({len(lines)} lines)")
+    shown = []
+    for number, line in enumerate(lines[start : start + count], start + 1):
+        if len(line) > READ_LINE_WIDTH:
+            line = line[:READ_LINE_WIDTH] + " [line cut]"
+        shown.append(f"{number:>6}\t{line}")
+    if start + count < len(lines):
+        shown.append(f"... ({len(lines) - start - count} more lines; use offset to read on)")
+    return "\n".join(shown)
+
+
+@tool(writes=["file_path"], name="Write")
+async def write(ctx: ToolContext, file_path: str, content: str) -> str:
+    """Create or overwrite a file with the given content (atomically).
+
+    Args:
+        file_path: The file to write, relative to the workspace root.
+        content: The whole new content of the file.
+    """
+    fs = fs_of(ctx)
+    existed = await fs.exists(file_path)
+    try:
+        await fs.write_text(file_path, content, parents=True)
+    except IsADirectoryError:
+        raise ToolError(f"{file_path!r} is a directory; give a file path") from None
+    except (NotADirectoryError, FileExistsError):  # mkdir of the parents meets a file
+        raise ToolError(f"can't create {file_path!r}: a parent of it is a file") from None
+    verb = "overwrote" if existed else "created"
+    return f"{verb} {file_path} ({len(content.splitlines())} lines)"
+
+
+def _apply_edit(
+    text: str, file_path: str, old: str, new: str, replace_all: bool, which: str = ""
+) -> str:
+    if old == "":
+        raise ToolError(f"{which}old_string is empty; to create a file use Write")
+    if old == new:
+        raise ToolError(f"{which}old_string and new_string are the same; nothing would change")
+    found = text.count(old)
+    if found == 0:
+        raise ToolError(
+            f"{which}old_string was not found in {file_path}; it must match the file exactly, "
+            f"including whitespace and indentation (Read the file first)"
+        )
+    if found > 1 and not replace_all:
+        raise ToolError(
+            f"{which}old_string occurs {found} times in {file_path}; add surrounding lines to make "
+            f"it unique, or set replace_all to change every occurrence"
+        )
+    return text.replace(old, new) if replace_all else text.replace(old, new, 1)
+
+
+@tool(writes=["file_path"], name="Edit")
+async def edit(
+    ctx: ToolContext, file_path: str, old_string: str, new_string: str, replace_all: bool = False
+) -> str:
+    """Replace exact text in a file. old_string must be unique unless replace_all is set.
+
+    Args:
+        file_path: The file to edit.
+        old_string: The exact text to replace.
+        new_string: The text to put in its place.
+        replace_all: Replace every occurrence instead of exactly one.
+    """
+    fs = fs_of(ctx)
+    text = await _read_text(fs, file_path)
+    updated = _apply_edit(text, file_path, old_string, new_string, replace_all)
+    await fs.write_text(file_path, updated)
+    count = text.count(old_string) if replace_all else 1
+    return f"edited {file_path}: replaced {count} occurrence{'s' if count > 1 else ''}"
+
+
+class _EditRequired(TypedDict):
+    old_string: str
+    new_string: str
+
+
+class EditSpec(_EditRequired, total=False):
+    # total=False rather than NotRequired: it survives postponed annotations.
+    replace_all: bool
+
+
+@tool(writes=["file_path"], name="MultiEdit")
+async def multi_edit(ctx: ToolContext, file_path: str, edits: list[EditSpec]) -> str:
+    """Apply several exact-text edits to one file, in order: all of them or none.
+
+    Args:
+        file_path: The file to edit.
+        edits: The edits, each {old_string, new_string, replace_all?}, applied one after another.
+    """
+    if not edits:
+        raise ToolError("edits is empty; give at least one edit")
+    fs = fs_of(ctx)
+    text = await _read_text(fs, file_path)
+    for number, spec in enumerate(edits, 1):
+        text = _apply_edit(
+            text,
+            file_path,
+            spec["old_string"],
+            spec["new_string"],
+            spec.get("replace_all", False),
+            which=f"edit {number} of {len(edits)}: ",
+        )
+    await fs.write_text(file_path, text)
+    return f"applied {len(edits)} edits to {file_path}"
+
+
+# -- ListDir ---------------------------------------------------------------------------------------
+
+
+@tool(reads=["path"], name="ListDir")
+async def list_dir(ctx: ToolContext, path: str = ".") -> str:
+    """List a directory; subdirectories end with `/`, symbolic links show `-> target`.
+
+    Args:
+        path: The directory. Defaults to the workspace root.
+    """
+    try:
+        # Links are shown, never followed: their targets may lie outside what this call holds.
+        entries = await fs_of(ctx).list_entries(path)
+    except FileNotFoundError:
+        raise ToolError(f"directory {path!r} does not exist") from None
+    except NotADirectoryError:
+        raise ToolError(f"{path!r} is a file, not a directory; use Read") from None
+    if not entries:
+        return f"(directory {path} is empty)"
+    return "\n".join(_shown(entry) for entry in entries)
+
+
+def _shown(entry: Entry) -> str:
+    if entry.kind == "directory":
+        return entry.name + "/"
+    if entry.kind == "symlink":
+        return f"{entry.name} -> {entry.link_target or '?'}"
+    return entry.name
+
+
+# -- Move / Delete ------------------------------------------------------------------------------
+
+
+@tool(writes=["source", "destination"], name="Move")
+async def move(ctx: ToolContext, source: str, destination: str) -> str:
+    """Move or rename a file or directory.
+
+    Args:
+        source: What to move.
+        destination: Its new path (not a directory to move it into).
+    """
+    fs = fs_of(ctx)
+    if not await fs.exists(source):
+        raise ToolError(f"can't move {source!r}: it does not exist")
+    if await fs.exists(destination):
+        raise ToolError(f"can't move to {destination!r}: it already exists; Delete it first")
+    src_key, dst_key = fs.workspace.key(source), fs.workspace.key(destination)
+    if dst_key.is_relative_to(src_key):
+        raise ToolError(f"can't move {source!r} into itself")
+    await fs.move(source, destination, parents=True)
+    return f"moved {source} to {destination}"
+
+
+@tool(writes=["path"], name="Delete")
+async def delete(ctx: ToolContext, path: str) -> str:
+    """Delete a file, or a directory with everything in it.
+
+    Args:
+        path: What to delete.
+    """
+    fs = fs_of(ctx)
+    if not await fs.exists(path):
+        raise ToolError(f"can't delete {path!r}: it does not exist")
+    if not fs.workspace.key(path).parts:
+        raise ToolError("can't delete the workspace root")
+    await fs.delete(path)
+    return f"deleted {path}"

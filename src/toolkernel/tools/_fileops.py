@@ -1,0 +1,371 @@
+"""The file operations behind ``ctx.fs``, each relative to the workspace's root descriptor.
+
+Every function here takes the root directory descriptor and ``parts``, the components of a path
+already resolved and checked by :class:`FileAccess` (plain names, no link among those that
+existed), and reaches the file through :func:`open_directory`, so a directory swapped for a link
+since the check is refused (:class:`PathChangedError`), never followed. The last component is used
+with ``dir_fd=`` and without following a link either.
+
+Each mutating system call (creating the temporary file, the final rename, ``mkdir``, ``unlink``,
+``rmdir``) runs inside ``gate``, a context manager that refuses once the call has ended. They run
+in worker threads; blocking is expected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Callable, Sequence
+from typing import Final, Literal
+
+import attrs
+import trio
+
+from ._beneath import DIRECTORY_FLAGS, changed, open_directory, remove_tree
+
+__all__ = [
+    "Entry",
+    "Gate",
+    "delete",
+    "entries",
+    "listdir",
+    "make_directory",
+    "move",
+    "read_regular",
+    "replace_atomically",
+    "status",
+    "walk",
+]
+
+Gate = contextlib.AbstractContextManager[object]
+
+CHUNK: Final = 1 << 20
+"""Bytes written between cancellation checks, so a big write can still be cancelled."""
+TEMP_SUFFIX: Final = ".tktmp"
+
+# O_NONBLOCK: opening a fifo must not wait for a writer (it is refused right after, by fstat).
+_READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+_TEMP_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+EntryKind = Literal["file", "directory", "symlink", "other"]
+
+
+@attrs.frozen
+class Entry:
+    """One name in a directory, seen without following links (``FileAccess.list_entries``)."""
+
+    name: str
+    """The name, as the directory holds it."""
+    kind: EntryKind
+    """``"file"`` (regular), ``"directory"``, ``"symlink"``, or ``"other"`` (fifo, socket,
+    device)."""
+    link_target: str | None = None
+    """For a symbolic link, the text it holds (never resolved); else None."""
+
+
+def kind_of(mode: int) -> str:
+    """A short name for the type of file ``mode`` describes, for messages."""
+    for test, name in (
+        (stat.S_ISFIFO, "fifo (named pipe)"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISLNK, "symbolic link"),
+        (stat.S_ISDIR, "directory"),
+    ):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def not_regular(parts: Sequence[str], mode: int) -> OSError:
+    """The error for reading what is not a regular file (``strerror`` reads after "it is")."""
+    return OSError(
+        errno.EINVAL,
+        f"not a regular file but a {kind_of(mode)}; only regular files can be read",
+        "/".join(parts) or ".",
+    )
+
+
+def _unreadable(parent: int, parts: Sequence[str]) -> OSError | None:
+    """Why the last component can't be opened as a file: a link now, or no regular file."""
+    try:
+        mode = os.lstat(parts[-1], dir_fd=parent).st_mode
+    except OSError:
+        return None
+    if stat.S_ISLNK(mode):
+        return changed(parts, len(parts) - 1)
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return not_regular(parts, mode)
+    return None
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+
+def read_regular(root: int, parts: Sequence[str]) -> bytes:
+    """The content of regular file ``parts``; anything else is refused before it is read.
+
+    Opened with ``O_NONBLOCK | O_NOFOLLOW`` and checked with ``fstat``: a fifo or a device would
+    block the thread for good, and a link here means the path changed.
+    """
+    if not parts:
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), ".")
+    parent = open_directory(root, parts[:-1])
+    try:
+        fd = os.open(parts[-1], _READ_FLAGS, dir_fd=parent)
+    except OSError as exc:
+        problem = _unreadable(parent, parts) if exc.errno != errno.ENOENT else None
+        if problem is not None:
+            raise problem from None
+        raise
+    finally:
+        os.close(parent)
+    with open(fd, "rb", buffering=0) as file:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), parts[-1])
+        if not stat.S_ISREG(mode):
+            raise not_regular(parts, mode)
+        return file.readall()
+
+
+def status(root: int, parts: Sequence[str]) -> os.stat_result:
+    """``stat`` of ``parts``; a link where the resolution saw none is a changed path."""
+    if not parts:
+        return os.stat(".", dir_fd=root)
+    parent = open_directory(root, parts[:-1])
+    try:
+        result = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
+    finally:
+        os.close(parent)
+    if stat.S_ISLNK(result.st_mode):
+        raise changed(parts, len(parts) - 1)
+    return result
+
+
+def listdir(root: int, parts: Sequence[str]) -> list[str]:
+    """The sorted names in directory ``parts``."""
+    fd = open_directory(root, parts)
+    try:
+        return sorted(os.listdir(fd))
+    finally:
+        os.close(fd)
+
+
+def entries(root: int, parts: Sequence[str]) -> list[Entry]:
+    """The entries of directory ``parts``, sorted by name, no link followed."""
+    fd = open_directory(root, parts)
+    try:
+        with os.scandir(fd) as iterator:
+            found = [_entry(fd, item) for item in iterator]
+    finally:
+        os.close(fd)
+    found.sort(key=lambda entry: entry.name)
+    return found
+
+
+def _entry(fd: int, item: os.DirEntry[str]) -> Entry:
+    if item.is_symlink():
+        try:
+            target: str | None = os.readlink(item.name, dir_fd=fd)
+        except OSError:
+            target = None  # replaced since the listing
+        return Entry(item.name, "symlink", target)
+    if item.is_dir(follow_symlinks=False):
+        return Entry(item.name, "directory")
+    if item.is_file(follow_symlinks=False):
+        return Entry(item.name, "file")
+    return Entry(item.name, "other")
+
+
+def walk(root: int, parts: Sequence[str], linked_file: Callable[[str], bool]) -> list[str]:
+    """The root-relative paths of the regular files in and below ``parts``, sorted.
+
+    Directories are entered with ``O_NOFOLLOW``, so a link never leads the walk out of the tree;
+    a symbolic link is listed iff ``linked_file(its path)`` says so. A regular file ``parts``
+    gives itself; a fifo or device gives nothing.
+    """
+    base = "/".join(parts)
+    try:
+        top = open_directory(root, parts)
+    except NotADirectoryError:
+        return [base] if stat.S_ISREG(status(root, parts).st_mode) else []
+    found: list[str] = []
+    # Each frame: an open directory, its root-relative prefix, the entries still to look at.
+    frames: list[tuple[int, str, list[os.DirEntry[str]]]] = []
+    try:
+        frames.append((top, base + "/" if base else "", _scan(top)))
+        while frames:
+            fd, prefix, pending = frames[-1]
+            if not pending:
+                frames.pop()
+                os.close(fd)
+                continue
+            item = pending.pop()
+            relative = prefix + item.name
+            if item.is_dir(follow_symlinks=False):
+                try:
+                    child = os.open(item.name, DIRECTORY_FLAGS, dir_fd=fd)
+                except OSError:
+                    continue  # vanished, unreadable, or swapped for a link: skip it, like os.walk
+                frames.append((child, relative + "/", _scan(child)))
+            elif item.is_symlink():
+                if linked_file(relative):
+                    found.append(relative)
+            elif item.is_file(follow_symlinks=False):
+                found.append(relative)
+    finally:
+        for fd, _, _ in frames:
+            os.close(fd)
+    found.sort()
+    return found
+
+
+def _scan(fd: int) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(fd) as iterator:
+            return list(iterator)
+    except OSError:
+        return []  # unreadable: skip it, like os.walk
+
+
+# -- writing ---------------------------------------------------------------------------------------
+
+
+def maker(gate: Gate) -> Callable[[int, str], None]:
+    """A ``make`` for :func:`open_directory` that creates missing directories inside ``gate``."""
+
+    def make(parent: int, name: str) -> None:
+        with contextlib.suppress(FileExistsError), gate:
+            os.mkdir(name, 0o777, dir_fd=parent)
+
+    return make
+
+
+def replace_atomically(
+    root: int, parts: Sequence[str], data: bytes, gate: Gate, *, parents: bool
+) -> None:
+    """Write ``data`` to a temporary sibling of ``parts``, then rename it over ``parts``.
+
+    Must run in a ``trio.to_thread`` worker: it polls for cancellation between chunks and once
+    more just before the rename, the last moment at which backing out leaves the old content.
+    An existing file keeps its permission bits.
+    """
+    if not parts:
+        raise IsADirectoryError(errno.EISDIR, "can't write over the workspace root", ".")
+    parent = open_directory(root, parts[:-1], make=maker(gate) if parents else None)
+    try:
+        _replace_in(parent, parts, data, gate)
+    finally:
+        os.close(parent)
+
+
+def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> None:
+    name = parts[-1]
+    mode: int | None = None
+    try:
+        current = os.lstat(name, dir_fd=parent)
+    except FileNotFoundError:
+        pass
+    else:
+        if stat.S_ISLNK(current.st_mode):
+            raise changed(parts, len(parts) - 1)
+        if stat.S_ISDIR(current.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
+        mode = stat.S_IMODE(current.st_mode)
+    # A short prefix of the name helps whoever finds a leftover after a power cut, and stays far
+    # below NAME_MAX whatever the target's name is.
+    temporary = f".{name[:32]}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+    with gate:
+        # 0o666 through the umask, like any new file; O_EXCL so we never write into someone's.
+        fd = os.open(temporary, _TEMP_FLAGS, 0o666, dir_fd=parent)
+    try:
+        try:
+            view = memoryview(data)
+            written = 0
+            while written < len(view):
+                if written:
+                    trio.from_thread.check_cancelled()
+                written += os.write(fd, view[written : written + CHUNK])
+            os.fsync(fd)
+            if mode is not None:
+                os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        trio.from_thread.check_cancelled()
+        with gate:
+            os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=parent)
+        raise
+
+
+def make_directory(
+    root: int, parts: Sequence[str], gate: Gate, *, parents: bool, exist_ok: bool
+) -> None:
+    """``mkdir`` of ``parts`` (and its missing parents, with ``parents``)."""
+    if not parts:
+        if exist_ok:
+            return
+        raise FileExistsError(errno.EEXIST, "the workspace root exists", ".")
+    parent = open_directory(root, parts[:-1], make=maker(gate) if parents else None)
+    try:
+        try:
+            with gate:
+                os.mkdir(parts[-1], 0o777, dir_fd=parent)
+        except FileExistsError:
+            if not exist_ok:
+                raise
+            existing = os.lstat(parts[-1], dir_fd=parent).st_mode
+            if stat.S_ISLNK(existing):
+                raise changed(parts, len(parts) - 1) from None
+            if not stat.S_ISDIR(existing):
+                raise
+    finally:
+        os.close(parent)
+
+
+def delete(root: int, parts: Sequence[str], gate: Gate) -> None:
+    """Delete file ``parts``, or directory ``parts`` with everything in it (no link followed)."""
+    if not parts:
+        raise PermissionError(errno.EPERM, "can't delete the workspace root", ".")
+    parent = open_directory(root, parts[:-1])
+    try:
+        name = parts[-1]
+        mode = os.lstat(name, dir_fd=parent).st_mode
+        if stat.S_ISLNK(mode):
+            raise changed(parts, len(parts) - 1)
+        if stat.S_ISDIR(mode):
+            remove_tree(parent, name, gate)
+        else:
+            with gate:
+                os.unlink(name, dir_fd=parent)
+    finally:
+        os.close(parent)
+
+
+def move(
+    root: int, source: Sequence[str], target: Sequence[str], gate: Gate, *, parents: bool
+) -> None:
+    """Rename ``source`` to ``target`` (``os.replace``), relative to their parents' descriptors."""
+    if not source or not target:
+        raise PermissionError(errno.EPERM, "can't move the workspace root", ".")
+    source_parent = open_directory(root, source[:-1])
+    try:
+        target_parent = open_directory(root, target[:-1], make=maker(gate) if parents else None)
+        try:
+            if stat.S_ISLNK(os.lstat(source[-1], dir_fd=source_parent).st_mode):
+                raise changed(source, len(source) - 1)
+            with gate:
+                os.replace(
+                    source[-1], target[-1], src_dir_fd=source_parent, dst_dir_fd=target_parent
+                )
+        finally:
+            os.close(target_parent)
+    finally:
+        os.close(source_parent)

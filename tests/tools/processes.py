@@ -1,0 +1,36 @@
+"""Helpers for tests that check no process of a shell command outlives its call."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import trio
+
+
+def group_alive(pgid: int) -> bool:
+    """True iff some process of group ``pgid`` is still alive (zombies do not count)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        state, group = fields[0], int(fields[2])
+        if group == pgid and state != "Z":
+            return True
+    return False
+
+
+async def wait_group_gone(pgid: int) -> None:
+    """SIGKILL is delivered asynchronously: allow the group a moment to vanish."""
+    with trio.move_on_after(2):
+        while group_alive(pgid):  # noqa: ASYNC110 - another process's state: nothing to wait on
+            await trio.sleep(0.01)
+    assert not group_alive(pgid), f"a process of group {pgid} survived"

@@ -1,0 +1,144 @@
+"""Bash: no process of a command outlives its call, and its output costs bounded memory.
+
+Also: a command that can run programs the repository configures (git) is never read-only.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import tracemalloc
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trio
+
+import toolkernel as tk
+from toolkernel.tools import builtin_tools
+
+from .processes import wait_group_gone
+
+needs_proc = pytest.mark.skipif(not pathlib.Path("/proc").is_dir(), reason="needs /proc")
+
+
+@pytest.fixture
+async def kernel(tmp_path: pathlib.Path) -> AsyncIterator[tk.Kernel]:
+    async with tk.open_kernel(builtin_tools(bash=True), root=tmp_path) as k:
+        yield k
+
+
+async def bash(k: tk.Kernel, command: str, **arguments: Any) -> tk.ToolResult:
+    (result,) = await k.run([tk.ToolCall("b", "Bash", {"command": command, **arguments})])
+    return result
+
+
+@pytest.fixture(params=["pidfd", "waitid", "reap"])
+def exit_watch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How the tool learns the shell exited: each way the platforms offer, all tried here."""
+    if request.param != "pidfd":
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    if request.param == "reap":
+        monkeypatch.delattr(os, "waitid", raising=False)
+    return str(request.param)
+
+
+@needs_proc
+async def test_a_background_child_holding_the_output_neither_delays_nor_outlives_the_call(
+    kernel: tk.Kernel, tmp_path: pathlib.Path, exit_watch: str
+) -> None:
+    with trio.fail_after(5):  # before: the call waited for the sleep (or its 60 s timeout)
+        result = await bash(kernel, "echo $$ > pgid; sleep 30 & echo started", timeout=60_000)
+    assert result.status is tk.Status.OK, result.error
+    assert result.output == "started\n"
+    await wait_group_gone(int((tmp_path / "pgid").read_text()))
+
+
+@needs_proc
+async def test_a_timeout_kills_the_group_when_the_shell_waits_on_a_pipe_holder(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    with trio.fail_after(5):
+        result = await bash(
+            kernel, "echo $$ > pgid; (sleep 30; echo late) & sleep 30 | cat", timeout=300
+        )
+    assert result.status is tk.Status.ERROR
+    assert result.error is not None and "timed out after 300 ms and was killed" in result.error
+    await wait_group_gone(int((tmp_path / "pgid").read_text()))
+
+
+async def test_output_is_streamed_so_memory_stays_bounded(kernel: tk.Kernel) -> None:
+    size = 20_000_000
+    tracemalloc.start()
+    try:
+        result = await bash(kernel, f"head -c {size} /dev/zero | tr '\\0' x")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.status is tk.Status.OK, result.error
+    assert peak < 2_000_000, f"{peak} bytes at the peak: the output was buffered"
+    assert isinstance(result.output, str)
+    head, marker, tail = result.output.split("\n")
+    assert head == tail == "x" * 15_000
+    assert marker == (
+        f"... ({size - 30_000} bytes of output cut here, of {size}; send long output to a file "
+        f"and read parts of it) ..."
+    )
+
+
+async def test_endless_output_is_cut_and_the_timeout_reports_it(kernel: tk.Kernel) -> None:
+    with trio.fail_after(5):
+        result = await bash(kernel, "cat /dev/zero | tr '\\0' x", timeout=300)
+    assert result.status is tk.Status.ERROR
+    assert result.error is not None
+    first, *_ = result.error.split("\n")
+    assert first == "command timed out after 300 ms and was killed: cat /dev/zero | tr '\\0' x"
+    assert "bytes of output cut here" in result.error
+
+
+# -- read-only commands and programs the repository names ----------------------------------------
+
+
+def fifo(tmp_path: pathlib.Path) -> pathlib.Path:
+    path = tmp_path / "hold"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+async def test_git_status_runs_the_repositorys_fsmonitor_so_it_holds_the_workspace_exclusively(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    def git(*arguments: str) -> None:
+        subprocess.run(["git", *arguments], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q", ".")
+    (tmp_path / "a.txt").write_text("A\n")
+    git("add", "a.txt")
+    hook = tmp_path / "fsmonitor.sh"
+    # What a hostile (or just busy) repository can make `git status` run: it writes a file,
+    # then waits on a fifo so the test can look at the leases while it runs.
+    hook.write_text("#!/bin/sh\necho ran > fsmonitor-ran\ncat hold > /dev/null\n")
+    hook.chmod(0o755)
+    git("config", "core.fsmonitor", str(hook))
+    hold = fifo(tmp_path)
+    with trio.fail_after(10):
+        status, read = kernel.submit_batch(
+            [
+                tk.ToolCall("status", "Bash", {"command": "git status --short"}),
+                tk.ToolCall("read", "Read", {"file_path": "a.txt"}),
+            ]
+        )
+        # The Read waits behind `git status`: under a shared lease it would run beside a command
+        # that writes.
+        (waiting,) = kernel.snapshot().queued
+        assert (waiting.call_id, waiting.waits_for) == ("read", ("status",))
+        while not (tmp_path / "fsmonitor-ran").exists():  # noqa: ASYNC110 - written by git
+            await trio.sleep(0.01)
+        assert not read.finished
+        await trio.to_thread.run_sync(hold.write_text, "go", abandon_on_cancel=True)
+        assert (await status.wait_finished()).status is tk.Status.OK
+        assert (await read.wait_finished()).status is tk.Status.OK
+    assert (tmp_path / "fsmonitor-ran").read_text() == "ran\n"
