@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 import toolkernel as tk
 
@@ -194,6 +195,7 @@ async def test_a_claims_function_failing_after_the_grant_is_an_error_of_that_cal
     tmp_path: Any,
 ) -> None:
     asked = 0
+    release = trio.Event()
 
     def flaky(args: dict[str, Any]) -> list[tk.Claim]:
         nonlocal asked
@@ -206,22 +208,25 @@ async def test_a_claims_function_failing_after_the_grant_is_an_error_of_that_cal
     async def touchy(ctx: tk.ToolContext) -> str:
         return "ran"
 
-    @tk.tool(reads=["path"])
-    async def peek(ctx: tk.ToolContext, path: str) -> str:
-        return "peeked"
+    @tk.tool(writes=["path"])
+    async def hold(ctx: tk.ToolContext, path: str) -> str:
+        await release.wait()
+        return "held"
 
-    async with tk.open_kernel(tools=[touchy, peek], root=tmp_path) as kernel:
-        bad, good = await kernel.run(
-            [tk.ToolCall("c1", "touchy"), tk.ToolCall("c2", "peek", {"path": "b.txt"})]
-        )
-        (again,) = await kernel.run([tk.ToolCall("c3", "peek", {"path": "a.txt"})])
+    async with tk.open_kernel(tools=[touchy, hold], root=tmp_path) as kernel:
+        holder = kernel.submit(tk.ToolCall("c0", "hold", {"path": "a.txt"}))
+        waiter = kernel.submit(tk.ToolCall("c1", "touchy"))  # waits for c0: re-keyed later
+        await trio.testing.wait_all_tasks_blocked()
+        release.set()
+        bad = await waiter.wait_finished()
+        assert (await holder.wait_finished()).output == "held"
+        (again,) = await kernel.run([tk.ToolCall("c2", "hold", {"path": "a.txt"})])
         assert_leases_returned(kernel)
     assert bad.status is tk.Status.ERROR and bad.started_at is None
-    assert (
-        bad.error
-        == "InvalidClaimError: can't compute the claims of touchy: OSError: the disk went away"
+    assert bad.error == (
+        "InvalidClaimError: can't compute the claims of touchy: OSError: the disk went away"
     )
-    assert (good.output, again.output) == ("peeked", "peeked")
+    assert again.output == "held"
 
 
 @pytest.mark.parametrize("exit_code", [0, 2, "usage: tool [-h]"])

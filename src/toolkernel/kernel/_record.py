@@ -98,6 +98,9 @@ class CallRecord:
     arguments: Mapping[str, Any] = NO_ARGUMENTS
     claims: tuple[Claim, ...] | None = None
     ready: bool = False  # hooks and policy done: may request leases when its turn comes
+    # Granted in the very step that computed its claims: nothing ran in between, so its keys
+    # need no second look before it runs (see ``Scheduler.confirm_keys``).
+    keys_fresh: bool = False
     # Its leases, held or waiting, in the order requested. Nearly every call has exactly one,
     # kept in two plain fields so that it costs no container; a nested call may have a second.
     lease_group: LeaseGroup | None = None

@@ -149,6 +149,7 @@ class Scheduler:
         self._tallies: dict[str, ToolTally] = {}
         self.listeners: list[Callable[[CallEvent], None]] = []
         self.closed = False
+        self._admitting: Batch | None = None  # the batch ``submit`` is admitting, if any
 
     # -- submitting and cancelling ----------------------------------------------------------------
 
@@ -183,10 +184,14 @@ class Scheduler:
             failed = failures.get(record.uid)
             if failed is not None:
                 self.finish_failed(record, *failed)
-        for record in records:
-            if record.state is _PENDING and not record.deps_left:
-                self._begin_prephase(record)
-        self._issue_requests(batch)
+        self._admitting = batch
+        try:
+            for record in records:
+                if record.state is _PENDING and not record.deps_left:
+                    self._begin_prephase(record)
+            self._issue_requests(batch)
+        finally:
+            self._admitting = None
         return records
 
     def live_call(self, call_id: str) -> CallRecord | None:
@@ -340,6 +345,8 @@ class Scheduler:
         if record.granted is not None:
             record.granted.set()
             return
+        if record.batch is self._admitting:
+            record.keys_fresh = True
         self._move(record, _RUNNING, self._now())
         self._spawn_call(record)
 
@@ -359,10 +366,13 @@ class Scheduler:
         a rename changed it since admission), send the call back to the queue keeping its place.
 
         Returns True if the call may run now with what it holds. A claims function or a
-        workspace that fails now fails the call, as it would have at admission.
+        workspace that fails now fails the call, as it would have at admission. A call granted
+        in the step that admitted it is not looked at again: nothing ran in between, and what
+        changes later, between this check and the I/O, ``ctx.fs`` refuses anyway (it opens
+        what it checked, relative to directory descriptors, without following links).
         """
-        if record.cancel_reason is not None or record.tool is None:
-            return True  # it will not run anyway
+        if record.keys_fresh or record.cancel_reason is not None or record.tool is None:
+            return True  # keyed a moment ago, or it will not run anyway
         try:
             fresh = compute_claims(record.tool, record.arguments, self._key, self.leasing.pools)
         except (InvalidCallError, InvalidClaimError) as exc:
