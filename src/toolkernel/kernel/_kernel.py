@@ -134,6 +134,7 @@ class Kernel(metaclass=_NoPublicConstructor):
         timeout = options.approval_timeout
         self._approval_timeout = math.inf if timeout is None else timeout
         self._nursery: trio.Nursery | None = None
+        self._inline: list[CallRecord] | None = None  # see ``run``
         self._timer_scope: trio.CancelScope | None = None
         self._scheduler = Scheduler(
             tools,
@@ -180,19 +181,33 @@ class Kernel(metaclass=_NoPublicConstructor):
         """Run a batch and return one result per call, in call order, whatever happened.
 
         If the caller is cancelled, the batch's calls are cancelled too (their leases return).
+        A batch of one call granted at once runs in the caller's task (no task to spawn, no
+        wake-up to wait for); any other call runs in a task of the kernel's.
         """
-        records = self._scheduler.submit(calls, None)
+        calls = calls if isinstance(calls, list) else list(calls)
+        if len(calls) == 1:
+            self._inline = []  # ``_spawn_call`` hands a call granted now to this task
+            try:
+                records = self._scheduler.submit(calls, None)
+            finally:
+                inline, self._inline = self._inline, None
+        else:
+            records = self._scheduler.submit(calls, None)
+            inline = None
         if not records:
             await trio.lowlevel.checkpoint()
             return []
         batch = records[0].batch
         try:
+            if inline:
+                await trio.lowlevel.checkpoint()  # a schedule point, whatever the tool does
+                await self._call_task(inline[0])
             # One event for the whole batch, not one per call: a batch of thousands would
             # otherwise wake this task thousands of times.
             if batch.unfinished:
                 done = batch.done = trio.Event()
                 await done.wait()
-            else:
+            elif not inline:
                 await trio.lowlevel.checkpoint()  # every call failed at admission
         except BaseException:
             for record in records:
@@ -265,6 +280,10 @@ class Kernel(metaclass=_NoPublicConstructor):
     # -- what the scheduler asks for -------------------------------------------------------------
 
     def _spawn_call(self, record: CallRecord) -> None:
+        inline = self._inline
+        if inline is not None and not inline:
+            inline.append(record)  # ``run`` of a lone call runs it in its own task
+            return
         assert self._nursery is not None
         self._nursery.start_soon(self._call_task, record, name=_CALL_TASK_NAME)
 
