@@ -17,6 +17,7 @@ from .._errors import CapacityError, InvalidCallError, InvalidClaimError, Unknow
 from ..locks import EVERYTHING, Claim, Path, Pool, canonical_claims, covers, exclusive
 from . import _messages as messages
 from ._call import Status, ToolCall
+from ._outputs import placeholders
 from ._protocol import KernelTool
 from ._record import CallRecord
 
@@ -190,6 +191,13 @@ def link_dependencies(
             failures[record.uid] = failed_before[record.uid]
             continue
         waits: list[CallRecord] = []
+        if record.unfilled is not None:  # output passing: it needs its sources' records
+            sources = {dep.call.id: dep for dep in edges[record.uid]}
+            missing = sorted(placeholders(record.unfilled, record.call.after) - set(sources))
+            if missing:
+                failures[record.uid] = (Status.ERROR, messages.output_gone(missing[0]))
+                continue
+            record.sources = sources
         for dep in edges[record.uid]:
             result = dep.result
             if result is None:

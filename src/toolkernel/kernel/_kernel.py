@@ -160,7 +160,7 @@ class Kernel(metaclass=_NoPublicConstructor):
 
         A listener that raises is removed (and the error logged); it never breaks a call.
         """
-        listeners = self._scheduler.listeners
+        listeners = self._scheduler.report.listeners
         listeners.append(listener)
         return lambda: listeners.remove(listener) if listener in listeners else None
 

@@ -123,6 +123,14 @@ def unknown_dependency(dep_id: str, itself: bool) -> InvalidCallError:
     return InvalidCallError(f"it must run after {dep_id!r}, which is {why}")
 
 
+def output_gone(dep_id: str) -> InvalidCallError:
+    return InvalidCallError(
+        f"it uses the output of {dep_id!r}, which finished in an earlier batch: outputs are "
+        f"passed only between calls of one batch, or from calls still running; put the value "
+        f"in the arguments instead"
+    )
+
+
 def dependency_cycle(call_ids: list[str]) -> DependencyCycleError:
     names = " -> ".join([*call_ids, call_ids[0]])
     return DependencyCycleError(f"calls wait for each other through after=: {names}")

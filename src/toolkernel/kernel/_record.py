@@ -119,6 +119,10 @@ class CallRecord:
     granted: Signal | None = None  # nested calls: set when the parent's task may go on
     cancel_reason: str | None = None
     deps_left: set[int] | None = None  # uids of the ``after=`` calls it still waits for
+    # Output passing (``_outputs``): its arguments before the placeholders are filled in, and
+    # the calls whose outputs fill them, by id.
+    unfilled: Any = None
+    sources: dict[str, CallRecord] | None = None
     dependents: list[CallRecord] | None = None  # calls waiting for it through ``after=``
     awaiting: set[CallRecord] | None = None  # nested calls it is waiting for
     sinks: tuple[Callable[[CallEvent], None], ...] = ()  # ``stream`` listeners

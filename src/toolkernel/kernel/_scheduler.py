@@ -53,19 +53,22 @@ from ._admission import (
     check_structure,
     compute_claims,
     link_dependencies,
+    load_arguments,
     set_arguments,
     split_by_cover,
 )
 from ._call import CallState, Status, ToolCall, ToolResult, check_transition
-from ._events import CallBlocked, CallEvent, CallFinished, CallProgress, CallQueued, CallStarted
+from ._events import CallEvent, CallProgress, CallQueued, CallStarted
 from ._leasing import Leasing
-from ._observe import KernelSnapshot, KernelStatistics, ToolTally, freeze_tallies, snapshot_of
+from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions
 from ._order import next_requests
+from ._outputs import fill_in, placeholders
 from ._policy import Decision, Permission, RewriteArguments, SupplyResult, allow_all
 from ._prephase import approval_verdict, before_hook_verdict, policy_verdict
 from ._protocol import KernelTool
 from ._record import Batch, CallRecord
+from ._report import Reporter
 
 __all__ = ["Scheduler", "REMEMBERED_FINISHED", "MAX_REQUEUES"]
 
@@ -78,10 +81,6 @@ REMEMBERED_FINISHED = 10_000
 """How many finished top-level calls ``after=`` can still name (the most recent ones): an id
 stays nameable while its call is unfinished and for the next 10,000 calls that finish after it,
 so memory stays flat over any number of batches."""
-
-UNKNOWN_TOOL_TALLY = "(unknown tool)"
-"""The statistics bucket of calls naming tools the kernel does not have: one, however many
-names a model invents."""
 
 # Module globals for the hot paths: on Python 3.11 reading ``CallState.RUNNING`` goes through
 # the enum metaclass's ``__getattr__`` hook (about 0.1 us a time), and a call's way through the
@@ -145,9 +144,7 @@ class Scheduler:
         # that neither their records nor their outputs stay alive.
         self._by_call_id: dict[str, CallRecord] = {}
         self._ended: OrderedDict[str, tuple[str, Status, str | None]] = OrderedDict()
-        self._finished_count = 0
-        self._tallies: dict[str, ToolTally] = {}
-        self.listeners: list[Callable[[CallEvent], None]] = []
+        self.report = Reporter(self.max_concurrency)
         self.closed = False
         self._admitting: Batch | None = None  # the batch ``submit`` is admitting, if any
 
@@ -176,10 +173,10 @@ class Scheduler:
             if failure is not None:
                 failures[record.uid] = (_ERROR, failure)
         link_dependencies(records, failures, self._by_call_id, self._ended)
-        if self.listeners or sink is not None:  # build no events when nobody listens
+        if self.report.listeners or sink is not None:  # build no events when nobody listens
             for record in records:
                 claims = record.claims or ()
-                self._emit(record, CallQueued(record.call.id, record.name, now, claims))
+                self.report.emit(record, CallQueued(record.call.id, record.name, now, claims))
         for record in records:
             failed = failures.get(record.uid)
             if failed is not None:
@@ -187,7 +184,9 @@ class Scheduler:
         self._admitting = batch
         try:
             for record in records:
-                if record.state is _PENDING and not record.deps_left:
+                if record.state is not _PENDING or record.deps_left:
+                    continue
+                if record.unfilled is None or self._fill_in(record):
                     self._begin_prephase(record)
             self._issue_requests(batch)
         finally:
@@ -257,7 +256,26 @@ class Scheduler:
         if tool is None:
             return messages.unknown_tool(call.name, self.tools)
         record.tool = tool
+        if call.after:  # output passing: placeholders can only name calls it runs after
+            try:
+                loaded = load_arguments(tool.name, call.arguments)
+            except InvalidCallError as exc:
+                return exc
+            if placeholders(loaded, call.after):
+                record.unfilled = loaded  # admitted in full once its sources have finished
+                return None
         return set_arguments(record, call.arguments, self._key, self.leasing.pools)
+
+    def _fill_in(self, record: CallRecord) -> bool:
+        """Fill a call's placeholders from its finished sources and admit its arguments; False
+        if that failed it."""
+        results = {i: r.result for i, r in (record.sources or {}).items() if r.result is not None}
+        arguments, record.unfilled, record.sources = record.unfilled, None, None
+        failure = set_arguments(record, fill_in(arguments, results), self._key, self.leasing.pools)
+        if failure is not None:
+            self.finish_failed(record, _ERROR, failure)
+            return False
+        return True
 
     # -- pre-phase: dependencies, hooks and policy ------------------------------------------------
 
@@ -335,7 +353,7 @@ class Scheduler:
         self.leasing.request_top_level(record)
         if record.waiting_in is not None:
             self._move(record, _QUEUED, self._now())
-            self._announce_block(record)
+            self.report.blocked(record, self._now())
             self._break_wait_cycles()
 
     def _granted(self, record: CallRecord) -> None:
@@ -390,7 +408,7 @@ class Scheduler:
         if self.leasing.requeue(record, fresh):
             self._move(record, _RUNNING, now)
             return True
-        self._announce_block(record)
+        self.report.blocked(record, self._now())
         self._break_wait_cycles()
         return False
 
@@ -399,8 +417,8 @@ class Scheduler:
         started_at = record.started_at = self._now()
         if record.state is not _RUNNING:
             self._move(record, _RUNNING, started_at)
-        if self.listeners or record.sinks:
-            self._emit(record, CallStarted(record.call.id, record.name, started_at))
+        if self.report.listeners or record.sinks:
+            self.report.emit(record, CallStarted(record.call.id, record.name, started_at))
         timeout = self.run_timeout(record)
         return math.inf if timeout is None else started_at + timeout
 
@@ -457,15 +475,7 @@ class Scheduler:
         batch = record.batch
         if batch.unrequested:
             batch.unrequested.pop(record.uid, None)
-        self._finished_count += 1
-        name = record.call.name
-        tally = self._tallies.get(name if record.tool is not None else UNKNOWN_TOOL_TALLY)
-        if tally is None:
-            tally_name = name if record.tool is not None else UNKNOWN_TOOL_TALLY
-            tally = self._tallies[tally_name] = ToolTally(tally_name)
-        tally.add(result)
-        if self.listeners or record.sinks:
-            self._emit(record, CallFinished(record.call.id, name, result.finished_at, result))
+        self.report.finished(record, result)
         if record.finished is not None:
             record.finished.set()
         if record.granted is not None:
@@ -477,12 +487,16 @@ class Scheduler:
             if dependent.result is not None:
                 continue
             if result.status is not _OK:
-                why = messages.dependency_failed(record.call.id, name, result.status, result.error)
+                why = messages.dependency_failed(
+                    record.call.id, record.name, result.status, result.error
+                )
                 self.finish_failed(dependent, Status.SKIPPED, why)
             else:
                 assert dependent.deps_left is not None
                 dependent.deps_left.discard(record.uid)
-                if not dependent.deps_left:
+                if dependent.deps_left:
+                    continue
+                if dependent.unfilled is None or self._fill_in(dependent):
                     self._begin_prephase(dependent)
         if record.parent is None:
             self._forget(record, result)
@@ -519,8 +533,9 @@ class Scheduler:
         record = self._new_record(call, batch, self._now(), parent=parent)
         batch.unrequested.clear()
         failure = self._admit(record)
-        if self.listeners:
-            self._emit(record, CallQueued(call.id, name, record.queued_at, record.claims or ()))
+        if self.report.listeners:
+            event = CallQueued(call.id, name, record.queued_at, record.claims or ())
+            self.report.emit(record, event)
         if failure is None and record.depth > self._max_depth:
             failure = messages.too_deep(parent.call.id, parent.name, name, self._max_depth)
         if failure is not None:
@@ -546,7 +561,7 @@ class Scheduler:
         if record.waiting_in is not None:
             self._break_wait_cycles()  # this wait may close a cycle: then it fails at once
             if record.waiting_in is not None:
-                self._announce_block(record)
+                self.report.blocked(record, self._now())
 
     def end_nested(self, record: CallRecord) -> None:
         """The parent's task is done with this nested call, whatever happened to it."""
@@ -604,44 +619,15 @@ class Scheduler:
         record.state = state
         record.state_since = now
 
-    def _emit(self, record: CallRecord, event: CallEvent) -> None:
-        for listener in [*self.listeners, *record.sinks]:
-            try:
-                listener(event)
-            except Exception:
-                # A broken listener must not break the calls it watches; drop it, say so.
-                if listener in self.listeners:
-                    self.listeners.remove(listener)
-                record.sinks = tuple(s for s in record.sinks if s is not listener)
-                _log.exception("toolkernel: removed an event listener that raised")
-
     def progress(self, record: CallRecord, message: str, data: Any) -> None:
-        if self.listeners or record.sinks:
+        if self.report.listeners or record.sinks:
             event = CallProgress(record.call.id, record.name, self._now(), message, data)
-            self._emit(record, event)
-
-    def _announce_block(self, record: CallRecord) -> None:
-        if not (self.listeners or record.sinks):
-            return  # working out whom it waits behind is not free
-        blockers = tuple(r.call.id for r in waits.waits_for(record))
-        resources = waits.contested(record, self.max_concurrency)
-        self._emit(
-            record, CallBlocked(record.call.id, record.name, self._now(), blockers, resources)
-        )
+            self.report.emit(record, event)
 
     def snapshot(self) -> KernelSnapshot:
         """What runs, what waits for leases (and behind whom), what is pending."""
-        return snapshot_of(self._live)
+        return self.report.snapshot(self._live)
 
     def statistics(self) -> KernelStatistics:
         """Counts by state and per-tool count, errors, wait and run percentiles."""
-        counts = dict.fromkeys(CallState, 0)
-        for record in self._live.values():
-            counts[record.state] += 1
-        return KernelStatistics(
-            pending=counts[_PENDING],
-            queued=counts[_QUEUED],
-            running=counts[_RUNNING],
-            finished=self._finished_count,
-            tools=freeze_tallies(self._tallies.values()),
-        )
+        return self.report.statistics(self._live)

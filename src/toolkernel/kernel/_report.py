@@ -1,0 +1,82 @@
+"""What a kernel tells the world: events to listeners, and statistics of finished calls. Pure.
+
+Events are built only when somebody listens (a listener of the kernel's, or a ``stream`` sink of
+the call's): on a kernel nobody watches, a call costs no event at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from . import _waits as waits
+from ._call import CallState, ToolResult
+from ._events import CallBlocked, CallEvent, CallFinished
+from ._observe import KernelSnapshot, KernelStatistics, ToolTally, freeze_tallies, snapshot_of
+from ._record import CallRecord
+
+__all__ = ["Reporter", "UNKNOWN_TOOL_TALLY"]
+
+_log = logging.getLogger("toolkernel")
+
+UNKNOWN_TOOL_TALLY = "(unknown tool)"
+"""The statistics bucket of calls naming tools the kernel does not have: one, however many
+names a model invents."""
+
+
+class Reporter:
+    """A kernel's listeners and tallies."""
+
+    def __init__(self, max_concurrency: int | None) -> None:
+        self.listeners: list[Callable[[CallEvent], None]] = []
+        self._max_concurrency = max_concurrency
+        self._tallies: dict[str, ToolTally] = {}
+        self._finished = 0
+
+    def emit(self, record: CallRecord, event: CallEvent) -> None:
+        """Give ``event`` to every listener of the kernel and of ``record``'s stream."""
+        for listener in [*self.listeners, *record.sinks]:
+            try:
+                listener(event)
+            except Exception:
+                # A broken listener must not break the calls it watches; drop it, say so.
+                if listener in self.listeners:
+                    self.listeners.remove(listener)
+                record.sinks = tuple(s for s in record.sinks if s is not listener)
+                _log.exception("toolkernel: removed an event listener that raised")
+
+    def blocked(self, record: CallRecord, now: float) -> None:
+        """``record`` waits for its leases: say behind whom and on what, if anyone listens."""
+        if not (self.listeners or record.sinks):
+            return  # working out whom it waits behind is not free
+        blockers = tuple(r.call.id for r in waits.waits_for(record))
+        resources = waits.contested(record, self._max_concurrency)
+        self.emit(record, CallBlocked(record.call.id, record.name, now, blockers, resources))
+
+    def finished(self, record: CallRecord, result: ToolResult) -> None:
+        """Count ``record``'s result and say it finished."""
+        self._finished += 1
+        name = record.call.name if record.tool is not None else UNKNOWN_TOOL_TALLY
+        tally = self._tallies.get(name)
+        if tally is None:
+            tally = self._tallies[name] = ToolTally(name)
+        tally.add(result)
+        if self.listeners or record.sinks:
+            self.emit(record, CallFinished(result.call_id, result.name, result.finished_at, result))
+
+    def snapshot(self, live: Mapping[int, CallRecord]) -> KernelSnapshot:
+        """What runs, what waits for leases (and behind whom), what is pending."""
+        return snapshot_of(live)
+
+    def statistics(self, live: Mapping[int, CallRecord]) -> KernelStatistics:
+        """Counts by state and per-tool count, errors, wait and run percentiles."""
+        counts = dict.fromkeys(CallState, 0)
+        for record in live.values():
+            counts[record.state] += 1
+        return KernelStatistics(
+            pending=counts[CallState.PENDING],
+            queued=counts[CallState.QUEUED],
+            running=counts[CallState.RUNNING],
+            finished=self._finished,
+            tools=freeze_tallies(self._tallies.values()),
+        )
