@@ -26,7 +26,7 @@ import trio
 
 from ..locks import LeaseTableStatistics, path
 from . import _messages as messages
-from ._call import Status, ToolCall, ToolResult
+from ._call import CANCELLED, ERROR, OK, Status, ToolCall, ToolResult
 from ._context import ToolContext
 from ._events import CallEvent, CallFinished
 from ._observe import KernelSnapshot, KernelStatistics
@@ -39,8 +39,6 @@ from ._scheduler import Scheduler
 __all__ = ["Kernel", "CallHandle", "open_kernel_core"]
 
 _log = logging.getLogger("toolkernel")
-
-_OK, _ERROR, _CANCELLED = Status.OK, Status.ERROR, Status.CANCELLED
 
 _CALL_TASK_NAME = "toolkernel.kernel._kernel.Kernel._run_task"
 """The name of every call's task. Given, not derived: trio would format one for every spawn."""
@@ -318,14 +316,14 @@ class Kernel(metaclass=_NoPublicConstructor):
                 ready = await self._prephase(record)
         except BaseException:
             record.scope = None
-            scheduler.finish_failed(record, _CANCELLED, messages.cancelled("cancelled"))
+            scheduler.finish_failed(record, CANCELLED, messages.cancelled("cancelled"))
             raise
         record.scope = None
         if record.result is not None:
             return
         if scope.cancelled_caught or not ready:
             reason = record.cancel_reason or "cancelled"
-            scheduler.finish_failed(record, _CANCELLED, messages.cancelled(reason))
+            scheduler.finish_failed(record, CANCELLED, messages.cancelled(reason))
         else:
             scheduler.mark_ready(record)
 
@@ -340,7 +338,7 @@ class Kernel(metaclass=_NoPublicConstructor):
             except BaseException as exc:
                 if _propagates(exc):
                     raise
-                scheduler.finish_failed(record, _ERROR, messages.hook_failed("a before-hook", exc))
+                scheduler.finish_failed(record, ERROR, messages.hook_failed("a before-hook", exc))
                 return False
             if record.result is not None or not scheduler.take_before_answer(record, answer):
                 return False
@@ -359,7 +357,7 @@ class Kernel(metaclass=_NoPublicConstructor):
             except BaseException as exc:
                 if _propagates(exc):
                     raise
-                scheduler.finish_failed(record, _ERROR, messages.hook_failed("the approver", exc))
+                scheduler.finish_failed(record, ERROR, messages.hook_failed("the approver", exc))
                 return False
         if waiting.cancelled_caught:
             refusal = messages.approval_timed_out(
@@ -381,7 +379,7 @@ class Kernel(metaclass=_NoPublicConstructor):
         if record.result is not None:
             return  # a nested call cancelled between two steps of its parent
         if record.cancel_reason is not None:  # cancelled between its grant and its start
-            scheduler.finish_failed(record, _CANCELLED, messages.cancelled(record.cancel_reason))
+            scheduler.finish_failed(record, CANCELLED, messages.cancelled(record.cancel_reason))
             return
         tool = record.tool
         assert tool is not None and record.claims is not None
@@ -392,7 +390,7 @@ class Kernel(metaclass=_NoPublicConstructor):
             call.id, call.name, record.claims, record.depth, self._environment, self, record
         )
         record.context = context
-        status, output, failure = _OK, None, None
+        status, output, failure = OK, None, None
         try:
             with trio.CancelScope() as scope:
                 record.scope = scope
@@ -406,16 +404,16 @@ class Kernel(metaclass=_NoPublicConstructor):
             if _propagates(exc):
                 # The kernel (or the parent call) is being cancelled: finish, let it propagate.
                 reason = record.cancel_reason or "cancelled"
-                scheduler.finish_failed(record, _CANCELLED, messages.cancelled(reason))
+                scheduler.finish_failed(record, CANCELLED, messages.cancelled(reason))
                 raise
-            status, output, failure = _ERROR, None, exc
+            status, output, failure = ERROR, None, exc
             _log.debug("toolkernel: call %s (%s) raised", call.id, call.name, exc_info=exc)
         else:
             record.scope = None
             if scope.cancelled_caught:
                 output = None
                 if record.cancel_reason is not None:
-                    status, failure = _CANCELLED, messages.cancelled(record.cancel_reason)
+                    status, failure = CANCELLED, messages.cancelled(record.cancel_reason)
                 else:
                     limit = scheduler.run_timeout(record) or 0.0
                     status, failure = Status.TIMEOUT, messages.run_timed_out(limit)
@@ -425,7 +423,7 @@ class Kernel(metaclass=_NoPublicConstructor):
             try:
                 result = await self._after(record, result)
             except BaseException:
-                scheduler.finish_failed(record, _CANCELLED, messages.cancelled("cancelled"))
+                scheduler.finish_failed(record, CANCELLED, messages.cancelled("cancelled"))
                 raise
         scheduler.finish(record, result)
 
@@ -445,13 +443,13 @@ class Kernel(metaclass=_NoPublicConstructor):
                     if _propagates(exc):
                         raise
                     error = messages.hook_failed("an after-hook", exc)
-                    result = scheduler.make_result(record, _ERROR, None, error)
+                    result = scheduler.make_result(record, ERROR, None, error)
                     break
                 result = scheduler.take_after_answer(record, result, answer)
         record.scope = None
         if scope.cancelled_caught:
             reason = record.cancel_reason or "cancelled"
-            result = scheduler.make_result(record, _CANCELLED, None, messages.cancelled(reason))
+            result = scheduler.make_result(record, CANCELLED, None, messages.cancelled(reason))
         return result
 
     # -- nested calls ----------------------------------------------------------------------------

@@ -9,7 +9,6 @@ calls its leases cover; nested claims outside it go to the kernel's table at a r
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping
 
 from ..locks import Claim, LeaseTable, pool, units
@@ -128,7 +127,6 @@ class Leasing:
         record.waiting_in = None
         if record.wait_token:
             record.wait_token = 0
-            record.wait_deadline = math.inf
             self._deadlines.discard()
         if record.parent is not None:
             self._waiting_nested.pop(record.uid, None)
@@ -157,7 +155,7 @@ class Leasing:
         timeout = self._wait_timeout(record)
         if timeout is None:
             return
-        deadline = record.wait_deadline = self._now() + timeout
+        deadline = self._now() + timeout
         earliest = self._deadlines.next_deadline()
         record.wait_token = self._deadlines.add(deadline, record)
         if deadline < earliest:

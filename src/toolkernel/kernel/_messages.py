@@ -101,13 +101,6 @@ def claims_failed(tool: str, exc: BaseException) -> InvalidClaimError:
     return error
 
 
-def not_a_claim(tool: str, value: object) -> InvalidClaimError:
-    return InvalidClaimError(
-        f"the claims of {tool} must be Claim objects (reads(), writes(), exclusive(), ...), "
-        f"not {_preview(value)}"
-    )
-
-
 def duplicate_id(call_id: str) -> InvalidCallError:
     return InvalidCallError(f"call id {call_id!r} is used twice in this batch; ids must be unique")
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from ..locks import Claim
-from ._call import CallState, Status, ToolResult
+from ._call import OK, CallState, ToolResult
 from ._waits import waits_for
 
 if TYPE_CHECKING:
@@ -73,9 +73,6 @@ class KernelStatistics:
     tools: tuple[ToolStatistics, ...]
 
 
-_OK = Status.OK  # a module global: reading ``Status.OK`` costs ~0.1 us on Python 3.11
-
-
 def _percentile(values: list[float], fraction: float) -> float:
     if not values:
         return 0.0
@@ -96,7 +93,7 @@ class ToolTally:
 
     def add(self, result: ToolResult) -> None:
         self.count += 1
-        if result.status is not _OK:
+        if result.status is not OK:
             self.errors += 1
         # ``result.wait_time`` and ``result.run_time``, spelled out: this runs for every call.
         started_at = result.started_at

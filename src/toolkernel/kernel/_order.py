@@ -17,12 +17,10 @@ from __future__ import annotations
 from itertools import takewhile
 
 from ..locks import Claim, claims_conflict
-from ._call import CallState
+from ._call import PENDING
 from ._record import Batch, CallRecord
 
 __all__ = ["next_requests", "may_conflict"]
-
-_PENDING = CallState.PENDING  # a module global: enum attribute reads cost ~0.1 us on 3.11
 
 
 def next_requests(batch: Batch) -> list[CallRecord]:
@@ -43,7 +41,7 @@ def next_requests(batch: Batch) -> list[CallRecord]:
         # The common case (a batch being submitted, a call after its turn came): the only call
         # to visit is the last ready one, and nobody of the batch is ahead of it.
         record = unrequested[head]
-        if record.state is not _PENDING:
+        if record.state is not PENDING:
             del unrequested[head]
         elif record.ready:
             del unrequested[head]
@@ -52,7 +50,7 @@ def next_requests(batch: Batch) -> list[CallRecord]:
     ahead: list[CallRecord] = []
     found: list[CallRecord] = []
     for record in list(takewhile(lambda r: r.uid <= last, unrequested.values())):
-        if record.state is not _PENDING:
+        if record.state is not PENDING:
             del unrequested[record.uid]
         elif record.ready and not any(holds_back(earlier, record) for earlier in ahead):
             del unrequested[record.uid]
@@ -88,7 +86,7 @@ def _may_wait_for(start: CallRecord, target: CallRecord) -> bool:
         for other in batch.unrequested.values():
             if other.uid >= current.uid:
                 break
-            if other.state is _PENDING and may_conflict(current.claims, other.claims):
+            if other.state is PENDING and may_conflict(current.claims, other.claims):
                 following.append(other)
         for nxt in following:
             if nxt is target:

@@ -7,7 +7,6 @@ the small protocols below, so nothing here imports an event loop.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -108,7 +107,6 @@ class CallRecord:
     more_leases: list[tuple[LeaseGroup, int]] | None = None
     waiting_in: LeaseGroup | None = None
     own_group: LeaseGroup | None = None  # for nested calls covered by this call's leases
-    wait_deadline: float = math.inf
     wait_token: int = 0  # its live entry in the scheduler's ``Deadlines``, or 0
     started_at: float | None = None
     result: ToolResult | None = None

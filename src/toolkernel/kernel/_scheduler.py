@@ -57,7 +57,20 @@ from ._admission import (
     set_arguments,
     split_by_cover,
 )
-from ._call import CallState, Status, ToolCall, ToolResult, check_transition
+from ._call import (
+    CANCELLED,
+    ERROR,
+    FINISHED,
+    OK,
+    PENDING,
+    QUEUED,
+    RUNNING,
+    CallState,
+    Status,
+    ToolCall,
+    ToolResult,
+    check_transition,
+)
 from ._events import CallEvent, CallProgress, CallQueued, CallStarted
 from ._leasing import Leasing
 from ._observe import KernelSnapshot, KernelStatistics
@@ -81,17 +94,6 @@ REMEMBERED_FINISHED = 10_000
 """How many finished top-level calls ``after=`` can still name (the most recent ones): an id
 stays nameable while its call is unfinished and for the next 10,000 calls that finish after it,
 so memory stays flat over any number of batches."""
-
-# Module globals for the hot paths: on Python 3.11 reading ``CallState.RUNNING`` goes through
-# the enum metaclass's ``__getattr__`` hook (about 0.1 us a time), and a call's way through the
-# scheduler reads a dozen of them.
-_PENDING, _QUEUED, _RUNNING, _FINISHED = (
-    CallState.PENDING,
-    CallState.QUEUED,
-    CallState.RUNNING,
-    CallState.FINISHED,
-)
-_OK, _ERROR, _DENIED, _CANCELLED = Status.OK, Status.ERROR, Status.DENIED, Status.CANCELLED
 
 
 class Scheduler:
@@ -171,7 +173,7 @@ class Scheduler:
         for record in records:
             failure = self._admit(record)
             if failure is not None:
-                failures[record.uid] = (_ERROR, failure)
+                failures[record.uid] = (ERROR, failure)
         link_dependencies(records, failures, self._by_call_id, self._ended)
         if self.report.listeners or sink is not None:  # build no events when nobody listens
             for record in records:
@@ -184,7 +186,7 @@ class Scheduler:
         self._admitting = batch
         try:
             for record in records:
-                if record.state is not _PENDING or record.deps_left:
+                if record.state is not PENDING or record.deps_left:
                     continue
                 if record.unfilled is None or self._fill_in(record):
                     self._begin_prephase(record)
@@ -205,11 +207,11 @@ class Scheduler:
             record.cancel_reason = reason
         if record.scope is not None:
             record.scope.cancel()  # the pre-phase or running task finishes it
-        elif record.state is _RUNNING and record.parent is None:
+        elif record.state is RUNNING and record.parent is None:
             pass  # its task has not started yet; it sees cancel_reason when it does
         else:
             # Pending, queued, or a nested call between steps of its parent's task.
-            self.finish_failed(record, _CANCELLED, messages.cancelled(reason))
+            self.finish_failed(record, CANCELLED, messages.cancelled(reason))
         for child in sorted(record.awaiting or (), key=lambda r: r.uid):
             self.cancel(child, f"cancelled with its parent call {record.call.id}")
 
@@ -273,7 +275,7 @@ class Scheduler:
         arguments, record.unfilled, record.sources = record.unfilled, None, None
         failure = set_arguments(record, fill_in(arguments, results), self._key, self.leasing.pools)
         if failure is not None:
-            self.finish_failed(record, _ERROR, failure)
+            self.finish_failed(record, ERROR, failure)
             return False
         return True
 
@@ -304,13 +306,13 @@ class Scheduler:
         if verdict is None:
             return True
         if isinstance(verdict, SupplyResult):
-            self.finish(record, self.make_result(record, _OK, verdict.output))
+            self.finish(record, self.make_result(record, OK, verdict.output))
             return False
         if isinstance(verdict, RewriteArguments):
             failure = set_arguments(record, verdict.arguments, self._key, self.leasing.pools)
             if failure is None:
                 return True
-            verdict = (_ERROR, failure)
+            verdict = (ERROR, failure)
         self.finish_failed(record, *verdict)
         return False
 
@@ -346,13 +348,13 @@ class Scheduler:
     def _issue_requests(self, batch: Batch) -> None:
         for record in next_requests(batch):
             # A listener (say, on the CallBlocked of an earlier one) may have cancelled it.
-            if record.state is _PENDING:
+            if record.state is PENDING:
                 self._request_top_level(record)
 
     def _request_top_level(self, record: CallRecord) -> None:
         self.leasing.request_top_level(record)
         if record.waiting_in is not None:
-            self._move(record, _QUEUED, self._now())
+            self._move(record, QUEUED, self._now())
             self.report.blocked(record, self._now())
             self._break_wait_cycles()
 
@@ -365,7 +367,7 @@ class Scheduler:
             return
         if record.batch is self._admitting:
             record.keys_fresh = True
-        self._move(record, _RUNNING, self._now())
+        self._move(record, RUNNING, self._now())
         self._spawn_call(record)
 
     def release(self, record: CallRecord) -> None:
@@ -394,19 +396,19 @@ class Scheduler:
         try:
             fresh = compute_claims(record.tool, record.arguments, self._key, self.leasing.pools)
         except (InvalidCallError, InvalidClaimError) as exc:
-            self.finish_failed(record, _ERROR, exc)
+            self.finish_failed(record, ERROR, exc)
             return False
         if fresh == record.claims:
             return True
         record.requeues += 1
         if record.requeues > MAX_REQUEUES:
-            self.finish_failed(record, _ERROR, messages.paths_kept_changing(MAX_REQUEUES))
+            self.finish_failed(record, ERROR, messages.paths_kept_changing(MAX_REQUEUES))
             return False
         record.claims = fresh
         now = self._now()
-        self._move(record, _QUEUED, now)
+        self._move(record, QUEUED, now)
         if self.leasing.requeue(record, fresh):
-            self._move(record, _RUNNING, now)
+            self._move(record, RUNNING, now)
             return True
         self.report.blocked(record, self._now())
         self._break_wait_cycles()
@@ -415,8 +417,8 @@ class Scheduler:
     def start(self, record: CallRecord) -> float:
         """The tool is about to run; returns the deadline of its run (``inf`` for none)."""
         started_at = record.started_at = self._now()
-        if record.state is not _RUNNING:
-            self._move(record, _RUNNING, started_at)
+        if record.state is not RUNNING:
+            self._move(record, RUNNING, started_at)
         if self.report.listeners or record.sinks:
             self.report.emit(record, CallStarted(record.call.id, record.name, started_at))
         timeout = self.run_timeout(record)
@@ -431,7 +433,7 @@ class Scheduler:
         if isinstance(answer, ToolResult):
             return answer
         error = messages.hook_answer("an after-hook", answer, "a ToolResult or None")
-        return self.make_result(record, _ERROR, None, error)
+        return self.make_result(record, ERROR, None, error)
 
     # -- finishing: the one way out ----------------------------------------------------------------
 
@@ -469,7 +471,7 @@ class Scheduler:
             return
         if record.lease_group or record.waiting_in or record.context is not None:
             self.release(record)
-        self._move(record, _FINISHED, result.finished_at)
+        self._move(record, FINISHED, result.finished_at)
         record.result = result
         del self._live[record.uid]
         batch = record.batch
@@ -486,7 +488,7 @@ class Scheduler:
         for dependent in record.dependents or ():
             if dependent.result is not None:
                 continue
-            if result.status is not _OK:
+            if result.status is not OK:
                 why = messages.dependency_failed(
                     record.call.id, record.name, result.status, result.error
                 )
@@ -539,7 +541,7 @@ class Scheduler:
         if failure is None and record.depth > self._max_depth:
             failure = messages.too_deep(parent.call.id, parent.name, name, self._max_depth)
         if failure is not None:
-            self.finish_failed(record, _ERROR, failure)
+            self.finish_failed(record, ERROR, failure)
             return record
         if parent.awaiting is None:
             parent.awaiting = set()
@@ -555,8 +557,8 @@ class Scheduler:
         """Request a nested call's claims: within its parent's lease group, or from the kernel
         at a raised priority. Its ``granted`` signal is set when the parent's task may go on:
         granted, or finished (a wait that would deadlock fails at once)."""
-        if record.state is _PENDING:
-            self._move(record, _QUEUED, self._now())
+        if record.state is PENDING:
+            self._move(record, QUEUED, self._now())
         self.leasing.request_nested(record, claims, inside)
         if record.waiting_in is not None:
             self._break_wait_cycles()  # this wait may close a cycle: then it fails at once
@@ -571,7 +573,7 @@ class Scheduler:
             parent.awaiting.discard(record)
         if record.result is None:  # the parent was cancelled while this call waited or ran
             reason = record.cancel_reason or f"cancelled with its parent call {parent.call.id}"
-            self.finish_failed(record, _CANCELLED, messages.cancelled(reason))
+            self.finish_failed(record, CANCELLED, messages.cancelled(reason))
 
     def _break_wait_cycles(self) -> None:
         """Fail every waiting nested call whose wait closes a cycle, whenever a request starts
@@ -579,7 +581,7 @@ class Scheduler:
         request queues ahead of someone in it). Only nested calls can close one."""
         for record, chain in self.leasing.deadlocked():
             parent_id = record.parent.call.id if record.parent is not None else None
-            self.finish_failed(record, _ERROR, messages.deadlock(chain, parent_id))
+            self.finish_failed(record, ERROR, messages.deadlock(chain, parent_id))
 
     # -- timeouts ----------------------------------------------------------------------------------
 
@@ -604,7 +606,7 @@ class Scheduler:
     def expire(self, now: float) -> None:
         """Fail the calls whose lease wait ran out by ``now``."""
         for record in self.leasing.expired(now):
-            if record.result is None and record.state is _QUEUED:
+            if record.result is None and record.state is QUEUED:
                 behind = waits.describe_waits(record, self.max_concurrency)
                 limit = self.wait_timeout(record) or 0
                 error = messages.wait_timed_out(limit, behind)

@@ -64,7 +64,7 @@ class Mode(enum.Enum):
 
 # The modes as module globals for the code that builds or checks a claim per call: on Python 3.11
 # reading ``Mode.SHARED`` goes through the enum metaclass's ``__getattr__`` hook (~0.1 us a time).
-_SHARED, _EXCLUSIVE = Mode.SHARED, Mode.EXCLUSIVE
+SHARED, EXCLUSIVE = Mode.SHARED, Mode.EXCLUSIVE
 
 
 @attrs.frozen(order=True)
@@ -244,7 +244,7 @@ class Claim:
 
     @property
     def is_exclusive(self) -> bool:
-        return self.mode is _EXCLUSIVE
+        return self.mode is EXCLUSIVE
 
     def __str__(self) -> str:
         if isinstance(self.resource, Pool) and self.mode is Mode.SHARED:
@@ -279,12 +279,12 @@ def _as_resource(target: Resource | str | PathLike[str]) -> Resource:
 
 def shared(resource: Resource | str | PathLike[str]) -> Claim:
     """A shared claim; a string is taken as a path. On a pool it holds one unit."""
-    return _valid_claim(_as_resource(resource), _SHARED)
+    return _valid_claim(_as_resource(resource), SHARED)
 
 
 def exclusive(resource: Resource | str | PathLike[str]) -> Claim:
     """An exclusive claim; a string is taken as a path. On a pool it holds every unit."""
-    return _valid_claim(_as_resource(resource), _EXCLUSIVE)
+    return _valid_claim(_as_resource(resource), EXCLUSIVE)
 
 
 def units(resource: Pool, n: int = 1) -> Claim:
@@ -296,12 +296,12 @@ def units(resource: Pool, n: int = 1) -> Claim:
 
 def reads(p: str | PathLike[str] | Path) -> Claim:
     """Shorthand for ``shared(path(p))``."""
-    return _valid_claim(p if isinstance(p, Path) else path(p), _SHARED)
+    return _valid_claim(p if isinstance(p, Path) else path(p), SHARED)
 
 
 def writes(p: str | PathLike[str] | Path) -> Claim:
     """Shorthand for ``exclusive(path(p))``."""
-    return _valid_claim(p if isinstance(p, Path) else path(p), _EXCLUSIVE)
+    return _valid_claim(p if isinstance(p, Path) else path(p), EXCLUSIVE)
 
 
 def claims_overlap(a: Claim, b: Claim) -> bool:
