@@ -162,7 +162,7 @@ def time_immediate_readers(readers: int) -> float:
 
 
 class QueuedRequest(NamedTuple):
-    claims: list[Claim]
+    claims: tuple[Claim, ...]
     priority: int
     group: Hashable
     owner: object
@@ -171,18 +171,19 @@ class QueuedRequest(NamedTuple):
 def deep_queue(kind: str, n: int) -> list[QueuedRequest]:
     """The ``n`` requests of a deep queue, built before any clock starts.
 
-    Each has an owner object of its own and the batch's group, as the kernel queues a batch.
+    Each has an owner object of its own and the batch's group, and its claims in a tuple, as the
+    kernel queues a batch.
     """
-    write = [writes(FILE)]
+    write = (writes(FILE),)
     if kind != "mixed":
         return [QueuedRequest(write, 0, "batch", object()) for _ in range(n)]
     # Writers of the file, with readers of it and of its directory, writers that also take a
     # pool unit, and higher-priority writers from another group that overtake the batch.
-    patterns: dict[int, tuple[list[Claim], int, Hashable]] = {
-        1: ([reads(FILE)], 0, "batch"),
-        3: ([reads(DIRECTORY)], 0, "batch"),
+    patterns: dict[int, tuple[tuple[Claim, ...], int, Hashable]] = {
+        1: ((reads(FILE),), 0, "batch"),
+        3: ((reads(DIRECTORY),), 0, "batch"),
         5: (write, 1, "urgent"),
-        7: ([writes(FILE), units(NET, 1)], 0, "batch"),
+        7: ((writes(FILE), units(NET, 1)), 0, "batch"),
     }
     return [QueuedRequest(*patterns.get(i % 10, (write, 0, "batch")), object()) for i in range(n)]
 
@@ -223,10 +224,11 @@ def time_deep(kind: str, queue: list[QueuedRequest], repetitions: int) -> float:
 def bytes_per_waiter(n: int, distinct: bool) -> float:
     """The table's own bytes per waiting request, ``n`` queued behind a writer of their directory.
 
-    On one file (``distinct`` false) or on ``n`` distinct files of the directory. Claims and owners
-    are built before tracing starts: they are the caller's.
+    On one file (``distinct`` false) or on ``n`` distinct files of the directory. Claims (a tuple
+    of them per request, as the kernel passes them) and owners are built before tracing starts:
+    they are the caller's.
     """
-    claims = [[writes(f"{DIRECTORY}/f{i:06d}" if distinct else FILE)] for i in range(n)]
+    claims = [(writes(f"{DIRECTORY}/f{i:06d}" if distinct else FILE),) for i in range(n)]
     owners = [object() for _ in range(n)]
     table = LeaseTable()
     table.request([writes(DIRECTORY)])

@@ -13,18 +13,15 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
-from typing import Generic, TypeVar
 
 __all__ = ["KeyQueue"]
-
-K = TypeVar("K", tuple[int, int], int)
 
 # A dead prefix shorter than this is never worth a copy to drop.
 _COMPACT_AFTER = 32
 
 
-class KeyQueue(Generic[K]):
-    """Distinct keys in ascending order; never empty (holders keep ``None`` for no queue).
+class KeyQueue:
+    """Distinct int keys in ascending order; never empty (holders keep ``None`` for no queue).
 
     ``first`` is the smallest key. Example::
 
@@ -38,15 +35,15 @@ class KeyQueue(Generic[K]):
 
     __slots__ = ("_head", "_items", "first")
 
-    def __init__(self, first: K) -> None:
-        self._items: list[K] = [first]
+    def __init__(self, first: int) -> None:
+        self._items: list[int] = [first]
         self._head = 0
-        self.first: K = first
+        self.first: int = first
 
     def __len__(self) -> int:
         return len(self._items) - self._head
 
-    def add(self, key: K) -> None:
+    def add(self, key: int) -> None:
         """Insert ``key`` (not already present) in its place."""
         items, head = self._items, self._head
         if items[-1] < key:
@@ -63,7 +60,7 @@ class KeyQueue(Generic[K]):
         else:
             items.insert(i, key)
 
-    def remove(self, key: K) -> bool:
+    def remove(self, key: int) -> bool:
         """Take ``key`` (which must be present) out; return True if the queue is now empty."""
         items, head = self._items, self._head
         if items[head] == key:
@@ -86,21 +83,21 @@ class KeyQueue(Generic[K]):
         self.first = items[head]
         return False
 
-    def replace(self, old: K, new: K) -> None:
+    def replace(self, old: int, new: int) -> None:
         """Swap ``old`` (present) for ``new`` (absent)."""
-        if len(self) == 1:
+        if len(self._items) - self._head == 1:
             self._items[self._head] = new
             self.first = new
         else:
             self.remove(old)  # leaves a key, so the queue stays valid for the add
             self.add(new)
 
-    def last_before(self, key: K) -> K | None:
+    def last_before(self, key: int) -> int | None:
         """The largest key smaller than ``key``, or None."""
         i = bisect_left(self._items, key, self._head)
         return self._items[i - 1] if i > self._head else None
 
-    def after(self, key: K | None) -> Iterator[K]:
+    def after(self, key: int | None) -> Iterator[int]:
         """The keys greater than ``key`` (all of them for None), in order.
 
         A generator over the live list: do not change the queue while iterating.
@@ -110,6 +107,6 @@ class KeyQueue(Generic[K]):
         for i in range(start, len(items)):
             yield items[i]
 
-    def last(self) -> K:
+    def last(self) -> int:
         """The largest key."""
         return self._items[-1]

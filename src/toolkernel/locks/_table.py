@@ -67,7 +67,7 @@ and holds resources while waiting).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import NamedTuple
 
 import attrs
@@ -81,6 +81,25 @@ from .._errors import (
 )
 from ._keyqueue import KeyQueue
 from ._resources import Claim, Mode, Pool, canonical_claims
+from ._trie import (
+    BELOW,
+    EXCLUSIVE_BELOW,
+    EXCLUSIVE_HERE,
+    SHARED_BELOW,
+    SHARED_HERE,
+    Key,
+    Node,
+    chain_to,
+    dequeue,
+    earlier,
+    earliest_here,
+    enqueue,
+    hold,
+    move_first,
+    nothing_before,
+    prune,
+    unhold,
+)
 
 __all__ = ["LeaseTable", "LeaseInfo", "LeaseTableStatistics", "LeaseTableSnapshot"]
 
@@ -88,15 +107,23 @@ __all__ = ["LeaseTable", "LeaseInfo", "LeaseTableStatistics", "LeaseTableSnapsho
 # the enum metaclass's ``__getattr__`` hook (~0.1 us a time).
 _EXCLUSIVE = Mode.EXCLUSIVE
 
-# A request's place in the queue: (-effective priority, arrival number). The arrival number is also
-# the request's id, so keys are unique and comparing two keys never looks further.
-_Key = tuple[int, int]
-_Keys = KeyQueue[_Key]
+# A request's place in the queue: its arrival number (which is also its id) less its effective
+# priority times _ARRIVALS, so keys sort by priority (highest first), then arrival. An int rather
+# than a pair: it compares faster, and at priority 0 the key is the id itself, so a waiting request
+# costs no key object of its own.
+_ARRIVALS = 1 << 62  # more requests than any table will see
 
-# The four queues a node with waiters keeps (``_Node.waits``): its own waiting lines, by mode, and
-# the first waiting key of each mode on every node below it. ``_BELOW`` turns one into the other.
-_SHARED_HERE, _EXCLUSIVE_HERE, _SHARED_BELOW, _EXCLUSIVE_BELOW = 0, 1, 2, 3
-_BELOW = 2
+
+def _queue_key(effective_priority: int, lease_id: int) -> Key:
+    return lease_id - effective_priority * _ARRIVALS if effective_priority else lease_id
+
+
+def _priority_of(key: Key) -> int:
+    return -(key // _ARRIVALS)
+
+
+def _strictly_below(node_key: tuple[str, ...], ancestor: tuple[str, ...]) -> bool:
+    return len(node_key) > len(ancestor) and node_key[: len(ancestor)] == ancestor
 
 
 @attrs.frozen
@@ -168,141 +195,11 @@ class _Request:
     claims: tuple[Claim, ...]
     entries: tuple[_Entry, ...]
     exclusive_count: int
-    key: _Key
+    key: Key
     priority: int
     group: Hashable
     owner: object
     held: bool = False
-
-
-class _Node:
-    """One node of the resource trie, with what is held and what waits at it and below it."""
-
-    __slots__ = (
-        "children",
-        "held_exclusive",
-        "held_shared",
-        "name",
-        "tree_held_exclusive",
-        "tree_held_shared",
-        "units_held",
-        "wait_units",
-        "waits",
-    )
-
-    def __init__(self, name: str | None) -> None:
-        self.name = name
-        self.children: dict[str, _Node] = {}
-        # Ids of granted leases holding a claim at exactly this node.
-        self.held_shared: dict[int, None] = {}
-        self.held_exclusive: dict[int, None] = {}
-        # Counts of held claims at this node and anywhere below it.
-        self.tree_held_shared = 0
-        self.tree_held_exclusive = 0
-        # None while nobody waits at or below this node (most nodes only ever hold leases);
-        # else four queues of keys, indexed by _SHARED_HERE and the rest: the keys of the shared
-        # (exclusive) claims waiting at exactly this node, and for each node below it where
-        # shared (exclusive) claims wait, the first of their keys. Each queue is None when empty.
-        self.waits: list[_Keys | None] | None = None
-        # Pool nodes only: units held, and units wanted by each waiting request id.
-        self.units_held = 0
-        self.wait_units: dict[int, int] | None = None
-
-    def held_below(self, exclusive_only: bool) -> Iterator[int]:
-        """Ids of the leases held at this node and below it (exclusive ones only, if asked)."""
-        stack = [self]
-        while stack:
-            node = stack.pop()
-            yield from node.held_exclusive
-            if not exclusive_only:
-                yield from node.held_shared
-            for child in node.children.values():
-                if child.tree_held_exclusive or (not exclusive_only and child.tree_held_shared):
-                    stack.append(child)
-
-
-def _earlier(a: _Key | None, b: _Key | None) -> _Key | None:
-    """The earlier of two keys, None standing for "no key"."""
-    if a is None:
-        return b
-    if b is None or a < b:
-        return a
-    return b
-
-
-def _earliest_here(
-    waits: list[_Keys | None], earliest: _Key | None, earliest_exclusive: _Key | None
-) -> tuple[_Key | None, _Key | None]:
-    """``earliest`` and ``earliest_exclusive`` (keys waiting in any mode, in exclusive mode),
-    made earlier by the keys waiting at the node of ``waits``."""
-    queue = waits[_EXCLUSIVE_HERE]
-    if queue is not None:
-        earliest_exclusive = _earlier(earliest_exclusive, queue.first)
-        earliest = _earlier(earliest, queue.first)
-    queue = waits[_SHARED_HERE]
-    if queue is not None:
-        earliest = _earlier(earliest, queue.first)
-    return earliest, earliest_exclusive
-
-
-def _enqueue(chain: list[_Node], index: int, key: _Key) -> None:
-    """Add ``key`` to queue ``index`` (_SHARED_HERE or _EXCLUSIVE_HERE) of the node ``chain``
-    ends at, and keep its ancestors' first-waiter keys in step."""
-    node = chain[-1]
-    waits = node.waits
-    if waits is None:
-        waits = node.waits = [None, None, None, None]
-    queue = waits[index]
-    if queue is None:
-        waits[index] = KeyQueue(key)
-        _move_first(chain, index + _BELOW, None, key)
-        return
-    old = queue.first
-    queue.add(key)
-    if queue.first != old:
-        _move_first(chain, index + _BELOW, old, key)
-
-
-def _dequeue(chain: list[_Node], index: int, key: _Key) -> None:
-    """Take ``key`` out of queue ``index`` of the node ``chain`` ends at (the undo of _enqueue)."""
-    node = chain[-1]
-    waits = node.waits
-    assert waits is not None
-    queue = waits[index]
-    assert queue is not None
-    old = queue.first
-    if queue.remove(key):
-        waits[index] = None
-        if waits == [None, None, None, None]:
-            node.waits = None
-        _move_first(chain, index + _BELOW, old, None)
-    elif queue.first != old:
-        _move_first(chain, index + _BELOW, old, queue.first)
-
-
-def _move_first(chain: list[_Node], index: int, old: _Key | None, new: _Key | None) -> None:
-    """The first key of one mode waiting at the node ``chain`` ends at went from ``old`` to
-    ``new`` (either may be None): update queue ``index`` (a _BELOW one) of every ancestor."""
-    for depth in range(len(chain) - 1):
-        node = chain[depth]
-        waits = node.waits
-        if waits is None:
-            waits = node.waits = [None, None, None, None]
-        firsts = waits[index]
-        if old is None:
-            assert new is not None
-            if firsts is None:
-                waits[index] = KeyQueue(new)
-            else:
-                firsts.add(new)
-            continue
-        assert firsts is not None  # it holds ``old``
-        if new is not None:
-            firsts.replace(old, new)
-        elif firsts.remove(old):
-            waits[index] = None
-            if waits == [None, None, None, None]:
-                node.waits = None
 
 
 class LeaseTable:
@@ -321,7 +218,7 @@ class LeaseTable:
     """
 
     def __init__(self, pools: Mapping[str, int] | None = None) -> None:
-        self._root = _Node(None)
+        self._root = Node(None)
         self._requests: dict[int, _Request] = {}
         self._capacity: dict[str, int] = {}
         self._last_id = 0
@@ -330,7 +227,7 @@ class LeaseTable:
         self._exclusive_claims_held = 0
         self._examined = 0
         # For each group, the ids of its waiting requests (the last one caps priority).
-        self._group_waiting: dict[Hashable, KeyQueue[int]] = {}
+        self._group_waiting: dict[Hashable, KeyQueue] = {}
         for name, capacity in (pools or {}).items():
             self._check_capacity_value(name, capacity)
             self._capacity[name] = capacity
@@ -516,7 +413,7 @@ class LeaseTable:
         self._capacity[pool_name] = capacity
         if node is None:
             return ()
-        candidates: set[_Key] = set()
+        candidates: set[Key] = set()
         self._front_at(("pool", pool_name), True, None, candidates, set())
         return self._grant(candidates)
 
@@ -566,14 +463,14 @@ class LeaseTable:
             waiting = self._group_waiting.get(group)
             if waiting is not None:
                 latest = self._requests[waiting.last()]
-                effective = min(priority, -latest.key[0])
+                effective = min(priority, _priority_of(latest.key))
         lease_id = self._last_id + 1
         return _Request(
             lease_id,
             canonical,
             tuple(entries),
             exclusive_count,
-            (-effective, lease_id),
+            _queue_key(effective, lease_id),
             priority,
             group,
             owner,
@@ -585,50 +482,30 @@ class LeaseTable:
             claims=request.claims,
             held=request.held,
             priority=request.priority,
-            effective_priority=-request.key[0],
+            effective_priority=_priority_of(request.key),
             group=request.group,
             waits_for=self.waits_for(request.id),
         )
 
     # -- the trie ----------------------------------------------------------------------------
 
-    def _chain(self, node_key: tuple[str, ...], create: bool) -> list[_Node]:
-        """The nodes from the root down to ``node_key``; stops early if absent and not creating."""
-        node = self._root
-        chain = [node]
-        for name in node_key:
-            child = node.children.get(name)
-            if child is None:
-                if not create:
-                    break
-                child = node.children[name] = _Node(name)
-            node = child
-            chain.append(node)
-        return chain
-
     def _has_node(self, pool_name: str) -> bool:
         pools = self._root.children.get("pool")
         return pools is not None and pool_name in pools.children
 
-    def _pool_node(self, pool_name: str) -> _Node:
+    def _pool_node(self, pool_name: str) -> Node:
         return self._root.children["pool"].children[pool_name]
 
     def _index(self, request: _Request, *, held: bool) -> None:
         request.held = held
         for _, node_key, exclusive, pool_units in request.entries:
-            chain = self._chain(node_key, create=True)
+            chain = chain_to(self._root, node_key, create=True)
             node = chain[-1]
             if held:
-                (node.held_exclusive if exclusive else node.held_shared)[request.id] = None
+                hold(chain, exclusive, request.id)
                 node.units_held += pool_units
-                if exclusive:
-                    for step in chain:
-                        step.tree_held_exclusive += 1
-                else:
-                    for step in chain:
-                        step.tree_held_shared += 1
             else:
-                _enqueue(chain, exclusive, request.key)
+                enqueue(chain, exclusive, request.key)
                 if pool_units:
                     if node.wait_units is None:
                         node.wait_units = {}
@@ -648,46 +525,25 @@ class LeaseTable:
 
     def _unindex(self, request: _Request) -> None:
         for _, node_key, exclusive, pool_units in request.entries:
-            chain = self._chain(node_key, create=False)
+            chain = chain_to(self._root, node_key, create=False)
             node = chain[-1]
             if request.held:
-                del (node.held_exclusive if exclusive else node.held_shared)[request.id]
+                unhold(chain, exclusive, request.id)
                 node.units_held -= pool_units
-                if exclusive:
-                    for step in chain:
-                        step.tree_held_exclusive -= 1
-                else:
-                    for step in chain:
-                        step.tree_held_shared -= 1
             else:
-                _dequeue(chain, exclusive, request.key)
+                dequeue(chain, exclusive, request.key)
                 if pool_units:
                     assert node.wait_units is not None
                     del node.wait_units[request.id]
                     if not node.wait_units:
                         node.wait_units = None
-            self._prune(chain)
+            prune(chain)
         if request.held:
             self._held_count -= 1
             self._exclusive_claims_held -= request.exclusive_count
             self._shared_claims_held -= len(request.entries) - request.exclusive_count
         elif request.group is not None and self._group_waiting[request.group].remove(request.id):
             del self._group_waiting[request.group]
-
-    @staticmethod
-    def _prune(chain: list[_Node]) -> None:
-        # Drop empty nodes bottom-up so the trie only holds what is held or waited for.
-        for depth in range(len(chain) - 1, 0, -1):
-            node = chain[depth]
-            if (
-                node.children
-                or node.tree_held_shared
-                or node.tree_held_exclusive
-                or node.waits is not None
-            ):
-                break
-            assert node.name is not None
-            del chain[depth - 1].children[node.name]
 
     # -- granting ----------------------------------------------------------------------------
 
@@ -703,10 +559,10 @@ class LeaseTable:
                     return False
                 waits = node.waits
                 if waits is not None:
-                    queue = waits[_EXCLUSIVE_HERE]
+                    queue = waits[EXCLUSIVE_HERE]
                     if queue is not None and queue.first < key:
                         return False
-                    queue = waits[_SHARED_HERE]
+                    queue = waits[SHARED_HERE]
                     if exclusive and queue is not None and queue.first < key:
                         return False
                 child = node.children.get(name)
@@ -720,17 +576,21 @@ class LeaseTable:
                     return False
                 waits = node.waits
                 if waits is not None:
-                    for index in (_EXCLUSIVE_HERE, _EXCLUSIVE_BELOW, _SHARED_HERE, _SHARED_BELOW):
-                        if index == _SHARED_HERE and not exclusive:
-                            break
-                        queue = waits[index]
-                        if queue is not None and queue.first < key:
-                            return False
+                    # Exclusive claims waiting there or below conflict with any claim; shared
+                    # ones with an exclusive claim.
+                    ahead: tuple[KeyQueue | None, ...] = (
+                        waits[EXCLUSIVE_HERE],
+                        waits[EXCLUSIVE_BELOW],
+                    )
+                    if exclusive:
+                        ahead += (waits[SHARED_HERE], waits[SHARED_BELOW])
+                    if not all(nothing_before(queue, key) for queue in ahead):
+                        return False
                 if entry.pool_units and self._units_short(node, entry, key):
                     return False
         return True
 
-    def _units_short(self, node: _Node, entry: _Entry, key: _Key) -> bool:
+    def _units_short(self, node: Node, entry: _Entry, key: Key) -> bool:
         """Would the units held, those reserved by earlier waiters, and ``entry``'s exceed the
         pool's capacity?"""
         resource = entry.claim.resource
@@ -738,7 +598,7 @@ class LeaseTable:
         capacity = self._capacity[resource.name]
         reserved = node.units_held + entry.pool_units
         waits = node.waits
-        queue = None if waits is None else waits[_SHARED_HERE]
+        queue = None if waits is None else waits[SHARED_HERE]
         if queue is not None:
             wait_units = node.wait_units
             assert wait_units is not None
@@ -747,76 +607,98 @@ class LeaseTable:
                 if reserved > capacity or not earlier < key:
                     break
                 self._examined += 1
-                reserved += wait_units[earlier[1]]
+                reserved += wait_units[earlier % _ARRIVALS]
         return reserved > capacity
 
-    def _grant(self, candidates: set[_Key]) -> tuple[int, ...]:
-        """Grant every candidate that is grantable, in queue order; return their ids."""
-        granted = []
-        for key in sorted(candidates):
-            self._examined += 1
-            request = self._requests[key[1]]
-            if self._grantable(request):
-                self._promote(request)
-                granted.append(request.id)
-        return tuple(granted)
+    def _grant(self, candidates: set[Key]) -> tuple[int, ...]:
+        """Grant every candidate that is grantable; return their ids in queue order.
 
-    def _promote(self, request: _Request) -> None:
-        """Turn a waiting request into a held lease (what ``_unindex`` then ``_index`` would)."""
-        key, lease_id = request.key, request.id
-        for _, node_key, exclusive, pool_units in request.entries:
-            chain = self._chain(node_key, create=False)
-            node = chain[-1]
-            _dequeue(chain, exclusive, key)
-            if pool_units:
-                assert node.wait_units is not None
-                del node.wait_units[lease_id]
-                if not node.wait_units:
-                    node.wait_units = None
-                node.units_held += pool_units
-            if exclusive:
-                node.held_exclusive[lease_id] = None
-                for step in chain:
-                    step.tree_held_exclusive += 1
-            else:
-                node.held_shared[lease_id] = None
-                for step in chain:
-                    step.tree_held_shared += 1
-        if request.group is not None and self._group_waiting[request.group].remove(lease_id):
-            del self._group_waiting[request.group]
-        request.held = True
-        self._held_count += 1
-        self._exclusive_claims_held += request.exclusive_count
-        self._shared_claims_held += len(request.entries) - request.exclusive_count
+        Granting a waiter never changes whether another is grantable (see the module docstring),
+        so all are checked first and then granted together: a line's front is taken off in one
+        go, and the nodes above it learn its new first waiter once.
+        """
+        self._examined += len(candidates)
+        requests = self._requests
+        granted = [
+            requests[key % _ARRIVALS]
+            for key in sorted(candidates)
+            if self._grantable(requests[key % _ARRIVALS])
+        ]
+        if granted:
+            self._promote(granted)
+        return tuple(request.id for request in granted)
 
-    def _let_through(self, request: _Request) -> set[_Key]:
+    def _promote(self, requests: list[_Request]) -> None:
+        """Turn waiting requests into held leases (what ``_unindex`` then ``_index`` would)."""
+        # The lines taken from, each with the first key it had before: (node id, mode) ->
+        # (chain, mode, first key).
+        lines: dict[tuple[int, bool], tuple[list[Node], bool, Key]] = {}
+        for request in requests:
+            key, lease_id = request.key, request.id
+            for _, node_key, exclusive, pool_units in request.entries:
+                chain = chain_to(self._root, node_key, create=False)
+                node = chain[-1]
+                waits = node.waits
+                assert waits is not None
+                queue = waits[exclusive]
+                assert queue is not None
+                line = (id(node), exclusive)
+                if line not in lines:
+                    lines[line] = (chain, exclusive, queue.first)
+                if queue.remove(key):
+                    waits[exclusive] = None
+                if pool_units:
+                    assert node.wait_units is not None
+                    del node.wait_units[lease_id]
+                    if not node.wait_units:
+                        node.wait_units = None
+                    node.units_held += pool_units
+                hold(chain, exclusive, lease_id)
+            if request.group is not None and self._group_waiting[request.group].remove(lease_id):
+                del self._group_waiting[request.group]
+            request.held = True
+            self._held_count += 1
+            self._exclusive_claims_held += request.exclusive_count
+            self._shared_claims_held += len(request.entries) - request.exclusive_count
+        for chain, exclusive, old in lines.values():
+            # (A line below may have emptied this node's ``waits`` already.)
+            waits = chain[-1].waits
+            queue = None if waits is None else waits[exclusive]
+            if queue is None:
+                move_first(chain, exclusive + BELOW, old, None)
+                if waits == [None, None, None, None]:
+                    chain[-1].waits = None
+            elif queue.first != old:
+                move_first(chain, exclusive + BELOW, old, queue.first)
+
+    def _let_through(self, request: _Request) -> set[Key]:
         """The keys of the waiting requests that taking ``request`` out may have let through.
 
         Call it after unindexing ``request``: for each claim, the fronts of the queues at its
         node, at its ancestors, and below it. A waiting request removed blocked only later ones.
         """
         after = None if request.held else request.key
-        candidates: set[_Key] = set()
+        candidates: set[Key] = set()
         for entry in request.entries:
             self._let_through_claim(entry, after, candidates)
         return candidates
 
-    def _let_through_claim(self, entry: _Entry, after: _Key | None, found: set[_Key]) -> None:
+    def _let_through_claim(self, entry: _Entry, after: Key | None, found: set[Key]) -> None:
         exclusive, node_key = entry.exclusive, entry.node_key
         # A shared claim held back only exclusive claims, except unit claims on its own pool.
         frees_shared = exclusive or entry.pool_units > 0
         # What the nodes walked so far do to the claims below them: a shared lease held, and the
         # earliest key waiting (in any mode, in exclusive mode) there.
         shared_held = False
-        earliest: _Key | None = None
-        earliest_exclusive: _Key | None = None
+        earliest: Key | None = None
+        earliest_exclusive: Key | None = None
         node = self._root
         depth = len(node_key)
         for level in range(depth + 1):
             at_claim = level == depth
             waits = node.waits
             if waits is not None and (
-                waits[_SHARED_HERE] is not None or waits[_EXCLUSIVE_HERE] is not None
+                waits[SHARED_HERE] is not None or waits[EXCLUSIVE_HERE] is not None
             ):
                 self._front(
                     node,
@@ -827,7 +709,7 @@ class LeaseTable:
                     after,
                     found,
                 )
-                earliest, earliest_exclusive = _earliest_here(waits, earliest, earliest_exclusive)
+                earliest, earliest_exclusive = earliest_here(waits, earliest, earliest_exclusive)
             if node.held_exclusive:
                 return  # everything below stays held off
             shared_held = shared_held or bool(node.held_shared)
@@ -851,8 +733,8 @@ class LeaseTable:
         if waits is None:
             return
         seen: set[int] = set()
-        for index in (_EXCLUSIVE_BELOW, _SHARED_BELOW):
-            shared = index == _SHARED_BELOW
+        for index in (EXCLUSIVE_BELOW, SHARED_BELOW):
+            shared = index == SHARED_BELOW
             firsts = waits[index]
             if firsts is None or (shared and not exclusive) or (not shared and shared_held):
                 continue
@@ -863,30 +745,29 @@ class LeaseTable:
                 if bound is not None and bound < key:
                     break
                 self._examined += 1
-                for other in self._requests[key[1]].entries:
-                    below = other.node_key
-                    if other.exclusive is not shared and below[:depth] == node_key != below:
-                        self._front_at(below, exclusive, after, found, seen)
+                for other in self._requests[key % _ARRIVALS].entries:
+                    if other.exclusive is not shared and _strictly_below(other.node_key, node_key):
+                        self._front_at(other.node_key, exclusive, after, found, seen)
 
     def _front_at(
         self,
         node_key: tuple[str, ...],
         want_shared: bool,
-        after: _Key | None,
-        found: set[_Key],
+        after: Key | None,
+        found: set[Key],
         seen: set[int],
     ) -> None:
         """:meth:`_front` of the node at ``node_key``, once for the ids of nodes in ``seen``."""
         shared_held = False
-        earliest: _Key | None = None
-        earliest_exclusive: _Key | None = None
+        earliest: Key | None = None
+        earliest_exclusive: Key | None = None
         node = self._root
         for name in node_key:
             if node.held_exclusive:
                 return
             shared_held = shared_held or bool(node.held_shared)
             if node.waits is not None:
-                earliest, earliest_exclusive = _earliest_here(
+                earliest, earliest_exclusive = earliest_here(
                     node.waits, earliest, earliest_exclusive
                 )
             node = node.children[name]
@@ -896,13 +777,13 @@ class LeaseTable:
 
     def _front(
         self,
-        node: _Node,
+        node: Node,
         shared_held: bool,
-        earliest: _Key | None,
-        earliest_exclusive: _Key | None,
+        earliest: Key | None,
+        earliest_exclusive: Key | None,
         want_shared: bool,
-        after: _Key | None,
-        found: set[_Key],
+        after: Key | None,
+        found: set[Key],
     ) -> None:
         """Add to ``found`` the front of ``node``'s waiting line: the keys after ``after`` whose
         claim at ``node`` conflicts with nothing held and with no earlier waiter.
@@ -914,7 +795,7 @@ class LeaseTable:
         waits = node.waits
         if waits is None:
             return
-        shared, exclusive = waits[_SHARED_HERE], waits[_EXCLUSIVE_HERE]
+        shared, exclusive = waits[SHARED_HERE], waits[EXCLUSIVE_HERE]
         if exclusive is not None:
             # Only the first exclusive waiter can be at the front, and only if it comes first.
             key = exclusive.first
@@ -922,11 +803,10 @@ class LeaseTable:
             if (
                 not (shared_held or node.tree_held_shared or node.tree_held_exclusive)
                 and (after is None or after < key)
-                and not any(
-                    other is not None and other.first < key
-                    for other in (shared, waits[_SHARED_BELOW], waits[_EXCLUSIVE_BELOW])
-                )
                 and (earliest is None or not earliest < key)
+                and (shared is None or not shared.first < key)
+                and nothing_before(waits[SHARED_BELOW], key)
+                and nothing_before(waits[EXCLUSIVE_BELOW], key)
             ):
                 found.add(key)
         if not want_shared or shared is None or node.tree_held_exclusive:
@@ -934,9 +814,9 @@ class LeaseTable:
         # Shared claims up to the first exclusive one here, below or above (on a pool: while
         # the units fit).
         limit = earliest_exclusive
-        for queue in (exclusive, waits[_EXCLUSIVE_BELOW]):
+        for queue in (exclusive, waits[EXCLUSIVE_BELOW]):
             if queue is not None:
-                limit = _earlier(limit, queue.first)
+                limit = earlier(limit, queue.first)
         if node.wait_units is not None:
             assert node.name is not None
             capacity = self._capacity[node.name]
@@ -945,7 +825,7 @@ class LeaseTable:
                 if limit is not None and limit < key:
                     break
                 self._examined += 1
-                reserved += node.wait_units[key[1]]
+                reserved += node.wait_units[key % _ARRIVALS]
                 if reserved > capacity:
                     break
                 if after is None or after < key:
@@ -959,7 +839,7 @@ class LeaseTable:
 
     # -- whom a request waits for ------------------------------------------------------------
 
-    def _blockers(self, entry: _Entry, key: _Key, found: set[int]) -> None:
+    def _blockers(self, entry: _Entry, key: Key, found: set[int]) -> None:
         """Add to ``found`` whom one claim of the waiting request ``key`` waits behind directly.
 
         See :meth:`waits_for`. The latest exclusive request waiting ahead of it anywhere on its
@@ -968,28 +848,28 @@ class LeaseTable:
         the waiters after it need naming too.
         """
         exclusive, units = entry.exclusive, entry.pool_units > 0
-        chain = self._chain(entry.node_key, create=False)
+        chain = chain_to(self._root, entry.node_key, create=False)
         node = chain[-1]  # the request waits here, so the node exists
-        latest: _Key | None = None
+        latest: Key | None = None
         for step in chain:
-            queue = None if step.waits is None else step.waits[_EXCLUSIVE_HERE]
+            queue = None if step.waits is None else step.waits[EXCLUSIVE_HERE]
             ahead = None if queue is None else queue.last_before(key)
             if ahead is not None and (latest is None or latest < ahead):
                 latest = ahead
         if latest is not None:
-            found.add(latest[1])
+            found.add(latest % _ARRIVALS)
         for step in chain:
-            queue = None if step.waits is None else step.waits[_SHARED_HERE]
+            queue = None if step.waits is None else step.waits[SHARED_HERE]
             if queue is not None and step is node and units:
                 # Each unit claim waits for the one before it, which waits for the units held.
                 ahead = queue.last_before(key)
                 if ahead is not None and (latest is None or latest < ahead):
-                    found.add(ahead[1])
+                    found.add(ahead % _ARRIVALS)
             elif queue is not None and exclusive:
                 for ahead in queue.after(latest):
                     if not ahead < key:
                         break
-                    found.add(ahead[1])
+                    found.add(ahead % _ARRIVALS)
             if latest is None:
                 found.update(step.held_exclusive)
                 if exclusive or (units and step is node):
@@ -997,22 +877,21 @@ class LeaseTable:
         # Below the claim's node: on each node with a conflicting request ahead, the nearest.
         waits = node.waits
         if waits is not None:
-            depth = len(entry.node_key)
             seen: set[int] = set()
-            for index in (_EXCLUSIVE_BELOW, _SHARED_BELOW):
-                shared = index == _SHARED_BELOW
+            for index in (EXCLUSIVE_BELOW, SHARED_BELOW):
+                shared = index == SHARED_BELOW
                 firsts = waits[index]
                 if firsts is None or (shared and not exclusive):
                     continue
                 for first in firsts.after(None):
                     if not first < key:
                         break
-                    for other in self._requests[first[1]].entries:
-                        if other.exclusive is shared or len(other.node_key) <= depth:
+                    for other in self._requests[first % _ARRIVALS].entries:
+                        if other.exclusive is shared or not _strictly_below(
+                            other.node_key, entry.node_key
+                        ):
                             continue
-                        if other.node_key[:depth] != entry.node_key:
-                            continue
-                        below = self._chain(other.node_key, create=False)[-1]
+                        below = chain_to(self._root, other.node_key, create=False)[-1]
                         if id(below) not in seen:
                             seen.add(id(below))
                             self._nearest_at(below, exclusive, key, latest, found)
@@ -1021,24 +900,24 @@ class LeaseTable:
 
     @staticmethod
     def _nearest_at(
-        node: _Node, exclusive: bool, key: _Key, latest: _Key | None, found: set[int]
+        node: Node, exclusive: bool, key: Key, latest: Key | None, found: set[int]
     ) -> None:
         """Add the requests waiting at ``node`` (below a claim) between ``latest`` and ``key``
         that the claim waits behind directly: the last exclusive one, and the shared ones after
         it if the claim is exclusive."""
         waits = node.waits
         assert waits is not None
-        queue = waits[_EXCLUSIVE_HERE]
+        queue = waits[EXCLUSIVE_HERE]
         nearest = None if queue is None else queue.last_before(key)
         if nearest is not None and (latest is None or latest < nearest):
-            found.add(nearest[1])
+            found.add(nearest % _ARRIVALS)
             latest = nearest
-        queue = waits[_SHARED_HERE]
+        queue = waits[SHARED_HERE]
         if exclusive and queue is not None:
             for ahead in queue.after(latest):
                 if not ahead < key:
                     break
-                found.add(ahead[1])
+                found.add(ahead % _ARRIVALS)
 
     @staticmethod
     def _check_capacity_value(name: str, capacity: int) -> None:
