@@ -191,3 +191,26 @@ def test_a_directory_writer_waits_for_the_last_directory_writer_not_the_files_be
     assert table.waits_for(first) == (holder, *files)
     assert table.waits_for(second) == (first,)
     assert table.waits_for(late_file) == (second,)
+
+
+@pytest.mark.parametrize("n", [1_000, 10_000])
+@pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: w.__name__)
+def test_requeuing_a_deep_queue_examines_each_request_a_bounded_number_of_times(
+    workload: Workload, n: int
+) -> None:
+    # Every waiting request asks again with its own claims (as the kernel does when a path's
+    # meaning changed), keeping its place; then the queue runs, each holder first requeued onto
+    # a file of its own before it is released.
+    table, barrier, waiting = queue(workload, n)
+    for i, lease_id in enumerate(waiting):
+        assert table.requeue(lease_id, workload(i)[0]) == ()
+    granted = deque(table.release(barrier))
+    while granted:
+        lease_id = granted.popleft()
+        granted.extend(
+            g for g in table.requeue(lease_id, [writes(f"own/{lease_id}")]) if g != lease_id
+        )
+        granted.extend(table.release(lease_id))
+    statistics = table.statistics()
+    assert statistics.held == statistics.waiting == 0
+    assert statistics.requests_examined <= PER_REQUEST * n
