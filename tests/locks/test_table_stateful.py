@@ -4,13 +4,17 @@ The oracle has its own conflict relation (over resources and modes, and its own 
 arithmetic) and reads only public data: the claims each request was made with, ``snapshot()``
 and ``statistics()``. It never calls the table's private helpers. The rules request (alone, in
 batches, or without waiting), release held leases, withdraw waiting requests, requeue either with
-new claims, and change the pool's capacity. After every step the oracle checks:
+new claims, and change the pool's capacity; bursts of one claim set make deep queues, and
+withdrawals from the middle of the queue thin them. After every step the oracle checks:
 
 - safety: no two granted leases conflict, and pool units held never exceed the capacity;
 - no lost wake-up: every waiting request is blocked by a held lease or by an earlier waiting
   request (for a pool: held units + units of earlier waiting requests + its own > capacity);
 - fairness: nothing granted in this step overtook an earlier, conflicting request still waiting;
-- all-or-nothing: ``statistics()`` counts exactly the held set, so waiting requests hold nothing;
+- wait-for edges: ``waits_for`` names only conflicting holders and earlier waiters, and following
+  it from a waiting request reaches every holder and earlier waiter it conflicts with;
+- all-or-nothing: ``statistics()`` counts exactly the held set, so waiting requests hold nothing
+  (and its count of requests examined never goes down);
 - priorities: effective priority is capped by the latest waiting request of the same group;
 - errors (wrong owner, double release, unknown id, unknown pool, too many units, a capacity
   below what is held or wanted) change nothing; and at the end, replaying the operations on a
@@ -60,7 +64,7 @@ from toolkernel.locks import (
 
 from ..strategies import NET, claim_lists, groups, owner_indexes, priorities, request_args
 
-MAX_LIVE = 12
+MAX_LIVE = 16
 
 
 # -- the reference oracle ------------------------------------------------------------------------
@@ -105,6 +109,13 @@ def units_wanted(claims: Iterable[Claim], pool_name: str) -> int:
     return sum(c.units for c in claims if c.resource == target and c.mode is Mode.SHARED)
 
 
+def waits_conflict(a: Iterable[Claim], b: Iterable[Claim]) -> bool:
+    """Does one request have to wait for the other, whatever the counts: a conflict, or unit
+    claims on the same pool (which are counted against each other)?"""
+    a, b = tuple(a), tuple(b)
+    return requests_conflict(a, b) or bool(units_wanted(a, NET) and units_wanted(b, NET))
+
+
 def queue_key(info: LeaseInfo) -> tuple[int, int]:
     return (-info.effective_priority, info.id)
 
@@ -132,6 +143,7 @@ class LeaseTableMachine(RuleBasedStateMachine):
         self.expected_effective: dict[int, int] = {}
         self.requeued: int | None = None
         self.requeued_held: set[int] = set()
+        self.examined = 0
         # For the determinism replay: (operation, arguments, outcome).
         self.log: list[tuple[str, tuple[Any, ...], object]] = []
 
@@ -234,6 +246,22 @@ class LeaseTableMachine(RuleBasedStateMachine):
                 self._request(False, claims, priority, group, owner)
 
     @precondition(lambda self: len(self.requests) < MAX_LIVE)
+    @rule(
+        claims=claim_lists,
+        priority=priorities,
+        group=groups,
+        count=st.integers(min_value=2, max_value=8),
+    )
+    def request_burst(
+        self, claims: list[Claim], priority: int, group: Hashable, count: int
+    ) -> None:
+        """The same claims requested again and again: a deep queue on their resources."""
+        for n in range(count):
+            if n:
+                self.check_against_oracle()
+            self._request(False, claims, priority, group, n % len(OWNERS))
+
+    @precondition(lambda self: len(self.requests) < MAX_LIVE)
     @rule(claims=claim_lists, priority=priorities, group=groups, owner=owner_indexes)
     def request_nowait(
         self, claims: list[Claim], priority: int, group: Hashable, owner: int
@@ -331,6 +359,15 @@ class LeaseTableMachine(RuleBasedStateMachine):
         lease_id = data.draw(st.sampled_from([w.id for w in self.prev.waiting]), label="lease")
         self._release(lease_id, wrong_owner)
 
+    @precondition(lambda self: self.prev is not None and len(self.prev.waiting) >= 3)
+    @rule(data=st.data())
+    def withdraw_from_the_middle(self, data: st.DataObject) -> None:
+        """Withdraw a request with waiting requests both ahead of it and behind it."""
+        assert self.prev is not None
+        waiting = self.prev.waiting
+        lease_id = data.draw(st.sampled_from([w.id for w in waiting[1:-1]]), label="lease")
+        self._release(lease_id, 1)
+
     # Only worth a step while someone holds or wants units of the pool.
     @precondition(lambda self: any(units_wanted(r.raw_claims, NET) for r in self.requests.values()))
     @rule(change=st.sampled_from([1, -1, 2, -2, 0]))
@@ -404,6 +441,8 @@ class LeaseTableMachine(RuleBasedStateMachine):
         assert stats.shared_claims_held == sum(c.mode is Mode.SHARED for c in held_claims)
         assert stats.exclusive_claims_held == sum(c.mode is Mode.EXCLUSIVE for c in held_claims)
         assert stats.pool_units_held == ((NET, in_use),)
+        assert stats.requests_examined >= self.examined, "the count of work went down"
+        self.examined = stats.requests_examined
 
         # 3a. No lost wake-up: whoever waits is blocked by a holder or by an earlier waiter.
         for n, w in enumerate(waiting):
@@ -413,6 +452,7 @@ class LeaseTableMachine(RuleBasedStateMachine):
             assert w.waits_for, f"request {w.id} waits for nobody"
             earlier_ids = {e.id for e in waiting[:n]} | {h.id for h in held}
             assert set(w.waits_for) <= earlier_ids
+        self.check_wait_for_edges(held, waiting)
 
         # 3b. Fairness: what was granted in this step overtook no earlier conflicting waiter.
         before = set() if self.prev is None else {h.id for h in self.prev.held}
@@ -439,6 +479,33 @@ class LeaseTableMachine(RuleBasedStateMachine):
                 )
 
         self.prev = snap
+
+    def check_wait_for_edges(self, held: Sequence[LeaseInfo], waiting: Sequence[LeaseInfo]) -> None:
+        """Each waiter names only requests it must wait for, and reaches every one of them."""
+        raw = self.requests
+        edges = {info.id: info.waits_for for info in (*held, *waiting)}
+        for n, w in enumerate(waiting):
+            claims = raw[w.id].raw_claims
+            must_wait_for = {
+                other.id
+                for other in (*held, *waiting[:n])
+                if waits_conflict(claims, raw[other.id].raw_claims)
+            }
+            assert set(w.waits_for) <= must_wait_for, (
+                f"request {w.id} names {set(w.waits_for) - must_wait_for}, which it does not "
+                f"have to wait for"
+            )
+            reached: set[int] = set()
+            frontier = list(w.waits_for)
+            while frontier:
+                other = frontier.pop()
+                if other not in reached:
+                    reached.add(other)
+                    frontier.extend(edges[other])
+            assert must_wait_for <= reached, (
+                f"request {w.id} waits for {must_wait_for - reached}, which its waits_for "
+                f"does not lead to"
+            )
 
     def teardown(self) -> None:
         # 7. Determinism: the same operations on a fresh table give the same results and state.

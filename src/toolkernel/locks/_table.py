@@ -36,16 +36,28 @@ is exclusive; unit claims on one pool conflict iff together they would exceed it
    ahead of it when it arrived (and their holders); a request can be overtaken without bound only
    by a sustained stream of strictly higher-priority conflicting requests. That is what a priority
    means; callers who want aging can resubmit with a raised priority.
-9. **Scale.** Held leases and waiting requests are indexed in a trie over resource nodes, with
-   per-subtree counts. Checking a claim costs O(depth) plus the waiting requests it overlaps;
-   releasing costs O(depth) plus the waiting requests that overlapped the released claims. Nothing
-   walks all held leases or all waiters.
+9. **Scale.** Held leases and waiting requests are indexed in a trie over resource nodes. A node
+   counts what is held at and below it, keeps its own waiting line (keys, earliest first), and
+   keeps, for the nodes below it, the key of the first waiter of each mode there. Checking a
+   claim costs O(depth) (a pool unit claim also counts the earlier unit claims on its pool, at
+   most its capacity of them). Releasing or withdrawing a request costs O(depth) for each queue
+   front its claims were holding back (the only requests it can have let through), not for the
+   requests queued behind those fronts: n requests queued on one file run, or are withdrawn, in
+   O(n * depth) in all. Nothing walks all held leases or all waiters. ``statistics()`` counts the
+   waiting requests examined, so tests can hold the table to this without a clock.
 
-Why a rescan only of the overlapping waiters is enough: a waiting request is waiting because it
-conflicts with something held or something earlier and waiting. Removing request Q can only change
-that for requests that conflicted with Q. Granting a waiter never unblocks anyone else: whoever it
-blocked as a waiter, it now blocks as a holder. So one pass over Q's conflicting waiters, in key
-order, grants everything that became grantable.
+Why looking at queue fronts is enough: a waiting request waits because it conflicts with something
+held or with an earlier waiting request. Removing request Q can change that only for requests that
+conflicted with Q. Granting a waiter never lets anyone else through: whoever it blocked as a
+waiter, it now blocks as a holder (so the grants of one release can be made in any order, with
+the same result). On any one node, a request queued behind an earlier conflicting request stays
+behind it, waiting or granted; so of each node's line only the *front* can be let through: the
+shared claims ahead of its first exclusive claim, or that exclusive claim when it comes first (on
+a pool: the unit claims that fit). A removal looks at the fronts on the nodes of the removed
+claims, on their ancestors, and on the nodes below them whose first waiter comes before every
+waiter on the path above; the first-waiter keys each node keeps for its subtree find those nodes
+without visiting the others. Withdrawing a request from the middle of a line lets nobody through
+on that line, and costs O(depth).
 
 Rejected alternatives: strict FIFO over all requests (head-of-line blocking: one busy file would
 stall unrelated calls); "grant whatever fits" (readers starve writers, small requests starve big
@@ -55,8 +67,7 @@ and holds resources while waiting).
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping
 from typing import NamedTuple
 
 import attrs
@@ -68,7 +79,27 @@ from .._errors import (
     LeaseReleaseError,
     UnknownPoolError,
 )
+from ._keyqueue import KeyQueue
 from ._resources import Claim, Mode, Pool, canonical_claims
+from ._trie import (
+    BELOW,
+    EXCLUSIVE_BELOW,
+    EXCLUSIVE_HERE,
+    SHARED_BELOW,
+    SHARED_HERE,
+    Key,
+    Node,
+    chain_to,
+    dequeue,
+    earlier,
+    earliest_here,
+    enqueue,
+    hold,
+    move_first,
+    nothing_before,
+    prune,
+    unhold,
+)
 
 __all__ = ["LeaseTable", "LeaseInfo", "LeaseTableStatistics", "LeaseTableSnapshot"]
 
@@ -76,9 +107,23 @@ __all__ = ["LeaseTable", "LeaseInfo", "LeaseTableStatistics", "LeaseTableSnapsho
 # the enum metaclass's ``__getattr__`` hook (~0.1 us a time).
 _EXCLUSIVE = Mode.EXCLUSIVE
 
-# A request's place in the queue: (-effective priority, arrival number). The arrival number is also
-# the request's id, so keys are unique and comparing two keys never looks further.
-_Key = tuple[int, int]
+# A request's place in the queue: its arrival number (which is also its id) less its effective
+# priority times _ARRIVALS, so keys sort by priority (highest first), then arrival. An int rather
+# than a pair: it compares faster, and at priority 0 the key is the id itself, so a waiting request
+# costs no key object of its own.
+_ARRIVALS = 1 << 62  # more requests than any table will see
+
+
+def _queue_key(effective_priority: int, lease_id: int) -> Key:
+    return lease_id - effective_priority * _ARRIVALS if effective_priority else lease_id
+
+
+def _priority_of(key: Key) -> int:
+    return -(key // _ARRIVALS)
+
+
+def _strictly_below(node_key: tuple[str, ...], ancestor: tuple[str, ...]) -> bool:
+    return len(node_key) > len(ancestor) and node_key[: len(ancestor)] == ancestor
 
 
 @attrs.frozen
@@ -98,7 +143,8 @@ class LeaseInfo:
     group: Hashable
     """The group (batch) it was requested in, or None."""
     waits_for: tuple[int, ...]
-    """While waiting: the ids of the held leases and earlier waiting requests it conflicts with."""
+    """While waiting: the ids of the requests it waits behind directly (see
+    :meth:`LeaseTable.waits_for`)."""
 
 
 @attrs.frozen
@@ -127,6 +173,10 @@ class LeaseTableStatistics:
     """Number of exclusive claims inside granted leases."""
     pool_units_held: tuple[tuple[str, int], ...]
     """For each pool with a capacity, the units held, by name."""
+    requests_examined: int = 0
+    """Waiting requests looked at by grant checks and grant scans since the table was made, each
+    time one is looked at: a count of work, not of state. Guarantee 9 bounds it: queuing n
+    requests and running or withdrawing them all adds O(n)."""
 
 
 class _Entry(NamedTuple):
@@ -145,98 +195,11 @@ class _Request:
     claims: tuple[Claim, ...]
     entries: tuple[_Entry, ...]
     exclusive_count: int
-    key: _Key
+    key: Key
     priority: int
     group: Hashable
     owner: object
     held: bool = False
-
-
-class _Node:
-    """One node of the resource trie, with what is held and what waits at it and below it."""
-
-    __slots__ = (
-        "children",
-        "held_exclusive",
-        "held_shared",
-        "name",
-        "parent",
-        "tree_held_exclusive",
-        "tree_held_shared",
-        "tree_wait",
-        "tree_wait_exclusive",
-        "units_held",
-        "wait_exclusive",
-        "wait_shared",
-        "wait_units",
-    )
-
-    def __init__(self, name: str | None, parent: _Node | None) -> None:
-        self.name = name
-        self.parent = parent
-        self.children: dict[str, _Node] = {}
-        # Ids of granted leases holding a claim at exactly this node.
-        self.held_shared: dict[int, None] = {}
-        self.held_exclusive: dict[int, None] = {}
-        # Counts of held claims at this node and anywhere below it.
-        self.tree_held_shared = 0
-        self.tree_held_exclusive = 0
-        # Keys of waiting requests with a claim at exactly this node, sorted (earliest first).
-        # An empty tuple until somebody waits here: most nodes only ever hold leases, and two
-        # lists for each would be two more objects per held path for the garbage collector.
-        self.wait_shared: Sequence[_Key] = ()
-        self.wait_exclusive: Sequence[_Key] = ()
-        # Counts of waiting claims at this node and anywhere below it.
-        self.tree_wait = 0
-        self.tree_wait_exclusive = 0
-        # Pool nodes only: units held, and units wanted by each waiting request id.
-        self.units_held = 0
-        self.wait_units: dict[int, int] = {}
-
-    def is_empty(self) -> bool:
-        return not (
-            self.children or self.tree_held_shared or self.tree_held_exclusive or self.tree_wait
-        )
-
-    def descendants(self, exclusive_only: bool, waiting: bool) -> Iterator[_Node]:
-        """This node and the nodes below it that hold (or wait for) claims of interest."""
-        stack = [self]
-        while stack:
-            node = stack.pop()
-            yield node
-            for child in node.children.values():
-                if waiting:
-                    count = child.tree_wait_exclusive if exclusive_only else child.tree_wait
-                else:
-                    count = child.tree_held_exclusive
-                    if not exclusive_only:
-                        count += child.tree_held_shared
-                if count:
-                    stack.append(child)
-
-
-def _insert_key(node: _Node, exclusive: bool, key: _Key) -> None:
-    keys = node.wait_exclusive if exclusive else node.wait_shared
-    if isinstance(keys, list):
-        bisect.insort(keys, key)
-    elif exclusive:
-        node.wait_exclusive = [key]
-    else:
-        node.wait_shared = [key]
-
-
-def _remove_key(keys: Sequence[_Key], key: _Key) -> None:
-    assert isinstance(keys, list)  # it holds ``key``, so it was made a list
-    del keys[bisect.bisect_left(keys, key)]
-
-
-def _blocks_below(node: _Node, exclusive: bool, key: _Key) -> bool:
-    """Does a held lease or an earlier waiting claim at ``node`` conflict with a claim below it?"""
-    if node.held_exclusive or (exclusive and node.held_shared):
-        return True
-    if node.wait_exclusive and node.wait_exclusive[0] < key:
-        return True
-    return exclusive and bool(node.wait_shared) and node.wait_shared[0] < key
 
 
 class LeaseTable:
@@ -255,15 +218,16 @@ class LeaseTable:
     """
 
     def __init__(self, pools: Mapping[str, int] | None = None) -> None:
-        self._root = _Node(None, None)
+        self._root = Node(None)
         self._requests: dict[int, _Request] = {}
         self._capacity: dict[str, int] = {}
         self._last_id = 0
         self._held_count = 0
         self._shared_claims_held = 0
         self._exclusive_claims_held = 0
-        # For each group, its waiting request ids in arrival order (the last one caps priority).
-        self._group_waiting: dict[Hashable, dict[int, None]] = {}
+        self._examined = 0
+        # For each group, the ids of its waiting requests (the last one caps priority).
+        self._group_waiting: dict[Hashable, KeyQueue] = {}
         for name, capacity in (pools or {}).items():
             self._check_capacity_value(name, capacity)
             self._capacity[name] = capacity
@@ -289,19 +253,24 @@ class LeaseTable:
         return self._capacity.get(pool_name)
 
     def waits_for(self, lease_id: int) -> tuple[int, ...]:
-        """Ids of the held leases and earlier waiting requests a waiting request conflicts with.
+        """Ids of the requests a waiting request waits behind directly, in queue order.
 
-        Empty for a held lease. Costs O(depth + overlapping requests) per claim.
+        These are held leases and earlier waiting requests it conflicts with: on each node its
+        claims overlap, the nearest of them (the last exclusive request ahead of it and the shared
+        ones after that; the holders there only when no exclusive request on its path waits ahead
+        of it). Following ``waits_for`` from these, and from those in turn, reaches every held
+        lease and earlier waiting request it conflicts with, so a wait-for cycle shows as a cycle;
+        but in a deep queue each request names the one just ahead of it, not all n - 1.
+
+        Empty for a held lease. Costs O(depth) per node with conflicting requests ahead of it,
+        plus what it returns.
         """
         request = self._get(lease_id, "look up")
         if request.held:
             return ()
         found: set[int] = set()
         for entry in request.entries:
-            found.update(self._overlapping(entry, held=True))
-            for other in self._overlapping(entry, held=False):
-                if self._requests[other].key < request.key:
-                    found.add(other)
+            self._blockers(entry, request.key, found)
         found.discard(lease_id)
         return tuple(sorted(found, key=lambda i: self._requests[i].key))
 
@@ -316,6 +285,7 @@ class LeaseTable:
                 (name, self._pool_node(name).units_held if self._has_node(name) else 0)
                 for name in sorted(self._capacity)
             ),
+            requests_examined=self._examined,
         )
 
     def snapshot(self) -> LeaseTableSnapshot:
@@ -349,10 +319,7 @@ class LeaseTable:
         request = self._make_request(claims, priority, group, owner)
         self._requests[request.id] = request
         self._last_id = request.id
-        if self._grantable(request):
-            self._index(request, held=True)
-        else:
-            self._index(request, held=False)
+        self._index(request, held=self._grantable(request))
         return request.id
 
     def request_nowait(
@@ -385,11 +352,11 @@ class LeaseTable:
             raise ForeignLeaseError(
                 f"can't release lease {lease_id}: it belongs to {request.owner!r}, not {owner!r}"
             )
-        # Nobody waiting at all is the common case: then there is nobody to rescan.
-        candidates = self._conflicting_waiters(request) if self._root.tree_wait else None
         self._unindex(request)
         del self._requests[lease_id]
-        return self._grant_scan(candidates) if candidates else ()
+        if self._held_count == len(self._requests):
+            return ()  # nobody waits: the common case, and nobody to let through
+        return self._grant(self._let_through(request))
 
     def requeue(
         self, lease_id: int, claims: Iterable[Claim], *, owner: object = None
@@ -412,16 +379,15 @@ class LeaseTable:
                 f"can't requeue lease {lease_id}: it belongs to {request.owner!r}, not {owner!r}"
             )
         replacement = self._make_request(claims, request.priority, request.group, owner)
-        candidates = self._conflicting_waiters(request)
         self._unindex(request)
+        # Taking the old claims away is what can let others through; asking again can't.
+        candidates = self._let_through(request)
         request.claims = replacement.claims
         request.entries = replacement.entries
         request.exclusive_count = replacement.exclusive_count
         granted_now = self._grantable(request)
         self._index(request, held=granted_now)
-        candidates.update(self._conflicting_waiters(request))
-        candidates.discard(lease_id)
-        granted = self._grant_scan(candidates)
+        granted = self._grant(candidates)
         return (lease_id, *granted) if granted_now else granted
 
     def set_capacity(self, pool_name: str, capacity: int) -> tuple[int, ...]:
@@ -438,7 +404,7 @@ class LeaseTable:
                     f"can't set the capacity of pool {pool_name!r} to {capacity}: "
                     f"{node.units_held} units are held"
                 )
-            largest = max(node.wait_units.values(), default=0)
+            largest = max((node.wait_units or {}).values(), default=0)
             if largest > capacity:
                 raise CapacityError(
                     f"can't set the capacity of pool {pool_name!r} to {capacity}: "
@@ -447,7 +413,9 @@ class LeaseTable:
         self._capacity[pool_name] = capacity
         if node is None:
             return ()
-        return self._grant_scan({key[1] for key in node.wait_shared})
+        candidates: set[Key] = set()
+        self._front_at(("pool", pool_name), True, None, candidates, set())
+        return self._grant(candidates)
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -493,16 +461,16 @@ class LeaseTable:
         effective = priority
         if group is not None:
             waiting = self._group_waiting.get(group)
-            if waiting:
-                latest = self._requests[next(reversed(waiting))]
-                effective = min(priority, -latest.key[0])
+            if waiting is not None:
+                latest = self._requests[waiting.last()]
+                effective = min(priority, _priority_of(latest.key))
         lease_id = self._last_id + 1
         return _Request(
             lease_id,
             canonical,
             tuple(entries),
             exclusive_count,
-            (-effective, lease_id),
+            _queue_key(effective, lease_id),
             priority,
             group,
             owner,
@@ -514,115 +482,70 @@ class LeaseTable:
             claims=request.claims,
             held=request.held,
             priority=request.priority,
-            effective_priority=-request.key[0],
+            effective_priority=_priority_of(request.key),
             group=request.group,
             waits_for=self.waits_for(request.id),
         )
 
     # -- the trie ----------------------------------------------------------------------------
 
-    def _chain(self, node_key: tuple[str, ...], create: bool) -> list[_Node]:
-        """The nodes from the root down to ``node_key``; stops early if absent and not creating."""
-        node = self._root
-        chain = [node]
-        for name in node_key:
-            child = node.children.get(name)
-            if child is None:
-                if not create:
-                    break
-                child = node.children[name] = _Node(name, node)
-            node = child
-            chain.append(node)
-        return chain
-
     def _has_node(self, pool_name: str) -> bool:
         pools = self._root.children.get("pool")
         return pools is not None and pool_name in pools.children
 
-    def _pool_node(self, pool_name: str) -> _Node:
+    def _pool_node(self, pool_name: str) -> Node:
         return self._root.children["pool"].children[pool_name]
 
     def _index(self, request: _Request, *, held: bool) -> None:
         request.held = held
         for _, node_key, exclusive, pool_units in request.entries:
-            chain = self._chain(node_key, create=True)
+            chain = chain_to(self._root, node_key, create=True)
             node = chain[-1]
             if held:
-                (node.held_exclusive if exclusive else node.held_shared)[request.id] = None
+                hold(chain, exclusive, request.id)
                 node.units_held += pool_units
-                if exclusive:
-                    for step in chain:
-                        step.tree_held_exclusive += 1
-                else:
-                    for step in chain:
-                        step.tree_held_shared += 1
             else:
-                _insert_key(node, exclusive, request.key)
+                enqueue(chain, exclusive, request.key)
                 if pool_units:
+                    if node.wait_units is None:
+                        node.wait_units = {}
                     node.wait_units[request.id] = pool_units
-                for step in chain:
-                    step.tree_wait += 1
-                if exclusive:
-                    for step in chain:
-                        step.tree_wait_exclusive += 1
         if held:
             self._held_count += 1
             self._exclusive_claims_held += request.exclusive_count
             self._shared_claims_held += len(request.entries) - request.exclusive_count
         elif request.group is not None:
-            waiting = self._group_waiting.setdefault(request.group, {})
-            if waiting and next(reversed(waiting)) > request.id:
-                # A requeued request keeps its arrival place; the group must stay in arrival
-                # order, since its last member is the one that caps newcomers' priority.
-                waiting[request.id] = None
-                self._group_waiting[request.group] = dict.fromkeys(sorted(waiting))
+            # A requeued request keeps its arrival number, so it may land before the group's
+            # last member, which is the one that caps newcomers' priority.
+            waiting = self._group_waiting.get(request.group)
+            if waiting is None:
+                self._group_waiting[request.group] = KeyQueue(request.id)
             else:
-                waiting[request.id] = None
+                waiting.add(request.id)
 
     def _unindex(self, request: _Request) -> None:
         for _, node_key, exclusive, pool_units in request.entries:
-            chain = self._chain(node_key, create=False)
+            chain = chain_to(self._root, node_key, create=False)
             node = chain[-1]
             if request.held:
-                del (node.held_exclusive if exclusive else node.held_shared)[request.id]
+                unhold(chain, exclusive, request.id)
                 node.units_held -= pool_units
-                if exclusive:
-                    for step in chain:
-                        step.tree_held_exclusive -= 1
-                else:
-                    for step in chain:
-                        step.tree_held_shared -= 1
             else:
-                _remove_key(node.wait_exclusive if exclusive else node.wait_shared, request.key)
+                dequeue(chain, exclusive, request.key)
                 if pool_units:
+                    assert node.wait_units is not None
                     del node.wait_units[request.id]
-                for step in chain:
-                    step.tree_wait -= 1
-                if exclusive:
-                    for step in chain:
-                        step.tree_wait_exclusive -= 1
-            self._prune(chain)
+                    if not node.wait_units:
+                        node.wait_units = None
+            prune(chain)
         if request.held:
             self._held_count -= 1
             self._exclusive_claims_held -= request.exclusive_count
             self._shared_claims_held -= len(request.entries) - request.exclusive_count
-        elif request.group is not None:
-            waiting = self._group_waiting[request.group]
-            del waiting[request.id]
-            if not waiting:
-                del self._group_waiting[request.group]
+        elif request.group is not None and self._group_waiting[request.group].remove(request.id):
+            del self._group_waiting[request.group]
 
-    @staticmethod
-    def _prune(chain: list[_Node]) -> None:
-        # Drop empty nodes bottom-up so the trie only holds what is held or waited for.
-        for depth in range(len(chain) - 1, 0, -1):
-            node = chain[depth]
-            if not node.is_empty() or node.wait_units or node.units_held:
-                break
-            assert node.name is not None
-            del chain[depth - 1].children[node.name]
-
-    # -- conflicts ---------------------------------------------------------------------------
+    # -- granting ----------------------------------------------------------------------------
 
     def _grantable(self, request: _Request) -> bool:
         key = request.key
@@ -632,96 +555,369 @@ class LeaseTable:
             # walk runs off the trie, nothing is held or waiting at or below the node.
             node = self._root
             for name in entry.node_key:
-                if _blocks_below(node, exclusive, key):
+                if node.held_exclusive or (exclusive and node.held_shared):
                     return False
+                waits = node.waits
+                if waits is not None:
+                    queue = waits[EXCLUSIVE_HERE]
+                    if queue is not None and queue.first < key:
+                        return False
+                    queue = waits[SHARED_HERE]
+                    if exclusive and queue is not None and queue.first < key:
+                        return False
                 child = node.children.get(name)
                 if child is None:
                     break
                 node = child
             else:
-                if self._conflicts_at(entry, node, key):
+                # At the claim's own node: what is held at it or below, what waits there or
+                # below ahead of this request, and pool units.
+                if node.tree_held_exclusive or (exclusive and node.tree_held_shared):
+                    return False
+                waits = node.waits
+                if waits is not None:
+                    # Exclusive claims waiting there or below conflict with any claim; shared
+                    # ones with an exclusive claim.
+                    ahead: tuple[KeyQueue | None, ...] = (
+                        waits[EXCLUSIVE_HERE],
+                        waits[EXCLUSIVE_BELOW],
+                    )
+                    if exclusive:
+                        ahead += (waits[SHARED_HERE], waits[SHARED_BELOW])
+                    if not all(nothing_before(queue, key) for queue in ahead):
+                        return False
+                if entry.pool_units and self._units_short(node, entry, key):
                     return False
         return True
 
-    def _conflicts_at(self, entry: _Entry, node: _Node, key: _Key) -> bool:
-        """Does a claim conflict at its own existing ``node`` or below (subtree, pool units)?"""
-        exclusive = entry.exclusive
-        if node.tree_held_exclusive or (exclusive and node.tree_held_shared):
-            return True
-        if node.tree_wait_exclusive or (exclusive and node.tree_wait):
-            for below in node.descendants(exclusive_only=not exclusive, waiting=True):
-                if below.wait_exclusive and below.wait_exclusive[0] < key:
-                    return True
-                if exclusive and below.wait_shared and below.wait_shared[0] < key:
-                    return True
-        if entry.pool_units:
-            reserved = node.units_held + entry.pool_units
-            for waiting_key in node.wait_shared:
-                if waiting_key >= key:
+    def _units_short(self, node: Node, entry: _Entry, key: Key) -> bool:
+        """Would the units held, those reserved by earlier waiters, and ``entry``'s exceed the
+        pool's capacity?"""
+        resource = entry.claim.resource
+        assert isinstance(resource, Pool)
+        capacity = self._capacity[resource.name]
+        reserved = node.units_held + entry.pool_units
+        waits = node.waits
+        queue = None if waits is None else waits[SHARED_HERE]
+        if queue is not None:
+            wait_units = node.wait_units
+            assert wait_units is not None
+            # Every waiter counts at least one unit, so this looks at most at ``capacity`` of them.
+            for earlier in queue.after(None):
+                if reserved > capacity or not earlier < key:
                     break
-                reserved += node.wait_units[waiting_key[1]]
-            resource = entry.claim.resource
-            assert isinstance(resource, Pool)
-            if reserved > self._capacity[resource.name]:
-                return True
-        return False
+                self._examined += 1
+                reserved += wait_units[earlier % _ARRIVALS]
+        return reserved > capacity
 
-    def _overlapping(self, entry: _Entry, *, held: bool) -> Iterator[int]:
-        """Ids of held (or waiting) requests with a claim that conflicts with ``entry`` by mode.
+    def _grant(self, candidates: set[Key]) -> tuple[int, ...]:
+        """Grant every candidate that is grantable; return their ids in queue order.
 
-        Pool unit claims on the same pool are included (their conflict depends on counts).
+        Granting a waiter never changes whether another is grantable (see the module docstring),
+        so all are checked first and then granted together: a line's front is taken off in one
+        go, and the nodes above it learn its new first waiter once.
         """
-        chain = self._chain(entry.node_key, create=False)
-        exclusive = entry.exclusive
-        exact = len(chain) == len(entry.node_key) + 1
-        above = chain[:-1] if exact else chain
-        for node in above:
-            if held:
-                yield from node.held_exclusive
-                if exclusive:
-                    yield from node.held_shared
-            else:
-                yield from (key[1] for key in node.wait_exclusive)
-                if exclusive:
-                    yield from (key[1] for key in node.wait_shared)
-        if not exact:
-            return
-        node = chain[-1]
-        if entry.pool_units:
-            yield from (node.held_shared if held else (key[1] for key in node.wait_shared))
-        for below in node.descendants(exclusive_only=not exclusive, waiting=not held):
-            if held:
-                yield from below.held_exclusive
-                if exclusive:
-                    yield from below.held_shared
-            else:
-                yield from (key[1] for key in below.wait_exclusive)
-                if exclusive:
-                    yield from (key[1] for key in below.wait_shared)
+        self._examined += len(candidates)
+        requests = self._requests
+        granted = [
+            requests[key % _ARRIVALS]
+            for key in sorted(candidates)
+            if self._grantable(requests[key % _ARRIVALS])
+        ]
+        if granted:
+            self._promote(granted)
+        return tuple(request.id for request in granted)
 
-    def _conflicting_waiters(self, request: _Request) -> set[int]:
-        """Waiting requests whose wait ``request`` may be part of: the only ones to rescan."""
-        found: set[int] = set()
-        if not self._root.tree_wait:
-            return found  # nobody waits at all: the common case, and nothing to rescan
+    def _promote(self, requests: list[_Request]) -> None:
+        """Turn waiting requests into held leases (what ``_unindex`` then ``_index`` would)."""
+        # The lines taken from, each with the first key it had before: (node id, mode) ->
+        # (chain, mode, first key).
+        lines: dict[tuple[int, bool], tuple[list[Node], bool, Key]] = {}
+        for request in requests:
+            key, lease_id = request.key, request.id
+            for _, node_key, exclusive, pool_units in request.entries:
+                chain = chain_to(self._root, node_key, create=False)
+                node = chain[-1]
+                waits = node.waits
+                assert waits is not None
+                queue = waits[exclusive]
+                assert queue is not None
+                line = (id(node), exclusive)
+                if line not in lines:
+                    lines[line] = (chain, exclusive, queue.first)
+                if queue.remove(key):
+                    waits[exclusive] = None
+                if pool_units:
+                    assert node.wait_units is not None
+                    del node.wait_units[lease_id]
+                    if not node.wait_units:
+                        node.wait_units = None
+                    node.units_held += pool_units
+                hold(chain, exclusive, lease_id)
+            if request.group is not None and self._group_waiting[request.group].remove(lease_id):
+                del self._group_waiting[request.group]
+            request.held = True
+            self._held_count += 1
+            self._exclusive_claims_held += request.exclusive_count
+            self._shared_claims_held += len(request.entries) - request.exclusive_count
+        for chain, exclusive, old in lines.values():
+            # (A line below may have emptied this node's ``waits`` already.)
+            waits = chain[-1].waits
+            queue = None if waits is None else waits[exclusive]
+            if queue is None:
+                move_first(chain, exclusive + BELOW, old, None)
+                if waits == [None, None, None, None]:
+                    chain[-1].waits = None
+            elif queue.first != old:
+                move_first(chain, exclusive + BELOW, old, queue.first)
+
+    def _let_through(self, request: _Request) -> set[Key]:
+        """The keys of the waiting requests that taking ``request`` out may have let through.
+
+        Call it after unindexing ``request``: for each claim, the fronts of the queues at its
+        node, at its ancestors, and below it. A waiting request removed blocked only later ones.
+        """
+        after = None if request.held else request.key
+        candidates: set[Key] = set()
         for entry in request.entries:
-            found.update(self._overlapping(entry, held=False))
-        found.discard(request.id)
-        if not request.held:
-            found = {i for i in found if self._requests[i].key > request.key}
-        return found
+            self._let_through_claim(entry, after, candidates)
+        return candidates
 
-    def _grant_scan(self, candidates: set[int]) -> tuple[int, ...]:
-        if not candidates:
-            return ()
-        granted = []
-        for key in sorted(self._requests[i].key for i in candidates):
-            request = self._requests[key[1]]
-            if self._grantable(request):
-                self._unindex(request)
-                self._index(request, held=True)
-                granted.append(request.id)
-        return tuple(granted)
+    def _let_through_claim(self, entry: _Entry, after: Key | None, found: set[Key]) -> None:
+        exclusive, node_key = entry.exclusive, entry.node_key
+        # A shared claim held back only exclusive claims, except unit claims on its own pool.
+        frees_shared = exclusive or entry.pool_units > 0
+        # What the nodes walked so far do to the claims below them: a shared lease held, and the
+        # earliest key waiting (in any mode, in exclusive mode) there.
+        shared_held = False
+        earliest: Key | None = None
+        earliest_exclusive: Key | None = None
+        node = self._root
+        depth = len(node_key)
+        for level in range(depth + 1):
+            at_claim = level == depth
+            waits = node.waits
+            if waits is not None and (
+                waits[SHARED_HERE] is not None or waits[EXCLUSIVE_HERE] is not None
+            ):
+                self._front(
+                    node,
+                    shared_held,
+                    earliest,
+                    earliest_exclusive,
+                    exclusive or (at_claim and entry.pool_units > 0),
+                    after,
+                    found,
+                )
+                earliest, earliest_exclusive = earliest_here(waits, earliest, earliest_exclusive)
+            if node.held_exclusive:
+                return  # everything below stays held off
+            shared_held = shared_held or bool(node.held_shared)
+            if after is not None:
+                # Below here, requests after ``after`` stay behind the earliest waiters so far.
+                no_exclusive = shared_held or (earliest is not None and earliest < after)
+                no_shared = earliest_exclusive is not None and earliest_exclusive < after
+                if no_exclusive and (no_shared or not frees_shared):
+                    return
+            elif shared_held and not frees_shared:
+                return
+            if at_claim:
+                break
+            child = node.children.get(node_key[level])
+            if child is None:
+                return  # nothing waits at or below the claim's node
+            node = child
+        # Below the claim's node, only nodes whose first waiter of a mode comes before the
+        # earliest conflicting waiter on the path can have a front that was let through.
+        waits = node.waits
+        if waits is None:
+            return
+        seen: set[int] = set()
+        for index in (EXCLUSIVE_BELOW, SHARED_BELOW):
+            shared = index == SHARED_BELOW
+            firsts = waits[index]
+            if firsts is None or (shared and not exclusive) or (not shared and shared_held):
+                continue
+            bound = earliest_exclusive if shared else earliest
+            # Exclusive fronts are first waiters, so they come after ``after``; a shared front
+            # may start before it and reach past it.
+            for key in firsts.after(None if shared else after):
+                if bound is not None and bound < key:
+                    break
+                self._examined += 1
+                for other in self._requests[key % _ARRIVALS].entries:
+                    if other.exclusive is not shared and _strictly_below(other.node_key, node_key):
+                        self._front_at(other.node_key, exclusive, after, found, seen)
+
+    def _front_at(
+        self,
+        node_key: tuple[str, ...],
+        want_shared: bool,
+        after: Key | None,
+        found: set[Key],
+        seen: set[int],
+    ) -> None:
+        """:meth:`_front` of the node at ``node_key``, once for the ids of nodes in ``seen``."""
+        shared_held = False
+        earliest: Key | None = None
+        earliest_exclusive: Key | None = None
+        node = self._root
+        for name in node_key:
+            if node.held_exclusive:
+                return
+            shared_held = shared_held or bool(node.held_shared)
+            if node.waits is not None:
+                earliest, earliest_exclusive = earliest_here(
+                    node.waits, earliest, earliest_exclusive
+                )
+            node = node.children[name]
+        if id(node) not in seen:
+            seen.add(id(node))
+            self._front(node, shared_held, earliest, earliest_exclusive, want_shared, after, found)
+
+    def _front(
+        self,
+        node: Node,
+        shared_held: bool,
+        earliest: Key | None,
+        earliest_exclusive: Key | None,
+        want_shared: bool,
+        after: Key | None,
+        found: set[Key],
+    ) -> None:
+        """Add to ``found`` the front of ``node``'s waiting line: the keys after ``after`` whose
+        claim at ``node`` conflicts with nothing held and with no earlier waiter.
+
+        The other arguments describe the node's strict ancestors (none of which holds an
+        exclusive lease): whether one holds a shared lease, and the earliest key waiting there,
+        in any mode and in exclusive mode. Shared (and unit) claims only if ``want_shared``.
+        """
+        waits = node.waits
+        if waits is None:
+            return
+        shared, exclusive = waits[SHARED_HERE], waits[EXCLUSIVE_HERE]
+        if exclusive is not None:
+            # Only the first exclusive waiter can be at the front, and only if it comes first.
+            key = exclusive.first
+            self._examined += 1
+            if (
+                not (shared_held or node.tree_held_shared or node.tree_held_exclusive)
+                and (after is None or after < key)
+                and (earliest is None or not earliest < key)
+                and (shared is None or not shared.first < key)
+                and nothing_before(waits[SHARED_BELOW], key)
+                and nothing_before(waits[EXCLUSIVE_BELOW], key)
+            ):
+                found.add(key)
+        if not want_shared or shared is None or node.tree_held_exclusive:
+            return
+        # Shared claims up to the first exclusive one here, below or above (on a pool: while
+        # the units fit).
+        limit = earliest_exclusive
+        for queue in (exclusive, waits[EXCLUSIVE_BELOW]):
+            if queue is not None:
+                limit = earlier(limit, queue.first)
+        if node.wait_units is not None:
+            assert node.name is not None
+            capacity = self._capacity[node.name]
+            reserved = node.units_held
+            for key in shared.after(None):
+                if limit is not None and limit < key:
+                    break
+                self._examined += 1
+                reserved += node.wait_units[key % _ARRIVALS]
+                if reserved > capacity:
+                    break
+                if after is None or after < key:
+                    found.add(key)
+            return
+        for key in shared.after(after):
+            if limit is not None and limit < key:
+                break
+            self._examined += 1
+            found.add(key)
+
+    # -- whom a request waits for ------------------------------------------------------------
+
+    def _blockers(self, entry: _Entry, key: Key, found: set[int]) -> None:
+        """Add to ``found`` whom one claim of the waiting request ``key`` waits behind directly.
+
+        See :meth:`waits_for`. The latest exclusive request waiting ahead of it anywhere on its
+        path overlaps everything the claim overlaps, so it waits (directly or through others)
+        for every holder and every earlier waiter the claim conflicts with: with it named, only
+        the waiters after it need naming too.
+        """
+        exclusive, units = entry.exclusive, entry.pool_units > 0
+        chain = chain_to(self._root, entry.node_key, create=False)
+        node = chain[-1]  # the request waits here, so the node exists
+        latest: Key | None = None
+        for step in chain:
+            queue = None if step.waits is None else step.waits[EXCLUSIVE_HERE]
+            ahead = None if queue is None else queue.last_before(key)
+            if ahead is not None and (latest is None or latest < ahead):
+                latest = ahead
+        if latest is not None:
+            found.add(latest % _ARRIVALS)
+        for step in chain:
+            queue = None if step.waits is None else step.waits[SHARED_HERE]
+            if queue is not None and step is node and units:
+                # Each unit claim waits for the one before it, which waits for the units held.
+                ahead = queue.last_before(key)
+                if ahead is not None and (latest is None or latest < ahead):
+                    found.add(ahead % _ARRIVALS)
+            elif queue is not None and exclusive:
+                for ahead in queue.after(latest):
+                    if not ahead < key:
+                        break
+                    found.add(ahead % _ARRIVALS)
+            if latest is None:
+                found.update(step.held_exclusive)
+                if exclusive or (units and step is node):
+                    found.update(step.held_shared)
+        # Below the claim's node: on each node with a conflicting request ahead, the nearest.
+        waits = node.waits
+        if waits is not None:
+            seen: set[int] = set()
+            for index in (EXCLUSIVE_BELOW, SHARED_BELOW):
+                shared = index == SHARED_BELOW
+                firsts = waits[index]
+                if firsts is None or (shared and not exclusive):
+                    continue
+                for first in firsts.after(None):
+                    if not first < key:
+                        break
+                    for other in self._requests[first % _ARRIVALS].entries:
+                        if other.exclusive is shared or not _strictly_below(
+                            other.node_key, entry.node_key
+                        ):
+                            continue
+                        below = chain_to(self._root, other.node_key, create=False)[-1]
+                        if id(below) not in seen:
+                            seen.add(id(below))
+                            self._nearest_at(below, exclusive, key, latest, found)
+        if latest is None:
+            found.update(node.held_below(exclusive_only=not exclusive))
+
+    @staticmethod
+    def _nearest_at(
+        node: Node, exclusive: bool, key: Key, latest: Key | None, found: set[int]
+    ) -> None:
+        """Add the requests waiting at ``node`` (below a claim) between ``latest`` and ``key``
+        that the claim waits behind directly: the last exclusive one, and the shared ones after
+        it if the claim is exclusive."""
+        waits = node.waits
+        assert waits is not None
+        queue = waits[EXCLUSIVE_HERE]
+        nearest = None if queue is None else queue.last_before(key)
+        if nearest is not None and (latest is None or latest < nearest):
+            found.add(nearest % _ARRIVALS)
+            latest = nearest
+        queue = waits[SHARED_HERE]
+        if exclusive and queue is not None:
+            for ahead in queue.after(latest):
+                if not ahead < key:
+                    break
+                found.add(ahead % _ARRIVALS)
 
     @staticmethod
     def _check_capacity_value(name: str, capacity: int) -> None:
