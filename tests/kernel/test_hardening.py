@@ -435,7 +435,7 @@ async def test_a_kernel_cannot_be_built_by_hand_or_given_unknown_options() -> No
 async def test_finished_ids_stay_nameable_for_a_bounded_while(
     autojump_clock: trio.testing.MockClock, rec: Recorder
 ) -> None:
-    from toolkernel.kernel._scheduler import REMEMBERED_FINISHED
+    from toolkernel.kernel._admission import REMEMBERED_FINISHED
 
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         await kernel.run([read("first", "a", 0)])

@@ -10,6 +10,7 @@ that fails is handled the same way both times.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -22,7 +23,8 @@ from ._protocol import KernelTool
 from ._record import CallRecord
 
 __all__ = [
-    "CONCURRENCY_POOL",
+    "CallNames",
+    "REMEMBERED_FINISHED",
     "load_arguments",
     "set_arguments",
     "compute_claims",
@@ -32,10 +34,40 @@ __all__ = [
     "split_by_cover",
 ]
 
-CONCURRENCY_POOL = "toolkernel.concurrency"
-"""The pool every top-level call takes one unit of when ``max_concurrency`` is set."""
-
 _BARRIER = (exclusive(EVERYTHING),)
+
+REMEMBERED_FINISHED = 10_000
+"""How many finished top-level calls ``after=`` can still name (the most recent ones): an id
+stays nameable while its call is unfinished and for the next 10,000 calls that finish after it,
+so memory stays flat over any number of batches."""
+
+
+class CallNames:
+    """What ``after=`` and ``Kernel.cancel`` can name: unfinished top-level calls by id, and of
+    the most recent finished ones only their tool, status and error (neither their records nor
+    their outputs stay alive)."""
+
+    def __init__(self) -> None:
+        self.live: dict[str, CallRecord] = {}
+        self.ended: OrderedDict[str, tuple[str, Status, str | None]] = OrderedDict()
+
+    def add(self, record: CallRecord) -> None:
+        """Name ``record`` by its id (a later call with the same id shadows it)."""
+        if isinstance(record.call.id, str):
+            self.live[record.call.id] = record
+
+    def forget(self, record: CallRecord, status: Status, error: str | None) -> None:
+        """``record`` finished: keep what ``after=`` needs, for a while."""
+        call_id = record.call.id
+        if not isinstance(call_id, str) or self.live.get(call_id) is not record:
+            return  # never named (its id is not a string), or shadowed by a newer call
+        del self.live[call_id]
+        ended = self.ended
+        ended[call_id] = (record.name, status, error)
+        ended.move_to_end(call_id)
+        if len(ended) > REMEMBERED_FINISHED:
+            ended.popitem(last=False)
+
 
 Failures = dict[int, tuple[Status, BaseException]]
 """Calls of a batch that failed admission: uid -> (status, why)."""
@@ -122,10 +154,8 @@ def _check_pool(tool_name: str, claim: Claim, pools: Mapping[str, int]) -> None:
     assert isinstance(claim.resource, Pool)
     name = claim.resource.name
     capacity = pools.get(name)
-    if name == CONCURRENCY_POOL:
-        raise InvalidClaimError(f"{tool_name} claims pool {name!r}, which the kernel reserves")
     if capacity is None:
-        known = ", ".join(sorted(set(pools) - {CONCURRENCY_POOL})) or "none"
+        known = ", ".join(sorted(pools)) or "none"
         raise UnknownPoolError(
             f"{tool_name} claims pool {name!r}, which this kernel does not have "
             f"(its pools: {known}); open the kernel with pools={{{name!r}: n}}"
@@ -137,19 +167,15 @@ def _check_pool(tool_name: str, claim: Claim, pools: Mapping[str, int]) -> None:
         )
 
 
-def link_dependencies(
-    records: list[CallRecord],
-    failures: Failures,
-    live: Mapping[str, CallRecord],
-    ended: Mapping[str, tuple[str, Status, str | None]],
-) -> None:
+def link_dependencies(records: list[CallRecord], failures: Failures, names: CallNames) -> None:
     """Refuse duplicate ids and bad ``after=`` entries, find ``after=`` cycles, and link each
     call to the unfinished calls it waits for. Adds to ``failures``; links only the calls that
     have not failed.
 
-    ``live`` holds the kernel's unfinished top-level calls by id, ``ended`` what is remembered
-    of finished ones (tool name, status, error).
+    ``names`` tells the kernel's unfinished top-level calls and what is remembered of finished
+    ones.
     """
+    live, ended = names.live, names.ended
     in_batch: dict[str, CallRecord] = {}
     for record in records:
         if record.uid in failures:

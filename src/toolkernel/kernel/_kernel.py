@@ -26,6 +26,7 @@ import trio
 
 from ..locks import LeaseTableStatistics, path
 from . import _messages as messages
+from ._admission import split_by_cover
 from ._call import CANCELLED, ERROR, OK, Status, ToolCall, ToolResult
 from ._context import ToolContext
 from ._events import CallEvent, CallFinished
@@ -468,7 +469,8 @@ class Kernel(metaclass=_NoPublicConstructor):
                     ready = await self._prephase(record)
                 record.scope = None
                 if ready and record.result is None:
-                    inside, outside = scheduler.split_nested(record)
+                    assert record.parent is not None and record.parent.claims is not None
+                    inside, outside = split_by_cover(record.parent.claims, record.claims or ())
                     # Outside claims first, so a deadlock is found before holding siblings'.
                     if outside:
                         await self._acquire_nested(record, outside, inside=False)

@@ -2,18 +2,17 @@
 lease-wait limits, and deadlock breaking. Pure: it acts on lease tables and tells the
 scheduler, through one callback, which calls were granted.
 
-Every top-level call requests in the kernel's own table (with one unit of the concurrency pool
-when ``max_concurrency`` is set). A running call gets a table of its own, lazily, for nested
-calls its leases cover; nested claims outside it go to the kernel's table at a raised priority.
+Every top-level call requests in the kernel's own table. A running call gets a table of its own,
+lazily, for nested calls its leases cover; nested claims outside it go to the kernel's table at a
+raised priority.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 
-from ..locks import Claim, LeaseTable, pool, units
+from ..locks import Claim, LeaseTable
 from . import _waits as waits
-from ._admission import CONCURRENCY_POOL
 from ._deadlines import Deadlines
 from ._record import CallRecord, LeaseGroup
 
@@ -29,7 +28,6 @@ class Leasing:
     def __init__(
         self,
         pools: Mapping[str, int],
-        max_concurrency: int | None,
         *,
         clock: Callable[[], float],
         granted: Callable[[CallRecord], None],
@@ -37,15 +35,7 @@ class Leasing:
         deadline_changed: Callable[[float], None],
     ) -> None:
         self.pools = dict(pools)
-        if max_concurrency is not None:
-            self.pools[CONCURRENCY_POOL] = max_concurrency
         self.main = LeaseGroup(LeaseTable(self.pools), None)  # it checks the pools
-        # The unit of the concurrency pool a top-level call takes, made once. Claims are
-        # canonical (sorted by resource) and ``pool:`` sorts after ``device:`` and ``path:``,
-        # so appending it keeps a call's claims canonical.
-        self._slot: tuple[Claim, ...] = (
-            (units(pool(CONCURRENCY_POOL), 1),) if max_concurrency is not None else ()
-        )
         self._now = clock
         self._granted = granted
         self._wait_timeout = wait_timeout
@@ -57,8 +47,8 @@ class Leasing:
 
     def request_top_level(self, record: CallRecord) -> None:
         """Request a top-level call's claims; ``granted`` is told at once if it can be."""
-        assert record.claims is not None
-        claims = record.claims + self._slot
+        claims = record.claims
+        assert claims is not None
         if not claims:
             # Nothing to hold conflicts with nothing: no request at all (it would be granted at
             # once, and nobody could ever wait behind it).
@@ -103,7 +93,7 @@ class Leasing:
             self._granted(record)
         else:
             record.waiting_in = group
-            self._start_wait_clock(record)
+            self.start_wait_clock(record)
 
     def requeue(self, record: CallRecord, claims: tuple[Claim, ...]) -> bool:
         """Replace a granted top-level call's claims keeping its place in the queue. Returns
@@ -111,10 +101,10 @@ class Leasing:
         returns."""
         group, lease_id = record.lease_group, record.lease_id
         assert group is self.main
-        granted = group.table.requeue(lease_id, claims + self._slot, owner=record)
+        granted = group.table.requeue(lease_id, claims, owner=record)
         if lease_id not in granted:
             record.waiting_in = group
-            self._start_wait_clock(record)  # a fresh wait, with a fresh limit
+            self.start_wait_clock(record)  # a fresh wait, with a fresh limit
         for granted_id in granted:
             if granted_id != lease_id:
                 self._granted(group.records[granted_id])
@@ -125,11 +115,14 @@ class Leasing:
     def stop_waiting(self, record: CallRecord) -> None:
         """``record`` no longer waits (granted, or withdrawn)."""
         record.waiting_in = None
+        self.stop_wait_clock(record)
+        if record.parent is not None:
+            self._waiting_nested.pop(record.uid, None)
+
+    def stop_wait_clock(self, record: CallRecord) -> None:
         if record.wait_token:
             record.wait_token = 0
             self._deadlines.discard()
-        if record.parent is not None:
-            self._waiting_nested.pop(record.uid, None)
 
     def release(self, record: CallRecord) -> None:
         """Give back every lease of ``record`` and withdraw every request; whoever is next is
@@ -151,7 +144,8 @@ class Leasing:
 
     # -- waiting limits and deadlocks ------------------------------------------------------------
 
-    def _start_wait_clock(self, record: CallRecord) -> None:
+    def start_wait_clock(self, record: CallRecord) -> None:
+        """Start ``record``'s wait limit, if it has one (for leases, or for a slot)."""
         timeout = self._wait_timeout(record)
         if timeout is None:
             return

@@ -108,6 +108,7 @@ class CallRecord:
     waiting_in: LeaseGroup | None = None
     own_group: LeaseGroup | None = None  # for nested calls covered by this call's leases
     wait_token: int = 0  # its live entry in the scheduler's ``Deadlines``, or 0
+    slot: int = 0  # top-level calls: ``_slots.NO_SLOT``, ``WAITING`` or ``HOLDING``
     started_at: float | None = None
     result: ToolResult | None = None
     context: ToolContext | None = None  # while running: revoked when its leases go

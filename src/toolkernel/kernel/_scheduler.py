@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -49,13 +48,12 @@ from ..locks import Claim, Path
 from . import _messages as messages
 from . import _waits as waits
 from ._admission import (
-    CONCURRENCY_POOL,
+    CallNames,
     check_structure,
     compute_claims,
     link_dependencies,
     load_arguments,
     set_arguments,
-    split_by_cover,
 )
 from ._call import (
     CANCELLED,
@@ -82,18 +80,14 @@ from ._prephase import approval_verdict, before_hook_verdict, policy_verdict
 from ._protocol import KernelTool
 from ._record import Batch, CallRecord
 from ._report import Reporter
+from ._slots import WAITING, Slots
 
-__all__ = ["Scheduler", "REMEMBERED_FINISHED", "MAX_REQUEUES"]
+__all__ = ["Scheduler", "MAX_REQUEUES"]
 
 _log = logging.getLogger("toolkernel")
 
 MAX_REQUEUES = 3
 """How often a call may go back to the queue because its paths changed meaning."""
-
-REMEMBERED_FINISHED = 10_000
-"""How many finished top-level calls ``after=`` can still name (the most recent ones): an id
-stays nameable while its call is unfinished and for the next 10,000 calls that finish after it,
-so memory stays flat over any number of batches."""
 
 
 class Scheduler:
@@ -120,11 +114,9 @@ class Scheduler:
                 raise ValueError(f"two tools are named {tool.name!r}")
             self.tools[tool.name] = tool
         self.max_concurrency = options.max_concurrency
-        if CONCURRENCY_POOL in options.pools:
-            raise ValueError(f"the pool name {CONCURRENCY_POOL!r} is reserved")
+        self.slots = Slots(options.max_concurrency)
         self.leasing = Leasing(
             options.pools,
-            options.max_concurrency,
             clock=clock,
             granted=self._granted,
             wait_timeout=self.wait_timeout,
@@ -144,8 +136,7 @@ class Scheduler:
         # Top-level calls by id, for ``after=`` and ``cancel``: the unfinished ones, and of the
         # most recent finished ones only what ``after=`` needs (tool name, status, error), so
         # that neither their records nor their outputs stay alive.
-        self._by_call_id: dict[str, CallRecord] = {}
-        self._ended: OrderedDict[str, tuple[str, Status, str | None]] = OrderedDict()
+        self._names = CallNames()
         self.report = Reporter(self.max_concurrency)
         self.closed = False
         self._admitting: Batch | None = None  # the batch ``submit`` is admitting, if any
@@ -174,7 +165,7 @@ class Scheduler:
             failure = self._admit(record)
             if failure is not None:
                 failures[record.uid] = (ERROR, failure)
-        link_dependencies(records, failures, self._by_call_id, self._ended)
+        link_dependencies(records, failures, self._names)
         if self.report.listeners or sink is not None:  # build no events when nobody listens
             for record in records:
                 claims = record.claims or ()
@@ -197,7 +188,7 @@ class Scheduler:
 
     def live_call(self, call_id: str) -> CallRecord | None:
         """The unfinished top-level call with this id, if any."""
-        return self._by_call_id.get(call_id)
+        return self._names.live.get(call_id)
 
     def cancel(self, record: CallRecord, reason: str) -> None:
         """Cancel a call (synchronous); it finishes CANCELLED, now or when its task unwinds."""
@@ -243,8 +234,8 @@ class Scheduler:
             0 if parent is None else parent.depth + 1,  # depth
         )
         self._live[record.uid] = record
-        if parent is None and isinstance(call.id, str):
-            self._by_call_id[call.id] = record
+        if parent is None:
+            self._names.add(record)
         batch.unrequested[record.uid] = record
         return record
 
@@ -359,16 +350,36 @@ class Scheduler:
             self._break_wait_cycles()
 
     def _granted(self, record: CallRecord) -> None:
-        """Leases granted: start the call (nested calls are started by their parent's task)."""
-        if record.waiting_in is not None:
-            self.leasing.stop_waiting(record)
+        """Leases granted: start the call if it gets a slot (nested calls need none: their
+        parent's task runs them)."""
         if record.granted is not None:
+            if record.waiting_in is not None:
+                self.leasing.stop_waiting(record)
             record.granted.set()
             return
+        waited, record.waiting_in = record.waiting_in is not None, None
         if record.batch is self._admitting:
             record.keys_fresh = True
-        self._move(record, RUNNING, self._now())
-        self._spawn_call(record)
+        if self.slots.take(record):
+            if record.wait_token:
+                self.leasing.stop_wait_clock(record)
+            self._move(record, RUNNING, self._now())
+            self._spawn_call(record)
+        elif not waited:  # it holds its leases, and waits for a running call to finish
+            self._move(record, QUEUED, self._now())
+            self.report.blocked(record, self._now())
+            self.leasing.start_wait_clock(record)
+        # else its wait limit runs on: it covers the wait for leases and for a slot together
+
+    def _hand_slot_on(self, record: CallRecord) -> None:
+        """``record`` gives up its slot (or its place in line for one)."""
+        if record.slot == WAITING:
+            self.leasing.stop_wait_clock(record)
+        nxt = self.slots.give_back(record)
+        if nxt is not None:
+            self.leasing.stop_wait_clock(nxt)
+            self._move(nxt, RUNNING, self._now())
+            self._spawn_call(nxt)
 
     def release(self, record: CallRecord) -> None:
         """Revoke the call's context, give back every lease and withdraw every request; whoever
@@ -410,6 +421,7 @@ class Scheduler:
         if self.leasing.requeue(record, fresh):
             self._move(record, RUNNING, now)
             return True
+        self._hand_slot_on(record)  # it waits again: its slot goes to the next in line
         self.report.blocked(record, self._now())
         self._break_wait_cycles()
         return False
@@ -469,6 +481,8 @@ class Scheduler:
         """Give ``record`` its result: release, record, tell, wake, move dependents on."""
         if record.result is not None:
             return
+        if record.slot:  # first, so a call waiting for a slot goes before those granted now
+            self._hand_slot_on(record)
         if record.lease_group or record.waiting_in or record.context is not None:
             self.release(record)
         self._move(record, FINISHED, result.finished_at)
@@ -501,21 +515,9 @@ class Scheduler:
                 if dependent.unfilled is None or self._fill_in(dependent):
                     self._begin_prephase(dependent)
         if record.parent is None:
-            self._forget(record, result)
+            self._names.forget(record, result.status, result.error)
             if batch.unrequested:  # else every call of the batch has asked already
                 self._issue_requests(batch)
-
-    def _forget(self, record: CallRecord, result: ToolResult) -> None:
-        """Keep of a finished top-level call only what ``after=`` needs, for a while."""
-        call_id = record.call.id
-        if not isinstance(call_id, str) or self._by_call_id.get(call_id) is not record:
-            return  # never named (its id is not a string), or shadowed by a newer call
-        del self._by_call_id[call_id]
-        ended = self._ended
-        ended[call_id] = (record.name, result.status, result.error)
-        ended.move_to_end(call_id)
-        if len(ended) > REMEMBERED_FINISHED:
-            ended.popitem(last=False)
 
     # -- nested calls ----------------------------------------------------------------------------
 
@@ -547,11 +549,6 @@ class Scheduler:
             parent.awaiting = set()
         parent.awaiting.add(record)
         return record
-
-    def split_nested(self, record: CallRecord) -> tuple[tuple[Claim, ...], tuple[Claim, ...]]:
-        """A nested call's claims: those its parent's leases cover, and the rest."""
-        assert record.parent is not None and record.parent.claims is not None
-        return split_by_cover(record.parent.claims, record.claims or ())
 
     def request_nested(self, record: CallRecord, claims: tuple[Claim, ...], inside: bool) -> None:
         """Request a nested call's claims: within its parent's lease group, or from the kernel

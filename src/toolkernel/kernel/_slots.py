@@ -1,0 +1,62 @@
+"""Concurrency slots: at most ``max_concurrency`` top-level calls run at once. Pure.
+
+A call takes a slot when its leases are granted; if none is free it waits, holding its leases,
+and slots go to waiting calls by priority, then by the order their leases were granted. Holding
+the leases while waiting for a slot is safe and loses nothing: a conflicting call could not run
+before it anyway (the lease table hands leases out in order), and a slot only ever waits for
+running calls to finish, which wait for nothing, so no cycle can form.
+
+Slots are kept apart from the lease table (not as a pool every call claims a unit of): a slot is
+one counter and a heap, while a pool unit per call would make every call of a large batch a
+waiter in the table, to be scanned and granted one by one (benchmarks/overhead.py measured the
+table's pool at three times the cost of the rest of a call).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from ._record import CallRecord
+
+__all__ = ["Slots", "NO_SLOT", "WAITING", "HOLDING"]
+
+NO_SLOT, WAITING, HOLDING = 0, 1, 2
+"""``CallRecord.slot``: none, waiting for one, holding one."""
+
+
+class Slots:
+    """Up to ``limit`` slots (None: as many as asked for)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self._free = limit
+        # (-priority, uid, record); an entry whose record no longer waits is skipped lazily.
+        self._waiting: list[tuple[int, int, CallRecord]] = []
+
+    def take(self, record: CallRecord) -> bool:
+        """Give ``record`` a slot if one is free (True), else line it up (False)."""
+        if self._free is None:
+            record.slot = HOLDING
+            return True
+        if self._free > 0:
+            self._free -= 1
+            record.slot = HOLDING
+            return True
+        record.slot = WAITING
+        heapq.heappush(self._waiting, (-record.call.priority, record.uid, record))
+        return False
+
+    def give_back(self, record: CallRecord) -> CallRecord | None:
+        """``record`` is done with its slot or its place in line; returns the call the freed
+        slot goes to, if any (it now holds it)."""
+        held, record.slot = record.slot, NO_SLOT
+        if held != HOLDING or self._free is None:
+            return None
+        waiting = self._waiting
+        while waiting:
+            _, _, nxt = heapq.heappop(waiting)
+            if nxt.slot == WAITING:
+                nxt.slot = HOLDING
+                return nxt
+        self._free += 1
+        return None
