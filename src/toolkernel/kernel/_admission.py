@@ -25,6 +25,7 @@ from ._record import CallRecord
 __all__ = [
     "CallNames",
     "REMEMBERED_FINISHED",
+    "admit",
     "load_arguments",
     "set_arguments",
     "compute_claims",
@@ -63,8 +64,9 @@ class CallNames:
             return  # never named (its id is not a string), or shadowed by a newer call
         del self.live[call_id]
         ended = self.ended
+        if call_id in ended:
+            ended.move_to_end(call_id)
         ended[call_id] = (record.name, status, error)
-        ended.move_to_end(call_id)
         if len(ended) > REMEMBERED_FINISHED:
             ended.popitem(last=False)
 
@@ -84,6 +86,33 @@ def check_structure(call: ToolCall) -> BaseException | None:
         if not isinstance(dep, str):
             return messages.bad_dependency(dep)
     return None
+
+
+def admit(
+    record: CallRecord,
+    tools: Mapping[str, KernelTool],
+    key: Callable[[str], Path],
+    pools: Mapping[str, int],
+) -> BaseException | None:
+    """Find the call's tool, parse its arguments, compute its claims; return why it can't run,
+    or None. A call using other calls' outputs (``_outputs``) is admitted in full later."""
+    call = record.call
+    problem = check_structure(call)
+    if problem is not None:
+        return problem
+    tool = tools.get(call.name)
+    if tool is None:
+        return messages.unknown_tool(call.name, tools)
+    record.tool = tool
+    if call.after:  # output passing: placeholders can only name calls it runs after
+        try:
+            loaded = load_arguments(tool.name, call.arguments)
+        except InvalidCallError as exc:
+            return exc
+        if placeholders(loaded, call.after):
+            record.unfilled = loaded  # admitted in full once its sources have finished
+            return None
+    return set_arguments(record, call.arguments, key, pools)
 
 
 def load_arguments(tool_name: str, raw: object) -> Mapping[str, Any]:
@@ -136,7 +165,7 @@ def compute_claims(
     try:
         declared = tool.claims(arguments, key)
         claims = _BARRIER if declared is None else tuple(declared)
-        canonical = canonical_claims(claims)
+        canonical = canonical_claims(claims) if claims else ()
     except (InvalidCallError, InvalidClaimError):
         raise
     except KeyboardInterrupt:

@@ -49,10 +49,9 @@ from . import _messages as messages
 from . import _waits as waits
 from ._admission import (
     CallNames,
-    check_structure,
+    admit,
     compute_claims,
     link_dependencies,
-    load_arguments,
     set_arguments,
 )
 from ._call import (
@@ -74,7 +73,7 @@ from ._leasing import Leasing
 from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions
 from ._order import next_requests
-from ._outputs import fill_in, placeholders
+from ._outputs import fill_in
 from ._policy import Decision, Permission, RewriteArguments, SupplyResult, allow_all
 from ._prephase import approval_verdict, before_hook_verdict, policy_verdict
 from ._protocol import KernelTool
@@ -88,6 +87,13 @@ _log = logging.getLogger("toolkernel")
 
 MAX_REQUEUES = 3
 """How often a call may go back to the queue because its paths changed meaning."""
+
+
+def _limit(own: float | None, tool: Any, name: str, default: float | None) -> float | None:
+    if own is not None:
+        return own
+    by_tool: float | None = getattr(tool, name, None)
+    return default if by_tool is None else by_tool
 
 
 class Scheduler:
@@ -129,8 +135,8 @@ class Scheduler:
         self._policy = options.policy
         self._has_before_hooks = bool(options.before_hooks)
         self._max_depth = options.max_depth
-        self._default_wait_timeout = options.wait_timeout
-        self._default_run_timeout = options.run_timeout
+        self._wait_timeout = options.wait_timeout
+        self._run_timeout = options.run_timeout
         self._serial = 0
         self._live: dict[int, CallRecord] = {}
         # Top-level calls by id, for ``after=`` and ``cancel``: the unfinished ones, and of the
@@ -156,7 +162,16 @@ class Scheduler:
         self._serial += 1
         batch = Batch(self._serial, len(calls), self._serial + 1)
         now = self._now()  # the batch is admitted at one moment
-        records = [self._new_record(call, batch, now) for call in calls]
+        # When every call is ready the moment it is admitted (no hooks, the default policy, no
+        # after=), the calls ask for their leases in emission order straight away: none can be
+        # held back behind an earlier one that has not asked yet, so the batch keeps no list of
+        # who has not (``_order``).
+        in_order = (
+            not self._has_before_hooks
+            and self._policy is allow_all
+            and not any(call.after for call in calls)
+        )
+        records = [self._new_record(call, batch, now, in_order) for call in calls]
         if sink is not None:
             for record in records:
                 record.sinks = (sink,)
@@ -176,6 +191,12 @@ class Scheduler:
                 self.finish_failed(record, *failed)
         self._admitting = batch
         try:
+            if in_order:
+                for record in records:
+                    if record.state is PENDING:  # not failed, nor cancelled by a listener
+                        record.ready = True
+                        self._request_top_level(record)
+                return records
             for record in records:
                 if record.state is not PENDING or record.deps_left:
                     continue
@@ -219,7 +240,12 @@ class Scheduler:
     # -- admission ------------------------------------------------------------------------------
 
     def _new_record(
-        self, call: ToolCall, batch: Batch, now: float, parent: CallRecord | None = None
+        self,
+        call: ToolCall,
+        batch: Batch,
+        now: float,
+        in_order: bool = False,
+        parent: CallRecord | None = None,
     ) -> CallRecord:
         self._serial += 1
         # Positional arguments, here and for the other objects made for every call: an attrs
@@ -236,28 +262,12 @@ class Scheduler:
         self._live[record.uid] = record
         if parent is None:
             self._names.add(record)
-        batch.unrequested[record.uid] = record
+        if not in_order:
+            batch.unrequested[record.uid] = record
         return record
 
     def _admit(self, record: CallRecord) -> BaseException | None:
-        """Find the tool, parse the arguments, compute claims; the reason it can't run, or None."""
-        call = record.call
-        problem = check_structure(call)
-        if problem is not None:
-            return problem
-        tool = self.tools.get(call.name)
-        if tool is None:
-            return messages.unknown_tool(call.name, self.tools)
-        record.tool = tool
-        if call.after:  # output passing: placeholders can only name calls it runs after
-            try:
-                loaded = load_arguments(tool.name, call.arguments)
-            except InvalidCallError as exc:
-                return exc
-            if placeholders(loaded, call.after):
-                record.unfilled = loaded  # admitted in full once its sources have finished
-                return None
-        return set_arguments(record, call.arguments, self._key, self.leasing.pools)
+        return admit(record, self.tools, self._key, self.leasing.pools)
 
     def _fill_in(self, record: CallRecord) -> bool:
         """Fill a call's placeholders from its finished sources and admit its arguments; False
@@ -534,8 +544,7 @@ class Scheduler:
         )
         self._serial += 1
         batch = Batch(self._serial, 1, self._serial + 1)
-        record = self._new_record(call, batch, self._now(), parent=parent)
-        batch.unrequested.clear()
+        record = self._new_record(call, batch, self._now(), True, parent)
         failure = self._admit(record)
         if self.report.listeners:
             event = CallQueued(call.id, name, record.queued_at, record.claims or ())
@@ -583,18 +592,12 @@ class Scheduler:
     # -- timeouts ----------------------------------------------------------------------------------
 
     def wait_timeout(self, record: CallRecord) -> float | None:
-        if record.call.wait_timeout is not None:
-            return record.call.wait_timeout
-        if record.tool is not None and record.tool.wait_timeout is not None:
-            return record.tool.wait_timeout
-        return self._default_wait_timeout
+        """How long ``record`` may wait for its leases: its own limit, its tool's, the kernel's."""
+        return _limit(record.call.wait_timeout, record.tool, "wait_timeout", self._wait_timeout)
 
     def run_timeout(self, record: CallRecord) -> float | None:
-        if record.call.run_timeout is not None:
-            return record.call.run_timeout
-        if record.tool is not None and record.tool.run_timeout is not None:
-            return record.tool.run_timeout
-        return self._default_run_timeout
+        """How long ``record`` may run: its own limit, its tool's, or the kernel's."""
+        return _limit(record.call.run_timeout, record.tool, "run_timeout", self._run_timeout)
 
     def next_deadline(self) -> float:
         """When the earliest lease wait runs out (``inf`` if none is timed)."""

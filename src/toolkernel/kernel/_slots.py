@@ -1,20 +1,21 @@
 """Concurrency slots: at most ``max_concurrency`` top-level calls run at once. Pure.
 
 A call takes a slot when its leases are granted; if none is free it waits, holding its leases,
-and slots go to waiting calls by priority, then by the order their leases were granted. Holding
+and slots go to waiting calls by priority, then in the order their leases were granted. Holding
 the leases while waiting for a slot is safe and loses nothing: a conflicting call could not run
 before it anyway (the lease table hands leases out in order), and a slot only ever waits for
 running calls to finish, which wait for nothing, so no cycle can form.
 
 Slots are kept apart from the lease table (not as a pool every call claims a unit of): a slot is
-one counter and a heap, while a pool unit per call would make every call of a large batch a
+a counter and a line, while a pool unit per call would make every call of a large batch a
 waiter in the table, to be scanned and granted one by one (benchmarks/overhead.py measured the
 table's pool at three times the cost of the rest of a call).
 """
 
 from __future__ import annotations
 
-import heapq
+import bisect
+from collections import deque
 
 from ._record import CallRecord
 
@@ -30,8 +31,10 @@ class Slots:
     def __init__(self, limit: int | None) -> None:
         self.limit = limit
         self._free = limit
-        # (-priority, uid, record); an entry whose record no longer waits is skipped lazily.
-        self._waiting: list[tuple[int, int, CallRecord]] = []
+        # One line per priority (nearly always just 0), highest first; a call that stopped
+        # waiting is skipped when it reaches the front.
+        self._lines: dict[int, deque[CallRecord]] = {}
+        self._priorities: list[int] = []  # the keys of ``_lines``, negated, ascending
 
     def take(self, record: CallRecord) -> bool:
         """Give ``record`` a slot if one is free (True), else line it up (False)."""
@@ -43,7 +46,12 @@ class Slots:
             record.slot = HOLDING
             return True
         record.slot = WAITING
-        heapq.heappush(self._waiting, (-record.call.priority, record.uid, record))
+        priority = record.call.priority
+        line = self._lines.get(priority)
+        if line is None:
+            line = self._lines[priority] = deque()
+            bisect.insort(self._priorities, -priority)
+        line.append(record)
         return False
 
     def give_back(self, record: CallRecord) -> CallRecord | None:
@@ -52,11 +60,15 @@ class Slots:
         held, record.slot = record.slot, NO_SLOT
         if held != HOLDING or self._free is None:
             return None
-        waiting = self._waiting
-        while waiting:
-            _, _, nxt = heapq.heappop(waiting)
-            if nxt.slot == WAITING:
-                nxt.slot = HOLDING
-                return nxt
+        while self._priorities:
+            priority = -self._priorities[0]
+            line = self._lines[priority]
+            while line:
+                nxt = line.popleft()
+                if nxt.slot == WAITING:
+                    nxt.slot = HOLDING
+                    return nxt
+            del self._lines[priority]
+            del self._priorities[0]
         self._free += 1
         return None

@@ -24,7 +24,7 @@ from typing import Any, Never, TypeVar, overload
 
 from .._errors import InvalidArgumentsError, ToolDeclarationError
 from ..kernel import KeyFunction, ToolContext
-from ..locks import Claim, Mode, Path, path
+from ..locks import Claim, Mode, Path, exclusive, path, shared
 from ._arguments import Arguments
 
 __all__ = ["Tool", "FunctionTool", "tool"]
@@ -32,9 +32,8 @@ __all__ = ["Tool", "FunctionTool", "tool"]
 ClaimsFunction = Callable[[Mapping[str, Any]], Iterable[Claim]]
 F = TypeVar("F", bound=Callable[..., Coroutine[Any, Any, Any]])
 
-# Module globals, read for every call: ``Mode.SHARED`` costs ~0.1 us on Python 3.11 (the enum
-# metaclass's ``__getattr__`` hook).
-_SHARED, _EXCLUSIVE = Mode.SHARED, Mode.EXCLUSIVE
+# A module global: on Python 3.11 ``Mode.EXCLUSIVE`` costs ~0.1 us a read (the enum metaclass).
+_EXCLUSIVE = Mode.EXCLUSIVE
 
 _OPTIONS = "name, description, reads, writes, claims, reads_workspace, wait_timeout, run_timeout"
 _READ_ONLY_IS_GONE = (
@@ -256,12 +255,12 @@ class Tool:
             return None
         found: list[Claim] = []
         if self.reads_workspace:
-            found.append(Claim(key("."), _SHARED))
+            found.append(shared(key(".")))
         if reads or writes:
-            for names, mode in ((reads, _SHARED), (writes, _EXCLUSIVE)):
+            for names, make in ((reads, shared), (writes, exclusive)):
                 for argument in names:
                     for raw in _path_values(self.name, argument, arguments[argument]):
-                        found.append(Claim(key(raw), mode))
+                        found.append(make(key(raw)))
         if declared is None:
             return found
         lexical = key is path  # no workspace: keys are lexical, as ``path()`` made them
@@ -271,7 +270,8 @@ class Tool:
                 and isinstance(claim.resource, Path)
                 and not (lexical and _is_lexical_key(claim.resource))
             ):
-                claim = Claim(key(str(claim.resource)), claim.mode)
+                make = exclusive if claim.mode is _EXCLUSIVE else shared
+                claim = make(key(str(claim.resource)))
             found.append(claim)
         return found
 
