@@ -40,6 +40,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import trio
 
 import toolkernel as tk
@@ -176,18 +178,18 @@ async def measure_read(root: str, reps: int, count: int) -> dict[str, float]:
 async def count_thread_hops(kernel: tk.Kernel) -> float:
     """How many times one Read through the kernel enters a worker thread."""
     hops = 0
-    original = trio.to_thread.run_sync
+    original = anyio.to_thread.run_sync
 
     async def counting(*args: Any, **kwargs: Any) -> Any:
         nonlocal hops
         hops += 1
         return await original(*args, **kwargs)
 
-    trio.to_thread.run_sync = counting  # type: ignore[assignment]
+    anyio.to_thread.run_sync = counting  # type: ignore[assignment]
     try:
         await kernel.run([tk.ToolCall("hops", "Read", {"file_path": "read_me.txt"})])
     finally:
-        trio.to_thread.run_sync = original
+        anyio.to_thread.run_sync = original
     return float(hops)
 
 

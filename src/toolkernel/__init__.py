@@ -57,6 +57,7 @@ from .locks import Lease as Lease
 from .locks import LeaseTable as LeaseTable
 from .locks import LockManager as LockManager
 from .locks import Mode as Mode
+from .locks import WouldBlock as WouldBlock
 from .locks import device as device
 from .locks import exclusive as exclusive
 from .locks import path as path

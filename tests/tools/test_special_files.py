@@ -14,6 +14,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 import trio
 
@@ -111,13 +113,13 @@ async def test_grep_never_blocks_on_a_fifo(root: pathlib.Path, path: str) -> Non
 def counting_thread_hops(monkeypatch: pytest.MonkeyPatch) -> list[Callable[..., Any]]:
     """Record every function sent to a worker thread (each still runs as before)."""
     hops: list[Callable[..., Any]] = []
-    real = trio.to_thread.run_sync
+    real = anyio.to_thread.run_sync
 
     async def run_sync(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         hops.append(function)
         return await real(function, *args, **kwargs)
 
-    monkeypatch.setattr(trio.to_thread, "run_sync", run_sync)
+    monkeypatch.setattr(anyio.to_thread, "run_sync", run_sync)
     return hops
 
 

@@ -22,9 +22,12 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, NoReturn, cast
 
-import trio
+import anyio
+import anyio.abc
+import anyio.lowlevel
 
 from ..locks import LeaseTableStatistics, path
+from . import _loop as loop
 from . import _messages as messages
 from ._admission import split_by_cover
 from ._call import CANCELLED, ERROR, OK, Status, ToolCall, ToolResult
@@ -43,16 +46,6 @@ _log = logging.getLogger("toolkernel")
 
 _CALL_TASK_NAME = "toolkernel.kernel._kernel.Kernel._run_task"
 """The name of every call's task. Given, not derived: trio would format one for every spawn."""
-
-_PROPAGATE = (trio.Cancelled, KeyboardInterrupt)
-
-
-def _propagates(exc: BaseException) -> bool:
-    """Whether an exception from a user's code must go on up (trio's cancellation and
-    KeyboardInterrupt); anything else, SystemExit included, is that call's failure."""
-    if isinstance(exc, _PROPAGATE):
-        return True
-    return isinstance(exc, BaseExceptionGroup) and exc.subgroup(_PROPAGATE) is not None
 
 
 class _NoPublicConstructor(type):
@@ -95,10 +88,10 @@ class CallHandle:
         record = self._record
         if record.result is None:
             if record.finished is None:
-                record.finished = trio.Event()
-            await cast(trio.Event, record.finished).wait()
+                record.finished = anyio.Event()
+            await cast(anyio.Event, record.finished).wait()
         else:
-            await trio.lowlevel.checkpoint()  # as waiting on a set event would
+            await anyio.lowlevel.checkpoint()  # as waiting on a set event would
         assert record.result is not None
         return record.result
 
@@ -132,14 +125,15 @@ class Kernel(metaclass=_NoPublicConstructor):
         self._approver = options.approver
         timeout = options.approval_timeout
         self._approval_timeout = math.inf if timeout is None else timeout
-        self._nursery: trio.Nursery | None = None
+        self._loop = loop.current()
+        self._tasks: anyio.abc.TaskGroup | None = None
         self._inline: list[CallRecord] | None = None  # see ``run``
-        self._timer_scope: trio.CancelScope | None = None
+        self._timer_scope: anyio.CancelScope | None = None
         self._scheduler = Scheduler(
             tools,
             options,
             key=environment.key if environment is not None else path,
-            clock=trio.lowlevel.current_clock().current_time,
+            clock=self._loop.clock,
             spawn_call=self._spawn_call,
             spawn_prephase=self._spawn_prephase,
             deadline_changed=self._deadline_changed,
@@ -194,20 +188,20 @@ class Kernel(metaclass=_NoPublicConstructor):
             records = self._scheduler.submit(calls, None)
             inline = None
         if not records:
-            await trio.lowlevel.checkpoint()
+            await anyio.lowlevel.checkpoint()
             return []
         batch = records[0].batch
         try:
             if inline:
-                await trio.lowlevel.checkpoint()  # a schedule point, whatever the tool does
+                await anyio.lowlevel.checkpoint()  # a schedule point, whatever the tool does
                 await self._call_task(inline[0])
             # One event for the whole batch, not one per call: a batch of thousands would
             # otherwise wake this task thousands of times.
             if batch.unfinished:
-                done = batch.done = trio.Event()
+                done = batch.done = anyio.Event()
                 await done.wait()
             elif not inline:
-                await trio.lowlevel.checkpoint()  # every call failed at admission
+                await anyio.lowlevel.checkpoint()  # every call failed at admission
         except BaseException:
             for record in records:
                 self._scheduler.cancel(record, "cancelled: the caller of run() was cancelled")
@@ -220,7 +214,7 @@ class Kernel(metaclass=_NoPublicConstructor):
 
         Leaving the block early cancels what is still running.
         """
-        send, receive = trio.open_memory_channel[CallEvent](math.inf)
+        send, receive = anyio.create_memory_object_stream[CallEvent](math.inf)
         calls = list(calls)
         remaining = len(calls)
 
@@ -228,7 +222,7 @@ class Kernel(metaclass=_NoPublicConstructor):
             nonlocal remaining
             try:
                 send.send_nowait(event)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 return  # the reader has gone: nobody wants the rest
             if isinstance(event, CallFinished):
                 remaining -= 1
@@ -283,12 +277,12 @@ class Kernel(metaclass=_NoPublicConstructor):
         if inline is not None and not inline:
             inline.append(record)  # ``run`` of a lone call runs it in its own task
             return
-        assert self._nursery is not None
-        self._nursery.start_soon(self._call_task, record, name=_CALL_TASK_NAME)
+        assert self._tasks is not None
+        self._tasks.start_soon(self._call_task, record, name=_CALL_TASK_NAME)
 
     def _spawn_prephase(self, record: CallRecord) -> None:
-        assert self._nursery is not None
-        self._nursery.start_soon(self._prephase_task, record)
+        assert self._tasks is not None
+        self._tasks.start_soon(self._prephase_task, record)
 
     def _deadline_changed(self, deadline: float) -> None:
         scope = self._timer_scope
@@ -299,18 +293,18 @@ class Kernel(metaclass=_NoPublicConstructor):
         """Expire lease waits that ran past their deadline (one task for the whole kernel)."""
         scheduler = self._scheduler
         while not scheduler.closed:
-            with trio.CancelScope(deadline=scheduler.next_deadline()) as scope:
+            with anyio.CancelScope(deadline=scheduler.next_deadline()) as scope:
                 self._timer_scope = scope
-                await trio.sleep_forever()
+                await anyio.sleep_forever()
             self._timer_scope = None
-            scheduler.expire(trio.current_time())
+            scheduler.expire(self._loop.clock())
 
     # -- pre-phase: hooks and policy --------------------------------------------------------------
 
     async def _prephase_task(self, record: CallRecord) -> None:
         scheduler = self._scheduler
         try:
-            with trio.CancelScope() as scope:
+            with self._loop.CancelScope() as scope:
                 record.scope = scope
                 if record.cancel_reason is not None:
                     scope.cancel()
@@ -337,7 +331,7 @@ class Kernel(metaclass=_NoPublicConstructor):
                 if inspect.isawaitable(answer):
                     answer = await answer
             except BaseException as exc:
-                if _propagates(exc):
+                if self._loop.propagates(exc):
                     raise
                 scheduler.finish_failed(record, ERROR, messages.hook_failed("a before-hook", exc))
                 return False
@@ -352,11 +346,11 @@ class Kernel(metaclass=_NoPublicConstructor):
             refusal: BaseException = messages.no_approver(record.name, decision.reason)
             scheduler.finish_failed(record, Status.DENIED, refusal)
             return False
-        with trio.move_on_after(self._approval_timeout) as waiting:
+        with anyio.move_on_after(self._approval_timeout) as waiting:
             try:
                 answer = await self._approver(scheduler.visible_call(record), decision.reason)
             except BaseException as exc:
-                if _propagates(exc):
+                if self._loop.propagates(exc):
                     raise
                 scheduler.finish_failed(record, ERROR, messages.hook_failed("the approver", exc))
                 return False
@@ -393,7 +387,7 @@ class Kernel(metaclass=_NoPublicConstructor):
         record.context = context
         status, output, failure = OK, None, None
         try:
-            with trio.CancelScope() as scope:
+            with self._loop.CancelScope() as scope:
                 record.scope = scope
                 if deadline != math.inf:
                     scope.deadline = deadline
@@ -402,7 +396,7 @@ class Kernel(metaclass=_NoPublicConstructor):
                 output = await tool.invoke(context, record.arguments)
         except BaseException as exc:
             record.scope = None
-            if _propagates(exc):
+            if self._loop.propagates(exc):
                 # The kernel (or the parent call) is being cancelled: finish, let it propagate.
                 reason = record.cancel_reason or "cancelled"
                 scheduler.finish_failed(record, CANCELLED, messages.cancelled(reason))
@@ -431,7 +425,7 @@ class Kernel(metaclass=_NoPublicConstructor):
     async def _after(self, record: CallRecord, result: ToolResult) -> ToolResult:
         """After-hooks, in a scope the scheduler can cancel like the tool's own."""
         scheduler = self._scheduler
-        with trio.CancelScope() as scope:
+        with self._loop.CancelScope() as scope:
             record.scope = scope
             if record.cancel_reason is not None:
                 scope.cancel()
@@ -441,7 +435,7 @@ class Kernel(metaclass=_NoPublicConstructor):
                     if inspect.isawaitable(answer):
                         answer = await answer
                 except BaseException as exc:
-                    if _propagates(exc):
+                    if self._loop.propagates(exc):
                         raise
                     error = messages.hook_failed("an after-hook", exc)
                     result = scheduler.make_result(record, ERROR, None, error)
@@ -462,7 +456,7 @@ class Kernel(metaclass=_NoPublicConstructor):
         record = scheduler.admit_nested(parent, name, arguments)
         try:
             if record.result is None:
-                with trio.CancelScope() as scope:
+                with self._loop.CancelScope() as scope:
                     record.scope = scope
                     if record.cancel_reason is not None:
                         scope.cancel()
@@ -484,7 +478,7 @@ class Kernel(metaclass=_NoPublicConstructor):
         return record.result
 
     async def _acquire_nested(self, record: CallRecord, claims: Any, *, inside: bool) -> None:
-        granted = trio.Event()
+        granted = anyio.Event()
         record.granted = granted
         self._scheduler.request_nested(record, claims, inside)
         if not granted.is_set():
@@ -533,9 +527,9 @@ async def open_kernel_core(
         run_timeout=run_timeout,
     )
     kernel: Kernel = Kernel._create(tools, environment, options)
-    async with trio.open_nursery() as nursery:
-        kernel._nursery = nursery
-        nursery.start_soon(kernel._timer)
+    async with anyio.create_task_group() as tasks:
+        kernel._tasks = tasks
+        tasks.start_soon(kernel._timer)
         try:
             yield kernel
         finally:

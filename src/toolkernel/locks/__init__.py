@@ -1,11 +1,12 @@
 """Resources, claims and the lease table: who may touch what, and when.
 
-``LeaseTable`` is pure bookkeeping (no trio, no I/O, no clock); ``LockManager`` lets trio tasks
+``LeaseTable`` is pure bookkeeping (no event loop, no I/O, no clock); ``LockManager`` lets tasks
 wait on it. The rules live in ``_table.py``'s header.
 """
 
 from ._manager import Lease as Lease
 from ._manager import LockManager as LockManager
+from ._manager import WouldBlock as WouldBlock
 from ._resources import EVERYTHING as EVERYTHING
 from ._resources import Claim as Claim
 from ._resources import Device as Device

@@ -1,16 +1,18 @@
-"""The trio adapter over the lease table: tasks wait for leases; the table decides who gets them.
+"""The async adapter over the lease table: tasks wait for leases; the table decides who gets them.
 
-The manager only acts on what :class:`LeaseTable` returns ("these requests are now granted"): it
-wakes their tasks. Whatever way a waiting task leaves — granted, cancelled, or an exception — it
-tells the table, so a lease can never leak (a grant that races with a cancellation is released).
+It runs on trio and on asyncio (through anyio). The manager only acts on what
+:class:`LeaseTable` returns ("these requests are now granted"): it wakes their tasks. Whatever
+way a waiting task leaves — granted, cancelled, or an exception — it tells the table, so a lease
+can never leak (a grant that races with a cancellation is released).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Hashable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
 
+import anyio
+import anyio.lowlevel
 import attrs
 import trio
 
@@ -18,7 +20,12 @@ from .._errors import ForeignLeaseError, LeaseReleaseError
 from ._resources import Claim
 from ._table import LeaseTable, LeaseTableSnapshot, LeaseTableStatistics
 
-__all__ = ["LockManager", "Lease"]
+__all__ = ["LockManager", "Lease", "WouldBlock"]
+
+
+class WouldBlock(anyio.WouldBlock, trio.WouldBlock):
+    """``LockManager.acquire_nowait`` would have had to wait. Both anyio's ``WouldBlock`` and
+    trio's, so code written for either catches it."""
 
 
 @attrs.define(eq=False)
@@ -48,7 +55,7 @@ class Lease:
 
 
 class LockManager:
-    """Lets trio tasks wait for leases from a :class:`LeaseTable`.
+    """Lets tasks wait for leases from a :class:`LeaseTable`, on trio or on asyncio.
 
     ::
 
@@ -59,7 +66,7 @@ class LockManager:
 
     def __init__(self, pools: Mapping[str, int] | None = None) -> None:
         self._table = LeaseTable(pools)
-        self._waiters: dict[int, trio.lowlevel.Task] = {}
+        self._waiters: dict[int, anyio.Event] = {}
 
     @property
     def table(self) -> LeaseTable:
@@ -78,7 +85,8 @@ class LockManager:
 
         Always a checkpoint. If the wait is cancelled the request leaves the queue as if it had
         never come; if the grant and the cancellation arrive together, the lease is released
-        before ``Cancelled`` propagates. For a deadline, wrap it in ``trio.move_on_after``.
+        before the cancellation propagates. For a deadline, wrap it in ``trio.move_on_after``
+        (``anyio.move_on_after``, ``asyncio.timeout``).
         """
         lease = await self.acquire_lease(claims, priority=priority, group=group)
         try:
@@ -95,29 +103,26 @@ class LockManager:
         group: Hashable = None,
     ) -> Lease:
         """Like :meth:`acquire` but return the :class:`Lease`; the caller must release it."""
-        await trio.lowlevel.checkpoint_if_cancelled()
+        await anyio.lowlevel.checkpoint_if_cancelled()
         lease_id = self._table.request(claims, priority=priority, group=group, owner=self)
         lease = Lease(lease_id, self._table.claims(lease_id), manager=self)
         if self._table.is_held(lease_id):
             try:
-                await trio.lowlevel.cancel_shielded_checkpoint()
+                await anyio.lowlevel.cancel_shielded_checkpoint()
             except BaseException:  # pragma: no cover - a shielded checkpoint only fails on KI
                 lease.release()
                 raise
             return lease
-        self._waiters[lease_id] = trio.lowlevel.current_task()
-
-        def abort(_: Any) -> trio.lowlevel.Abort:
-            # Withdraw synchronously, at the moment the cancellation is delivered.
-            del self._waiters[lease_id]
-            lease.release()
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort)
+        granted = self._waiters[lease_id] = anyio.Event()
         try:
-            # Granted; but if a cancellation arrived in the same tick, honour it and give back.
-            await trio.lowlevel.checkpoint_if_cancelled()
+            await granted.wait()
+            # Granted; but if a cancellation arrived in the same moment, honour it (and give
+            # the lease back) rather than hand out a lease to a cancelled caller.
+            await anyio.lowlevel.checkpoint_if_cancelled()
         except BaseException:
+            # Cancelled (or worse) while waiting: withdraw the request, or, if it was granted
+            # in the same moment, give the lease back; either way nothing leaks.
+            self._waiters.pop(lease_id, None)
             lease.release()
             raise
         return lease
@@ -129,14 +134,15 @@ class LockManager:
         priority: int = 0,
         group: Hashable = None,
     ) -> Lease:
-        """Take the lease now or raise ``trio.WouldBlock``; never blocks, never a checkpoint.
+        """Take the lease now or raise :class:`WouldBlock` (a ``trio.WouldBlock`` and an
+        ``anyio.WouldBlock``); never blocks, never a checkpoint.
 
         It fails whenever it would have to wait, including when an earlier waiter has been granted
         the resources but has not resumed yet.
         """
         lease_id = self._table.request_nowait(claims, priority=priority, group=group, owner=self)
         if lease_id is None:
-            raise trio.WouldBlock
+            raise WouldBlock
         return Lease(lease_id, self._table.claims(lease_id), manager=self)
 
     def release(self, lease: Lease) -> None:
@@ -166,4 +172,4 @@ class LockManager:
 
     def _wake(self, granted: Iterable[int]) -> None:
         for lease_id in granted:
-            trio.lowlevel.reschedule(self._waiters.pop(lease_id))
+            self._waiters.pop(lease_id).set()

@@ -27,7 +27,9 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any, Final
 
-import trio
+import anyio
+import anyio.abc
+import anyio.to_thread
 
 from .._errors import ToolError
 from ..kernel import ToolContext
@@ -94,7 +96,7 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-async def _exited(process: trio.Process) -> None:
+async def _exited(process: anyio.abc.Process) -> None:
     """Wait until ``process`` has exited, if the platform allows without reaping it (so its pid,
     the group's id, stays reserved while the group is killed)."""
     pidfd_open = getattr(os, "pidfd_open", None)
@@ -102,15 +104,15 @@ async def _exited(process: trio.Process) -> None:
         with contextlib.suppress(OSError):  # no pidfd in this kernel: try the next way
             fd = pidfd_open(process.pid)
             try:
-                await trio.lowlevel.wait_readable(fd)
+                await anyio.wait_readable(fd)
             finally:
-                trio.lowlevel.notify_closing(fd)
+                anyio.notify_closing(fd)
                 os.close(fd)
             return
     if hasattr(os, "waitid"):
         # A thread in waitid(WNOWAIT), abandoned if we are cancelled (the group is killed then,
         # which ends its wait).
-        await trio.to_thread.run_sync(
+        await anyio.to_thread.run_sync(
             os.waitid, os.P_PID, process.pid, os.WEXITED | os.WNOWAIT, abandon_on_cancel=True
         )
         return
@@ -119,15 +121,16 @@ async def _exited(process: trio.Process) -> None:
     await process.wait()
 
 
-async def _drain(stream: trio.abc.ReceiveStream, output: HeadAndTail) -> None:
-    while data := await stream.receive_some(_READ_SIZE):
-        output.add(data)
+async def _drain(stream: anyio.abc.ByteReceiveStream, output: HeadAndTail) -> None:
+    with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
+        while True:
+            output.add(await stream.receive(_READ_SIZE))
 
 
 async def _run(command: str, cwd: str, seconds: float) -> tuple[int | None, HeadAndTail]:
     """Run ``command``; its exit status (None if it timed out) and its output."""
     output = HeadAndTail(BASH_OUTPUT_LIMIT)
-    process = await trio.lowlevel.open_process(
+    process = await anyio.open_process(
         ["/bin/sh", "-c", command],
         cwd=cwd,
         stdin=subprocess.DEVNULL,
@@ -137,18 +140,18 @@ async def _run(command: str, cwd: str, seconds: float) -> tuple[int | None, Head
     )
     assert process.stdout is not None
     try:
-        with trio.move_on_after(seconds) as timer:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_drain, process.stdout, output)
+        with anyio.move_on_after(seconds) as timer:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(_drain, process.stdout, output)
                 await _exited(process)
                 _kill_group(process.pid)  # what the shell left running dies with it
-                nursery.cancel_scope.relative_deadline = DRAIN_GRACE
+                tasks.cancel_scope.deadline = anyio.current_time() + DRAIN_GRACE
     finally:
         # Every way out (timeout, cancellation, the kernel closing) kills the group first.
         _kill_group(process.pid)
-        with trio.CancelScope(shield=True):
+        with anyio.CancelScope(shield=True):
             await process.wait()
-            await process.stdout.aclose()
+            await process.aclose()
     return (None if timer.cancelled_caught else process.returncode), output
 
 

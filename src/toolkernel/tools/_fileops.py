@@ -21,8 +21,10 @@ import stat
 from collections.abc import Callable, Sequence
 from typing import Final, Literal
 
+import anyio
+import anyio.from_thread
+import anyio.to_thread
 import attrs
-import trio
 
 from ._beneath import DIRECTORY_FLAGS, changed, open_directory, remove_tree
 
@@ -251,8 +253,9 @@ def replace_atomically(
 ) -> None:
     """Write ``data`` to a temporary sibling of ``parts``, then rename it over ``parts``.
 
-    Must run in a ``trio.to_thread`` worker: it polls for cancellation between chunks and once
-    more just before the rename, the last moment at which backing out leaves the old content.
+    Must run in a worker thread (``anyio.to_thread``): it polls for cancellation between chunks
+    and once more just before the rename, the last moment at which backing out leaves the old
+    content.
     An existing file keeps its permission bits.
     """
     if not parts:
@@ -289,14 +292,14 @@ def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> N
             written = 0
             while written < len(view):
                 if written:
-                    trio.from_thread.check_cancelled()
+                    anyio.from_thread.check_cancelled()
                 written += os.write(fd, view[written : written + CHUNK])
             os.fsync(fd)
             if mode is not None:
                 os.fchmod(fd, mode)
         finally:
             os.close(fd)
-        trio.from_thread.check_cancelled()
+        anyio.from_thread.check_cancelled()
         with gate:
             os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
     except BaseException:

@@ -25,7 +25,7 @@ fsync-ed, takes the permission bits of the file it replaces, and is renamed over
 ``os.replace``. Readers (and a crash) see the old content or the new, never a mix; a failure or a
 cancellation before the rename removes the temporary file and leaves the old content whole.
 
-Blocking I/O runs in worker threads (``trio.to_thread.run_sync``), one thread hop per operation;
+Blocking I/O runs in worker threads (``anyio.to_thread.run_sync``), one thread hop per operation;
 the key resolution and the access check run in the same thread call as the I/O, so the event loop
 never waits on the disk. Only regular files are read: a fifo or a device would block a worker
 thread for good.
@@ -40,8 +40,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
+import anyio
+import anyio.from_thread
+import anyio.to_thread
 import attrs
-import trio
 
 from .._errors import CallEndedError, InvalidClaimError, PathChangedError, UndeclaredAccessError
 from ..locks import Claim, Everything, Mode, Path
@@ -201,7 +203,7 @@ class FileAccess:
         self, verb: str, path: PathArg, write: bool, io: Callable[[int, tuple[str, ...]], T]
     ) -> T:
         self._ensure_open(verb, path)
-        return await trio.to_thread.run_sync(self._in_thread, verb, path, write, io)
+        return await anyio.to_thread.run_sync(self._in_thread, verb, path, write, io)
 
     @contextlib.contextmanager
     def _explained(
@@ -373,7 +375,7 @@ class FileAccess:
         ``dst`` are created. Both must be on one file system.
         """
         self._ensure_open("move", src)
-        await trio.to_thread.run_sync(self._move, src, dst, parents)
+        await anyio.to_thread.run_sync(self._move, src, dst, parents)
 
     def _move(self, src: PathArg, dst: PathArg, parents: bool) -> None:
         self._ensure_open("move", src)

@@ -20,8 +20,10 @@ import math
 import time
 from typing import Final, Literal
 
+import anyio
+import anyio.from_thread
+import anyio.to_thread
 import regex
-import trio
 from wcmatch import glob as wcglob
 
 from .._errors import ToolError
@@ -140,18 +142,18 @@ async def _matching(
     compiled: regex.Pattern[str], text: str, mode: OutputMode, file: str, pattern: str
 ) -> list[tuple[int, str]]:
     """Match ``text`` in a worker thread: the lines that match (one, for files_with_matches)."""
-    deadline = trio.current_effective_deadline()
-    budget = deadline - trio.current_time()  # inf without a run timeout
+    deadline = anyio.current_effective_deadline()
+    budget = deadline - anyio.current_time()  # inf without a run timeout
     # Never less than a little: a deadline already past cancels us at the next checkpoint.
     seconds = max(budget, 0.01)
     try:
-        return await trio.to_thread.run_sync(
+        return await anyio.to_thread.run_sync(
             _match_lines, compiled, text, mode, seconds, abandon_on_cancel=True
         )
     except TimeoutError:
         if budget < SEARCH_TIME_LIMIT:
             # The search ran into the call's own deadline: let the run timeout report it.
-            await trio.sleep_until(deadline)
+            await anyio.sleep_until(deadline)
         raise ToolError(
             f"pattern {pattern!r} took more than {SEARCH_TIME_LIMIT:g} s on one "
             f"{'file' if mode == 'files_with_matches' else 'line'} of {file}; it probably "
@@ -180,7 +182,7 @@ def _match_lines(
         return [(0, "")] if found is not None else []
     hits: list[tuple[int, str]] = []
     for number, line in enumerate(text.splitlines(), 1):
-        trio.from_thread.check_cancelled()
+        anyio.from_thread.check_cancelled()
         if compiled.search(line, timeout=timeout(), concurrent=True) is not None:
             hits.append((number, line))
     return hits
