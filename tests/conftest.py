@@ -1,6 +1,19 @@
+"""Every async test runs on both event loops: trio and asyncio (anyio's pytest plugin).
+
+A test that asks for ``autojump_clock`` runs on virtual time, on either loop: trio's
+``MockClock(autojump_threshold=0)``, or asyncio's ``VirtualClockEventLoop``; the others run on
+the real clock (tests doing real file I/O in worker threads, which a virtual clock would leap
+past). ``@pytest.mark.trio_only`` keeps a test off asyncio (it tests trio itself).
+"""
+
 import os
 
+import anyio
+import pytest
+import trio.testing
 from hypothesis import HealthCheck, settings
+
+from toolkernel.testing import VirtualClockEventLoop
 
 # "ci" bounds the property tests so the whole suite stays well under five minutes on two cores;
 # "dev" is the default for local runs; "thorough" is for hunting (TOOLKERNEL_HYPOTHESIS=thorough).
@@ -12,3 +25,30 @@ settings.register_profile("thorough", max_examples=2000, deadline=None)
 settings.load_profile(
     os.environ.get("TOOLKERNEL_HYPOTHESIS", "ci" if os.environ.get("CI") else "dev")
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "trio_only: run this async test on trio only")
+
+
+class Clock:
+    """What tests read of the virtual clock: the time of whichever loop runs the test."""
+
+    def current_time(self) -> float:
+        return anyio.current_time()
+
+
+@pytest.fixture
+def autojump_clock() -> Clock:
+    """Ask for this to run the test on virtual time (see the module docstring)."""
+    return Clock()
+
+
+@pytest.fixture(params=["trio", "asyncio"])
+def anyio_backend(request: pytest.FixtureRequest) -> object:
+    virtual = "autojump_clock" in request.fixturenames
+    if request.param == "asyncio":
+        if request.node.get_closest_marker("trio_only") is not None:
+            pytest.skip("tests trio itself")
+        return ("asyncio", {"loop_factory": VirtualClockEventLoop} if virtual else {})
+    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)} if virtual else {})

@@ -26,6 +26,7 @@ REAL_PACKAGES = {
     "toolkernel.cli",
     "toolkernel.kernel",
     "toolkernel.locks",
+    "toolkernel.testing",
     "toolkernel.tools",
     "toolkernel.trace",
 }

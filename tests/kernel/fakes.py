@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
+import anyio
 import attrs
-import trio
 
 import toolkernel as tk
 from toolkernel.locks import Claim, claims_conflict
@@ -49,7 +49,7 @@ class Recorder:
 
     @asynccontextmanager
     async def run(self, ctx: tk.ToolContext) -> AsyncIterator[Span]:
-        span = Span(ctx.call_id, ctx.tool_name, trio.current_time(), self._next_step(), ctx.claims)
+        span = Span(ctx.call_id, ctx.tool_name, anyio.current_time(), self._next_step(), ctx.claims)
         assert ctx.call_id not in self.spans, f"{ctx.call_id} ran twice"
         self.spans[ctx.call_id] = span
         self.order.append(ctx.call_id)
@@ -57,12 +57,12 @@ class Recorder:
         self.max_running = max(self.max_running, self.running)
         try:
             yield span
-        except trio.Cancelled:
+        except anyio.get_cancelled_exc_class():
             span.cancelled = True
             raise
         finally:
             self.running -= 1
-            span.end = trio.current_time()
+            span.end = anyio.current_time()
             span.end_step = self._next_step()
 
     def interval(self, call_id: str) -> tuple[float, float]:
@@ -82,7 +82,7 @@ class Recorder:
 
 async def _work(rec: Recorder, ctx: tk.ToolContext, duration: float, fail: bool, out: str) -> str:
     async with rec.run(ctx):
-        await trio.sleep(duration)
+        await anyio.sleep(duration)
         if fail:
             raise RuntimeError(f"{ctx.call_id} failed on purpose")
     return out

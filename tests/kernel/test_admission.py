@@ -3,6 +3,7 @@ calls of the batch run normally."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 import trio
 
@@ -136,7 +137,7 @@ async def test_a_claim_on_a_pool_the_kernel_does_not_have_is_an_error_result(
 async def test_more_pool_units_than_the_capacity_is_an_error_result(autojump_clock, rec) -> None:
     @tk.tool(claims=lambda args: [tk.units(tk.pool("net"), args["n"])])
     async def fetch(ctx: tk.ToolContext, n: int) -> int:
-        await trio.sleep(1)
+        await anyio.sleep(1)
         return n
 
     async with tk.open_kernel(tools=[fetch], pools={"net": 2}) as kernel:

@@ -7,7 +7,7 @@ canonical are not keyed again.
 
 from __future__ import annotations
 
-import trio
+import anyio
 
 import toolkernel as tk
 from toolkernel.locks import Claim, Mode, Path
@@ -16,7 +16,7 @@ from toolkernel.locks import Claim, Mode, Path
 @tk.tool(claims=lambda a: [tk.writes(a["path"])])
 async def step(ctx: tk.ToolContext, path: str, duration: float = 0.0, fail: bool = False) -> str:
     """Sleep, then succeed or fail."""
-    await trio.sleep(duration)
+    await anyio.sleep(duration)
     if fail:
         raise tk.ToolError(f"{ctx.call_id} failed")
     return ctx.call_id
@@ -67,7 +67,7 @@ async def test_waiting_on_a_finished_call_is_a_checkpoint(autojump_clock) -> Non
     async with tk.open_kernel(tools=[step]) as kernel:
         handle = kernel.submit(call("c1", "a"))
         first = await handle.wait_finished()
-        with trio.CancelScope() as scope:
+        with anyio.CancelScope() as scope:
             scope.cancel()
             await handle.wait_finished()  # already finished: still a checkpoint, so cancelled
         assert scope.cancelled_caught
@@ -76,7 +76,7 @@ async def test_waiting_on_a_finished_call_is_a_checkpoint(autojump_clock) -> Non
 
 async def test_a_batch_that_all_fails_at_admission_is_still_a_checkpoint(autojump_clock) -> None:
     async with tk.open_kernel(tools=[step]) as kernel:
-        with trio.CancelScope() as scope:
+        with anyio.CancelScope() as scope:
             scope.cancel()
             await kernel.run([tk.ToolCall("c1", "nope")])
         assert scope.cancelled_caught
@@ -92,11 +92,11 @@ async def test_many_waiters_on_one_call_and_its_batch_all_wake(autojump_clock) -
         async def wait(handle: tk.CallHandle) -> None:
             results.append(await handle.wait_finished())
 
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             for handle in [*handles, *handles]:
                 nursery.start_soon(wait, handle)
     assert sorted(r.call_id for r in results) == ["c1", "c1", "c2", "c2"]
-    assert trio.current_time() == 3  # c2 waited for c1 (same file, emission order)
+    assert anyio.current_time() == 3  # c2 waited for c1 (same file, emission order)
 
 
 @tk.tool(claims=lambda a: [Claim(Path(tuple(a["parts"])), Mode.EXCLUSIVE)])

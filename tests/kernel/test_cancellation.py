@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
-import trio
-import trio.testing
 
 import toolkernel as tk
+from toolkernel.testing import wait_all_tasks_blocked
 
 from .fakes import Recorder, assert_leases_returned, by_id, edit, make_tools, read
 
@@ -23,7 +23,7 @@ async def test_cancelling_a_running_call_hands_its_lease_to_the_next(
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         running = kernel.submit(edit("c1", "a", 10))
         waiting = kernel.submit(edit("c2", "a", 1))
-        await trio.sleep(1)
+        await anyio.sleep(1)
         assert kernel.lease_statistics().held == 1
         assert kernel.lease_statistics().waiting == 1
         if how == "handle":
@@ -49,7 +49,7 @@ async def test_cancelling_a_queued_call_withdraws_it_and_keeps_the_line(
         handles = kernel.submit_batch(
             [edit("c1", "a", 3), edit("c2", "a", 1), read("c3", "a", 1), read("c4", "b", 5)]
         )
-        await trio.sleep(1)
+        await anyio.sleep(1)
         assert kernel.lease_statistics().waiting == 2
         handles[1].cancel()
         # Withdrawn at once, synchronously: nothing of it is left in the table.
@@ -93,11 +93,11 @@ async def test_cancelling_the_scope_around_run_cancels_the_whole_batch(autojump_
                 finished.update({e.call_id: e.result}) if isinstance(e, tk.CallFinished) else None
             )
         )
-        with trio.move_on_after(2) as scope:
+        with anyio.move_on_after(2) as scope:
             await kernel.run(calls)
         assert scope.cancelled_caught
-        await trio.testing.wait_all_tasks_blocked()
-        assert trio.current_time() == 2
+        await wait_all_tasks_blocked()
+        assert anyio.current_time() == 2
         assert_leases_returned(kernel)
         assert set(finished) == {c.id for c in calls}
         assert finished["done"].ok
@@ -117,12 +117,12 @@ async def test_cancelling_one_batch_leaves_another_batch_alone(autojump_clock, r
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
 
         async def cancelled_batch() -> None:
-            with trio.move_on_after(1):
+            with anyio.move_on_after(1):
                 await kernel.run([edit("c1", "a", 10)])
 
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(cancelled_batch)
-            await trio.testing.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             other = kernel.submit_batch([edit("o1", "b", 3), edit("o2", "a", 1)])
         results = [await h.wait_finished() for h in other]
     assert [r.status for r in results] == [tk.Status.OK, tk.Status.OK]
@@ -145,12 +145,12 @@ async def test_closing_the_kernel_mid_batch_cancels_and_returns_every_result(
     async def run_batch(kernel: tk.Kernel) -> None:
         results.extend(await kernel.run(calls))
 
-    async with trio.open_nursery() as nursery:
+    async with anyio.create_task_group() as nursery:
         async with tk.open_kernel(tools=make_tools(rec)) as kernel:
             nursery.start_soon(run_batch, kernel)
-            await trio.sleep(2)
+            await anyio.sleep(2)
         # Leaving the block waited for every call to finish.
-        assert trio.current_time() == 2
+        assert anyio.current_time() == 2
         assert_leases_returned(kernel)
         assert kernel.statistics().finished == len(calls)
     got = by_id(results)
@@ -167,7 +167,7 @@ async def test_closing_the_kernel_mid_batch_cancels_and_returns_every_result(
 
 async def test_closing_the_kernel_with_a_pending_approval_cancels_it(autojump_clock, rec) -> None:
     async def approver(call: tk.ToolCall, reason: str) -> bool:
-        await trio.sleep_forever()
+        await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
     def policy(call: tk.ToolCall) -> tk.Permission:
@@ -177,9 +177,9 @@ async def test_closing_the_kernel_with_a_pending_approval_cancels_it(autojump_cl
         tools=make_tools(rec), policy=policy, approver=approver, approval_timeout=None
     ) as kernel:
         handle = kernel.submit(edit("c1", "a", 1))
-        await trio.sleep(5)
+        await anyio.sleep(5)
     assert handle.result().status is tk.Status.CANCELLED
-    assert trio.current_time() == 5
+    assert anyio.current_time() == 5
 
 
 async def test_a_call_cancelled_between_its_grant_and_its_start_never_runs(
@@ -198,7 +198,7 @@ async def test_a_listener_may_cancel_a_call_when_it_blocks(autojump_clock, rec) 
     # Cancelling from inside the CallBlocked event re-enters the kernel while it is issuing the
     # batch's requests; the scan must survive it.
     async def approver(call: tk.ToolCall, reason: str) -> bool:
-        await trio.sleep(1)
+        await anyio.sleep(1)
         return True
 
     def policy(call: tk.ToolCall) -> tk.Permission:
@@ -227,14 +227,14 @@ async def test_a_listener_may_cancel_a_call_when_it_blocks(autojump_clock, rec) 
 async def test_cancelling_a_call_while_its_approver_waits_cancels_the_question(
     autojump_clock, rec
 ) -> None:
-    asked = trio.Event()
+    asked = anyio.Event()
     approver_cancelled: list[bool] = []
 
     async def approver(call: tk.ToolCall, reason: str) -> bool:
         asked.set()
         try:
-            await trio.sleep_forever()
-        except trio.Cancelled:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
             approver_cancelled.append(True)
             raise
         raise AssertionError("unreachable")
@@ -245,7 +245,7 @@ async def test_cancelling_a_call_while_its_approver_waits_cancels_the_question(
     async with tk.open_kernel(tools=make_tools(rec), policy=policy, approver=approver) as kernel:
         handles = kernel.submit_batch([edit("c1", "a", 1), read("c2", "a", 1)])
         await asked.wait()
-        await trio.sleep(2)
+        await anyio.sleep(2)
         assert handles[1].finished is False  # held back behind the undecided c1
         kernel.cancel("c1")
         c1, c2 = [await h.wait_finished() for h in handles]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
-import trio
 
 import toolkernel as tk
 
@@ -163,7 +163,7 @@ async def test_an_unknown_or_self_dependency_is_an_error(autojump_clock, rec) ->
 async def test_a_later_call_may_be_a_dependency_of_an_earlier_one(autojump_clock, rec) -> None:
     # Emission order would run c1 first (same file); after= reverses it, without a deadlock.
     calls = [edit("c1", "a", 1, after=("c2",)), edit("c2", "a", 1)]
-    with trio.fail_after(100):
+    with anyio.fail_after(100):
         async with tk.open_kernel(tools=make_tools(rec)) as kernel:
             c1, c2 = await kernel.run(calls)
             assert_leases_returned(kernel)
@@ -180,7 +180,7 @@ async def test_after_and_emission_order_never_wait_for_each_other_in_a_ring(
         edit("x", "b", 1),
         read("w", "a", 1),  # behind z by emission order, and z can't move before x
     ]
-    with trio.fail_after(100):
+    with anyio.fail_after(100):
         async with tk.open_kernel(tools=make_tools(rec)) as kernel:
             results = by_id(await kernel.run(calls))
             assert_leases_returned(kernel)

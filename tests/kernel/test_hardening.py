@@ -8,11 +8,13 @@ import logging
 import math
 from typing import Any
 
+import anyio
 import pytest
 import trio
 import trio.testing
 
 import toolkernel as tk
+from toolkernel.testing import wait_all_tasks_blocked
 
 from .fakes import Recorder, assert_leases_returned, by_id, edit, make_tools, read
 
@@ -45,7 +47,7 @@ async def test_a_kept_context_cannot_start_nested_calls_or_report_after_its_call
             kept[0].progress("still here")
         return "refused"
 
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=[keeper, later, *make_tools(rec)]) as kernel:
             first, second = await kernel.run(
                 [tk.ToolCall("c1", "keeper"), tk.ToolCall("c2", "later", after=["c1"])]
@@ -84,12 +86,12 @@ async def test_an_after_hook_that_waits_can_be_cancelled(
     autojump_clock: trio.testing.MockClock, rec: Recorder, how: str
 ) -> None:
     async def stuck(call: tk.ToolCall, result: tk.ToolResult) -> None:
-        await trio.sleep_forever()
+        await anyio.sleep_forever()
 
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=make_tools(rec), after_hooks=[stuck]) as kernel:
             handle = kernel.submit(read("c1", "a.txt", 1))
-            await trio.sleep(5)
+            await anyio.sleep(5)
             assert not handle.finished
             if how == "cancel the call":
                 handle.cancel()
@@ -117,11 +119,11 @@ async def test_a_wait_cycle_closed_by_a_later_high_priority_request_is_broken(
         return "both"
 
     tools = [outer, both, *make_tools(rec)]
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=tools) as kernel:
             holder = kernel.submit(edit("c0", "b", 10))
             parent = kernel.submit(tk.ToolCall("c1", "outer", {"path": "a", "inner": "b"}))
-            await trio.sleep(1)
+            await anyio.sleep(1)
             assert kernel.snapshot().queued[0].call_id == "c1.1"
             late = kernel.submit(tk.ToolCall("h", "both", priority=10**9))
             result = await parent.wait_finished()
@@ -138,7 +140,7 @@ async def test_a_wait_cycle_closed_by_a_later_high_priority_request_is_broken(
 async def test_an_after_entry_that_is_not_a_string_is_an_error_of_that_call(
     autojump_clock: trio.testing.MockClock, rec: Recorder, bad: object
 ) -> None:
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=make_tools(rec)) as kernel:
             results = by_id(
                 await kernel.run(
@@ -195,7 +197,7 @@ async def test_a_claims_function_failing_after_the_grant_is_an_error_of_that_cal
     tmp_path: Any,
 ) -> None:
     asked = 0
-    release = trio.Event()
+    release = anyio.Event()
 
     def flaky(args: dict[str, Any]) -> list[tk.Claim]:
         nonlocal asked
@@ -216,7 +218,7 @@ async def test_a_claims_function_failing_after_the_grant_is_an_error_of_that_cal
     async with tk.open_kernel(tools=[touchy, hold], root=tmp_path) as kernel:
         holder = kernel.submit(tk.ToolCall("c0", "hold", {"path": "a.txt"}))
         waiter = kernel.submit(tk.ToolCall("c1", "touchy"))  # waits for c0: re-keyed later
-        await trio.testing.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         release.set()
         bad = await waiter.wait_finished()
         assert (await holder.wait_finished()).output == "held"
@@ -235,7 +237,7 @@ async def test_a_tool_raising_system_exit_fails_only_its_call(
 ) -> None:
     @tk.tool(claims=lambda args: [])
     async def argparse_like(ctx: tk.ToolContext) -> str:
-        await trio.sleep(1)
+        await anyio.sleep(1)
         raise SystemExit(exit_code)
 
     async with tk.open_kernel(tools=[argparse_like, *make_tools(rec)]) as kernel:
@@ -337,7 +339,7 @@ async def test_ask_without_an_approver_a_timeout_and_a_no_read_differently(
 
     async def slow_then_no(call: tk.ToolCall, reason: str) -> bool:
         if call.id == "late":
-            await trio.sleep_forever()
+            await anyio.sleep_forever()
         return False
 
     async with tk.open_kernel(tools=make_tools(rec), policy=ask) as kernel:
@@ -472,6 +474,6 @@ async def test_leaving_a_stream_early_logs_nothing(
             async for event in events:
                 if isinstance(event, tk.CallStarted):
                     break
-        await trio.sleep(20)
+        await anyio.sleep(20)
         assert_leases_returned(kernel)
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -4,10 +4,11 @@ instead of blocking the suite."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
-import trio
 
 import toolkernel as tk
+from toolkernel.testing import wait_all_tasks_blocked
 
 from .fakes import Recorder, assert_leases_returned, by_id, edit, make_tools, read
 
@@ -27,12 +28,12 @@ def nesting_tools(rec: Recorder) -> list[tk.Tool]:
         """Edit ``children`` (paths) with nested edits started together in a nursery."""
         out: dict[int, tk.ToolResult] = {}
         async with rec.run(ctx):
-            await trio.sleep(pause)
+            await anyio.sleep(pause)
 
             async def child(i: int, child_path: str) -> None:
                 out[i] = await ctx.call("edit", path=child_path, duration=1.0)
 
-            async with trio.open_nursery() as nursery:
+            async with anyio.create_task_group() as nursery:
                 for i, child_path in enumerate(children):
                     nursery.start_soon(child, i, child_path)
         return [f"{out[i].status.value}: {out[i].output or out[i].error}" for i in sorted(out)]
@@ -56,7 +57,7 @@ def refactor(call_id: str, path: str, children: list[str], pause: float = 0.0) -
 async def test_a_child_covered_by_its_parent_runs_inside_the_parent_lease(
     autojump_clock, rec
 ) -> None:
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=nesting_tools(rec)) as kernel:
             parent, outsider = await kernel.run(
                 [refactor("p1", "pkg", ["pkg/a.py"]), read("r1", "pkg/a.py", 1)]
@@ -73,7 +74,7 @@ async def test_a_child_covered_by_its_parent_runs_inside_the_parent_lease(
 async def test_two_children_on_one_covered_file_still_exclude_each_other(
     autojump_clock, rec
 ) -> None:
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=nesting_tools(rec)) as kernel:
             (same,) = await kernel.run([refactor("p1", "pkg", ["pkg/a.py", "pkg/a.py"])])
             (different,) = await kernel.run([refactor("p2", "pkg", ["pkg/a.py", "pkg/b.py"])])
@@ -89,7 +90,7 @@ async def test_two_children_on_one_covered_file_still_exclude_each_other(
 
 
 async def test_a_child_outside_its_parent_lease_waits_for_it_normally(autojump_clock, rec) -> None:
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=nesting_tools(rec)) as kernel:
             results = by_id(
                 await kernel.run([edit("holder", "other", 3), refactor("p1", "pkg", ["other"])])
@@ -103,7 +104,7 @@ async def test_children_waiting_for_each_other_parents_give_a_deadlock_error(
     autojump_clock, rec
 ) -> None:
     # p1 holds a and wants b through a child; p2 holds b and wants a through a child.
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=nesting_tools(rec)) as kernel:
             p1, p2 = await kernel.run(
                 [refactor("p1", "a", ["b"], pause=1), refactor("p2", "b", ["a"], pause=1)]
@@ -132,7 +133,7 @@ async def test_a_child_that_declares_nothing_inside_a_declared_parent_is_a_deadl
         result = await ctx.call("barrier", duration=1.0)
         return result.error
 
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=[*make_tools(rec), wrapper]) as kernel:
             (result,) = await kernel.run([tk.ToolCall("w1", "wrapper", {"path": "a"})])
             assert_leases_returned(kernel)
@@ -140,7 +141,7 @@ async def test_a_child_that_declares_nothing_inside_a_declared_parent_is_a_deadl
 
 
 async def test_nesting_deeper_than_max_depth_is_an_error(autojump_clock, rec) -> None:
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=nesting_tools(rec), max_depth=3) as kernel:
             (result,) = await kernel.run([tk.ToolCall("d", "dive", {"path": "a"})])
             assert_leases_returned(kernel)
@@ -155,11 +156,11 @@ async def test_nested_results_are_events_with_their_parent_in_the_snapshot(
     autojump_clock, rec
 ) -> None:
     events: list[tk.CallEvent] = []
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=nesting_tools(rec)) as kernel:
             kernel.add_listener(events.append)
             handle = kernel.submit(refactor("p1", "pkg", ["pkg/a", "pkg/a"]))
-            await trio.sleep(0.5)
+            await anyio.sleep(0.5)
             snap = kernel.snapshot()
             await handle.wait_finished()
     running = {i.call_id: i.parent for i in snap.running}
@@ -174,14 +175,14 @@ async def test_nested_results_are_events_with_their_parent_in_the_snapshot(
 
 async def test_cancelling_a_parent_cancels_its_children(autojump_clock, rec) -> None:
     events: list[tk.CallEvent] = []
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=nesting_tools(rec)) as kernel:
             kernel.add_listener(events.append)
             handle = kernel.submit(refactor("p1", "pkg", ["pkg/a", "pkg/a"]))
-            await trio.sleep(0.5)
+            await anyio.sleep(0.5)
             handle.cancel()
             result = await handle.wait_finished()
-            await trio.testing.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             assert_leases_returned(kernel)
             (after,) = await kernel.run([edit("next", "pkg/a", 1)])
     assert result.status is tk.Status.CANCELLED
@@ -211,7 +212,7 @@ async def test_a_parent_holding_a_whole_pool_lends_its_units_to_its_children(
     @tk.tool(claims=lambda args: [tk.exclusive(tk.pool("android"))])
     async def fleet(ctx: tk.ToolContext, n: int) -> list[str]:
         out: list[str] = []
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             for _ in range(n):
 
                 async def one() -> None:
@@ -221,7 +222,7 @@ async def test_a_parent_holding_a_whole_pool_lends_its_units_to_its_children(
                 nursery.start_soon(one)
         return out
 
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=[*make_tools(rec), fleet], pools={"android": 2}) as kernel:
             first, outsider = await kernel.run(
                 [tk.ToolCall("f", "fleet", {"n": 3}), tk.ToolCall("l", "lane", {"duration": 1})]
@@ -236,7 +237,7 @@ async def test_a_parent_holding_a_whole_pool_lends_its_units_to_its_children(
 
 async def test_a_parent_run_timeout_cancels_its_running_child(autojump_clock, rec) -> None:
     events: list[tk.CallEvent] = []
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=nesting_tools(rec)) as kernel:
             kernel.add_listener(events.append)
             (parent,) = await kernel.run(
@@ -262,7 +263,7 @@ async def test_a_child_waiting_outside_its_parent_times_out(autojump_clock, rec)
         result = await ctx.call("edit", path=other, duration=1.0)
         return result.error
 
-    with trio.fail_after(DEADLINE):
+    with anyio.fail_after(DEADLINE):
         async with tk.open_kernel(tools=[*make_tools(rec), borrow], wait_timeout=2) as kernel:
             holder = kernel.submit(edit("holder", "b", 10))
             (result,) = await kernel.run([tk.ToolCall("p", "borrow", {"path": "a", "other": "b"})])

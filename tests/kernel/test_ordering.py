@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
-import trio
-import trio.testing
 
 import toolkernel as tk
+from toolkernel.testing import wait_all_tasks_blocked
 
 from .fakes import Recorder, assert_leases_returned, by_id, edit, make_tools, read
 
@@ -176,9 +176,9 @@ async def test_batches_from_different_tasks_share_the_lease_table(autojump_clock
         async def run(calls: list[tk.ToolCall]) -> None:
             results.update(by_id(await kernel.run(calls)))
 
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(run, [edit("x1", "a", 2)])
-            await trio.testing.wait_all_tasks_blocked()
+            await wait_all_tasks_blocked()
             nursery.start_soon(run, [read("y1", "a", 1), read("y2", "b", 1)])
     assert rec.interval("y1") == (2, 3)
     assert rec.interval("y2") == (0, 1)

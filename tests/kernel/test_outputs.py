@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 import trio
 
@@ -15,7 +16,7 @@ def make_tools(seen: list[tuple[str, Any]]) -> list[tk.Tool]:
     @tk.tool(claims=lambda args: [])
     async def find(ctx: tk.ToolContext, pattern: str) -> list[str]:
         """Find files (fake)."""
-        await trio.sleep(1)
+        await anyio.sleep(1)
         return [f"src/{pattern}.py", f"tests/{pattern}.py"]
 
     @tk.tool(reads=["path"])

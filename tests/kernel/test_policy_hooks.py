@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import anyio
 import attrs
 import pytest
-import trio
-import trio.testing
 
 import toolkernel as tk
 from toolkernel.kernel import Block, RewriteArguments, SupplyResult
+from toolkernel.testing import wait_all_tasks_blocked
 
 from .fakes import Recorder, assert_leases_returned, by_id, edit, make_tools, read
 
@@ -91,7 +91,7 @@ async def test_an_unanswered_ask_is_denied_after_the_approval_timeout(
 
     async def approver(call: tk.ToolCall, reason: str) -> bool:
         asked.append((call.id, reason))
-        await trio.sleep_forever()
+        await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
     async with tk.open_kernel(
@@ -114,8 +114,8 @@ async def test_an_unanswered_ask_is_denied_after_the_approval_timeout(
 
 
 async def test_no_lease_is_held_while_the_approver_is_waiting(autojump_clock, rec) -> None:
-    asking = trio.Event()
-    answer = trio.Event()
+    asking = anyio.Event()
+    answer = anyio.Event()
 
     async def approver(call: tk.ToolCall, reason: str) -> bool:
         asking.set()
@@ -127,7 +127,7 @@ async def test_no_lease_is_held_while_the_approver_is_waiting(autojump_clock, re
     ) as kernel:
         handle = kernel.submit(edit("c1", "a.txt", 1))
         await asking.wait()
-        await trio.testing.wait_all_tasks_blocked()
+        await wait_all_tasks_blocked()
         assert kernel.lease_statistics().held == kernel.lease_statistics().waiting == 0
         snap = kernel.snapshot()
         assert [i.call_id for i in snap.pending] == ["c1"]
@@ -146,7 +146,7 @@ async def test_a_later_conflicting_call_of_the_batch_waits_for_the_approval(
     autojump_clock, rec
 ) -> None:
     async def approver(call: tk.ToolCall, reason: str) -> bool:
-        await trio.sleep(5)
+        await anyio.sleep(5)
         return True
 
     async with tk.open_kernel(

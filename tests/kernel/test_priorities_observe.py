@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
-import trio
 
 import toolkernel as tk
 from toolkernel.kernel import CallState
@@ -75,7 +75,7 @@ async def test_the_snapshot_names_what_runs_and_what_each_waiter_waits_behind(
                 read("d1", "z", 1, after=("w1",)),
             ]
         )
-        await trio.sleep(0.5)
+        await anyio.sleep(0.5)
         snap = kernel.snapshot()
         assert [i.call_id for i in snap.running] == ["r1", "r2", "t1"]
         assert {i.call_id: i.waits_for for i in snap.queued} == {
@@ -132,7 +132,7 @@ async def test_statistics_count_calls_errors_and_time_percentiles_per_tool(
                 tk.ToolCall("x", "edit", {"path": 1}),
             ]
         )
-        await trio.sleep(0.5)
+        await anyio.sleep(0.5)
         during = kernel.statistics()
         assert (during.running, during.queued, during.pending, during.finished) == (2, 3, 0, 1)
         for handle in handles:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import anyio
 import trio
 import trio.testing
 from hypothesis import given
@@ -34,7 +35,7 @@ def make_act(rec: Recorder) -> tk.Tool:
         async with rec.run(ctx):
             if fail == "start":
                 raise RuntimeError("failed at the start")
-            await trio.sleep(duration)
+            await anyio.sleep(duration)
             if fail == "end":
                 raise RuntimeError("failed at the end")
         return "done"
@@ -73,13 +74,13 @@ def run_scenario(scenario: Scenario) -> None:
 
     async def run_batch(kernel: tk.Kernel, b: int) -> None:
         batch = scenario.batches[b]
-        start = trio.current_time()
+        start = anyio.current_time()
         got = await kernel.run(tool_calls(b))
         assert [r.call_id for r in got] == [call_id(b, i) for i in range(len(batch))]
         results.update((r.call_id, r) for r in got)
         if scenario.clean and not scenario.concurrent:
             predicted = critical_path_finishes(batch)
-            assert trio.current_time() - start == max(predicted)
+            assert anyio.current_time() - start == max(predicted)
             for i, script in enumerate(batch):
                 result = got[i]
                 assert result.finished_at - start == predicted[i], (i, result)
@@ -87,20 +88,20 @@ def run_scenario(scenario: Scenario) -> None:
                 assert result.started_at - start == predicted[i] - script.effective_duration
 
     async def cancel_at(kernel: tk.Kernel, target: str, when: float) -> None:
-        await trio.sleep(when)
+        await anyio.sleep(when)
         kernel.cancel(target)
 
     async def main() -> None:
-        with trio.fail_after(10_000):  # mock seconds: a hang fails the example at once
+        with anyio.fail_after(10_000):  # mock seconds: a hang fails the example at once
             async with tk.open_kernel(tools=[make_act(rec)], **options) as kernel:
-                async with trio.open_nursery() as nursery:
+                async with anyio.create_task_group() as nursery:
                     for target, when in scenario.cancels:
                         nursery.start_soon(cancel_at, kernel, target, when)
                     if scenario.concurrent:
                         for b in range(len(scenario.batches)):
 
                             async def delayed(b: int = b) -> None:
-                                await trio.sleep(scenario.offsets[b])
+                                await anyio.sleep(scenario.offsets[b])
                                 await run_batch(kernel, b)
 
                             nursery.start_soon(delayed)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
-import trio
-import trio.testing
 
 import toolkernel as tk
+from toolkernel.testing import wait_all_tasks_blocked
 
 from .fakes import Recorder, assert_leases_returned, by_id, edit, make_tools, read
 
@@ -93,7 +93,7 @@ async def test_stream_yields_the_batch_events_in_order_and_ends(autojump_clock, 
         kernel.submit(edit("other", "z", 5))
         async with kernel.stream(calls) as events:
             seen = [event async for event in events]
-        assert trio.current_time() == 2
+        assert anyio.current_time() == 2
     assert {e.call_id for e in seen} == {"c1", "c2", "c3"}
     first_finished = next(i for i, e in enumerate(seen) if isinstance(e, tk.CallFinished))
     assert sum(isinstance(e, tk.CallQueued) for e in seen[:first_finished]) == 3
@@ -109,7 +109,7 @@ async def test_stream_yields_the_batch_events_in_order_and_ends(autojump_clock, 
 async def test_a_stream_sees_only_its_own_batch_even_when_ids_repeat(autojump_clock) -> None:
     @tk.tool(writes=["path"])
     async def hold(ctx: tk.ToolContext, path: str, seconds: float) -> str:
-        await trio.sleep(seconds)
+        await anyio.sleep(seconds)
         return path
 
     async with tk.open_kernel(tools=[hold]) as kernel:
@@ -137,8 +137,8 @@ async def test_leaving_a_stream_early_cancels_what_still_runs(autojump_clock, re
             async for event in events:
                 if isinstance(event, tk.CallFinished):
                     break
-        await trio.testing.wait_all_tasks_blocked()
-        assert trio.current_time() == 1
+        await wait_all_tasks_blocked()
+        assert anyio.current_time() == 1
         results = by_id(e.result for e in handles_seen)
         assert results["c1"].ok
         assert results["c2"].status is tk.Status.CANCELLED
@@ -151,7 +151,7 @@ async def test_progress_is_emitted_as_events(autojump_clock) -> None:
     @tk.tool(claims=lambda args: [])
     async def count(ctx: tk.ToolContext, n: int) -> int:
         for i in range(n):
-            await trio.sleep(1)
+            await anyio.sleep(1)
             ctx.progress(f"{i + 1} of {n}", data=i + 1)
         return n
 

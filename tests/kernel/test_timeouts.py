@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
-import trio
 
 import toolkernel as tk
 
@@ -21,7 +21,7 @@ def impatient_tools(rec: Recorder, *, wait: float | None = None, run: float | No
     @tk.tool(writes=["path"], wait_timeout=wait, run_timeout=run)
     async def quick_edit(ctx: tk.ToolContext, path: str, duration: float = 1.0) -> str:
         async with rec.run(ctx):
-            await trio.sleep(duration)
+            await anyio.sleep(duration)
         return f"edited {path}"
 
     return [*make_tools(rec), quick_edit]
@@ -79,7 +79,7 @@ async def test_a_timed_out_waiter_leaves_the_queue_clean(autojump_clock, rec) ->
         h1 = kernel.submit(read("c1", "a", 10))
         h2 = kernel.submit(edit("c2", "a", 1, wait_timeout=2))
         h3 = kernel.submit(read("c3", "a", 1))
-        await trio.sleep(1)
+        await anyio.sleep(1)
         assert kernel.lease_statistics().waiting == 2
         snap = kernel.snapshot()
         assert {i.call_id: i.waits_for for i in snap.queued} == {"c2": ("c1",), "c3": ("c2",)}

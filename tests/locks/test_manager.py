@@ -1,21 +1,19 @@
-"""LockManager: trio tasks waiting on the lease table, driven step by step.
+"""LockManager: tasks waiting on the lease table, driven step by step, on trio and asyncio.
 
-Interleavings are made deterministic with ``trio.testing.wait_all_tasks_blocked``. Every test
-takes pytest-trio's ``autojump_clock``, so it runs on trio's mock clock: nothing really sleeps,
-and a lost wake-up fails at once with ``TooSlowError`` instead of hanging the suite (when every
-task is blocked, the clock jumps straight to the ``fail_after`` deadline).
+Interleavings are made deterministic with ``wait_all_tasks_blocked``. Every test takes
+``autojump_clock``, so it runs on virtual time: nothing really sleeps, and a lost wake-up fails at
+once with ``TimeoutError`` instead of hanging the suite (when every task is blocked, the clock
+jumps straight to the ``fail_after`` deadline). Checkpoint assertions use trio's instruments, so
+those tests run on trio only.
 """
 
 from __future__ import annotations
 
+import anyio
+import anyio.lowlevel
 import pytest
 import trio
-from trio.testing import (
-    MockClock,
-    assert_checkpoints,
-    assert_no_checkpoints,
-    wait_all_tasks_blocked,
-)
+from trio.testing import MockClock, assert_checkpoints, assert_no_checkpoints
 
 from toolkernel._errors import (
     CapacityError,
@@ -34,6 +32,7 @@ from toolkernel.locks import (
     units,
     writes,
 )
+from toolkernel.testing import wait_all_tasks_blocked
 
 NET = pool("net")
 DEADLOCK_AFTER = 60  # mock seconds
@@ -86,12 +85,12 @@ async def test_a_waiter_gets_the_lease_when_the_holder_leaves(autojump_clock: Mo
     async def worker(name: str, claims: list[Claim]) -> None:
         async with manager.acquire(claims):
             log.append(f"{name} in")
-            await trio.sleep(1)
+            await anyio.sleep(1)
         log.append(f"{name} out")
 
     holder = manager.acquire_nowait([writes("f")])
-    with trio.fail_after(DEADLOCK_AFTER):
-        async with trio.open_nursery() as nursery:
+    with anyio.fail_after(DEADLOCK_AFTER):
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(worker, "w", [writes("f")])
             await wait_all_tasks_blocked()
             assert log == [] and waiting_ids(manager) == [2]
@@ -108,8 +107,8 @@ async def test_cancelling_a_waiting_writer_lets_the_queued_reader_in_beside_the_
 ) -> None:
     manager = LockManager()
     first_reader = manager.acquire_nowait([reads("f")])
-    writer_scope = trio.CancelScope()
-    reader_done = trio.Event()
+    writer_scope = anyio.CancelScope()
+    reader_done = anyio.Event()
     log: list[str] = []
 
     async def writer() -> None:
@@ -123,8 +122,8 @@ async def test_cancelling_a_waiting_writer_lets_the_queued_reader_in_beside_the_
             log.append("reader in")
             await reader_done.wait()
 
-    with trio.fail_after(DEADLOCK_AFTER):
-        async with trio.open_nursery() as nursery:
+    with anyio.fail_after(DEADLOCK_AFTER):
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(writer)
             await wait_all_tasks_blocked()
             nursery.start_soon(queued_reader)
@@ -146,7 +145,7 @@ async def test_a_grant_racing_with_cancellation_is_given_back_to_the_next_waiter
 ) -> None:
     manager = LockManager()
     holder = manager.acquire_nowait([writes("f")])
-    racer_scope = trio.CancelScope()
+    racer_scope = anyio.CancelScope()
     log: list[object] = []
 
     async def racer() -> None:
@@ -159,8 +158,8 @@ async def test_a_grant_racing_with_cancellation_is_given_back_to_the_next_waiter
         async with manager.acquire([writes("f")]):
             log.append("next in")
 
-    with trio.fail_after(DEADLOCK_AFTER):
-        async with trio.open_nursery() as nursery:
+    with anyio.fail_after(DEADLOCK_AFTER):
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(racer)
             await wait_all_tasks_blocked()
             nursery.start_soon(next_in_line)
@@ -189,17 +188,17 @@ async def test_a_timed_out_acquire_leaves_the_queue_as_if_it_never_came(
         async with manager.acquire([reads("a")]):
             pass
 
-    with trio.fail_after(DEADLOCK_AFTER):
-        async with trio.open_nursery() as nursery:
+    with anyio.fail_after(DEADLOCK_AFTER):
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(reader)
             await wait_all_tasks_blocked()
             before = manager.snapshot()
 
-            with trio.move_on_after(5) as scope:
+            with anyio.move_on_after(5) as scope:
                 async with manager.acquire([writes("a/b"), units(NET, 2)]):
                     pytest.fail("granted although the file stayed held")
             assert scope.cancelled_caught
-            assert trio.current_time() == pytest.approx(5)
+            assert anyio.current_time() == pytest.approx(5)
             assert manager.snapshot() == before
             holder.release()
     assert_idle(manager)
@@ -213,18 +212,18 @@ async def test_a_timed_out_acquire_hands_over_to_whoever_waited_behind_it(
     log: list[tuple[str, float]] = []
 
     async def impatient() -> None:
-        with trio.move_on_after(5):
+        with anyio.move_on_after(5):
             async with manager.acquire([units(NET, 2)]):
-                log.append(("impatient in", trio.current_time()))
-        log.append(("impatient gave up", trio.current_time()))
+                log.append(("impatient in", anyio.current_time()))
+        log.append(("impatient gave up", anyio.current_time()))
 
     async def small() -> None:
         # One unit is free, but the impatient request came first and reserved it.
         async with manager.acquire([units(NET, 1)]):
-            log.append(("small in", trio.current_time()))
+            log.append(("small in", anyio.current_time()))
 
-    with trio.fail_after(DEADLOCK_AFTER):
-        async with trio.open_nursery() as nursery:
+    with anyio.fail_after(DEADLOCK_AFTER):
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(impatient)
             await wait_all_tasks_blocked()
             nursery.start_soon(small)
@@ -233,10 +232,11 @@ async def test_a_timed_out_acquire_hands_over_to_whoever_waited_behind_it(
     assert_idle(manager)
 
 
+@pytest.mark.trio_only
 async def test_acquire_is_always_a_checkpoint(autojump_clock: MockClock) -> None:
     manager = LockManager()
     entered = False
-    with trio.CancelScope() as scope:
+    with anyio.CancelScope() as scope:
         scope.cancel()
         async with manager.acquire([writes("free")]):
             entered = True
@@ -250,10 +250,11 @@ async def test_acquire_is_always_a_checkpoint(autojump_clock: MockClock) -> None
     assert_idle(manager)
 
 
+@pytest.mark.trio_only
 async def test_acquire_nowait_never_checkpoints(autojump_clock: MockClock) -> None:
     manager = LockManager()
     # No await inside on purpose: the point is that nothing here is a checkpoint.
-    with trio.CancelScope() as scope:  # noqa: ASYNC100
+    with anyio.CancelScope() as scope:  # noqa: ASYNC100
         scope.cancel()
         with assert_no_checkpoints():
             lease = manager.acquire_nowait([writes("a")])
@@ -264,6 +265,7 @@ async def test_acquire_nowait_never_checkpoints(autojump_clock: MockClock) -> No
     assert_idle(manager)
 
 
+@pytest.mark.trio_only
 async def test_release_is_synchronous_and_works_inside_a_cancelled_scope(
     autojump_clock: MockClock,
 ) -> None:
@@ -275,11 +277,11 @@ async def test_release_is_synchronous_and_works_inside_a_cancelled_scope(
         async with manager.acquire([writes("f")]):
             log.append("waiter in")
 
-    with trio.fail_after(DEADLOCK_AFTER):
-        async with trio.open_nursery() as nursery:
+    with anyio.fail_after(DEADLOCK_AFTER):
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(waiter)
             await wait_all_tasks_blocked()
-            with trio.CancelScope() as scope:  # noqa: ASYNC100 - release must not need an await
+            with anyio.CancelScope() as scope:  # noqa: ASYNC100 - release must not need an await
                 scope.cancel()
                 with assert_no_checkpoints():
                     lease.release()
@@ -291,7 +293,7 @@ async def test_release_is_synchronous_and_works_inside_a_cancelled_scope(
     assert log == ["after release", "waiter in"]
 
     # Leaving an `async with` in a cancelled scope releases too, without raising there.
-    with trio.CancelScope() as scope:
+    with anyio.CancelScope() as scope:
         async with manager.acquire([writes("g")]) as lease:
             scope.cancel()
         log.append("left the block")
@@ -313,8 +315,8 @@ async def test_acquire_nowait_fails_while_a_granted_waiter_has_not_resumed(
         async with manager.acquire([writes("f")]):
             log.append("waiter in")
 
-    with trio.fail_after(DEADLOCK_AFTER):
-        async with trio.open_nursery() as nursery:
+    with anyio.fail_after(DEADLOCK_AFTER):
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(waiter)
             await wait_all_tasks_blocked()
             holder.release()
@@ -337,11 +339,11 @@ async def test_a_late_comer_queues_behind_the_woken_waiter(autojump_clock: MockC
     async def worker(name: str) -> None:
         async with manager.acquire([writes("f")]):
             log.append(f"{name} in")
-            await trio.lowlevel.checkpoint()
+            await anyio.lowlevel.checkpoint()
             log.append(f"{name} out")
 
-    with trio.fail_after(DEADLOCK_AFTER):
-        async with trio.open_nursery() as nursery:
+    with anyio.fail_after(DEADLOCK_AFTER):
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(worker, "first")
             await wait_all_tasks_blocked()
             holder.release()
@@ -387,7 +389,7 @@ async def test_impossible_pool_claims_fail_at_once_instead_of_waiting_forever(
     autojump_clock: MockClock,
 ) -> None:
     manager = LockManager(pools={"net": 2})
-    with trio.fail_after(DEADLOCK_AFTER):
+    with anyio.fail_after(DEADLOCK_AFTER):
         with pytest.raises(CapacityError):
             async with manager.acquire([units(NET, 3)]):
                 pass
@@ -396,7 +398,7 @@ async def test_impossible_pool_claims_fail_at_once_instead_of_waiting_forever(
                 pass
         with pytest.raises(CapacityError):
             manager.acquire_nowait([units(NET, 3)])
-    assert trio.current_time() == 0
+    assert anyio.current_time() == 0
     assert_idle(manager)
 
 
@@ -412,8 +414,8 @@ async def test_a_multi_unit_claim_waits_holding_nothing_then_gets_all_units(
             got.append(lease)
             assert manager.statistics().pool_units_held == (("net", 2),)
 
-    with trio.fail_after(DEADLOCK_AFTER):
-        async with trio.open_nursery() as nursery:
+    with anyio.fail_after(DEADLOCK_AFTER):
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(wants_two)
             await wait_all_tasks_blocked()
             assert manager.statistics().pool_units_held == (("net", 2),)  # not 3: nothing partial
@@ -432,8 +434,8 @@ async def test_raising_a_capacity_wakes_waiters(autojump_clock: MockClock) -> No
         async with manager.acquire([units(NET, 1)]):
             log.append("in")
 
-    with trio.fail_after(DEADLOCK_AFTER):
-        async with trio.open_nursery() as nursery:
+    with anyio.fail_after(DEADLOCK_AFTER):
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(waiter)
             await wait_all_tasks_blocked()
             assert log == []
@@ -457,8 +459,8 @@ async def test_priorities_order_the_waiters_of_different_groups_but_not_within_o
         async with manager.acquire([writes("f")], priority=priority, group=group):
             log.append(name)
 
-    with trio.fail_after(DEADLOCK_AFTER):
-        async with trio.open_nursery() as nursery:
+    with anyio.fail_after(DEADLOCK_AFTER):
+        async with anyio.create_task_group() as nursery:
             for name, priority, group in [
                 ("low-1", 0, "batch-1"),
                 ("high-1", 5, "batch-1"),  # capped: must not overtake low-1, same batch

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import pathlib
 
-import trio
+import anyio
 
 
 def group_alive(pgid: int) -> bool:
@@ -30,7 +30,7 @@ def group_alive(pgid: int) -> bool:
 
 async def wait_group_gone(pgid: int) -> None:
     """SIGKILL is delivered asynchronously: allow the group a moment to vanish."""
-    with trio.move_on_after(2):
+    with anyio.move_on_after(2):
         while group_alive(pgid):  # noqa: ASYNC110 - another process's state: nothing to wait on
-            await trio.sleep(0.01)
+            await anyio.sleep(0.01)
     assert not group_alive(pgid), f"a process of group {pgid} survived"

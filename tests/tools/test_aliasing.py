@@ -13,6 +13,7 @@ import pathlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
 import attrs
 import pytest
 import trio
@@ -29,9 +30,9 @@ class Recorder:
     spans: dict[str, tuple[float, float]] = attrs.field(factory=dict)
 
     async def work(self, ctx: tk.ToolContext) -> str:
-        start = trio.current_time()
-        await trio.sleep(1)
-        self.spans[ctx.call_id] = (start, trio.current_time())
+        start = anyio.current_time()
+        await anyio.sleep(1)
+        self.spans[ctx.call_id] = (start, anyio.current_time())
         return "done"
 
     def start(self, call_id: str) -> float:

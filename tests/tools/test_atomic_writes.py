@@ -15,8 +15,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import anyio
+import anyio.from_thread
 import pytest
-import trio
 
 import toolkernel as tk
 from toolkernel.tools import _fileops, builtin_tools
@@ -44,17 +45,17 @@ async def test_writes_cancelled_at_random_moments_leave_old_or_new_content(
     outcomes: list[tuple[tk.Status, bool]] = []
     async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
         # How long an uncancelled write takes here, so the cancels land inside one.
-        start = trio.current_time()
+        start = anyio.current_time()
         (result,) = await kernel.run([write_call(BIG_NEW)])
         assert result.status is tk.Status.OK
-        duration = trio.current_time() - start
+        duration = anyio.current_time() - start
         # At least eight tries, and on until one was cut short mid-write (it nearly always is).
         while len(outcomes) < 8 or (
             (tk.Status.CANCELLED, True) not in outcomes and len(outcomes) < 30
         ):
             target.write_text(OLD)
             handle = kernel.submit(write_call(BIG_NEW))
-            await trio.sleep(rng.uniform(0, duration))
+            await anyio.sleep(rng.uniform(0, duration))
             handle.cancel()
             result = await handle.wait_finished()
             content = target.read_text()
@@ -181,7 +182,7 @@ async def test_a_write_cancelled_at_any_step_is_all_or_nothing(
 
         def cancel() -> None:
             # From the worker thread, as a cancel from anywhere else would arrive meanwhile.
-            trio.from_thread.run_sync(kernel.cancel, "w")
+            anyio.from_thread.run_sync(kernel.cancel, "w")
 
         stepped = SteppedOs(step, nth, cancel, after=True)
         monkeypatch.setattr(_fileops, "os", stepped)
@@ -204,7 +205,7 @@ async def test_a_cancelled_multiedit_leaves_the_file_whole(
     target.write_text(OLD)
     async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
         stepped = SteppedOs(
-            "write", 3, lambda: trio.from_thread.run_sync(kernel.cancel, "w"), after=True
+            "write", 3, lambda: anyio.from_thread.run_sync(kernel.cancel, "w"), after=True
         )
         monkeypatch.setattr(_fileops, "os", stepped)
         edits = [{"old_string": "old", "new_string": "new", "replace_all": True}]

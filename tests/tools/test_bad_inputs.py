@@ -13,9 +13,9 @@ import pathlib
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import attrs
 import pytest
-import trio
 
 import toolkernel as tk
 from toolkernel.tools import builtin_tools
@@ -243,7 +243,7 @@ async def test_a_bad_call_fails_alone_and_clearly(root: pathlib.Path, case: Bad)
     before = snapshot(root)
     async with tk.open_kernel(builtin_tools(bash=True), root=root) as kernel:
         try:
-            with trio.fail_after(20):
+            with anyio.fail_after(20):
                 await check_batches(kernel, root, case, before)
         finally:
             # A worker thread stuck opening the fifo can't be cancelled and would keep the kernel

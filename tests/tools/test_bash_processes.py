@@ -13,8 +13,9 @@ import tracemalloc
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
-import trio
 
 import toolkernel as tk
 from toolkernel.tools import builtin_tools
@@ -49,7 +50,7 @@ def exit_watch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 async def test_a_background_child_holding_the_output_neither_delays_nor_outlives_the_call(
     kernel: tk.Kernel, tmp_path: pathlib.Path, exit_watch: str
 ) -> None:
-    with trio.fail_after(5):  # before: the call waited for the sleep (or its 60 s timeout)
+    with anyio.fail_after(5):  # before: the call waited for the sleep (or its 60 s timeout)
         result = await bash(kernel, "echo $$ > pgid; sleep 30 & echo started", timeout=60_000)
     assert result.status is tk.Status.OK, result.error
     assert result.output == "started\n"
@@ -60,7 +61,7 @@ async def test_a_background_child_holding_the_output_neither_delays_nor_outlives
 async def test_a_timeout_kills_the_group_when_the_shell_waits_on_a_pipe_holder(
     kernel: tk.Kernel, tmp_path: pathlib.Path
 ) -> None:
-    with trio.fail_after(5):
+    with anyio.fail_after(5):
         result = await bash(
             kernel, "echo $$ > pgid; (sleep 30; echo late) & sleep 30 | cat", timeout=300
         )
@@ -89,7 +90,7 @@ async def test_output_is_streamed_so_memory_stays_bounded(kernel: tk.Kernel) -> 
 
 
 async def test_endless_output_is_cut_and_the_timeout_reports_it(kernel: tk.Kernel) -> None:
-    with trio.fail_after(5):
+    with anyio.fail_after(5):
         result = await bash(kernel, "cat /dev/zero | tr '\\0' x", timeout=300)
     assert result.status is tk.Status.ERROR
     assert result.error is not None
@@ -124,7 +125,7 @@ async def test_git_status_runs_the_repositorys_fsmonitor_so_it_holds_the_workspa
     hook.chmod(0o755)
     git("config", "core.fsmonitor", str(hook))
     hold = fifo(tmp_path)
-    with trio.fail_after(10):
+    with anyio.fail_after(10):
         status, read = kernel.submit_batch(
             [
                 tk.ToolCall("status", "Bash", {"command": "git status --short"}),
@@ -136,9 +137,9 @@ async def test_git_status_runs_the_repositorys_fsmonitor_so_it_holds_the_workspa
         (waiting,) = kernel.snapshot().queued
         assert (waiting.call_id, waiting.waits_for) == ("read", ("status",))
         while not (tmp_path / "fsmonitor-ran").exists():  # noqa: ASYNC110 - written by git
-            await trio.sleep(0.01)
+            await anyio.sleep(0.01)
         assert not read.finished
-        await trio.to_thread.run_sync(hold.write_text, "go", abandon_on_cancel=True)
+        await anyio.to_thread.run_sync(hold.write_text, "go", abandon_on_cancel=True)
         assert (await status.wait_finished()).status is tk.Status.OK
         assert (await read.wait_finished()).status is tk.Status.OK
     assert (tmp_path / "fsmonitor-ran").read_text() == "ran\n"

@@ -10,8 +10,9 @@ import stat
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
-import trio
 
 import toolkernel as tk
 from toolkernel.tools import builtin_tools, is_read_only_command
@@ -106,7 +107,7 @@ async def test_read_of_a_fifo_fails_instead_of_hanging(
 ) -> None:
     os.mkfifo(tmp_path / "pipe")
     try:
-        with trio.fail_after(5):
+        with anyio.fail_after(5):
             message = await error(kernel, "Read", file_path="pipe")
     finally:
         # If a worker thread is stuck opening the fifo, give it a writer (and so an end of file):
@@ -346,7 +347,7 @@ async def test_each_builtin_tools_call_has_its_own_todo_list() -> None:
 
 
 async def test_bash_runs_in_the_workspace_root(kernel: tk.Kernel, tmp_path: pathlib.Path) -> None:
-    assert await ok(kernel, "Bash", command="pwd") == f"{await trio.Path(tmp_path).resolve()}\n"
+    assert await ok(kernel, "Bash", command="pwd") == f"{await anyio.Path(tmp_path).resolve()}\n"
     await ok(kernel, "Bash", command="echo made > made.txt")
     assert (tmp_path / "made.txt").read_text() == "made\n"
 
@@ -360,7 +361,7 @@ async def test_bash_nonzero_exit_is_an_error_with_the_output(kernel: tk.Kernel) 
 async def test_bash_timeout_kills_the_whole_process_group(
     kernel: tk.Kernel, tmp_path: pathlib.Path
 ) -> None:
-    with trio.fail_after(10):
+    with anyio.fail_after(10):
         message = await error(
             kernel, "Bash", command="echo $$ > pgid; sleep 30 & sleep 30", timeout=300
         )
@@ -373,7 +374,7 @@ async def test_cancelling_bash_kills_the_whole_process_group(
     kernel: tk.Kernel, tmp_path: pathlib.Path
 ) -> None:
     pid_file = tmp_path / "pgid"
-    with trio.fail_after(10):
+    with anyio.fail_after(10):
         handle = kernel.submit(
             tk.ToolCall(
                 "c1",
@@ -382,7 +383,7 @@ async def test_cancelling_bash_kills_the_whole_process_group(
             )
         )
         while not pid_file.exists():  # noqa: ASYNC110 - written by the shell: nothing to wait on
-            await trio.sleep(0.01)
+            await anyio.sleep(0.01)
         pgid = int(pid_file.read_text())
         assert group_alive(pgid)
         handle.cancel()
@@ -488,7 +489,7 @@ def fifo(tmp_path: pathlib.Path) -> pathlib.Path:
 async def feed(pipe: pathlib.Path, data: str) -> None:
     """Write to the fifo (the open blocks until Bash's `cat` has it open)."""
     # Abandoned if cancelled, so a `cat` that never came can't hang the test.
-    await trio.to_thread.run_sync(pipe.write_text, data, abandon_on_cancel=True)
+    await anyio.to_thread.run_sync(pipe.write_text, data, abandon_on_cancel=True)
 
 
 async def test_a_read_only_bash_call_and_a_read_run_concurrently(
@@ -496,7 +497,7 @@ async def test_a_read_only_bash_call_and_a_read_run_concurrently(
 ) -> None:
     pipe = fifo(tmp_path)
     write(tmp_path, "a.txt", "A\n")
-    with trio.fail_after(10):
+    with anyio.fail_after(10):
         bash, read = kernel.submit_batch(
             [
                 tk.ToolCall("bash", "Bash", {"command": "cat pipe"}),
@@ -518,7 +519,7 @@ async def test_a_writing_bash_call_excludes_an_edit(
 ) -> None:
     pipe = fifo(tmp_path)
     target = write(tmp_path, "a.txt", "A\n")
-    with trio.fail_after(10):
+    with anyio.fail_after(10):
         bash, edit = kernel.submit_batch(
             [
                 tk.ToolCall("bash", "Bash", {"command": "cat pipe > copy.txt"}),
@@ -529,7 +530,7 @@ async def test_a_writing_bash_call_excludes_an_edit(
         )
         (waiting,) = kernel.snapshot().queued
         assert (waiting.call_id, waiting.waits_for) == ("edit", ("bash",))
-        await trio.sleep(0.05)
+        await anyio.sleep(0.05)
         assert not edit.finished
         assert target.read_text() == "A\n"
         await feed(pipe, "copied\n")

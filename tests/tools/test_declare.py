@@ -52,7 +52,7 @@ def test_the_context_is_known_by_its_name_or_its_annotation() -> None:
 
 def test_a_plain_def_is_refused_with_the_reason_and_the_way_out() -> None:
     with declaring(
-        "tool 'blocking'", "async def", "can't be cancelled", "leases", "trio.to_thread.run_sync"
+        "tool 'blocking'", "async def", "can't be cancelled", "leases", "anyio.to_thread.run_sync"
     ):
 
         @tk.tool  # type: ignore[arg-type]
@@ -66,7 +66,7 @@ def test_a_tool_subclass_whose_run_is_not_async_is_refused() -> None:
         def run(self, ctx: tk.ToolContext, step: int = 1) -> int:  # type: ignore[override]
             return step
 
-    with declaring("tool 'Blocking'", "Blocking.run must be async def", "trio.to_thread"):
+    with declaring("tool 'Blocking'", "Blocking.run must be async def", "anyio.to_thread"):
         Blocking()
 
 

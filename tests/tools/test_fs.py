@@ -7,8 +7,9 @@ import pathlib
 import re
 import stat
 
+import anyio
+import anyio.from_thread
 import pytest
-import trio
 
 from toolkernel._errors import InvalidClaimError, PathEscapeError, UndeclaredAccessError
 from toolkernel.locks import EVERYTHING, Claim, device, exclusive, pool, reads, shared, units
@@ -367,14 +368,13 @@ async def test_a_write_failing_at_fsync_leaves_no_temp_file(
 async def test_a_write_cancelled_mid_way_leaves_the_old_content_and_no_temp_file(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    token = trio.lowlevel.current_trio_token()
     real_fsync = os.fsync
-    with trio.CancelScope() as scope:
+    with anyio.CancelScope() as scope:
 
         def fsync_then_cancel(fd: int) -> None:
             # The data is in the temporary file; now the caller gives up on the write.
             real_fsync(fd)
-            trio.from_thread.run_sync(scope.cancel, trio_token=token)
+            anyio.from_thread.run_sync(scope.cancel)
 
         monkeypatch.setattr(os, "fsync", fsync_then_cancel)
         fs = fs_with(ws, writes_claim("b.txt"))
@@ -387,16 +387,15 @@ async def test_a_write_cancelled_mid_way_leaves_the_old_content_and_no_temp_file
 async def test_a_big_write_cancelled_between_chunks_leaves_no_partial_file(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    token = trio.lowlevel.current_trio_token()
     real_write = os.write
     chunks = 0
-    with trio.CancelScope() as scope:
+    with anyio.CancelScope() as scope:
 
         def write_then_cancel(fd: int, data: bytes) -> int:
             nonlocal chunks
             chunks += 1
             if chunks == 1:
-                trio.from_thread.run_sync(scope.cancel, trio_token=token)
+                anyio.from_thread.run_sync(scope.cancel)
             return real_write(fd, data)
 
         monkeypatch.setattr(os, "write", write_then_cancel)
@@ -410,7 +409,7 @@ async def test_a_big_write_cancelled_between_chunks_leaves_no_partial_file(
 
 async def test_a_write_in_an_already_cancelled_scope_does_nothing(ws: Workspace) -> None:
     fs = fs_with(ws, writes_claim("b.txt"))
-    with trio.CancelScope() as scope:
+    with anyio.CancelScope() as scope:
         scope.cancel()
         await fs.write_text("b.txt", "never")
     assert scope.cancelled_caught

@@ -17,6 +17,7 @@ import re
 import shutil
 from typing import Any
 
+import anyio
 import pytest
 import trio
 
@@ -156,7 +157,7 @@ async def test_concurrent_batches_end_like_the_same_calls_in_order(
         elif isinstance(event, tk.CallFinished) and event.result.started_at is not None:
             running -= 1
 
-    with trio.fail_after(120):
+    with anyio.fail_after(120):
         concurrent: list[tk.ToolResult] = []
         async with tk.open_kernel(builtin_tools(), root=concurrent_root) as kernel:
             kernel.add_listener(watch)

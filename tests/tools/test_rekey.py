@@ -3,6 +3,7 @@
 import os
 from pathlib import Path
 
+import anyio
 import trio
 
 import toolkernel as tk
@@ -10,9 +11,9 @@ import toolkernel as tk
 
 def _holder(name: str) -> tk.Tool:
     async def hold(ctx: tk.ToolContext, path: str, seconds: float) -> str:
-        start = trio.current_time()
-        await trio.sleep(seconds)
-        spans.append((ctx.call_id, start, trio.current_time()))
+        start = anyio.current_time()
+        await anyio.sleep(seconds)
+        spans.append((ctx.call_id, start, anyio.current_time()))
         return path
 
     return tk.tool(writes=["path"], name=name)(hold)
@@ -37,7 +38,7 @@ async def test_call_requeues_when_a_symlink_is_retargeted(
                 tk.ToolCall("c3", "Hold", {"path": "link", "seconds": 1}),  # admitted as a.txt
             ]
         )
-        await trio.sleep(1)
+        await anyio.sleep(1)
         os.unlink(tmp_path / "link")
         os.symlink("b.txt", tmp_path / "link")  # now `link` means b.txt, held by c2
         results = [await h.wait_finished() for h in handles]

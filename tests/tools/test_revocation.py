@@ -12,8 +12,10 @@ import pathlib
 import re
 from collections.abc import Awaitable, Callable, Iterator
 
+import anyio
+import anyio.abc
+import anyio.from_thread
 import pytest
-import trio
 
 from toolkernel._errors import CallEndedError
 from toolkernel.locks import EVERYTHING, exclusive
@@ -84,7 +86,7 @@ async def test_a_write_in_flight_is_stopped_before_its_rename(
 
     def fsync_then_end_the_call(fd: int) -> None:
         real_fsync(fd)
-        trio.from_thread.run_sync(fs.close)
+        anyio.from_thread.run_sync(fs.close)
 
     monkeypatch.setattr(_fileops.os, "fsync", fsync_then_end_the_call)
     with pytest.raises(CallEndedError, match=re.escape("can't write 'a.txt': call c1 has ended")):
@@ -122,16 +124,16 @@ async def test_a_task_that_outlives_its_access_cannot_write(ws: Workspace) -> No
     fs = FileAccess(ws, [exclusive(EVERYTHING)], call_id="c1")
     outcomes: list[str] = []
 
-    async def keeps_writing(task_status: trio.TaskStatus[None]) -> None:
+    async def keeps_writing(task_status: anyio.abc.TaskStatus[None]) -> None:
         await fs.write_text("a.txt", "during the call")
         task_status.started()
-        await trio.sleep(0.01)
+        await anyio.sleep(0.01)
         try:
             await fs.write_text("a.txt", "after the call")
         except CallEndedError as exc:
             outcomes.append(str(exc))
 
-    async with trio.open_nursery() as nursery:
+    async with anyio.create_task_group() as nursery:
         await nursery.start(keeps_writing)
         fs.close()  # the call finished
     assert (ws.root / "a.txt").read_text() == "during the call"

@@ -16,8 +16,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
-import trio
 
 from toolkernel._errors import PathChangedError, PathEscapeError
 from toolkernel.locks import EVERYTHING, exclusive
@@ -249,7 +250,7 @@ async def test_no_read_through_a_directory_flipping_to_a_link_ever_leaves_the_ro
                 pass
     finally:
         stop.set()
-        await trio.to_thread.run_sync(flipper.join)
+        await anyio.to_thread.run_sync(flipper.join)
     assert "secret" not in seen
     assert (outside / "a.txt").read_text() == "secret"
     assert sorted(os.listdir(outside)) == ["a.txt", "tree"]

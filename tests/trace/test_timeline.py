@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import trio
 
 import toolkernel as tk
@@ -11,7 +12,7 @@ from toolkernel.trace import Timeline
 @tk.tool(writes=["path"])
 async def edit(ctx: tk.ToolContext, path: str, seconds: float = 1.0, fail: bool = False) -> str:
     """Pretend to edit a file."""
-    await trio.sleep(seconds)
+    await anyio.sleep(seconds)
     if fail:
         raise tk.ToolError("it broke")
     return "edited"

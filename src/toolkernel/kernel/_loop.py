@@ -9,12 +9,12 @@ scope a call runs in.
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import anyio
 import attrs
+import sniffio
 
 __all__ = ["Loop", "current"]
 
@@ -43,13 +43,10 @@ class Loop:
 
 def current() -> Loop:
     """The loop this task runs on."""
-    trio = sys.modules.get("trio")
-    if trio is not None:
-        try:
-            clock = trio.lowlevel.current_clock()
-        except RuntimeError:
-            pass  # trio is imported, but not running here
-        else:
-            return Loop("trio", clock.current_time, trio.Cancelled, anyio.CancelScope)
-    loop = asyncio.get_running_loop()  # raises RuntimeError outside any event loop
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        clock = trio.lowlevel.current_clock()
+        return Loop("trio", clock.current_time, trio.Cancelled, anyio.CancelScope)
+    loop = asyncio.get_running_loop()
     return Loop("asyncio", loop.time, asyncio.CancelledError, anyio.CancelScope)

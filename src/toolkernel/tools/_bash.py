@@ -30,6 +30,7 @@ from typing import Any, Final
 import anyio
 import anyio.abc
 import anyio.to_thread
+import sniffio
 
 from .._errors import ToolError
 from ..kernel import ToolContext
@@ -98,7 +99,14 @@ def _kill_group(pgid: int) -> None:
 
 async def _exited(process: anyio.abc.Process) -> None:
     """Wait until ``process`` has exited, if the platform allows without reaping it (so its pid,
-    the group's id, stays reserved while the group is killed)."""
+    the group's id, stays reserved while the group is killed).
+
+    On asyncio the loop's child watcher reaps it anyway; the group's id then stays taken while
+    any process of the group lives, which is when the kill matters.
+    """
+    if sniffio.current_async_library() != "trio":
+        await process.wait()
+        return
     pidfd_open = getattr(os, "pidfd_open", None)
     if pidfd_open is not None:
         with contextlib.suppress(OSError):  # no pidfd in this kernel: try the next way

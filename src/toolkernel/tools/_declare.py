@@ -290,7 +290,7 @@ class Tool:
 _NO_THREADS = (
     "A plain function would have to run in a worker thread, and a thread can't be cancelled: "
     "a call that timed out or was cancelled would go on running after its leases were "
-    "released. Do blocking work inside an async def with `await trio.to_thread.run_sync(...)`: "
+    "released. Do blocking work inside an async def with `await anyio.to_thread.run_sync(...)`: "
     "the call then keeps its leases until the thread returns."
 )
 
@@ -401,7 +401,7 @@ def tool(
 
     Raises :class:`ToolDeclarationError` (a ``TypeError`` and a ``ValueError``) when the tool
     can't work: no ``ctx`` first, a plain ``def`` (a worker thread can't be cancelled and would
-    outlive its leases: use ``async def`` and ``trio.to_thread.run_sync`` inside), ``reads`` or
+    outlive its leases: use ``async def`` and ``anyio.to_thread.run_sync`` inside), ``reads`` or
     ``writes`` naming arguments it does not have, ``claims`` that is not callable, an empty
     name, a timeout that is negative or not a number, a parameter that can't be
     passed by keyword, a type hint that has no JSON Schema, or an unknown option.
