@@ -37,7 +37,7 @@ from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions
 from ._policy import AfterHook, Approver, BeforeHook, Permission, Policy, allow_all
 from ._protocol import Environment, KernelTool
-from ._record import CallRecord
+from ._record import Batch, CallRecord
 from ._scheduler import Scheduler
 
 __all__ = ["Kernel", "CallHandle", "open_kernel_core"]
@@ -205,8 +205,18 @@ class Kernel(metaclass=_NoPublicConstructor):
         except BaseException:
             for record in records:
                 self._scheduler.cancel(record, "cancelled: the caller of run() was cancelled")
+            await self._unwound(batch)
             raise
         return [cast(ToolResult, record.result) for record in records]
+
+    async def _unwound(self, batch: Batch) -> None:
+        """Wait, shielded, until every call of a cancelled batch has finished: when ``run`` or
+        ``stream`` is left, no call of its batch still runs or holds a lease (as a nursery
+        waits for its children)."""
+        if batch.unfinished:
+            with anyio.CancelScope(shield=True):
+                done = batch.done = batch.done or anyio.Event()
+                await cast(anyio.Event, done).wait()
 
     @asynccontextmanager
     async def stream(self, calls: Iterable[ToolCall]) -> AsyncIterator[AsyncIterator[CallEvent]]:
@@ -243,6 +253,8 @@ class Kernel(metaclass=_NoPublicConstructor):
             send.close()
             for record in records:
                 self._scheduler.cancel(record, "cancelled: the stream was left early")
+            if records:
+                await self._unwound(records[0].batch)
 
     def cancel(self, *call_ids: str) -> None:
         """Cancel calls by id (synchronous); unknown or finished ids are ignored.

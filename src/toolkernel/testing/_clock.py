@@ -30,7 +30,7 @@ from typing import Any
 __all__ = ["VirtualClockEventLoop", "wait_all_tasks_blocked"]
 
 
-class _JumpingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+class _JumpingSelector(selectors.DefaultSelector):
     """A selector that, asked to wait for ``timeout`` seconds with nothing ready, moves its
     loop's clock on by ``timeout`` instead of waiting."""
 
@@ -38,7 +38,7 @@ class _JumpingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-ty
 
     def select(self, timeout: float | None = None) -> list[tuple[Any, int]]:
         if timeout is None or timeout <= 0:
-            return super().select(timeout)  # type: ignore[no-any-return]
+            return super().select(timeout)
         ready: list[tuple[Any, int]] = super().select(0)
         if not ready:
             self.loop.advance(timeout)
