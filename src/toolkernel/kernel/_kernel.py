@@ -409,8 +409,9 @@ class Kernel(metaclass=_NoPublicConstructor):
         except BaseException as exc:
             record.scope = None
             if self._loop.propagates(exc):
-                # The kernel (or the parent call) is being cancelled: finish, let it propagate.
-                reason = record.cancel_reason or "cancelled"
+                # The task running it is being cancelled (the kernel closing, the caller of a
+                # lone call's run(), a parent call): finish, and let the cancellation go on.
+                reason = record.cancel_reason or "cancelled: the task running it was cancelled"
                 scheduler.finish_failed(record, CANCELLED, messages.cancelled(reason))
                 raise
             status, output, failure = ERROR, None, exc
