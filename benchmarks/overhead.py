@@ -28,8 +28,10 @@ tests: read the PASS/MISS lines.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import gc
+import importlib.metadata
 import os
 import pathlib
 import platform
@@ -42,6 +44,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import sniffio
 import trio
 
 import toolkernel as tk
@@ -76,10 +79,17 @@ async def cpu_time(action: Callable[[], Awaitable[object]]) -> float:
 
 
 async def bare_batches(size: int, batches: int) -> None:
+    """The least each loop can do: trio's ``nursery.start_soon``, asyncio's ``TaskGroup``."""
+    if sniffio.current_async_library() == "trio":
+        for _ in range(batches):
+            async with trio.open_nursery() as nursery:
+                for _ in range(size):
+                    nursery.start_soon(noop)
+        return
     for _ in range(batches):
-        async with trio.open_nursery() as nursery:
+        async with asyncio.TaskGroup() as group:
             for _ in range(size):
-                nursery.start_soon(noop)
+                group.create_task(noop())
 
 
 async def measure(root: str, sizes: Sequence[int], total: int, reps: int) -> dict[str, float]:
@@ -151,7 +161,7 @@ async def measure_read(root: str, reps: int, count: int) -> dict[str, float]:
 
             async def plain() -> None:
                 for _ in range(count):
-                    await trio.to_thread.run_sync(target.read_bytes)
+                    await anyio.to_thread.run_sync(target.read_bytes)
 
             async def direct() -> None:
                 claims = [tk.reads(workspace.key("read_me.txt"))]
@@ -221,23 +231,19 @@ def verdict(ratio: float, target: float) -> str:
     return "PASS" if ratio <= target else "MISS"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: fewer calls and reps")
-    parser.add_argument("--profile", action="store_true", help="cProfile one kernel batch")
-    options = parser.parse_args(argv)
-    sizes = (1, 10, 100, 1_000, 10_000)
-    total = 2_000 if options.quick else 20_000
-    reps = 2 if options.quick else 5
-    with tempfile.TemporaryDirectory() as root:
-        best = trio.run(measure, root, sizes, total, reps)
-        reads = trio.run(measure_read, root, reps, 50 if options.quick else 400)
-        profile = trio.run(profile_one_batch, root, 10_000) if options.profile else ""
+def on_loop(loop: str, function: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    """Run ``function(*args)`` on a fresh ``loop`` ("trio" or "asyncio")."""
+    if loop == "trio":
+        return trio.run(function, *args)
+    return asyncio.run(function(*args))
+
+
+def report(
+    loop: str, best: dict[str, float], reads: dict[str, float], sizes: Sequence[int]
+) -> None:
+    bare_name = "nursery.start_soon" if loop == "trio" else "TaskGroup.create_task"
     us = {name: seconds * 1e6 for name, seconds in best.items()}
-    print(
-        f"Python {platform.python_version()}, trio {trio.__version__}, {os.cpu_count()} CPUs, "
-        f"best of {reps}; kernel with a workspace root and max_concurrency={MAX_CONCURRENCY}"
-    )
+    print(f"On {loop}: against bare {bare_name} of the same no-op")
     print(
         f"  {'batch':>7}{'bare us':>9}{'1 path':>9}{'x bare':>8}{'no claims':>11}{'x bare':>8}"
         f"{'lexical':>9}{'x bare':>8}"
@@ -253,29 +259,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         ratio = best[f"path/{size}"] / best[f"bare/{size}"]
         target = LONE_TARGET if size == 1 else BATCH_TARGET
         print(
-            f"One path claim, batch of {size:,}: {ratio:.2f}x bare (target <= {target:g}x): "
-            f"{verdict(ratio, target)}"
+            f"  {loop}, one path claim, batch of {size:,}: {ratio:.2f}x bare "
+            f"(target <= {target:g}x): {verdict(ratio, target)}"
         )
     free = max(best[f"free/{size}"] / best[f"bare/{size}"] for size in sizes)
     print(
-        f"No claims, worst batch size: {free:.2f}x bare (target <= {FREE_TARGET:g}x): "
+        f"  {loop}, no claims, worst batch size: {free:.2f}x bare (target <= {FREE_TARGET:g}x): "
         f"{verdict(free, FREE_TARGET)}"
     )
     share = (reads["kernel"] - reads["direct"]) / reads["kernel"]
     print(
-        f"A lone Read: {reads['kernel'] * 1e6:.1f} us through the kernel, "
+        f"  {loop}, a lone Read: {reads['kernel'] * 1e6:.1f} us through the kernel, "
         f"{reads['direct'] * 1e6:.1f} us calling the tool directly, "
         f"{reads['plain'] * 1e6:.1f} us for a plain to_thread read"
     )
     print(
-        f"The kernel's share of a lone Read: {share:.1%} (target <= {READ_SHARE_TARGET:.0%}): "
-        f"{verdict(share, READ_SHARE_TARGET)}; thread hops: {reads['hops']:.0f} (target 1): "
-        f"{'PASS' if reads['hops'] == 1 else 'MISS'}"
+        f"  {loop}, the kernel's share of a lone Read: {share:.1%} "
+        f"(target <= {READ_SHARE_TARGET:.0%}): {verdict(share, READ_SHARE_TARGET)}; "
+        f"thread hops: {reads['hops']:.0f} (target 1): {'PASS' if reads['hops'] == 1 else 'MISS'}"
     )
-    if options.profile:
-        print()
-        print("Where the time goes in one kernel batch:")
-        print(profile)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: fewer calls and reps")
+    parser.add_argument("--profile", action="store_true", help="cProfile one kernel batch")
+    options = parser.parse_args(argv)
+    sizes = (1, 10, 100, 1_000, 10_000)
+    total = 2_000 if options.quick else 20_000
+    reps = 2 if options.quick else 5
+    print(
+        f"Python {platform.python_version()}, trio {trio.__version__}, anyio "
+        f"{importlib.metadata.version('anyio')}, {os.cpu_count()} CPUs, best of {reps}; the "
+        f"kernel with a workspace root and max_concurrency={MAX_CONCURRENCY} (lexical: neither)"
+    )
+    with tempfile.TemporaryDirectory() as root:
+        for loop in ("trio", "asyncio"):
+            best = on_loop(loop, measure, root, sizes, total, reps)
+            reads = on_loop(loop, measure_read, root, reps, 50 if options.quick else 400)
+            report(loop, best, reads, sizes)
+        if options.profile:
+            print()
+            print("Where the time goes in one kernel batch (trio):")
+            print(trio.run(profile_one_batch, root, 10_000))
     return 0
 
 

@@ -4,6 +4,7 @@ lost result of another call. Each test has a deadline on the mock clock, so a ha
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from typing import Any
@@ -249,17 +250,29 @@ async def test_a_tool_raising_system_exit_fails_only_its_call(
     assert (good.status, after.status) == (tk.Status.OK, tk.Status.OK)
 
 
+@tk.tool(claims=lambda args: [])
+async def interrupted(ctx: tk.ToolContext) -> str:
+    """Raise KeyboardInterrupt, as a Ctrl-C would."""
+    raise KeyboardInterrupt
+
+
+@pytest.mark.trio_only  # on asyncio it stops the loop itself: see the test below
 async def test_keyboard_interrupt_from_a_tool_propagates(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    @tk.tool(claims=lambda args: [])
-    async def interrupted(ctx: tk.ToolContext) -> str:
-        raise KeyboardInterrupt
-
     with pytest.raises(BaseExceptionGroup) as caught:
         async with tk.open_kernel(tools=[interrupted]) as kernel:
-            await kernel.run([tk.ToolCall("c1", "interrupted")])
+            await kernel.run([tk.ToolCall("c1", "interrupted"), tk.ToolCall("c2", "interrupted")])
     assert caught.value.subgroup(KeyboardInterrupt) is not None
+
+
+def test_keyboard_interrupt_from_a_tool_stops_an_asyncio_program() -> None:
+    async def main() -> None:
+        async with tk.open_kernel(tools=[interrupted]) as kernel:
+            await kernel.run([tk.ToolCall("c1", "interrupted"), tk.ToolCall("c2", "interrupted")])
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(main())
 
 
 async def test_a_tool_exception_keeps_its_traceback_and_is_logged_at_debug(

@@ -46,6 +46,7 @@ _log = logging.getLogger("toolkernel")
 
 _CALL_TASK_NAME = "toolkernel.kernel._kernel.Kernel._run_task"
 """The name of every call's task. Given, not derived: trio would format one for every spawn."""
+_PREPHASE_TASK_NAME = "toolkernel.kernel._kernel.Kernel._prephase_task"
 
 
 class _NoPublicConstructor(type):
@@ -126,7 +127,7 @@ class Kernel(metaclass=_NoPublicConstructor):
         timeout = options.approval_timeout
         self._approval_timeout = math.inf if timeout is None else timeout
         self._loop = loop.current()
-        self._tasks: anyio.abc.TaskGroup | None = None
+        self._spawn: loop.Spawn | None = None
         self._inline: list[CallRecord] | None = None  # see ``run``
         self._timer_scope: anyio.CancelScope | None = None
         self._scheduler = Scheduler(
@@ -289,19 +290,19 @@ class Kernel(metaclass=_NoPublicConstructor):
         if inline is not None and not inline:
             inline.append(record)  # ``run`` of a lone call runs it in its own task
             return
-        assert self._tasks is not None
-        self._tasks.start_soon(self._call_task, record, name=_CALL_TASK_NAME)
+        assert self._spawn is not None
+        self._spawn(self._call_task, record, _CALL_TASK_NAME)
 
     def _spawn_prephase(self, record: CallRecord) -> None:
-        assert self._tasks is not None
-        self._tasks.start_soon(self._prephase_task, record)
+        assert self._spawn is not None
+        self._spawn(self._prephase_task, record, _PREPHASE_TASK_NAME)
 
     def _deadline_changed(self, deadline: float) -> None:
         scope = self._timer_scope
         if scope is not None and deadline < scope.deadline:
             scope.deadline = deadline
 
-    async def _timer(self) -> None:
+    async def _timer(self, _: None) -> None:
         """Expire lease waits that ran past their deadline (one task for the whole kernel)."""
         scheduler = self._scheduler
         while not scheduler.closed:
@@ -315,6 +316,8 @@ class Kernel(metaclass=_NoPublicConstructor):
 
     async def _prephase_task(self, record: CallRecord) -> None:
         scheduler = self._scheduler
+        if record.result is not None:
+            return  # cancelled before this task began
         try:
             with self._loop.CancelScope() as scope:
                 record.scope = scope
@@ -540,9 +543,9 @@ async def open_kernel_core(
         run_timeout=run_timeout,
     )
     kernel: Kernel = Kernel._create(tools, environment, options)
-    async with anyio.create_task_group() as tasks:
-        kernel._tasks = tasks
-        tasks.start_soon(kernel._timer)
+    async with kernel._loop.tasks() as spawn:
+        kernel._spawn = spawn
+        spawn(kernel._timer, None, "toolkernel: lease-wait timer")
         try:
             yield kernel
         finally:

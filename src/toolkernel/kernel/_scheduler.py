@@ -219,10 +219,10 @@ class Scheduler:
             record.cancel_reason = reason
         if record.scope is not None:
             record.scope.cancel()  # the pre-phase or running task finishes it
-        elif record.state is RUNNING and record.parent is None:
-            pass  # its task has not started yet; it sees cancel_reason when it does
         else:
-            # Pending, queued, or a nested call between steps of its parent's task.
+            # Pending, queued, granted with its task not started yet (the task then finds it
+            # finished and does nothing: on asyncio a task cancelled before it starts never
+            # runs at all), or a nested call between two steps of its parent's task.
             self.finish_failed(record, CANCELLED, messages.cancelled(reason))
         for child in sorted(record.awaiting or (), key=lambda r: r.uid):
             self.cancel(child, f"cancelled with its parent call {record.call.id}")
