@@ -117,52 +117,39 @@ def _arguments(raw: object) -> object:
 
 @attrs.frozen
 class Answer:
-    """What goes back to the model for one call id."""
+    """What goes back to the model for one call id: the text of each result with that id (one,
+    unless the model repeated the id), and whether the call succeeded."""
 
     call_id: str
-    text: str
-    ok: bool
-    status: Status
+    parts: tuple[tuple[Status, str], ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.parts[0][0] is Status.OK
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(text for _, text in self.parts)
+
+    def labelled(self) -> str:
+        """The text, each failed part saying first how its call ended (for formats with no
+        error flag of their own): ``error: ...``, ``timeout: ...``."""
+        return "\n\n".join(_labelled(status, text) for status, text in self.parts)
+
+
+def _labelled(status: Status, text: str) -> str:
+    if status is Status.OK or text.startswith(status.value):
+        return text
+    return f"{status.value}: {text}"
 
 
 def answers(results: Iterable[ToolResult]) -> list[Answer]:
     """One answer per call id, in the order of the results; a later result with an id already
-    answered (a duplicate the kernel refused) adds its message to that answer."""
-    found: dict[str, Answer] = {}
+    answered (a repeat the kernel refused) adds its message to that answer."""
+    found: dict[str, list[tuple[Status, str]]] = {}
     for result in results:
-        call_id = str(result.call_id)
         text = result.text() if result.ok else (result.error or result.status.value)
         if result.ok and not text:
             text = "(no output)"
-        earlier = found.get(call_id)
-        if earlier is None:
-            found[call_id] = Answer(call_id, text, result.ok, result.status)
-        else:
-            found[call_id] = attrs.evolve(earlier, text=f"{earlier.text}\n\n{text}")
-    return list(found.values())
-
-
-def labelled(answer: Answer) -> str:
-    """The answer's text, saying how the call ended when it did not succeed (for formats with
-    no error flag of their own)."""
-    if answer.ok:
-        return answer.text
-    label = answer.status.value
-    return answer.text if answer.text.startswith(label) else f"{label}: {answer.text}"
-
-
-def preview(value: object, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def as_list(value: object) -> list[Any]:
-    """A list from a list, a tuple, or nothing."""
-    if value is None:
-        return []
-    if isinstance(value, list | tuple):
-        return list(value)
-    return [value]
-
-
-ToolSpec = Mapping[str, Any]
+        found.setdefault(str(result.call_id), []).append((result.status, text))
+    return [Answer(call_id, tuple(parts)) for call_id, parts in found.items()]

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..kernel import ToolCall, ToolResult
-from ._calls import WireCall, answers, field, labelled, to_tool_calls, tool_objects
+from ._calls import WireCall, answers, field, to_tool_calls, tool_objects
 from ._names import NameMap
 from ._schema import strict_schema, tool_schema, with_dependencies
 
@@ -152,7 +152,7 @@ def chat_tool_messages(results: Iterable[ToolResult]) -> list[dict[str, Any]]:
     """One ``role: "tool"`` message per call, in call order, each answering its call's id. A
     call that did not succeed says so first (``error: ...``, ``skipped: ...``)."""
     return [
-        {"role": "tool", "tool_call_id": answer.call_id, "content": labelled(answer)}
+        {"role": "tool", "tool_call_id": answer.call_id, "content": answer.labelled()}
         for answer in answers(results)
     ]
 
@@ -178,6 +178,6 @@ def calls_from_responses(output_items: object, tools: Tools = ()) -> list[ToolCa
 def responses_outputs(results: Iterable[ToolResult]) -> list[dict[str, Any]]:
     """One ``function_call_output`` input item per call, in call order."""
     return [
-        {"type": "function_call_output", "call_id": answer.call_id, "output": labelled(answer)}
+        {"type": "function_call_output", "call_id": answer.call_id, "output": answer.labelled()}
         for answer in answers(results)
     ]
