@@ -106,6 +106,7 @@ class LoopbackServer:
     def __init__(self, script: Iterable[Action]) -> None:
         self.script = list(script)
         self.requests: list[Request] = []
+        self.connections = 0
         self.url = ""
 
     def _next(self, request: Request) -> Reply | Hang | Drop | Raw:
@@ -115,6 +116,7 @@ class LoopbackServer:
         return action(request) if callable(action) else action
 
     async def handle(self, stream: anyio.abc.ByteStream) -> None:
+        self.connections += 1
         connection = h11.Connection(h11.SERVER)
         async with stream:
             while True:

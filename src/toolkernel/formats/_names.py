@@ -60,9 +60,10 @@ def wire_names(tools: Iterable[object]) -> dict[str, str]:
     counts: dict[str, int] = {}
     for base in fitted.values():
         counts[base] = counts.get(base, 0) + 1
-    mapping = {name: name for name in kept}
-    for name, base in fitted.items():
-        if len(base) > MAX_LENGTH or base in kept or counts[base] > 1:
+    mapping = {}
+    for name in names:
+        base = fitted.get(name, name)
+        if name not in kept and (len(base) > MAX_LENGTH or base in kept or counts[base] > 1):
             base = f"{base[: MAX_LENGTH - 9]}_{_digest(name)}"
         mapping[name] = base
     return mapping
