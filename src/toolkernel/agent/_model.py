@@ -92,11 +92,12 @@ class ScriptedModel:
         if isinstance(item, ModelError):
             raise item
         if isinstance(item, Turn):
-            return _message(item, names)
+            return assistant_message(item, names)
         return item
 
 
-def _message(turn: Turn, names: NameMap) -> dict[str, Any]:
+def assistant_message(turn: Turn, names: NameMap) -> dict[str, Any]:
+    """A turn as the Chat Completions assistant message a model would have sent."""
     message: dict[str, Any] = {"role": "assistant", "content": turn.says or None}
     if turn.calls:
         message["tool_calls"] = [
