@@ -76,6 +76,7 @@ class OpenAICompatibleModel:
         options: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        _httpx()  # fail here, not at the first request, if httpx is missing
         model = model or os.environ.get("OPENAI_MODEL")
         if not model:
             raise ValueError(
