@@ -2,10 +2,12 @@
 # coding tools, in a small temporary project.
 #
 # - Each step prints what the model said and the batch of calls it emitted, then each call as it
-#   starts and ends. The model's first batch reads two files and lists the project in parallel;
-#   its second edits both files at once and re-reads one of them with "depends_on": [1] (it runs
-#   after the edit of the same message, as the system prompt's paragraph describes); its TodoWrite
-#   call shows up as a todo-list update.
+#   starts and ends. In the model's first batch, a Glob finds the helper module and a Read of
+#   "$1" with "depends_on": [1] reads whatever the Glob found (the kernel runs it after the Glob
+#   and puts the Glob's output in its place), while app.py is read at once. The second batch
+#   edits both files at once and re-reads one after its edit; its TodoWrite call shows up as a
+#   todo-list update. The system prompt's paragraph (toolkernel.agent.CALLS_PROMPT) tells a real
+#   model how to write such batches.
 # - The first request is answered "503 overloaded": the loop waits (backoff) and asks again.
 # - At the end: the stop reason, the number of steps, and the edited files.
 #
@@ -105,11 +107,11 @@ SCRIPT: list[tuple[int, dict[str, Any]]] = [
         200,
         {
             "role": "assistant",
-            "content": "Let me look at both files first.",
+            "content": "Let me find the helper module and read both files.",
             "tool_calls": [
-                call("call_1", "Read", file_path="app.py"),
-                call("call_2", "Read", file_path="util.py"),
-                call("call_3", "ListDir"),
+                call("call_1", "Glob", pattern="util*.py"),
+                call("call_2", "Read", file_path="$1", depends_on=[1]),
+                call("call_3", "Read", file_path="app.py"),
             ],
         },
     ),

@@ -169,13 +169,13 @@ async def test_inside_async_with_one_connection_serves_every_request() -> None:
     assert server.connections == 2
 
 
-async def test_an_agent_run_over_http_retries_runs_dependent_calls_and_completes() -> None:
+async def test_an_agent_run_over_http_retries_passes_outputs_and_completes() -> None:
     script = [
         Reply({"error": {"message": "overloaded"}}, 503),
         chat_reply(
             "Note, then echo.",
             ("call_1", "note", '{"text": "x"}'),
-            ("call_2", "echo", '{"text": "after", "depends_on": [1]}'),
+            ("call_2", "echo", '{"text": "${1}, then this", "depends_on": [1]}'),
         ),
         Drop(),
         chat_reply("Finished."),
@@ -192,7 +192,7 @@ async def test_an_agent_run_over_http_retries_runs_dependent_calls_and_completes
     assert echo.ok and echo.started_at is not None and echo.started_at >= note.finished_at
     last = server.requests[-1].json["messages"]
     assert [m["role"] for m in last] == ["system", "user", "assistant", "tool", "tool"]
-    assert [m["content"] for m in last[3:]] == ["noted 'x'", "after"]
+    assert [m["content"] for m in last[3:]] == ["noted 'x'", "noted 'x', then this"]
 
 
 async def test_cancelling_a_run_cancels_the_request_in_flight() -> None:

@@ -10,6 +10,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from pydantic import TypeAdapter
 
 import toolkernel as tk
+from tests.loopback import assistant
 from tests.sample_tools import SAMPLE_TOOLS
 from toolkernel.agent import (
     CALLS_PROMPT,
@@ -212,6 +213,27 @@ async def test_a_scripted_calls_after_travels_as_depends_on_and_orders_the_batch
     first, second = outcome.steps[0].results
     assert outcome.steps[0].calls[1].after == ("c1",)
     assert second.started_at is not None and second.started_at >= first.finished_at
+
+
+async def test_a_call_of_a_batch_can_use_the_output_of_another_it_depends_on() -> None:
+    message = assistant(
+        "Look it up, then use it.",
+        ("a", "echo", '{"text": "config.py"}'),
+        ("b", "echo", '{"text": "reading ${1}", "depends_on": [1]}'),
+        ("c", "fail", "{}"),
+        ("d", "echo", '{"text": "$3", "depends_on": [3]}'),
+    )
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(ScriptedModel([message]), kernel, "go")
+    results = outcome.steps[0].results
+    assert [r.status for r in results] == [
+        tk.Status.OK,
+        tk.Status.OK,
+        tk.Status.ERROR,
+        tk.Status.SKIPPED,
+    ]
+    assert results[1].output == "reading config.py"
+    assert outcome.steps[0].calls[1].arguments == {"text": "reading ${a}"}
 
 
 async def test_cancelling_the_loops_scope_stops_it_with_every_call_answered() -> None:

@@ -14,11 +14,6 @@ from toolkernel.formats import DEPENDS_ON, anthropic, openai
 
 pytestmark = pytest.mark.anyio
 
-OUTPUT_PASSING = pytest.mark.xfail(
-    strict=False,
-    reason="the kernel substitutes ${id} placeholders with outputs once its part lands",
-)
-
 
 def chat(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
     return {
@@ -169,7 +164,6 @@ async def test_a_position_that_names_no_call_is_an_error_for_the_model() -> None
     assert "it must run after '7', which is not a known call" in (result.error or "")
 
 
-@OUTPUT_PASSING
 async def test_a_dependent_call_gets_the_output_of_the_call_it_names() -> None:
     _, inside, whole = await run(
         chat(
