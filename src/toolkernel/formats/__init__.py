@@ -13,8 +13,9 @@ becomes ERROR results, never exceptions.
 Dependent calls: a model can't know the ids of the calls it is writing, so within one message
 it names them by position. A call whose arguments hold ``"depends_on": [1]`` runs after the
 first call of the same message (``after=`` in the kernel) and is skipped if that call failed;
-``${1}`` inside a string argument (or the whole string ``"$1"``) stands for that call's text
-output. Export the tools with ``dependencies=True`` to offer ``depends_on`` in every schema.
+``${1}`` inside a string argument stands for that call's output as text, and a whole string
+``"$1"`` for the output itself. Export the tools with ``dependencies=True`` to offer
+``depends_on`` in every schema.
 """
 
 from . import anthropic as anthropic

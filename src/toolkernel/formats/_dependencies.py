@@ -8,10 +8,10 @@ one message it names them by position, as LLMCompiler's plans do with ``$1``:
   not succeed. It becomes the kernel call's ``after=`` (with those calls' ids), and the argument
   itself is removed before the tool sees the arguments. Entries may also be ids (the calls of
   the same message, or of an earlier one the kernel still remembers).
-- ``${N}`` inside any string argument, or a whole string ``"$N"``, stands for the text output of
-  call N, which must be listed in ``depends_on``. It is rewritten to ``${<id of call N>}``, the
-  kernel's placeholder, which the kernel replaces with that output before it validates the
-  arguments. Placeholders naming anything not listed in ``depends_on`` are left alone, so
+- ``${N}`` inside any string argument stands for the output of call N as text, and a whole
+  string ``"$N"`` for the output itself (a list stays a list); call N must be listed in
+  ``depends_on``. Both are rewritten to ``${<id of call N>}``, the kernel's placeholder, which
+  the kernel fills in when call N has finished, before it validates the arguments. Placeholders naming anything not listed in ``depends_on`` are left alone, so
   ``$1`` in an ``awk`` program or ``${HOME}`` in a shell command keep their meaning.
 
 Entries that name nothing (position 7 of a message of 3 calls, ``true``) are passed on as they
