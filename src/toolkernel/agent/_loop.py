@@ -123,7 +123,8 @@ async def run_agent(
     error: ModelError | None = None
     scope = cancel_scope if cancel_scope is not None else anyio.CancelScope()
     with scope:
-        tools = list(kernel.tools.values())
+        toolset = kernel.tools  # a copy: read it once
+        tools = list(toolset.values())
         for index in range(1, max_steps + 1):
             emit(StepStarted(index))
             try:
@@ -131,7 +132,7 @@ async def run_agent(
             except ModelError as exc:
                 stop, error = StopReason.MODEL_ERROR, exc
                 break
-            assistant, calls = parse_chat(reply, kernel.tools)
+            assistant, calls = parse_chat(reply, toolset)
             history.append(assistant)
             says = assistant["content"] if isinstance(assistant["content"], str) else ""
             emit(ModelReplied(index, says, tuple(calls)))
@@ -141,7 +142,7 @@ async def run_agent(
                 break
             results: list[ToolResult | None] = [None] * len(calls)
             try:
-                await _run_batch(kernel, calls, results, index, emit)
+                await _run_batch(kernel, toolset, calls, results, index, emit)
             finally:  # cancelled or not, every call the model emitted gets its answer
                 done = tuple(r or _cut_short(c) for r, c in zip(results, calls, strict=True))
                 history.extend(chat_tool_messages(done))
@@ -183,6 +184,7 @@ async def _ask(
 
 async def _run_batch(
     kernel: Kernel,
+    toolset: Mapping[str, object],
     calls: list[ToolCall],
     results: list[ToolResult | None],
     step: int,
@@ -204,7 +206,7 @@ async def _run_batch(
                 results[positions.pop(0)] = event.result
             result = event.result
             if result.status is Status.OK:
-                tool = kernel.tools.get(result.name)
+                tool = toolset.get(result.name)
                 if isinstance(tool, TodoWrite):
                     emit(TodosUpdated(step, str(result.call_id), tuple(tool.todos)))
 

@@ -11,8 +11,9 @@ one message it names them by position, as LLMCompiler's plans do with ``$1``:
 - ``${N}`` inside any string argument stands for the output of call N as text, and a whole
   string ``"$N"`` for the output itself (a list stays a list); call N must be listed in
   ``depends_on``. Both are rewritten to ``${<id of call N>}``, the kernel's placeholder, which
-  the kernel fills in when call N has finished, before it validates the arguments. Placeholders naming anything not listed in ``depends_on`` are left alone, so
-  ``$1`` in an ``awk`` program or ``${HOME}`` in a shell command keep their meaning.
+  the kernel fills in when call N has finished, before it validates the arguments.
+  Placeholders naming anything not listed in ``depends_on`` are left alone, so ``$1`` in an
+  ``awk`` program or ``${HOME}`` in a shell command keep their meaning.
 
 Entries that name nothing (position 7 of a message of 3 calls, ``true``) are passed on as they
 are; the kernel then fails the call with "it must run after '7', which is not a known call".
