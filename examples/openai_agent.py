@@ -20,14 +20,14 @@
 #   OPENAI_API_KEY=... .venv/bin/python examples/openai_agent.py --model gpt-4.1 --base-url \
 #       https://api.openai.com/v1
 #
-# It runs on trio (anyio's trio backend); the agent code is written on anyio, and will run under
-# asyncio too once the kernel's async layer does.
+# It runs under asyncio; with --trio, under trio (the kernel and the agent loop run on both).
 #
 # Run: .venv/bin/python examples/openai_agent.py
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import tempfile
 from collections.abc import AsyncIterator
@@ -183,5 +183,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--base-url", help="a Chat Completions server (default: the stand-in)")
     parser.add_argument("--model", default="stand-in", help="the model's name on that server")
+    parser.add_argument("--trio", action="store_true", help="run under trio, not asyncio")
     arguments = parser.parse_args()
-    anyio.run(main, arguments.base_url, arguments.model, backend="trio")
+    if arguments.trio:
+        anyio.run(main, arguments.base_url, arguments.model, backend="trio")
+    else:
+        asyncio.run(main(arguments.base_url, arguments.model))

@@ -99,4 +99,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, backend="trio")
+    anyio.run(main)  # asyncio; anyio.run(main, backend="trio") or trio.run(main) work the same
