@@ -26,8 +26,6 @@ from toolkernel.agent import (
 )
 from toolkernel.tools import builtin_tools
 
-pytestmark = pytest.mark.anyio
-
 MESSAGES = TypeAdapter(list[ChatCompletionMessageParam])
 
 

@@ -1,14 +1,12 @@
 """The loop's waits on the clock: backoff between retries, a deadline on the whole run.
 
-These run on trio's MockClock (virtual seconds pass at once), so they stay on trio when the rest
-runs on both backends.
+These run on virtual time (``autojump_clock``): the seconds pass at once, on either loop.
 """
 
 from __future__ import annotations
 
 import anyio
 import pytest
-import trio.testing
 
 import toolkernel as tk
 from tests.sample_tools import SAMPLE_TOOLS
@@ -22,13 +20,6 @@ from toolkernel.agent import (
     run_agent,
 )
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> tuple[str, dict[str, object]]:
-    return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)})
-
 
 def busy(status: int = 503, retry_after: float | None = None) -> ModelError:
     return ModelError(
@@ -39,7 +30,9 @@ def busy(status: int = 503, retry_after: float | None = None) -> ModelError:
     )
 
 
-async def test_transient_errors_are_retried_after_growing_waits_or_the_servers() -> None:
+async def test_transient_errors_are_retried_after_growing_waits_or_the_servers(
+    autojump_clock: object,
+) -> None:
     events: list[AgentEvent] = []
     model = ScriptedModel([busy(), busy(), busy(429, retry_after=7.0), Turn("", [])])
     retry = Retry(attempts=4, initial=1.0, multiplier=3.0, jitter=0.0)
@@ -58,7 +51,7 @@ async def test_transient_errors_are_retried_after_growing_waits_or_the_servers()
     assert elapsed == pytest.approx(11.0)
 
 
-async def test_the_loop_gives_up_when_the_attempts_are_used_up() -> None:
+async def test_the_loop_gives_up_when_the_attempts_are_used_up(autojump_clock: object) -> None:
     model = ScriptedModel([busy(), busy(), busy(), Turn("never seen", [])])
     async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
         outcome = await run_agent(model, kernel, "go", retry=Retry(attempts=3, jitter=0.0))
@@ -68,7 +61,7 @@ async def test_the_loop_gives_up_when_the_attempts_are_used_up() -> None:
     assert model.remaining == 1
 
 
-async def test_a_deadline_on_the_loops_scope_cancels_a_slow_model() -> None:
+async def test_a_deadline_on_the_loops_scope_cancels_a_slow_model(autojump_clock: object) -> None:
     model = ScriptedModel([Turn("", [])], think=60.0)
     async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
         scope = anyio.CancelScope(deadline=anyio.current_time() + 5.0)

@@ -13,8 +13,6 @@ from toolkernel.formats import openai
 from toolkernel.formats._names import NameMap
 from toolkernel.tools import builtin_tools
 
-pytestmark = pytest.mark.anyio
-
 NAMES = ["Read", "fs.read file", "git.status", "x" * 70]
 ids = st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=8)
 values = st.recursive(

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic as anthropic_sdk
-import pytest
 from anthropic.types import Message, TextBlock, ToolParam, ToolResultBlockParam, ToolUseBlock, Usage
 from pydantic import TypeAdapter
 
@@ -14,8 +13,6 @@ import toolkernel as tk
 from tests.loopback import Reply, anthropic_message, serve
 from tests.sample_tools import SAMPLE_TOOLS
 from toolkernel.formats import anthropic
-
-pytestmark = pytest.mark.anyio
 
 
 def sdk_message(*blocks: Any) -> Message:

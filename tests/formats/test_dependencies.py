@@ -6,13 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 import toolkernel as tk
 from tests.sample_tools import SAMPLE_TOOLS
 from toolkernel.formats import DEPENDS_ON, anthropic, openai
-
-pytestmark = pytest.mark.anyio
 
 
 def chat(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:

@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 import openai as openai_sdk
-import pytest
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionMessage,
@@ -21,8 +20,6 @@ import toolkernel as tk
 from tests.loopback import chat_reply, serve
 from tests.sample_tools import SAMPLE_TOOLS
 from toolkernel.formats import openai
-
-pytestmark = pytest.mark.anyio
 
 
 def sdk_call(call_id: str, name: str, arguments: str) -> ChatCompletionMessageFunctionToolCall:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from openai.types.responses import (
     Response,
     ResponseFunctionToolCall,
@@ -16,8 +15,6 @@ from pydantic import TypeAdapter
 import toolkernel as tk
 from tests.sample_tools import SAMPLE_TOOLS
 from toolkernel.formats import openai
-
-pytestmark = pytest.mark.anyio
 
 
 def items() -> list[object]:
