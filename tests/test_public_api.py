@@ -4,6 +4,10 @@ import ast
 from pathlib import Path
 
 import toolkernel
+import toolkernel.agent
+import toolkernel.formats
+import toolkernel.formats.anthropic
+import toolkernel.formats.openai
 import toolkernel.kernel
 import toolkernel.locks
 import toolkernel.tools
@@ -55,6 +59,35 @@ PROMISED = {
         "writes",
     ],
     toolkernel.tools: ["builtin_tools", "Workspace", "tool", "Tool"],
+    toolkernel.formats: ["openai", "anthropic", "wire_names", "DEPENDS_ON"],
+    toolkernel.formats.openai: [
+        "calls_from_chat",
+        "chat_tool_messages",
+        "calls_from_responses",
+        "responses_outputs",
+        "chat_tools",
+        "responses_tools",
+    ],
+    toolkernel.formats.anthropic: ["calls_from_message", "tool_results", "tools"],
+    toolkernel.agent: [
+        "run_agent",
+        "AgentOutcome",
+        "Step",
+        "StopReason",
+        "Retry",
+        "Model",
+        "ScriptedModel",
+        "OpenAICompatibleModel",
+        "ModelError",
+        "CALLS_PROMPT",
+        "StepStarted",
+        "ModelReplied",
+        "ModelRetrying",
+        "TodosUpdated",
+        "AgentEvent",
+        "Turn",
+        "DEMO_TURNS",
+    ],
 }
 
 

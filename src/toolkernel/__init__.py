@@ -18,11 +18,13 @@ from ._errors import InvalidClaimError as InvalidClaimError
 from ._errors import KernelClosedError as KernelClosedError
 from ._errors import LeaseReleaseError as LeaseReleaseError
 from ._errors import LeaseWaitTimeoutError as LeaseWaitTimeoutError
+from ._errors import ModelError as ModelError
 from ._errors import NestingDepthError as NestingDepthError
 from ._errors import PathChangedError as PathChangedError
 from ._errors import PathEscapeError as PathEscapeError
 from ._errors import PermissionDeniedError as PermissionDeniedError
 from ._errors import RunTimeoutError as RunTimeoutError
+from ._errors import SchemaError as SchemaError
 from ._errors import ToolDeclarationError as ToolDeclarationError
 from ._errors import ToolError as ToolError
 from ._errors import ToolkernelError as ToolkernelError

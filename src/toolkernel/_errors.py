@@ -37,6 +37,8 @@ __all__ = [
     "RunTimeoutError",
     "CallCancelledError",
     "DependencyFailedError",
+    "SchemaError",
+    "ModelError",
 ]
 
 
@@ -167,3 +169,33 @@ class IllegalTransitionError(ToolkernelError, RuntimeError):
 
 class KernelClosedError(ToolkernelError, RuntimeError):
     """Work was submitted to a kernel that is closing or closed."""
+
+
+# -- integrations ----------------------------------------------------------------------------
+
+
+class SchemaError(ToolkernelError, ValueError):
+    """A tool's parameters can't be written in a wire format's schema dialect (OpenAI's strict
+    mode has no free-form objects, for instance). Raised when the tools are exported."""
+
+
+class ModelError(ToolkernelError, RuntimeError):
+    """A request to a model failed: the server answered an error, timed out, or went away.
+
+    ``transient`` says whether trying again may help (429, 5xx, timeouts, dropped connections);
+    ``status`` is the HTTP status when there was one; ``retry_after`` the seconds the server
+    asked to wait, when it said.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        transient: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.transient = transient
+        self.status = status
+        self.retry_after = retry_after

@@ -24,6 +24,7 @@ REAL_PACKAGES = {
     "toolkernel",
     "toolkernel.agent",
     "toolkernel.cli",
+    "toolkernel.formats",
     "toolkernel.kernel",
     "toolkernel.locks",
     "toolkernel.testing",

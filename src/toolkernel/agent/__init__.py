@@ -1,4 +1,28 @@
-"""The agent side: what a model says and calls. For now, the scripted turns the demo replays."""
+"""The agent side: a minimal loop that drives a model through the kernel, and models to drive.
 
+- :func:`run_agent` (model -> calls -> kernel -> results -> model) with a step limit, retries
+  with backoff (:class:`Retry`), a stop reason, and events for every step.
+- Models: :class:`ScriptedModel` (replies from a script of :class:`Turn`; for tests and the
+  demo, whose session is :data:`DEMO_TURNS`) and :class:`OpenAICompatibleModel` (any Chat
+  Completions server: OpenAI, Ollama, vLLM; needs ``toolkernel[agent]``).
+- :data:`CALLS_PROMPT`: the system-prompt paragraph that tells a model to emit independent calls
+  together and dependent ones in order (or with ``depends_on``).
+"""
+
+from .._errors import ModelError as ModelError
+from ._events import AgentEvent as AgentEvent
+from ._events import ModelReplied as ModelReplied
+from ._events import ModelRetrying as ModelRetrying
+from ._events import StepStarted as StepStarted
+from ._events import TodosUpdated as TodosUpdated
+from ._http import OpenAICompatibleModel as OpenAICompatibleModel
+from ._loop import AgentOutcome as AgentOutcome
+from ._loop import Step as Step
+from ._loop import StopReason as StopReason
+from ._loop import run_agent as run_agent
+from ._model import Model as Model
+from ._model import ScriptedModel as ScriptedModel
+from ._prompt import CALLS_PROMPT as CALLS_PROMPT
+from ._retry import Retry as Retry
 from ._turns import DEMO_TURNS as DEMO_TURNS
 from ._turns import Turn as Turn

@@ -1,0 +1,222 @@
+"""The agent loop: model -> calls -> kernel -> results -> model, until the model is done.
+
+Each step asks the model once (retrying transient failures with backoff), records its message,
+runs the calls it emitted as one kernel batch, and answers every call. The loop ends when the
+model replies with no calls (``completed``), after ``max_steps`` replies (``max_steps``), when
+the model fails for good (``model_error``), or when the ``cancel_scope`` given to it is
+cancelled (``cancelled``). Whatever ends it, the messages it returns are a valid conversation:
+every call the model emitted is answered (a call cut short by cancellation as CANCELLED), so a
+caller can go on from them with another :func:`run_agent`.
+
+Cancellation of the caller's own scopes is not caught: it propagates, as it must.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import attrs
+
+from .._errors import ModelError
+from ..formats.openai import chat_tool_messages, parse_chat
+from ..kernel import CallFinished, Kernel, Status, ToolCall, ToolResult
+from ..tools._todo import TodoWrite
+from ._events import AgentEvent, ModelReplied, ModelRetrying, StepStarted, TodosUpdated
+from ._model import Model
+from ._prompt import CALLS_PROMPT
+from ._retry import Retry
+
+__all__ = ["run_agent", "AgentOutcome", "Step", "StopReason"]
+
+
+class StopReason(enum.StrEnum):
+    """Why :func:`run_agent` stopped. Compares equal to its value (``"completed"``)."""
+
+    COMPLETED = "completed"
+    """The model replied without calling anything."""
+    MAX_STEPS = "max_steps"
+    """The model had replied ``max_steps`` times and still had calls to make."""
+    CANCELLED = "cancelled"
+    """The ``cancel_scope`` given to the loop was cancelled (or reached its deadline)."""
+    MODEL_ERROR = "model_error"
+    """The model failed for good: an error that retrying can't fix, or retries used up."""
+
+
+@attrs.frozen
+class Step:
+    """One step: what the model said, the calls it emitted, and their results (in call order)."""
+
+    index: int
+    says: str
+    calls: tuple[ToolCall, ...] = ()
+    results: tuple[ToolResult, ...] = ()
+
+
+@attrs.frozen
+class AgentOutcome:
+    """How :func:`run_agent` ended."""
+
+    stop_reason: StopReason
+    messages: tuple[dict[str, Any], ...]
+    """The whole conversation as Chat Completions messages; pass it as ``messages=`` to go
+    on."""
+    steps: tuple[Step, ...]
+    error: ModelError | None = attrs.field(default=None, eq=False)
+    """The model's error, when ``stop_reason`` is ``model_error``."""
+
+    @property
+    def text(self) -> str:
+        """What the model said last."""
+        return self.steps[-1].says if self.steps else ""
+
+
+async def run_agent(
+    model: Model,
+    kernel: Kernel,
+    prompt: str,
+    *,
+    max_steps: int = 50,
+    system: str = "",
+    messages: Iterable[Mapping[str, Any]] | None = None,
+    calls_prompt: str = CALLS_PROMPT,
+    retry: Retry = Retry(),  # noqa: B008 - frozen, so one instance can be shared
+    on_event: Callable[[AgentEvent], object] | None = None,
+    cancel_scope: anyio.CancelScope | None = None,
+) -> AgentOutcome:
+    """Run ``model`` on ``prompt`` with the kernel's tools until it is done.
+
+    ::
+
+        async with open_kernel(tools=builtin_tools(), root=".") as kernel:
+            outcome = await run_agent(model, kernel, "Add a --verbose flag", max_steps=20)
+        print(outcome.stop_reason, outcome.text)
+
+    - ``system``: your system prompt; ``calls_prompt`` (how to emit calls so independent ones
+      run together, :data:`CALLS_PROMPT`) is appended to it; pass ``calls_prompt=""`` to leave
+      it out. Neither is used when ``messages`` is given.
+    - ``messages``: an earlier conversation to go on from (``outcome.messages``); ``prompt``
+      is added to it as the next user message.
+    - ``retry``: backoff for transient model errors (:class:`Retry`).
+    - ``on_event``: called with each :class:`StepStarted`, :class:`ModelReplied`,
+      :class:`ModelRetrying`, :class:`TodosUpdated`, and the kernel's events for every call.
+    - ``cancel_scope``: a fresh ``anyio.CancelScope`` the loop runs in; cancelling it (or its
+      deadline passing) stops the loop with ``stop_reason == "cancelled"`` and the calls that
+      were running cancelled.
+    """
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"max_steps must be an int >= 1, not {max_steps!r}")
+    emit = on_event or _ignore
+    history: list[dict[str, Any]] = []
+    if messages is not None:
+        history.extend(dict(m) for m in messages)
+    else:
+        system_text = "\n\n".join(part for part in (system, calls_prompt) if part)
+        if system_text:
+            history.append({"role": "system", "content": system_text})
+    history.append({"role": "user", "content": prompt})
+    steps: list[Step] = []
+    stop: StopReason | None = None
+    error: ModelError | None = None
+    scope = cancel_scope if cancel_scope is not None else anyio.CancelScope()
+    with scope:
+        toolset = kernel.tools  # a copy: read it once
+        tools = list(toolset.values())
+        for index in range(1, max_steps + 1):
+            emit(StepStarted(index))
+            try:
+                reply = await _ask(model, history, tools, retry, index, emit)
+            except ModelError as exc:
+                stop, error = StopReason.MODEL_ERROR, exc
+                break
+            assistant, calls = parse_chat(reply, toolset)
+            history.append(assistant)
+            says = assistant["content"] if isinstance(assistant["content"], str) else ""
+            emit(ModelReplied(index, says, tuple(calls)))
+            if not calls:
+                steps.append(Step(index, says))
+                stop = StopReason.COMPLETED
+                break
+            results: list[ToolResult | None] = [None] * len(calls)
+            try:
+                await _run_batch(kernel, toolset, calls, results, index, emit)
+            finally:  # cancelled or not, every call the model emitted gets its answer
+                done = tuple(r or _cut_short(c) for r, c in zip(results, calls, strict=True))
+                history.extend(chat_tool_messages(done))
+                steps.append(Step(index, says, tuple(calls), done))
+        else:
+            stop = StopReason.MAX_STEPS
+    if stop is None:
+        stop = StopReason.CANCELLED
+    return AgentOutcome(stop, tuple(history), tuple(steps), error)
+
+
+def _ignore(event: AgentEvent) -> None:
+    pass
+
+
+async def _ask(
+    model: Model,
+    history: list[dict[str, Any]],
+    tools: Sequence[object],
+    retry: Retry,
+    step: int,
+    emit: Callable[[AgentEvent], object],
+) -> object:
+    """The model's reply, retrying transient errors as ``retry`` says."""
+    attempt = 1
+    while True:
+        try:
+            return await model.complete(list(history), tools)
+        except ModelError as exc:
+            if not exc.transient or attempt >= retry.attempts:
+                if attempt > 1:
+                    exc.add_note(f"gave up after {attempt} attempts")
+                raise
+            delay = retry.delay(attempt, exc, random.random())
+            attempt += 1
+            emit(ModelRetrying(step, attempt, delay, exc))
+            await anyio.sleep(delay)
+
+
+async def _run_batch(
+    kernel: Kernel,
+    toolset: Mapping[str, object],
+    calls: list[ToolCall],
+    results: list[ToolResult | None],
+    step: int,
+    emit: Callable[[AgentEvent], object],
+) -> None:
+    """Run one batch, passing its events on; fill ``results`` (in call order) as calls end."""
+    # Ids are usually unique, but a model may repeat one (the kernel fails the repeat): match
+    # each result to the earliest call with its id that has none yet.
+    waiting: dict[str, list[int]] = {}
+    for position, call in enumerate(calls):
+        waiting.setdefault(str(call.id), []).append(position)
+    async with kernel.stream(calls) as events:
+        async for event in events:
+            emit(event)
+            if not isinstance(event, CallFinished):
+                continue
+            positions = waiting.get(str(event.call_id))
+            if positions:
+                results[positions.pop(0)] = event.result
+            result = event.result
+            if result.status is Status.OK:
+                tool = toolset.get(result.name)
+                if isinstance(tool, TodoWrite):
+                    emit(TodosUpdated(step, str(result.call_id), tuple(tool.todos)))
+
+
+def _cut_short(call: ToolCall) -> ToolResult:
+    """The result of a call the loop was cancelled before it ended."""
+    return ToolResult(
+        call.id,
+        call.name,
+        Status.CANCELLED,
+        error="cancelled: the agent run was cancelled before this call finished",
+        error_type="CallCancelledError",
+    )

@@ -1,0 +1,57 @@
+"""How the agent loop retries a model request that failed for a reason that may pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .._errors import ModelError
+
+__all__ = ["Retry"]
+
+
+def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"Retry.{attribute.name} must be a non-negative number, not {value!r}")
+
+
+def _at_least_one(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"Retry.{attribute.name} must be an int >= 1, not {value!r}")
+
+
+def _fraction(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError(f"Retry.{attribute.name} must be between 0 and 1, not {value!r}")
+
+
+@attrs.frozen
+class Retry:
+    """Exponential backoff for transient model errors (429, 5xx, timeouts, dropped connections).
+
+    The n-th retry waits ``initial * multiplier ** (n - 1)`` seconds, at most ``maximum``, less
+    up to ``jitter`` of it at random (so clients that failed together do not retry together).
+    When the server said how long to wait (``Retry-After``), that is the wait, again at most
+    ``maximum``. Errors that are not transient (400, 401, 404, ...) are never retried.
+    ``Retry(attempts=1)`` never retries.
+    """
+
+    attempts: int = attrs.field(default=4, validator=_at_least_one)
+    """Tries in all, the first included."""
+    initial: float = attrs.field(default=1.0, validator=_non_negative)
+    """Seconds before the first retry."""
+    multiplier: float = attrs.field(default=2.0, validator=_non_negative)
+    """How much longer each wait is than the one before."""
+    maximum: float = attrs.field(default=60.0, validator=_non_negative)
+    """The longest wait, in seconds, whatever the server asks."""
+    jitter: float = attrs.field(default=0.25, validator=_fraction)
+    """The largest fraction of a computed wait taken off at random."""
+
+    def delay(self, retry: int, error: ModelError, draw: float) -> float:
+        """Seconds to wait before retry number ``retry`` (1 for the first) after ``error``;
+        ``draw`` is a random number in [0, 1)."""
+        if error.retry_after is not None:
+            return min(max(error.retry_after, 0.0), self.maximum)
+        nominal = min(self.initial * self.multiplier ** (retry - 1), self.maximum)
+        return nominal * (1.0 - self.jitter * draw)

@@ -1,0 +1,155 @@
+"""From the calls a model wrote to kernel calls, and from results to one answer per call id.
+
+Every wire format ends up here once it has found, for each call the model emitted, an id, a
+name and arguments (a JSON string or an object). What a model can get wrong never raises:
+
+- a missing or empty id gets one made up from the call's position (``call_2``), unique in the
+  message; the call runs, and its answer carries that id (the agent loop records the assistant
+  message with it, so the conversation stays consistent);
+- arguments that are not valid JSON, or not an object, go to the kernel as they came: the
+  call's result is an ERROR saying what is wrong with them;
+- an unknown tool name goes to the kernel as it came: an ERROR listing the tools there are;
+- a second call with an id already used in the message: the kernel fails it with an ERROR
+  (``call id ... is used twice``), and :func:`answers` folds its message into the answer to that
+  id, so every id is answered exactly once.
+
+Dependencies (``depends_on``) are resolved here too; see ``_dependencies``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+import attrs
+
+from ..kernel import Status, ToolCall, ToolResult
+from ._dependencies import resolve_dependencies
+from ._names import NameMap
+from ._schema import DEPENDS_ON, declares, drop_nulls, tool_schema
+
+__all__ = ["WireCall", "to_tool_calls", "Answer", "answers", "field", "tool_objects"]
+
+
+def field(obj: object, name: str, default: Any = None) -> Any:
+    """``obj[name]`` for a mapping, ``obj.name`` for an SDK object."""
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def tool_objects(tools: Iterable[object] | Mapping[str, object]) -> list[object]:
+    """The tools given as a list of tools or names, or as ``kernel.tools`` (name -> tool)."""
+    if isinstance(tools, Mapping):
+        return list(tools.values())
+    return list(tools)
+
+
+@attrs.frozen
+class WireCall:
+    """A call as a wire format spelled it, before anything was checked."""
+
+    id: object
+    name: object
+    arguments: object
+
+
+def to_tool_calls(wire: Sequence[WireCall], tools: Iterable[object]) -> list[ToolCall]:
+    """Kernel calls for the calls of one model message, in order (see the module docstring)."""
+    toolset = tool_objects(tools)
+    names = NameMap(toolset)
+    by_name = {n: t for t in toolset if isinstance(n := getattr(t, "name", None), str)}
+    ids = _ids(wire)
+    schemas: dict[str, dict[str, Any] | None] = {}
+    calls = []
+    for position, (call, call_id) in enumerate(zip(wire, ids, strict=True), start=1):
+        name = names.tool(call.name) if isinstance(call.name, str) else ""
+        if name not in schemas:
+            tool = by_name.get(name)
+            schemas[name] = tool_schema(tool) if tool is not None else None
+        schema = schemas[name]
+        arguments = _arguments(call.arguments)
+        requested: object = None
+        if isinstance(arguments, dict):
+            if DEPENDS_ON in arguments and not (schema and declares(schema, DEPENDS_ON)):
+                requested = arguments.pop(DEPENDS_ON)
+            if schema is not None:
+                arguments = drop_nulls(arguments, schema)
+        after, arguments = resolve_dependencies(requested, arguments, position, ids)
+        # Arguments that are not an object go as they came: the kernel's error says so.
+        calls.append(ToolCall(call_id, name, cast(Any, arguments), after=after))
+    return calls
+
+
+def _ids(wire: Sequence[WireCall]) -> list[str]:
+    taken = {c.id for c in wire if isinstance(c.id, str) and c.id}
+    ids = []
+    for position, call in enumerate(wire, start=1):
+        if isinstance(call.id, str) and call.id:
+            ids.append(call.id)
+            continue
+        made, n = f"call_{position}", 1
+        while made in taken:
+            n += 1
+            made = f"call_{position}_{n}"
+        taken.add(made)
+        ids.append(made)
+    return ids
+
+
+def _arguments(raw: object) -> object:
+    """A JSON object's text parsed to a dict; anything else as it came (the kernel says what is
+    wrong with it)."""
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw) if raw.strip() else {}
+        except (ValueError, RecursionError):
+            return raw
+        return parsed if isinstance(parsed, dict) else raw
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    return raw
+
+
+# -- results ------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Answer:
+    """What goes back to the model for one call id: the text of each result with that id (one,
+    unless the model repeated the id), and whether the call succeeded."""
+
+    call_id: str
+    parts: tuple[tuple[Status, str], ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.parts[0][0] is Status.OK
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(text for _, text in self.parts)
+
+    def labelled(self) -> str:
+        """The text, each failed part saying first how its call ended (for formats with no
+        error flag of their own): ``error: ...``, ``timeout: ...``."""
+        return "\n\n".join(_labelled(status, text) for status, text in self.parts)
+
+
+def _labelled(status: Status, text: str) -> str:
+    if status is Status.OK or text.startswith(status.value):
+        return text
+    return f"{status.value}: {text}"
+
+
+def answers(results: Iterable[ToolResult]) -> list[Answer]:
+    """One answer per call id, in the order of the results; a later result with an id already
+    answered (a repeat the kernel refused) adds its message to that answer."""
+    found: dict[str, list[tuple[Status, str]]] = {}
+    for result in results:
+        text = result.text() if result.ok else (result.error or result.status.value)
+        if result.ok and not text:
+            text = "(no output)"
+        found.setdefault(str(result.call_id), []).append((result.status, text))
+    return [Answer(call_id, tuple(parts)) for call_id, parts in found.items()]

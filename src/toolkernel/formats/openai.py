@@ -1,0 +1,183 @@
+"""OpenAI's wire formats: Chat Completions and Responses, tools out, calls in, results out.
+
+The functions accept the official ``openai`` SDK's objects and plain dicts alike (the SDK is
+not needed), and return plain dicts the SDK accepts as request parameters::
+
+    from toolkernel.formats import openai as wire
+
+    tools = wire.chat_tools(kernel.tools.values())
+    completion = await client.chat.completions.create(model=..., messages=messages, tools=tools)
+    message = completion.choices[0].message
+    calls = wire.calls_from_chat(message, tools=kernel.tools)
+    results = await kernel.run(calls)
+    messages += [message, *wire.chat_tool_messages(results)]
+
+Tool names OpenAI forbids are renamed (see :func:`toolkernel.formats.wire_names`); pass the same
+tools as ``tools=`` to the ``calls_from_*`` functions to map them back. Malformed model output
+(bad JSON, an unknown tool, a missing or repeated id) becomes an ERROR result, never an
+exception. With ``dependencies=True`` every tool also offers the optional ``depends_on``
+argument (see :mod:`toolkernel.formats`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..kernel import ToolCall, ToolResult
+from ._calls import WireCall, answers, field, to_tool_calls, tool_objects
+from ._names import NameMap
+from ._schema import strict_schema, tool_schema, with_dependencies
+
+__all__ = [
+    "chat_tools",
+    "responses_tools",
+    "calls_from_chat",
+    "chat_tool_messages",
+    "calls_from_responses",
+    "responses_outputs",
+]
+
+Tools = Iterable[object] | Mapping[str, object]
+
+
+def _functions(tools: Tools, strict: bool, dependencies: bool) -> list[dict[str, Any]]:
+    toolset = tool_objects(tools)
+    names = NameMap(toolset)
+    functions = []
+    for tool in toolset:
+        name = getattr(tool, "name", None)
+        if not isinstance(name, str):
+            continue
+        schema = tool_schema(tool)
+        if dependencies:
+            schema = with_dependencies(schema)
+        if strict:
+            schema = strict_schema(schema, name)
+        function: dict[str, Any] = {"name": names.wire(name)}
+        description = getattr(tool, "description", "")
+        if isinstance(description, str) and description:
+            function["description"] = description
+        function["parameters"] = schema
+        function["strict"] = strict
+        functions.append(function)
+    return functions
+
+
+def chat_tools(
+    tools: Tools, strict: bool = False, *, dependencies: bool = False
+) -> list[dict[str, Any]]:
+    """The ``tools`` parameter of a Chat Completions request, one function per tool.
+
+    With ``strict=True`` every schema follows OpenAI's strict-mode rules (all properties
+    required, optional ones nullable, ``additionalProperties: false``, no unsupported keywords);
+    a tool whose parameters can't be said that way raises :class:`~toolkernel.SchemaError`.
+    """
+    return [
+        {"type": "function", "function": function}
+        for function in _functions(tools, strict, dependencies)
+    ]
+
+
+def responses_tools(
+    tools: Tools, strict: bool = False, *, dependencies: bool = False
+) -> list[dict[str, Any]]:
+    """The ``tools`` parameter of a Responses request (``strict`` is always sent: the Responses
+    API would otherwise default to strict)."""
+    return [
+        {"type": "function", **function} for function in _functions(tools, strict, dependencies)
+    ]
+
+
+# -- Chat Completions ---------------------------------------------------------------------------
+
+
+def _chat_message(message: object) -> object:
+    """The assistant message, from a message, a choice, or a whole completion."""
+    choices = field(message, "choices")
+    if choices:
+        message = field(choices[0], "message") or {}
+    elif field(message, "message") is not None and field(message, "role") is None:
+        message = field(message, "message")
+    return message
+
+
+def parse_chat(message: object, tools: Tools = ()) -> tuple[dict[str, Any], list[ToolCall]]:
+    """The assistant message as a plain dict (every tool call with its id, made up if missing),
+    and its kernel calls."""
+    message = _chat_message(message)
+    raw_calls = list(field(message, "tool_calls") or ())
+    wire = []
+    for raw in raw_calls:
+        function = field(raw, "function")
+        if function is not None:
+            name, arguments = field(function, "name"), field(function, "arguments")
+            wire.append(WireCall(field(raw, "id"), name, arguments))
+        else:  # a custom (free-text) tool call: toolkernel exports none, so it is an error
+            custom = field(raw, "custom")
+            wire.append(WireCall(field(raw, "id"), field(custom, "name"), field(custom, "input")))
+    calls = to_tool_calls(wire, tools)
+    content = field(message, "content")
+    plain: dict[str, Any] = {"role": "assistant", "content": content if content else None}
+    if raw_calls:
+        plain["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": w.name if isinstance(w.name, str) else "",
+                    "arguments": w.arguments
+                    if isinstance(w.arguments, str)
+                    else json.dumps(w.arguments or {}, default=str),
+                },
+            }
+            for call, w in zip(calls, wire, strict=True)
+        ]
+    return plain, calls
+
+
+def calls_from_chat(message: object, tools: Tools = ()) -> list[ToolCall]:
+    """The kernel calls of a Chat Completions assistant message (``tool_calls``, arguments as
+    JSON strings), in the order the model emitted them.
+
+    ``message`` is a ``ChatCompletionMessage`` or its dict (a ``ChatCompletion`` or a choice
+    works too). ``tools``: the tools the names were exported from (or ``kernel.tools``), to
+    map renamed names back, and to read ``null`` for an optional argument as "absent".
+    """
+    return parse_chat(message, tools)[1]
+
+
+def chat_tool_messages(results: Iterable[ToolResult]) -> list[dict[str, Any]]:
+    """One ``role: "tool"`` message per call, in call order, each answering its call's id. A
+    call that did not succeed says so first (``error: ...``, ``skipped: ...``)."""
+    return [
+        {"role": "tool", "tool_call_id": answer.call_id, "content": answer.labelled()}
+        for answer in answers(results)
+    ]
+
+
+# -- Responses ----------------------------------------------------------------------------------
+
+
+def calls_from_responses(output_items: object, tools: Tools = ()) -> list[ToolCall]:
+    """The kernel calls among a response's output items (its ``function_call`` items).
+
+    ``output_items`` is ``response.output`` (SDK objects or dicts), or the ``Response`` itself.
+    The call's id is the item's ``call_id``.
+    """
+    items = field(output_items, "output", output_items)
+    wire = [
+        WireCall(field(item, "call_id"), field(item, "name"), field(item, "arguments"))
+        for item in (items or ())
+        if field(item, "type") == "function_call"
+    ]
+    return to_tool_calls(wire, tools)
+
+
+def responses_outputs(results: Iterable[ToolResult]) -> list[dict[str, Any]]:
+    """One ``function_call_output`` input item per call, in call order."""
+    return [
+        {"type": "function_call_output", "call_id": answer.call_id, "output": answer.labelled()}
+        for answer in answers(results)
+    ]

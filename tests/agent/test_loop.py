@@ -1,0 +1,270 @@
+"""The agent loop with the scripted model: how it ends, what it records, what it reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from openai.types.chat import ChatCompletionMessageParam
+from pydantic import TypeAdapter
+
+import toolkernel as tk
+from tests.loopback import assistant
+from tests.sample_tools import SAMPLE_TOOLS
+from toolkernel.agent import (
+    CALLS_PROMPT,
+    AgentEvent,
+    ModelError,
+    ModelReplied,
+    ScriptedModel,
+    StepStarted,
+    StopReason,
+    TodosUpdated,
+    Turn,
+    run_agent,
+)
+from toolkernel.tools import builtin_tools
+
+MESSAGES = TypeAdapter(list[ChatCompletionMessageParam])
+
+
+def turn(says: str, *calls: tuple[str, str, dict[str, Any]], after: Any = None) -> Turn:
+    return Turn(says, [tk.ToolCall(i, n, a) for i, n, a in calls])
+
+
+async def test_the_loop_runs_each_batch_and_completes_when_the_model_calls_nothing() -> None:
+    model = ScriptedModel(
+        [
+            turn("Two at once.", ("c1", "echo", {"text": "a"}), ("c2", "note", {"text": "b"})),
+            turn("One more.", ("c3", "echo", {"text": "c", "times": 2})),
+        ],
+        final="All done.",
+    )
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(model, kernel, "Do it.")
+    assert outcome.stop_reason == StopReason.COMPLETED == "completed"
+    assert outcome.text == "All done."
+    assert [(s.index, s.says, [r.output for r in s.results]) for s in outcome.steps] == [
+        (1, "Two at once.", ["a", "noted 'b'"]),
+        (2, "One more.", ["cc"]),
+        (3, "All done.", []),
+    ]
+    MESSAGES.validate_python(outcome.messages)  # a conversation the SDK would send as it is
+    assert [m["role"] for m in outcome.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert outcome.messages[0]["content"] == CALLS_PROMPT
+    assert outcome.messages[1] == {"role": "user", "content": "Do it."}
+    assert [m["tool_call_id"] for m in outcome.messages if m["role"] == "tool"] == [
+        "c1",
+        "c2",
+        "c3",
+    ]
+    # The model saw the whole conversation so far at every step, and the tools' names.
+    assert [len(messages) for messages, _ in model.requests] == [2, 5, 7]
+    assert model.requests[0][1] == ("echo", "fail", "forever", "note")
+
+
+async def test_the_system_prompt_is_yours_then_the_calls_paragraph() -> None:
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        both = await run_agent(ScriptedModel([]), kernel, "hi", system="You are terse.")
+        mine = await run_agent(ScriptedModel([]), kernel, "hi", system="Mine.", calls_prompt="")
+        none = await run_agent(ScriptedModel([]), kernel, "hi", calls_prompt="")
+    assert both.messages[0]["content"] == "You are terse.\n\n" + CALLS_PROMPT
+    assert mine.messages[0] == {"role": "system", "content": "Mine."}
+    assert none.messages[0] == {"role": "user", "content": "hi"}
+
+
+async def test_a_conversation_goes_on_from_the_messages_of_the_last_run() -> None:
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        first = await run_agent(
+            ScriptedModel([turn("", ("c1", "echo", {"text": "a"}))]), kernel, "one"
+        )
+        model = ScriptedModel([], final="Second answer.")
+        second = await run_agent(model, kernel, "two", messages=first.messages)
+    assert second.messages[: len(first.messages)] == first.messages
+    assert second.messages[len(first.messages)] == {"role": "user", "content": "two"}
+    assert [m["role"] for m in second.messages].count("system") == 1
+    assert len(model.requests[0][0]) == len(first.messages) + 1
+
+
+async def test_the_loop_stops_after_max_steps_with_every_call_answered() -> None:
+    script = [turn(f"step {n}", (f"c{n}", "echo", {"text": str(n)})) for n in range(1, 6)]
+    model = ScriptedModel(script)
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(model, kernel, "go", max_steps=2)
+    assert outcome.stop_reason == "max_steps"
+    assert [s.index for s in outcome.steps] == [1, 2]
+    assert len(model.requests) == 2 and model.remaining == 3
+    assert outcome.messages[-1] == {"role": "tool", "tool_call_id": "c2", "content": "2"}
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+async def test_max_steps_must_be_a_positive_int(bad: Any) -> None:
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        with pytest.raises(ValueError, match="max_steps must be an int >= 1"):
+            await run_agent(ScriptedModel([]), kernel, "go", max_steps=bad)
+
+
+async def test_an_error_retrying_cannot_fix_stops_the_loop_at_once() -> None:
+    refused = ModelError("the model server answered 401: bad key", transient=False, status=401)
+    events: list[AgentEvent] = []
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(
+            ScriptedModel([turn("", ("c1", "echo", {"text": "a"})), refused]),
+            kernel,
+            "go",
+            on_event=events.append,
+        )
+    assert outcome.stop_reason == "model_error"
+    assert outcome.error is refused
+    assert [s.index for s in outcome.steps] == [1]
+    assert [type(e).__name__ for e in events if isinstance(e, StepStarted | ModelReplied)] == [
+        "StepStarted",
+        "ModelReplied",
+        "StepStarted",
+    ]
+
+
+async def test_events_tell_each_step_what_the_model_said_and_each_calls_start_and_end() -> None:
+    events: list[AgentEvent] = []
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        await run_agent(
+            ScriptedModel([turn("Look.", ("c1", "echo", {"text": "a"}))], final="Done."),
+            kernel,
+            "go",
+            on_event=events.append,
+        )
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == [
+        "StepStarted",
+        "ModelReplied",
+        "CallQueued",
+        "CallStarted",
+        "CallFinished",
+        "StepStarted",
+        "ModelReplied",
+    ]
+    replied = [e for e in events if isinstance(e, ModelReplied)]
+    assert replied[0] == ModelReplied(1, "Look.", (tk.ToolCall("c1", "echo", {"text": "a"}),))
+    assert replied[1] == ModelReplied(2, "Done.", ())
+
+
+async def test_todo_write_updates_are_reported_with_the_whole_list() -> None:
+    todos = [{"content": "write tests", "status": "in_progress"}]
+    events: list[AgentEvent] = []
+    async with tk.open_kernel(tools=builtin_tools()) as kernel:
+        await run_agent(
+            ScriptedModel([turn("", ("t1", "TodoWrite", {"todos": todos}))]),
+            kernel,
+            "plan",
+            on_event=events.append,
+        )
+    assert [e for e in events if isinstance(e, TodosUpdated)] == [
+        TodosUpdated(1, "t1", tuple(todos))
+    ]
+
+
+async def test_malformed_model_output_is_answered_with_errors_and_the_loop_goes_on() -> None:
+    garbled = {
+        "role": "assistant",
+        "content": "Trying.",
+        "tool_calls": [
+            {"type": "function", "function": {"name": "echo", "arguments": '{"text": "a"}'}},
+            {"id": "x", "type": "function", "function": {"name": "echo", "arguments": "{"}},
+            {"id": "y", "type": "function", "function": {"name": "nope", "arguments": "{}"}},
+        ],
+    }
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(ScriptedModel([garbled]), kernel, "go")
+    assert outcome.stop_reason == "completed"
+    assistant, *answers = outcome.messages[2:6]
+    assert [c["id"] for c in assistant["tool_calls"]] == ["call_1", "x", "y"]
+    assert [a["tool_call_id"] for a in answers] == ["call_1", "x", "y"]
+    assert [a["content"].split(":")[0] for a in answers] == ["a", "error", "error"]
+    MESSAGES.validate_python(outcome.messages)
+
+
+async def test_a_scripted_calls_after_travels_as_depends_on_and_orders_the_batch() -> None:
+    script = [
+        Turn(
+            "",
+            [
+                tk.ToolCall("c1", "note", {"text": "first"}),
+                tk.ToolCall("c2", "echo", {"text": "second"}, after=("c1",)),
+            ],
+        )
+    ]
+    model = ScriptedModel(script)
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(model, kernel, "go")
+    sent = outcome.messages[2]["tool_calls"][1]["function"]["arguments"]
+    assert sent == '{"text": "second", "depends_on": ["c1"]}'
+    first, second = outcome.steps[0].results
+    assert outcome.steps[0].calls[1].after == ("c1",)
+    assert second.started_at is not None and second.started_at >= first.finished_at
+
+
+async def test_a_call_of_a_batch_can_use_the_output_of_another_it_depends_on() -> None:
+    message = assistant(
+        "Look it up, then use it.",
+        ("a", "echo", '{"text": "config.py"}'),
+        ("b", "echo", '{"text": "reading ${1}", "depends_on": [1]}'),
+        ("c", "fail", "{}"),
+        ("d", "echo", '{"text": "$3", "depends_on": [3]}'),
+    )
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(ScriptedModel([message]), kernel, "go")
+    results = outcome.steps[0].results
+    assert [r.status for r in results] == [
+        tk.Status.OK,
+        tk.Status.OK,
+        tk.Status.ERROR,
+        tk.Status.SKIPPED,
+    ]
+    assert results[1].output == "reading config.py"
+    assert outcome.steps[0].calls[1].arguments == {"text": "reading ${a}"}
+
+
+async def test_cancelling_the_loops_scope_stops_it_with_every_call_answered() -> None:
+    scope = anyio.CancelScope()
+
+    def cancel_when_forever_starts(event: AgentEvent) -> None:
+        if isinstance(event, tk.CallStarted) and event.name == "forever":
+            scope.cancel()
+
+    model = ScriptedModel(
+        [turn("", ("c1", "echo", {"text": "a"}), ("c2", "forever", {}))], final="unreached"
+    )
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(
+            model, kernel, "go", cancel_scope=scope, on_event=cancel_when_forever_starts
+        )
+        assert outcome.stop_reason == "cancelled"
+        assert [r.status for r in outcome.steps[0].results][1] is tk.Status.CANCELLED
+        assert [m["tool_call_id"] for m in outcome.messages[3:]] == ["c1", "c2"]
+        MESSAGES.validate_python(outcome.messages)
+        again = await run_agent(ScriptedModel([]), kernel, "go on", messages=outcome.messages)
+    assert again.stop_reason == "completed"
+
+
+async def test_cancellation_from_the_callers_own_scope_propagates() -> None:
+    model = ScriptedModel([turn("", ("c1", "forever", {}))])
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        with anyio.CancelScope() as outer:
+
+            def cancel(event: AgentEvent) -> None:
+                if isinstance(event, tk.CallStarted):
+                    outer.cancel()
+
+            await run_agent(model, kernel, "go", on_event=cancel)
+            pytest.fail("run_agent returned from a cancelled scope")
+        assert outer.cancelled_caught
