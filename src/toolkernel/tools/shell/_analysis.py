@@ -20,13 +20,14 @@ assignment to ``PATH``, ``LD_PRELOAD``, a ``GIT_`` variable...) makes the comman
 from __future__ import annotations
 
 import functools
-import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from ._access import Access, Cwds, join, parent_of, path_text
+from ._programs import apply
 from ._rules import Rule, ShellRules
 from ._syntax import parse, split_by_newline
 from ._words import Word, word_of
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 
 __all__ = ["Access", "Analysis", "analyse"]
-
-Cwds = frozenset[str]
 
 MAX_DEPTH: Final = 8
 """How deeply commands may nest (wrappers, ``bash -c``, substitutions) before the walk gives up."""
@@ -82,25 +81,6 @@ _SUBSTITUTIONS: Final = frozenset({"command_substitution", "process_substitution
 
 
 @attrs.frozen
-class Access:
-    """One path a command touches."""
-
-    kind: str
-    """``read``, ``write``, or ``cd`` (a directory it runs in, which must be in the workspace)."""
-    path: str | None
-    """As spelled: relative to the workspace root, absolute, or starting with ``~``; None if it
-    can't be known from the text."""
-    rule: str
-    """The rule (or shell construct) it comes from, for messages."""
-    create: str | None = None
-    """``file`` or ``dir``: what the Bash tool may create before the command runs, if it is
-    missing, so the command can be confined to it."""
-    optional: bool = False
-    """True for a place that may not exist (``.git`` in a parent): one outside the workspace is
-    dropped rather than making the command a barrier."""
-
-
-@attrs.frozen
 class Analysis:
     """What a command touches, or why it is not understood."""
 
@@ -114,33 +94,6 @@ class Analysis:
     git: str | None = None
     """``read`` if it runs git and every git command in it only reads; ``write`` if some git
     command writes; None without git."""
-
-
-def join(cwd: str, path: str) -> str:
-    """``path`` as seen from ``cwd`` (both spelled as in :class:`Access`)."""
-    if path.startswith(("/", "~")) or cwd == ".":
-        return path or "."
-    return cwd if path in ("", ".") else f"{cwd}/{path}"
-
-
-def parent_of(path: str) -> str:
-    """The directory holding the entry ``path`` names."""
-    stripped = path.rstrip("/") or "/"
-    last = stripped.rsplit("/", 1)[-1]
-    if last in (".", ".."):
-        return f"{stripped}/.."
-    head = posixpath.dirname(stripped)
-    return head or "."
-
-
-def path_text(word: Word) -> str | None:
-    """The path a word names, or the directory its possible values all lie beneath, or None."""
-    if word.text is not None:
-        return word.text
-    if word.beneath:
-        head, slash, _ = word.prefix.rpartition("/")
-        return (head or "/") if slash else "."
-    return None
 
 
 class _Barrier(Exception):
@@ -319,12 +272,13 @@ class Walk:
         for child in node.named_children:
             self.substitutions(child, cwds)
 
-    def nested(self, walk: object) -> None:
+    def nested(self, walk: Callable[[], object]) -> None:
+        """Run ``walk`` one level deeper (a wrapped command, a script, a substitution)."""
         self.depth += 1
         try:
             if self.depth > MAX_DEPTH:
                 raise self.fail(f"commands nest more than {MAX_DEPTH} deep")
-            walk()  # type: ignore[operator]
+            walk()
         finally:
             self.depth -= 1
 
@@ -401,8 +355,6 @@ class Walk:
 
     def run(self, words: Sequence[Word], cwds: Cwds) -> None:
         """Run one program (or builtin) with its words, as the rules say."""
-        from ._programs import apply  # noqa: PLC0415 - the two modules call each other
-
         words = list(words)
         while words and words[0].text is not None and _ASSIGNMENT.match(words[0].text):
             self.check_name(words[0].text.split("=", 1)[0])  # `env A=1 cmd` reaches here
@@ -445,21 +397,25 @@ def _is_activate(path: str) -> bool:
 
 
 def _is_statement(node: Node) -> bool:
-    return node.type in (
-        "command",
-        "redirected_statement",
-        "list",
-        "pipeline",
-        "subshell",
-        "compound_statement",
-        "negated_command",
-        "variable_assignment",
-        "variable_assignments",
-        "declaration_command",
-        "unset_command",
-        "test_command",
-        "function_definition",
-    ) or node.type in _STRUCTURES
+    return (
+        node.type
+        in (
+            "command",
+            "redirected_statement",
+            "list",
+            "pipeline",
+            "subshell",
+            "compound_statement",
+            "negated_command",
+            "variable_assignment",
+            "variable_assignments",
+            "declaration_command",
+            "unset_command",
+            "test_command",
+            "function_definition",
+        )
+        or node.type in _STRUCTURES
+    )
 
 
 def _text(node: Node) -> str:

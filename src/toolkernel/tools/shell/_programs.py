@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
+from ._access import Access, Cwds, join
 from ._rules import Rule
 from ._words import Word
 
 if TYPE_CHECKING:
-    from ._analysis import Cwds, Walk
+    from ._analysis import Walk
 
 __all__ = ["apply"]
 
@@ -72,18 +73,16 @@ class _Invocation:
             if kind == "cd":
                 if value.text is None:
                     raise self.fail(f"{option} names a directory not known from the text")
-                from ._analysis import join  # noqa: PLC0415
-
                 cwds = frozenset(join(cwd, value.text) for cwd in cwds)
                 self.walk.accesses.extend(_cd(cwd, rule.name) for cwd in cwds)
         for kind, option, value in self.values:
-            if kind in ("read", "write", "parent"):
+            if kind in ("read", "write", "dir", "parent"):
                 self.path(kind, value, cwds, f"{rule.name} {option}")
             elif kind == "script":
                 self.script(value, cwds)
         self.operand_roles(rule, cwds)
         self.fixed(rule, cwds)
-        if rule.git is not None or rule.name.split(" ")[0] == "git" and self.subcommand is None:
+        if rule.git is not None or (rule.name.split(" ")[0] == "git" and self.subcommand is None):
             self.walk.git.append(rule.git or "write")
         if self.subcommand is not None:
             name, words = self.subcommand
@@ -185,14 +184,18 @@ class _Invocation:
             self.walk.touch("read", word, cwds, rule)
         elif role == "write":
             self.walk.touch("write", word, cwds, rule, create="file")
+        elif role == "dir":
+            self.walk.touch("write", word, cwds, rule, create="dir")
         elif role == "parent":
             self.walk.touch("write", word, cwds, rule, entry=True)
 
     def operand_roles(self, rule: Rule, cwds: Cwds) -> None:
         self.rule = rule  # the rule with its `when` tables applied
         operands = self.operands
-        if not operands and rule.default and (
-            not rule.default_when or rule.default_when & self.present
+        if (
+            not operands
+            and rule.default
+            and (not rule.default_when or rule.default_when & self.present)
         ):
             operands = [Word.known(text) for text in rule.default]
         if len(operands) < rule.min_operands:
@@ -231,9 +234,7 @@ class _Invocation:
         self.walk.nested(lambda: self.walk.run(words, cwds))
 
 
-def _cd(cwd: str, rule: str) -> object:
-    from ._analysis import Access  # noqa: PLC0415
-
+def _cd(cwd: str, rule: str) -> Access:
     return Access("cd", cwd, rule)
 
 
@@ -286,7 +287,7 @@ def find(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
                 raise walk.fail(f"find {text} names no command")
             for start in starts:
                 command = [start if "{}" in w.raw else w for w in inner]
-                walk.nested(lambda c=command: walk.run(c, cwds))  # type: ignore[misc]
+                walk.nested(lambda c=command: walk.run(c, cwds))
             at = end + 1
             continue
         if text == "-delete":

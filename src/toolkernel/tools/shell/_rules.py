@@ -27,6 +27,7 @@ Fields of a rule (all optional):
 
     - ``read``: a path it reads (a shared claim on it and everything under it);
     - ``write``: a path it writes in place or creates as a regular file (an exclusive claim);
+    - ``dir``: a directory it creates if missing and writes beneath (``mkdir -p``);
     - ``parent``: a path whose *entry* it creates, removes, renames or replaces through a new
       file (``mv``, ``rm``, ``mkdir``, ``sed -i``): an exclusive claim on the directory holding
       it, because that is what the change is visible in, and what Landlock can enforce;
@@ -105,7 +106,7 @@ import attrs
 __all__ = ["Rule", "ShellRules", "ROLES"]
 
 ROLES: Final = frozenset(
-    {"read", "write", "parent", "text", "command", "command+input", "script", "barrier"}
+    {"read", "write", "dir", "parent", "text", "command", "command+input", "script", "barrier"}
 )
 _OPTION_LISTS: Final = {
     "value-options": "value",
@@ -240,7 +241,7 @@ def _rule(name: str, table: Mapping[str, Any]) -> Rule:
         raise ShellRulesError(f"shell rule {name!r}: barrier must be a reason (a string)")
     git = table.get("git")
     if git not in (None, "read"):
-        raise ShellRulesError(f"shell rule {name!r}: git may only be \"read\", not {git!r}")
+        raise ShellRulesError(f'shell rule {name!r}: git may only be "read", not {git!r}')
     when = table.get("when", {})
     if not isinstance(when, Mapping) or not all(isinstance(v, Mapping) for v in when.values()):
         raise ShellRulesError(f"shell rule {name!r}: when must map option names to tables")

@@ -13,6 +13,7 @@ is this trap, or one like it.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import TYPE_CHECKING, Any, Final
 
@@ -59,7 +60,7 @@ def split_by_newline(node: Node) -> bool:
     source: bytes = node.text or b""
     base = node.start_byte
     children = node.children
-    for before, after in zip(children, children[1:], strict=False):
+    for before, after in itertools.pairwise(children):
         gap = source[before.end_byte - base : after.start_byte - base]
         at = gap.find(b"\n")
         while at != -1:

@@ -107,7 +107,7 @@ def _word_of(node: Node) -> Word:
     if kind == "raw_string":
         return Word.known(_text(node)[1:-1])
     if kind in ("string", "translated_string"):
-        parts = []
+        parts: list[str] = []
         for child in node.named_children:
             if child.type != "string_content":
                 return Word(None, "".join(parts))
