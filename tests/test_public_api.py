@@ -54,7 +54,7 @@ PROMISED = {
         "reads",
         "writes",
     ],
-    toolkernel.tools: ["builtin_tools", "Workspace", "tool", "Tool"],
+    toolkernel.tools: ["builtin_tools", "Workspace", "tool", "Tool", "shell_claims", "ShellRules"],
 }
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "RunTimeoutError",
     "CallCancelledError",
     "DependencyFailedError",
+    "ShellRulesError",
 ]
 
 
@@ -167,3 +168,7 @@ class IllegalTransitionError(ToolkernelError, RuntimeError):
 
 class KernelClosedError(ToolkernelError, RuntimeError):
     """Work was submitted to a kernel that is closing or closed."""
+
+
+class ShellRulesError(ToolkernelError, ValueError):
+    """A table of shell rules that can't be understood; the message names the rule and field."""

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 
 from ..._errors import InvalidClaimError
-from ...locks import Claim, Path, canonical_claims, exclusive, path, shared
+from ...locks import Claim, Mode, Path, canonical_claims, exclusive, path, shared
 from ._analysis import Analysis, analyse
 from ._rules import ShellRules
 
@@ -62,7 +62,21 @@ def keyed_claims(analysis: Analysis, key: Key) -> list[Claim]:
                 claims.append(exclusive(resource))
         elif not access.optional:
             return barrier_claims()  # a write, or a cd, out of what the workspace can key
-    return list(canonical_claims(claims))
+    return _without_covered_reads(canonical_claims(claims))
+
+
+def _without_covered_reads(claims: tuple[Claim, ...]) -> list[Claim]:
+    """Drop a shared path claim under another path claim of the set: it adds nothing."""
+    paths = {c.resource.parts for c in claims if isinstance(c.resource, Path)}
+    kept = []
+    for claim in claims:
+        resource = claim.resource
+        if claim.mode is Mode.SHARED and isinstance(resource, Path):
+            parts = resource.parts
+            if any(parts[:n] in paths for n in range(len(parts))):
+                continue
+        kept.append(claim)
+    return kept
 
 
 def _key(spelled: str | None, key: Key) -> Path | None:

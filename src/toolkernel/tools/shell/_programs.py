@@ -13,6 +13,7 @@ the options, and options may follow operands. Parsing stops where a command star
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -28,6 +29,7 @@ __all__ = ["apply"]
 _VALUE_KINDS: Final = frozenset(
     {"value", "read", "write", "parent", "cd", "command", "script", "text"}
 )
+_PATH_ROLES: Final = frozenset({"read", "write", "dir", "parent"})
 _FIND_PREFIX_FLAGS: Final = frozenset({"-H", "-L", "-P"})
 _FIND_EXEC: Final = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _FIND_WRITES: Final = {"-fprint": 1, "-fprint0": 1, "-fls": 1, "-fprintf": 2}
@@ -37,7 +39,10 @@ _FIND_READS: Final = frozenset({"-newer", "-anewer", "-cnewer", "-samefile"})
 def apply(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
     """Record what the program of ``rule`` does when run with ``args`` in any of ``cwds``."""
     walk.matched.append(rule.name)
-    if rule.barrier is not None:
+    if rule.barrier is not None and not (
+        args and args[0].text is not None and args[0].text in rule.subcommands
+    ):
+        # A barrier with subcommands (`npm run`) still knows those (`npm run lint`).
         raise walk.fail(f"{rule.name}: {rule.barrier}")
     if rule.name == "find":
         find(walk, rule, args, cwds)
@@ -81,7 +86,9 @@ class _Invocation:
             elif kind == "script":
                 self.script(value, cwds)
         self.operand_roles(rule, cwds)
-        self.fixed(rule, cwds)
+        if self.subcommand is None:  # a program's own paths are for when no subcommand is named
+            self.fixed(rule, cwds)
+        self.walk.outside.extend(rule.outside_writes)
         if rule.git is not None or (rule.name.split(" ")[0] == "git" and self.subcommand is None):
             self.walk.git.append(rule.git or "write")
         if self.subcommand is not None:
@@ -100,7 +107,7 @@ class _Invocation:
         return self.rule.roles(index + 1, text_given=self.text_given())[index]
 
     def text_given(self) -> bool:
-        return any(kind == "text" for kind, _, _ in self.values)
+        return any(option in self.rule.text_options for _, option, _ in self.values)
 
     def read_words(self) -> None:
         args, options = self.args, self.rule.options
@@ -192,15 +199,15 @@ class _Invocation:
     def operand_roles(self, rule: Rule, cwds: Cwds) -> None:
         self.rule = rule  # the rule with its `when` tables applied
         operands = self.operands
-        if (
-            not operands
-            and rule.default
-            and (not rule.default_when or rule.default_when & self.present)
-        ):
-            operands = [Word.known(text) for text in rule.default]
+        text_given = self.text_given()
+        if rule.default and (not rule.default_when or rule.default_when & self.present):
+            roles = rule.roles(len(operands), text_given=text_given)
+            if not any(role in _PATH_ROLES for role in roles):
+                # No path among the operands (`grep -r TODO`, `ls`): the default ones.
+                operands = [*operands, *(Word.known(text) for text in rule.default)]
         if len(operands) < rule.min_operands:
             raise self.fail(f"fewer than {rule.min_operands} operands are not described")
-        roles = rule.roles(len(operands), text_given=self.text_given())
+        roles = rule.roles(len(operands), text_given=text_given)
         for word, role in zip(operands, roles, strict=True):
             if role is None:
                 raise self.fail(f"operand {word.raw or word.text!r} is more than the rule expects")
@@ -220,7 +227,6 @@ class _Invocation:
                 else:
                     create = "dir" if text.endswith("/") and kind == "write" else None
                     self.walk.touch(kind, text.rstrip("/") or ".", cwds, rule.name, create=create)
-        self.walk.outside.extend(rule.outside_writes)
 
     def script(self, value: Word, cwds: Cwds) -> None:
         if value.text is None:
@@ -287,7 +293,7 @@ def find(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
                 raise walk.fail(f"find {text} names no command")
             for start in starts:
                 command = [start if "{}" in w.raw else w for w in inner]
-                walk.nested(lambda c=command: walk.run(c, cwds))
+                walk.nested(functools.partial(walk.run, command, cwds))
             at = end + 1
             continue
         if text == "-delete":

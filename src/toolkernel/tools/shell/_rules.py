@@ -60,7 +60,8 @@ Fields of a rule (all optional):
     Options that make the program run other programs or do what the rule does not describe:
     the command is then not understood (``rg --pre``, ``find -exec`` is handled by ``find``).
 ``reads``, ``writes``
-    Fixed paths it reads or writes, relative to the directory it runs in. A path ending in
+    Fixed paths it reads or writes, relative to the directory it runs in (a program's own apply
+    when no subcommand is named: ``git stash`` but not ``git stash list``). A path ending in
     ``/`` is a directory (``.pytest_cache/``); the Bash tool creates a missing one before the
     command runs, so that it can be confined to it. ``{workspace}`` is the whole workspace;
     ``{git-dir}`` is ``.git`` in the directory it runs in and in each parent up to the root.
@@ -103,6 +104,8 @@ from typing import Any, Final
 
 import attrs
 
+from ..._errors import ShellRulesError
+
 __all__ = ["Rule", "ShellRules", "ROLES"]
 
 ROLES: Final = frozenset(
@@ -116,7 +119,6 @@ _OPTION_LISTS: Final = {
     "cd-options": "cd",
     "command-options": "command",
     "script-options": "script",
-    "text-options": "text",
     "barrier-options": "barrier",
 }
 _FIELDS: Final = frozenset(
@@ -131,13 +133,10 @@ _FIELDS: Final = frozenset(
         "barrier",
         "git",
         "when",
+        "text-options",
         *_OPTION_LISTS,
     }
 )
-
-
-class ShellRulesError(ValueError):
-    """A rule table that can't be understood; the message names the rule and the field."""
 
 
 @attrs.frozen
@@ -155,7 +154,8 @@ class Rule:
     default_when: frozenset[str] = frozenset()
     options: Mapping[str, str] = attrs.field(factory=dict)
     """Option name (``-n``, ``--lines``) to its kind: value, read, write, parent, cd, command,
-    script, text or barrier."""
+    script or barrier."""
+    text_options: frozenset[str] = frozenset()
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
     outside_writes: tuple[str, ...] = ()
@@ -228,6 +228,9 @@ def _rule(name: str, table: Mapping[str, Any]) -> Rule:
                 f"{', '.join(sorted(ROLES))}"
             )
     options: dict[str, str] = {}
+    text_options = frozenset(_strings(name, "text-options", table.get("text-options", [])))
+    for option in text_options:
+        options[option] = "value"
     for field, kind in _OPTION_LISTS.items():
         for option in _strings(name, field, table.get(field, [])):
             if not option.startswith(("-", "+")):
@@ -264,6 +267,7 @@ def _rule(name: str, table: Mapping[str, Any]) -> Rule:
         default=_strings(name, "default", table.get("default", [])),
         default_when=frozenset(_strings(name, "default-when", table.get("default-when", []))),
         options=options,
+        text_options=text_options,
         reads=_strings(name, "reads", table.get("reads", [])),
         writes=_strings(name, "writes", table.get("writes", [])),
         outside_writes=_strings(name, "outside-writes", table.get("outside-writes", [])),

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 __all__ = ["Word", "literal", "word_of"]
 
 # In an unquoted word, these (unescaped) make a glob or a brace expansion: several paths.
-_GLOB: Final = re.compile(r"(?<!\\)(?:\\\\)*([*?\[{])")
+_GLOB: Final = re.compile(r"(?<!\\)(?:\\\\)*([*?\[]|\{[^{}]*(?:,|\.\.)[^{}]*\})")
+_BRACES: Final = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 _DOUBLE_QUOTE_ESCAPES: Final = frozenset('$`"\\\n')
 
 
@@ -129,8 +130,8 @@ def _word_of(node: Node) -> Word:
         children = node.children
         for at, child in enumerate(children):
             part = _word_of(child)
-            if child.type == "word" and _text(child) in ("{", "}"):  # a brace expansion
-                part = Word(None, "", beneath=".." not in _text(node))
+            if child.type == "word" and _text(child) == "{" and _BRACES.search(_text(node)):
+                part = Word(None, "", beneath=".." not in _text(node))  # a brace expansion
             if part.text is None:
                 # The rest stays beneath only if nothing after the glob can hold `..`.
                 rest = [_word_of(c) for c in children[at + 1 :]]
@@ -140,5 +141,7 @@ def _word_of(node: Node) -> Word:
                 return Word(None, prefix + part.prefix, beneath)
             prefix += part.text
         return Word(prefix, prefix)
+    if kind == "process_substitution":
+        return Word.known("/dev/fd/63")  # what the command sees: a pipe, not a file
     # Expansions, substitutions, arithmetic, brace expressions: unknown.
     return Word(None, "")
