@@ -305,12 +305,11 @@ def report_landlock(repetitions: int) -> None:
         free = statistics.median(found[(command, False)]) * 1000
         extra.append(confined - free)
         print(
-            f"  {command:<28} confined {confined:7.2f} ms   unconfined {free:7.2f} ms   "
+            f"  {command:<34} confined {confined:7.2f} ms   unconfined {free:7.2f} ms   "
             f"+{confined - free:.2f} ms  x{confined / free:.2f}"
         )
-    print(
-        f"  Landlock's cost per command (median of the differences): {statistics.median(extra):.2f} ms"
-    )
+    cost = statistics.median(extra)
+    print(f"  Landlock's cost per command (median of the differences): {cost:.2f} ms")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
