@@ -172,8 +172,9 @@ class Walk:
             body = node.child_by_field_name("body")
             ok, failed = (cwds, cwds) if body is None else self.statement(body, cwds)
             # The grammar hangs `a && b > out` on the list; bash binds it to `b`, so it is
-            # opened where `b` starts.
-            opened = self.last_started if body is not None and body.type == "list" else cwds
+            # opened where `b` starts (and for a pipeline, where its last stage starts).
+            lists = body is not None and body.type in ("list", "pipeline")
+            opened = self.last_started if lists else cwds
             for child in node.children:
                 if child.type in _REDIRECTS:
                     self.redirect(child, opened)
@@ -181,9 +182,7 @@ class Walk:
         if kind == "list":
             return self.list(node, cwds)
         if kind == "pipeline":
-            for child in node.named_children:
-                self.statement(child, cwds)  # each stage runs in a subshell
-            return cwds, cwds
+            return self.pipeline(node, cwds)
         if kind == "subshell":
             self.sequence(node.named_children, cwds)
             return cwds, cwds
@@ -245,6 +244,28 @@ class Walk:
                 ok, failed = self.statement(child, started)
         self.last_started = started
         return ok, failed
+
+    def pipeline(self, node: Node, cwds: Cwds) -> tuple[Cwds, Cwds]:
+        """``a | b``: each stage runs in a subshell, so none changes the directory.
+
+        The grammar gets the precedence of ``|`` and ``&&`` wrong in places: it reads
+        ``cd sub && a | b`` as ``(cd sub && a) | b`` where bash runs ``cd sub && (a | b)``. So a
+        stage after one that holds a list also runs where that list's last command started,
+        and the outcome is every directory any stage may end in: more claims, never fewer.
+        """
+        current = cwds
+        outcome = cwds
+        started = cwds
+        for child in node.named_children:
+            if child.type == "comment":
+                continue
+            started = current
+            self.last_started = current
+            ok, failed = self.statement(child, current)
+            outcome = outcome | ok | failed
+            current = current | self.last_started
+        self.last_started = started
+        return outcome, outcome
 
     def structure(self, node: Node, cwds: Cwds) -> None:
         """Loops and conditions: every part runs in ``cwds``, and none may change it."""
