@@ -57,6 +57,7 @@ _ALWAYS_WRITABLE_DIRS: Final = ("/dev/shm",)
 _DENIED: Final = re.compile(r"permission denied|operation not permitted", re.IGNORECASE)
 _QUOTED: Final = re.compile("['\"\u2018`]([^'\"\u2019`\n]+)['\"\u2019`]")
 _UNQUOTED: Final = re.compile(r"(?:^|[\s:])((?:\.{0,2}/)?[\w.\-]+(?:/[\w.\-]+)*)(?=:|\s|$)")
+_PROGRAM: Final = re.compile(r"^[^\s:'\"]+:(?:\s*(?:line\s+)?\d+:)?")
 _noted = False
 
 
@@ -293,16 +294,17 @@ def _git_env(analysis: Analysis) -> dict[str, str]:
 
 def _denied_places(lines: Iterable[str], root: str, allowed: Sequence[str]) -> list[str]:
     places: dict[str, None] = {}
-    for line in lines:
+    for whole in lines:
+        line = _PROGRAM.sub("", whole, count=1)  # `tee: a.txt: ...`: not the program's name
         quoted = [(c, True) for c in _QUOTED.findall(line)]
         for candidate, was_quoted in quoted + [(c, False) for c in _UNQUOTED.findall(line)]:
             candidate = candidate.strip()
             if not candidate:
                 continue
             real = os.path.normpath(os.path.join(root, candidate))
-            # A word names a path if it exists, or if it is quoted or has a slash and its
-            # directory exists (a file the command was refused to create).
-            plausible = was_quoted or "/" in candidate
+            # A word names a path if it exists, or if it looks like one (quoted, with a slash or
+            # an extension) and its directory exists (a file the command was refused to create).
+            plausible = was_quoted or "/" in candidate or "." in candidate.strip(".")
             exists = os.path.lexists(real)
             if not (exists or (plausible and os.path.isdir(os.path.dirname(real)))):
                 continue
