@@ -149,7 +149,7 @@ class Confinement:
             return found
         try:
             await fs.write_bytes(str(key), b"")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None  # its directory is missing: the shell will say so
         # An mtime no command leaves, so a file the command opened (even `: > f`, which only
         # truncates it) is told from one it never touched, whatever the clock's granularity.
