@@ -169,3 +169,64 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         lane_capacity=draw(st.integers(1, 2)),
         cancels=tuple(cancels),
     )
+
+
+# -- shell commands (tests/tools/shell/test_properties.py) -----------------------------------
+
+# Text that is mostly not bash: every character that means something to the shell, and a few
+# letters, so parse errors, missing nodes and odd trees are common.
+shell_noise = st.text(alphabet="ab x;|&<>()$`'\"\\{}[]*?~\n-=/.#!", max_size=30)
+
+SHELL_PROGRAMS = ("cat a", "echo x", "ls src", "grep -n x f", "wc -l a", "git status", "pytest")
+REDIRECT_OPERATORS = (">", ">>", "2>", "&>", ">|", "&>>", "1>")
+REDIRECT_TARGETS = ("out", "o.txt", "sub/out", "sub/deep/o", "'q o'", '"dq"')
+
+
+@attrs.frozen
+class ShellCase:
+    """A generated command line and the redirection targets it writes (as the text names them,
+    relative to the directory the command starts in)."""
+
+    command: str
+    targets: tuple[str, ...]
+
+
+@st.composite
+def simple_shell_commands(draw: st.DrawFn) -> ShellCase:
+    program = draw(st.sampled_from(SHELL_PROGRAMS))
+    redirects = draw(
+        st.lists(
+            st.tuples(st.sampled_from(REDIRECT_OPERATORS), st.sampled_from(REDIRECT_TARGETS)),
+            max_size=2,
+        )
+    )
+    text = " ".join([program, *(f"{op} {target}" for op, target in redirects)])
+    return ShellCase(text, tuple(target.strip("'\"") for _, target in redirects))
+
+
+def _combined(children: st.SearchStrategy[ShellCase]) -> st.SearchStrategy[ShellCase]:
+    def join(pair: tuple[ShellCase, ShellCase], operator: str) -> ShellCase:
+        left, right = pair
+        return ShellCase(f"{left.command} {operator} {right.command}", left.targets + right.targets)
+
+    def wrap(case: ShellCase, shape: str) -> ShellCase:
+        return ShellCase(shape.format(case.command), case.targets)
+
+    return st.one_of(
+        st.builds(join, st.tuples(children, children), st.sampled_from(["&&", "||", ";", "|"])),
+        st.builds(
+            wrap,
+            children,
+            st.sampled_from(["( {} )", "{{ {}; }}", "echo $({})", "timeout 5 {}", "! {}"]),
+        ),
+        st.builds(
+            lambda case, target: ShellCase(
+                f"{{ {case.command}; }} > {target}", (*case.targets, target)
+            ),
+            children,
+            st.sampled_from(["grouped", "sub/grouped"]),
+        ),
+    )
+
+
+shell_cases = st.recursive(simple_shell_commands(), _combined, max_leaves=6)

@@ -58,7 +58,7 @@ PROMISED = {
         "reads",
         "writes",
     ],
-    toolkernel.tools: ["builtin_tools", "Workspace", "tool", "Tool"],
+    toolkernel.tools: ["builtin_tools", "Workspace", "tool", "Tool", "shell_claims", "ShellRules"],
     toolkernel.formats: ["openai", "anthropic", "wire_names", "DEPENDS_ON"],
     toolkernel.formats.openai: [
         "calls_from_chat",

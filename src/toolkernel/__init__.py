@@ -25,6 +25,7 @@ from ._errors import PathEscapeError as PathEscapeError
 from ._errors import PermissionDeniedError as PermissionDeniedError
 from ._errors import RunTimeoutError as RunTimeoutError
 from ._errors import SchemaError as SchemaError
+from ._errors import ShellRulesError as ShellRulesError
 from ._errors import ToolDeclarationError as ToolDeclarationError
 from ._errors import ToolError as ToolError
 from ._errors import ToolkernelError as ToolkernelError

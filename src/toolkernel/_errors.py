@@ -39,6 +39,7 @@ __all__ = [
     "DependencyFailedError",
     "SchemaError",
     "ModelError",
+    "ShellRulesError",
 ]
 
 
@@ -199,3 +200,7 @@ class ModelError(ToolkernelError, RuntimeError):
         self.transient = transient
         self.status = status
         self.retry_after = retry_after
+
+
+class ShellRulesError(ToolkernelError, ValueError):
+    """A table of shell rules that can't be understood; the message names the rule and field."""

@@ -29,6 +29,7 @@ REAL_PACKAGES = {
     "toolkernel.locks",
     "toolkernel.testing",
     "toolkernel.tools",
+    "toolkernel.tools.shell",
     "toolkernel.trace",
 }
 
@@ -108,3 +109,7 @@ def test_the_sample_project_ships_whole_as_data(built: Built) -> None:
     assert shipped == expected
     assert {"README.md", "calc/ops.py", "tests/test_calc.py"} <= shipped
     assert not any("__pycache__" in name or name.endswith(".pyc") for name in wheel.namelist())
+
+
+def test_the_shell_rules_ship_with_the_package(built: Built) -> None:
+    assert "toolkernel/tools/shell/rules.toml" in built.wheel.namelist()

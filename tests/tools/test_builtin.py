@@ -514,7 +514,37 @@ async def test_a_read_only_bash_call_and_a_read_run_concurrently(
     assert result.output == "from the pipe\n"
 
 
-async def test_a_writing_bash_call_excludes_an_edit(
+async def test_a_bash_call_writing_a_file_excludes_an_edit_of_it(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    pipe = fifo(tmp_path)
+    target = write(tmp_path, "copy.txt", "old\n")
+    with anyio.fail_after(10):
+        bash, edit = kernel.submit_batch(
+            [
+                tk.ToolCall("bash", "Bash", {"command": "cat pipe > copy.txt"}),
+                tk.ToolCall(
+                    "edit",
+                    "Edit",
+                    {"file_path": "copy.txt", "old_string": "copied", "new_string": "edited"},
+                ),
+            ]
+        )
+        (waiting,) = kernel.snapshot().queued
+        assert (waiting.call_id, waiting.waits_for) == ("edit", ("bash",))
+        await anyio.sleep(0.05)
+        assert not edit.finished
+        await feed(pipe, "copied\n")
+        bash_result = await bash.wait_finished()
+        edit_result = await edit.wait_finished()
+    assert bash_result.status is tk.Status.OK
+    assert edit_result.status is tk.Status.OK, edit_result.error
+    assert edit_result.started_at is not None
+    assert edit_result.started_at >= bash_result.finished_at
+    assert target.read_text() == "edited\n"
+
+
+async def test_a_bash_call_writing_one_file_runs_beside_an_edit_of_another(
     kernel: tk.Kernel, tmp_path: pathlib.Path
 ) -> None:
     pipe = fifo(tmp_path)
@@ -528,18 +558,12 @@ async def test_a_writing_bash_call_excludes_an_edit(
                 ),
             ]
         )
-        (waiting,) = kernel.snapshot().queued
-        assert (waiting.call_id, waiting.waits_for) == ("edit", ("bash",))
-        await anyio.sleep(0.05)
-        assert not edit.finished
-        assert target.read_text() == "A\n"
+        # Before, any command that redirected held the whole workspace, and the Edit waited.
+        assert kernel.snapshot().queued == ()
+        assert (await edit.wait_finished()).status is tk.Status.OK
+        assert not bash.finished
         await feed(pipe, "copied\n")
-        bash_result = await bash.wait_finished()
-        edit_result = await edit.wait_finished()
-    assert bash_result.status is tk.Status.OK
-    assert edit_result.status is tk.Status.OK
-    assert edit_result.started_at is not None
-    assert edit_result.started_at >= bash_result.finished_at
+        assert (await bash.wait_finished()).status is tk.Status.OK
     assert target.read_text() == "B\n"
     assert (tmp_path / "copy.txt").read_text() == "copied\n"
 

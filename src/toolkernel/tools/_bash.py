@@ -16,6 +16,11 @@ most :data:`DRAIN_GRACE` seconds.
 Output (stdout and stderr together) is streamed, never buffered whole: the first and the last
 ``BASH_OUTPUT_LIMIT / 2`` bytes are kept, and the result says how many were cut in between, so
 ``cat /dev/zero`` costs a bounded amount of memory.
+
+What a command touches is the ``shell`` package's business: its claims come from
+``shell_claims`` (a parse and a rule table), and ``Confinement`` says how the child is launched
+(under Landlock, with the environment git needs) and cleans up after it. This module only runs
+the process.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import anyio
@@ -33,13 +38,15 @@ import anyio.to_thread
 import sniffio
 
 from .._errors import ToolError
-from ..kernel import ToolContext
-from ..locks import Claim, path, shared, writes
-from ._declare import tool
+from ..kernel import KeyFunction, ToolContext
+from ..locks import Claim
+from ._declare import FunctionTool
 from ._file_tools import fs_of
-from ._read_only import is_read_only_command
+from .shell import ShellRules, analyse
+from .shell._claims import keyed_claims
+from .shell._confine import Confinement, unenforced_note
 
-__all__ = ["BASH_OUTPUT_LIMIT", "HeadAndTail", "bash_tool"]
+__all__ = ["BASH_OUTPUT_LIMIT", "HeadAndTail", "bash_tool", "make_bash_tool"]
 
 BASH_OUTPUT_LIMIT: Final = 30_000
 """Bytes of output kept: the first half and the last half; the middle is cut."""
@@ -86,12 +93,6 @@ class HeadAndTail:
         )
 
 
-def _bash_claims(arguments: Mapping[str, Any]) -> list[Claim]:
-    if is_read_only_command(arguments["command"]):
-        return [shared(path())]
-    return [writes(path())]
-
-
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError):  # every process of it has ended
         os.killpg(pgid, signal.SIGKILL)
@@ -135,12 +136,16 @@ async def _drain(stream: anyio.abc.ByteReceiveStream, output: HeadAndTail) -> No
             output.add(await stream.receive(_READ_SIZE))
 
 
-async def _run(command: str, cwd: str, seconds: float) -> tuple[int | None, HeadAndTail]:
-    """Run ``command``; its exit status (None if it timed out) and its output."""
+async def _run(
+    argv: Sequence[str], cwd: str, seconds: float, env: Mapping[str, str] | None = None
+) -> tuple[int | None, HeadAndTail]:
+    """Run ``argv`` (``/bin/sh -c command``, maybe behind the sandbox launcher); its exit
+    status (None if it timed out) and its output."""
     output = HeadAndTail(BASH_OUTPUT_LIMIT)
     process = await anyio.open_process(
-        ["/bin/sh", "-c", command],
+        list(argv),
         cwd=cwd,
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -163,29 +168,73 @@ async def _run(command: str, cwd: str, seconds: float) -> tuple[int | None, Head
     return (None if timer.cancelled_caught else process.returncode), output
 
 
-@tool(claims=_bash_claims, name="Bash")
-async def bash_tool(
+class BashTool(FunctionTool):
+    """The Bash tool, declaring each command's claims from a parse and a table of rules."""
+
+    def __init__(self, rules: ShellRules | None) -> None:
+        self.rules = ShellRules.default() if rules is None else rules
+        rules_of_this_tool = self.rules
+
+        async def bash(
+            ctx: ToolContext,
+            command: str,
+            timeout: int | None = None,  # noqa: ASYNC109 - the argument models are trained to send
+        ) -> str:
+            """Run a shell command in the workspace root.
+
+            Args:
+                command: The command line (run by /bin/sh).
+                timeout: Milliseconds before the command and all its children are killed
+                    (default 120000, at most 600000).
+            """
+            return await _bash(ctx, command, timeout, rules_of_this_tool)
+
+        super().__init__(bash, name="Bash")
+
+    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
+        # Keyed here rather than re-keyed from lexical paths: an absolute path, or one under ~,
+        # inside the workspace is then a claim on what it names, not on the whole workspace.
+        return keyed_claims(analyse(arguments["command"], self.rules), key)
+
+
+def make_bash_tool(rules: ShellRules | None = None) -> BashTool:
+    """A Bash tool whose commands' claims follow ``rules`` (default: the built-in table)."""
+    return BashTool(rules)
+
+
+async def _bash(
     ctx: ToolContext,
     command: str,
-    timeout: int | None = None,  # noqa: ASYNC109 - the argument models are trained to send
+    timeout: int | None,  # noqa: ASYNC109 - the Bash tool's argument, in milliseconds
+    rules: ShellRules,
 ) -> str:
-    """Run a shell command in the workspace root.
-
-    Args:
-        command: The command line (run by /bin/sh).
-        timeout: Milliseconds before the command and all its children are killed
-            (default 120000, at most 600000).
-    """
     fs = fs_of(ctx)
     limit = BASH_DEFAULT_TIMEOUT_MS if timeout is None else timeout
     if not 0 < limit <= BASH_MAX_TIMEOUT_MS:
         raise ToolError(f"timeout must be between 1 and {BASH_MAX_TIMEOUT_MS} ms, not {timeout}")
-    status, output = await _run(command, str(fs.workspace.root), limit / 1000)
+    root = str(fs.workspace.root)
+    analysis = analyse(command, rules)
+    confinement = await Confinement.prepare(
+        command, analysis, ctx.claims, fs, anyio.to_thread.run_sync
+    )
+    try:
+        status, output = await _run(confinement.argv, root, limit / 1000, confinement.env)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(confinement.finish)
     text = output.text()
+    note = unenforced_note()
+    if note is not None:
+        text = f"{note}\n{text}"
     if status is None:
         raise ToolError(
             f"command timed out after {limit} ms and was killed: {command}\n{text}".rstrip()
         )
     if status != 0:
-        raise ToolError(f"exit code {status}\n{text}".rstrip())
+        refused = confinement.explain(text, root)
+        message = f"exit code {status}\n{text}".rstrip()
+        raise ToolError(f"{message}\n{refused}" if refused else message)
     return text
+
+
+bash_tool = make_bash_tool()

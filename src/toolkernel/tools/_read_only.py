@@ -1,13 +1,13 @@
-"""Which shell commands count as read-only: a conservative allow-list.
+"""Which shell commands count as read-only: a conservative, textual allow-list.
 
-A command that counts as read-only runs under a *shared* lease on the workspace, beside reads and
-other read-only commands. So a program on this list must never write a file nor run another
-program, whatever its options and whatever the repository it runs in says:
+The Bash tool no longer uses it: its claims come from ``shell_claims`` (a parse and a rule
+table). It stays as the "read-only command list" of the coarse schemes the demo and the
+benchmarks compare against, the kind of list other agents keep. A command on it would be safe
+under a *shared* lease on the workspace, so a program on it must never write a file nor run
+another program, whatever its options and whatever the repository it runs in says:
 
 - ``git`` is not on it. Even ``git status`` runs programs the repository's configuration names
-  (``core.fsmonitor``, hooks, ``diff.external``, textconv and clean filters, ``core.pager``), and
-  the repository is what the model is editing. Until shell commands declare their real effects,
-  git takes the workspace exclusively.
+  (``core.fsmonitor``, hooks, ``diff.external``, textconv and clean filters, ``core.pager``).
 - options that write or execute are refused per program (``tree -o``, ``rg --pre``,
   ``file -C``, ``date -s``, ``find -exec``), including inside a cluster of short options
   (``tree -ao out``).

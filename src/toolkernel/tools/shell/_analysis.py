@@ -1,0 +1,472 @@
+"""What a shell command reads, writes and runs, from its parse and the rule table.
+
+:func:`analyse` walks the tree-sitter-bash tree of a command. Every simple command is matched
+against the rules (``_programs``); redirections, command and process substitutions, heredocs,
+subshells, pipelines, lists and the control structures are followed here. The result is an
+:class:`Analysis`: the paths read and written, as spelled (relative to the workspace root once
+joined with the directory the command runs in), or the reason the command is not understood.
+
+The directory a command runs in is tracked as the *set* of directories it may be in, because
+``cd`` can fail: after ``cd sub; ls`` the ``ls`` may list ``sub`` or the root, and both are
+claimed. ``cd sub && ls`` lists only ``sub``, and ``cd sub || ls`` only the root. A ``cd`` inside
+a loop or a condition, to a directory not known from the text, or out of the workspace makes the
+command a barrier.
+
+Anything the walk does not know (a node type, a builtin that changes how later words are read,
+``eval``, a function definition, ``source`` of anything but a virtualenv's ``activate``, an
+assignment to ``PATH``, ``LD_PRELOAD``, a ``GIT_`` variable...) makes the command a barrier.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from ._access import Access, Cwds, join, parent_of, path_text
+from ._programs import apply
+from ._rules import Rule, ShellRules
+from ._syntax import parse, split_by_newline
+from ._words import Word, word_of
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+__all__ = ["Access", "Analysis", "analyse"]
+
+MAX_DEPTH: Final = 8
+"""How deeply commands may nest (wrappers, ``bash -c``, substitutions) before the walk gives up."""
+
+# Assigning these changes which program runs, what it loads, or how later words are read.
+_DANGEROUS_NAMES: Final = frozenset(
+    "PATH LD_PRELOAD LD_LIBRARY_PATH LD_AUDIT BASH_ENV ENV IFS SHELLOPTS BASHOPTS CDPATH "
+    "GLOBIGNORE PS4 PROMPT_COMMAND HOME XDG_CONFIG_HOME NODE_OPTIONS PYTHONHOME PYTHONSTARTUP "
+    "PYTHONINSPECT PERL5OPT PERL5LIB RUBYOPT TMPDIR".split()
+)
+_DANGEROUS_PREFIXES: Final = ("GIT_", "DYLD_", "LD_")
+_ASSIGNMENT: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# Files that are not in any workspace and need no claim.
+_SPECIAL_FILES: Final = frozenset(
+    "/dev/null /dev/stdin /dev/stdout /dev/stderr /dev/tty /dev/zero /dev/random "
+    "/dev/urandom /dev/full".split()
+)
+# Builtins that change nothing a claim could describe.
+_QUIET_BUILTINS: Final = frozenset(
+    ": true false exit return set shopt wait read shift break continue getopts ulimit umask "
+    "hash type times jobs".split()
+)
+# Builtins that change how the rest is run, or run text as code: never understood.
+_OPAQUE_BUILTINS: Final = frozenset(
+    "eval exec trap alias unalias builtin enable pushd popd coproc kill fc bind complete "
+    "compgen disown declare-f mapfile-C".split()
+)
+_STRUCTURES: Final = frozenset(
+    {
+        "if_statement",
+        "elif_clause",
+        "else_clause",
+        "while_statement",
+        "for_statement",
+        "c_style_for_statement",
+        "case_statement",
+        "case_item",
+        "do_group",
+    }
+)
+_REDIRECTS: Final = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_SUBSTITUTIONS: Final = frozenset({"command_substitution", "process_substitution"})
+
+
+@attrs.frozen
+class Analysis:
+    """What a command touches, or why it is not understood."""
+
+    accesses: tuple[Access, ...] = ()
+    barrier: str | None = None
+    """Why the command is not understood (then it holds the workspace exclusively)."""
+    rules: tuple[str, ...] = ()
+    """The rules that matched, in order."""
+    outside_writes: tuple[str, ...] = ()
+    """Places outside the workspace the rules allow it to write (``~/.cache/uv``)."""
+    git: str | None = None
+    """``read`` if it runs git and every git command in it only reads; ``write`` if some git
+    command writes; None without git."""
+
+
+class _Barrier(Exception):
+    """Raised inside the walk: the command is not understood (the message says why)."""
+
+
+class Walk:
+    """One walk over one command (and the scripts it runs), collecting what it touches."""
+
+    def __init__(self, rules: ShellRules) -> None:
+        self.rules = rules
+        self.accesses: list[Access] = []
+        self.matched: list[str] = []
+        self.outside: list[str] = []
+        self.git: list[str] = []
+        self.depth = 0
+        self.fixed_cwd = 0  # > 0 inside loops and conditions, where a cd can't be followed
+        self.last_started: Cwds = frozenset({"."})
+
+    # -- results -----------------------------------------------------------------------------
+
+    def fail(self, reason: str) -> _Barrier:
+        return _Barrier(reason)
+
+    def touch(
+        self,
+        kind: str,
+        word: Word | str | None,
+        cwds: Cwds,
+        rule: str,
+        *,
+        create: str | None = None,
+        entry: bool = False,
+        optional: bool = False,
+    ) -> None:
+        """Record that ``rule`` touches ``word`` (a path as seen from each of ``cwds``)."""
+        text = word if isinstance(word, str) or word is None else path_text(word)
+        if text is None:
+            self.accesses.append(Access(kind, None, rule))
+            return
+        if text in ("-", "") or text in _SPECIAL_FILES or text.startswith("/dev/fd/"):
+            return
+        exact = isinstance(word, str) or (word is not None and word.text is not None)
+        for cwd in sorted(cwds):
+            spelled = join(cwd, text)
+            if entry:
+                spelled, made = parent_of(spelled), None
+            else:
+                made = create if exact and not text.endswith("/") else None
+            self.accesses.append(Access(kind, spelled, rule, made, optional))
+
+    # -- statements --------------------------------------------------------------------------
+
+    def script(self, source: bytes, cwds: Cwds) -> tuple[Cwds, Cwds]:
+        """Walk a whole script; its outcome (the directories after success and after failure)."""
+        tree, problem = parse(source)
+        if problem is not None:
+            raise self.fail(problem)
+        return self.sequence(tree.root_node.named_children, cwds)
+
+    def sequence(self, nodes: Iterable[Node], cwds: Cwds) -> tuple[Cwds, Cwds]:
+        ok, failed = cwds, frozenset[str]()
+        current = cwds
+        for node in nodes:
+            if node.type == "comment":
+                continue
+            ok, failed = self.statement(node, current)
+            current = ok | failed
+        return ok, failed
+
+    def statement(self, node: Node, cwds: Cwds) -> tuple[Cwds, Cwds]:
+        kind = node.type
+        if kind == "command":
+            return self.command(node, cwds)
+        if kind == "redirected_statement":
+            body = node.child_by_field_name("body")
+            ok, failed = (cwds, cwds) if body is None else self.statement(body, cwds)
+            # The grammar hangs `a && b > out` on the list; bash binds it to `b`, so it is
+            # opened where `b` starts (and for a pipeline, where its last stage starts).
+            lists = body is not None and body.type in ("list", "pipeline")
+            opened = self.last_started if lists else cwds
+            for child in node.children:
+                if child.type in _REDIRECTS:
+                    self.redirect(child, opened)
+            return ok, failed
+        if kind == "list":
+            return self.list(node, cwds)
+        if kind == "pipeline":
+            return self.pipeline(node, cwds)
+        if kind == "subshell":
+            self.sequence(node.named_children, cwds)
+            return cwds, cwds
+        if kind == "compound_statement":
+            return self.sequence(node.named_children, cwds)
+        if kind == "negated_command":
+            ok, failed = self.sequence(node.named_children, cwds)
+            return failed, ok
+        if kind in _STRUCTURES:
+            self.structure(node, cwds)
+            return cwds, cwds
+        if kind in ("variable_assignment", "variable_assignments"):
+            self.assignments([node] if kind == "variable_assignment" else node.named_children)
+            self.substitutions(node, cwds)
+            return cwds, cwds
+        if kind == "declaration_command":
+            for child in node.named_children:
+                if child.type == "variable_assignment":
+                    self.assignments([child])
+                elif child.type == "variable_name":
+                    self.check_name(_text(child))
+                elif child.type == "word" and _text(child).startswith("-f"):
+                    raise self.fail("declare -f defines functions")
+            self.substitutions(node, cwds)
+            return cwds, cwds
+        if kind in ("unset_command", "test_command"):
+            self.substitutions(node, cwds)
+            return cwds, cwds
+        if kind == "function_definition":
+            raise self.fail("it defines a function")
+        raise self.fail(f"the shell construct {kind!r} is not understood")
+
+    def list(self, node: Node, cwds: Cwds) -> tuple[Cwds, Cwds]:
+        """``a && b``, ``a || b``, ``a; b``; sets ``last_started`` to where the last began."""
+        ok, failed = cwds, frozenset[str]()
+        operator = None
+        started = cwds
+        first = True
+        for child in node.children:
+            if not child.is_named:
+                operator = child.type
+                continue
+            if child.type == "comment":
+                continue
+            if first:
+                started = cwds
+                ok, failed = self.statement(child, cwds)
+                first = False
+            elif operator == "&&":
+                started = ok
+                more_ok, more_failed = self.statement(child, ok)
+                ok, failed = more_ok, failed | more_failed
+            elif operator == "||":
+                started = failed
+                more_ok, more_failed = self.statement(child, failed)
+                ok, failed = ok | more_ok, more_failed
+            else:
+                started = ok | failed
+                ok, failed = self.statement(child, started)
+        self.last_started = started
+        return ok, failed
+
+    def pipeline(self, node: Node, cwds: Cwds) -> tuple[Cwds, Cwds]:
+        """``a | b``: each stage runs in a subshell, so none changes the directory.
+
+        The grammar gets the precedence of ``|`` and ``&&`` wrong in places: it reads
+        ``cd sub && a | b`` as ``(cd sub && a) | b`` where bash runs ``cd sub && (a | b)``. So a
+        stage after one that holds a list also runs where that list's last command started,
+        and the outcome is every directory any stage may end in: more claims, never fewer.
+        """
+        current = cwds
+        outcome = cwds
+        started = cwds
+        for child in node.named_children:
+            if child.type == "comment":
+                continue
+            started = current
+            self.last_started = current
+            ok, failed = self.statement(child, current)
+            outcome = outcome | ok | failed
+            current = current | self.last_started
+        self.last_started = started
+        return outcome, outcome
+
+    def structure(self, node: Node, cwds: Cwds) -> None:
+        """Loops and conditions: every part runs in ``cwds``, and none may change it."""
+        self.fixed_cwd += 1
+        try:
+            for child in node.named_children:
+                if child.type in _STRUCTURES:
+                    self.structure(child, cwds)
+                elif child.type in ("variable_name", "comment"):
+                    continue
+                elif _is_statement(child):
+                    self.statement(child, cwds)
+                else:
+                    self.substitutions(child, cwds)
+        finally:
+            self.fixed_cwd -= 1
+
+    # -- words -------------------------------------------------------------------------------
+
+    def substitutions(self, node: Node, cwds: Cwds) -> None:
+        """Walk the commands of every substitution in ``node`` (they run too)."""
+        if node.type in _SUBSTITUTIONS:
+            self.nested(lambda: self.sequence(node.named_children, cwds))
+            return
+        for child in node.named_children:
+            self.substitutions(child, cwds)
+
+    def nested(self, walk: Callable[[], object]) -> None:
+        """Run ``walk`` one level deeper (a wrapped command, a script, a substitution)."""
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise self.fail(f"commands nest more than {MAX_DEPTH} deep")
+            walk()
+        finally:
+            self.depth -= 1
+
+    def check_name(self, name: str) -> None:
+        if name in _DANGEROUS_NAMES or name.startswith(_DANGEROUS_PREFIXES):
+            raise self.fail(f"it sets {name}, which changes what runs and how")
+
+    def assignments(self, nodes: Iterable[Node]) -> None:
+        for node in nodes:
+            name = node.child_by_field_name("name")
+            if name is not None:
+                self.check_name(_text(name))
+
+    def redirect(self, node: Node, cwds: Cwds) -> None:
+        if node.type == "heredoc_redirect":
+            for child in node.named_children:
+                if child.type in _REDIRECTS:
+                    self.redirect(child, cwds)
+                else:
+                    self.substitutions(child, cwds)  # an unquoted heredoc's body runs them
+            return
+        self.substitutions(node, cwds)
+        if node.type != "file_redirect":
+            return  # a here-string: only its substitutions run
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        for target in node.children_by_field_name("destination"):
+            word = word_of(target)
+            if operator in (">&", "<&", ">&-", "<&-") and (
+                word.text is None or word.text.isdigit() or word.text == "-"
+            ):
+                if word.text is None:
+                    raise self.fail(f"redirection {operator} to a target not known from the text")
+                continue  # duplicates or closes a descriptor
+            kind = "read" if operator in ("<", "<&") else "write"
+            self.touch(kind, word, cwds, f"redirection {operator}", create="file")
+
+    # -- simple commands ---------------------------------------------------------------------
+
+    def command(self, node: Node, cwds: Cwds) -> tuple[Cwds, Cwds]:
+        if split_by_newline(node):
+            raise self.fail("a newline splits the words of one command (a known misparse)")
+        words: list[Word] = []
+        for child in node.named_children:
+            kind = child.type
+            if kind in _REDIRECTS:
+                self.redirect(child, cwds)
+                continue
+            self.substitutions(child, cwds)
+            if kind == "variable_assignment":
+                self.assignments([child])
+            elif kind == "command_name":
+                words.append(word_of(child.named_children[0] if child.named_children else child))
+            elif kind != "comment":
+                words.append(word_of(child))
+        if not words:
+            return cwds, cwds
+        name = words[0].text
+        if name == "cd":
+            return self.cd(words[1:], cwds)
+        self.run(words, cwds)
+        return cwds, cwds
+
+    def cd(self, args: Sequence[Word], cwds: Cwds) -> tuple[Cwds, Cwds]:
+        if self.fixed_cwd:
+            raise self.fail("cd inside a loop or a condition")
+        targets = [a for a in args if a.text not in ("-P", "-L", "-e", "-@")]
+        if len(targets) != 1 or targets[0].text is None or targets[0].text == "-":
+            raise self.fail("cd to a directory not known from the text")
+        target = targets[0].text
+        moved = frozenset(join(cwd, target) for cwd in cwds)
+        for place in moved:
+            self.accesses.append(Access("cd", place, "cd"))
+        return moved, cwds
+
+    def run(self, words: Sequence[Word], cwds: Cwds) -> None:
+        """Run one program (or builtin) with its words, as the rules say."""
+        words = list(words)
+        while words and words[0].text is not None and _ASSIGNMENT.match(words[0].text):
+            self.check_name(words[0].text.split("=", 1)[0])  # `env A=1 cmd` reaches here
+            words.pop(0)
+        if not words:
+            return
+        name = words[0].text
+        if name is None:
+            raise self.fail(f"the program to run is not known from the text ({words[0].raw})")
+        if name in _QUIET_BUILTINS:
+            return
+        if name in _OPAQUE_BUILTINS:
+            raise self.fail(f"{name} runs or rewires commands in ways no rule describes")
+        if name in ("source", "."):
+            if len(words) == 2 and words[1].text is not None and _is_activate(words[1].text):
+                self.touch("read", words[1], cwds, "source")
+                return
+            raise self.fail(f"{name} runs a script (only a virtualenv's bin/activate is known)")
+        if name == "cd":
+            raise self.fail("cd run as a program")
+        rule = self.rule_for(name, words[0], cwds)
+        self.nested(lambda: apply(self, rule, words[1:], cwds))
+
+    def rule_for(self, name: str, word: Word, cwds: Cwds) -> Rule:
+        program = name
+        if "/" in name:
+            # `.venv/bin/pytest`, `node_modules/.bin/eslint`: the rule of the program's name.
+            head, _, program = name.rpartition("/")
+            if not (head == "bin" or head.endswith(("/bin", "/.bin")) or head == ".bin"):
+                raise self.fail(f"{name} is a program the rules can't know")
+            self.touch("read", word, cwds, name)
+        rule = self.rules.get(program)
+        if rule is None:
+            raise self.fail(f"{program} is not in the shell rules")
+        return rule
+
+
+def _is_activate(path: str) -> bool:
+    return path == "bin/activate" or path.endswith("/bin/activate")
+
+
+def _is_statement(node: Node) -> bool:
+    return (
+        node.type
+        in (
+            "command",
+            "redirected_statement",
+            "list",
+            "pipeline",
+            "subshell",
+            "compound_statement",
+            "negated_command",
+            "variable_assignment",
+            "variable_assignments",
+            "declaration_command",
+            "unset_command",
+            "test_command",
+            "function_definition",
+        )
+        or node.type in _STRUCTURES
+    )
+
+
+def _text(node: Node) -> str:
+    raw = node.text
+    return raw.decode("utf-8", errors="surrogateescape") if raw is not None else ""
+
+
+def analyse(command: str, rules: ShellRules | None = None) -> Analysis:
+    """What ``command`` reads, writes and runs according to ``rules`` (default: the built-in
+    ones), without running it."""
+    return _analyse(command, ShellRules.default() if rules is None else rules)
+
+
+@functools.lru_cache(maxsize=1024)
+def _analyse(command: str, rules: ShellRules) -> Analysis:
+    walk = Walk(rules)
+    try:
+        if not command.strip():
+            raise walk.fail("the command is empty")
+        walk.script(command.encode("utf-8", errors="surrogateescape"), frozenset({"."}))
+    except _Barrier as barrier:
+        return Analysis(barrier=str(barrier), rules=tuple(walk.matched))
+    except RecursionError:
+        return Analysis(barrier="the command nests too deeply", rules=tuple(walk.matched))
+    git = None
+    if walk.git:
+        git = "read" if all(mode == "read" for mode in walk.git) else "write"
+    return Analysis(
+        accesses=tuple(dict.fromkeys(walk.accesses)),
+        rules=tuple(dict.fromkeys(walk.matched)),
+        outside_writes=tuple(dict.fromkeys(walk.outside)),
+        git=git,
+    )

@@ -1,0 +1,94 @@
+"""From what a command touches to the claims it declares.
+
+Every path read becomes a shared claim on it (and so on everything under it), every path
+written an exclusive one. A path that can't be keyed in the workspace errs towards more
+conflicts, never fewer:
+
+- a read of a path not known from the text, or outside the workspace, or (without a workspace
+  to resolve it against) absolute or under ``~``, is a shared claim on the whole workspace;
+- a write there, or a ``cd`` out of the workspace, makes the command a barrier;
+- a command that is not understood at all is a barrier: an exclusive claim on the workspace.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from ..._errors import InvalidClaimError
+from ...locks import Claim, Mode, Path, canonical_claims, exclusive, path, shared
+from ._analysis import Analysis, analyse
+from ._rules import ShellRules
+
+__all__ = ["barrier_claims", "keyed_claims", "shell_claims"]
+
+Key = Callable[[str], Path]
+
+
+def barrier_claims() -> list[Claim]:
+    """What a command that is not understood declares: the workspace, exclusively."""
+    return [exclusive(path())]
+
+
+def shell_claims(command: str, rules: ShellRules | None = None) -> list[Claim]:
+    """The claims the Bash tool declares for ``command``, computed without running it.
+
+    ::
+
+        shell_claims("cat src/a.py | grep def")   # [shared src/a.py]
+        shell_claims("pytest -q")                 # [shared ., exclusive .pytest_cache]
+        shell_claims("make")                      # [exclusive .]: make runs what the project says
+
+    Paths are workspace-relative keys (``path("src/a.py")``); a command the rules do not
+    understand returns the exclusive workspace claim; ``[]`` means it touches no file
+    (``echo hi``). ``rules`` defaults to the built-in table (see :class:`ShellRules` for how to
+    extend it).
+    """
+    return keyed_claims(analyse(command, rules), path)
+
+
+def keyed_claims(analysis: Analysis, key: Key) -> list[Claim]:
+    """The claims of ``analysis``, with each path made a lease key by ``key``."""
+    if analysis.barrier is not None:
+        return barrier_claims()
+    claims: list[Claim] = []
+    everything = path()
+    for access in analysis.accesses:
+        resource = _key(access.path, key)
+        if access.kind == "read":
+            claims.append(shared(everything if resource is None else resource))
+        elif resource is not None:
+            if access.kind == "write":
+                claims.append(exclusive(resource))
+        elif not access.optional:
+            return barrier_claims()  # a write, or a cd, out of what the workspace can key
+    return _without_covered_reads(canonical_claims(claims))
+
+
+def _without_covered_reads(claims: tuple[Claim, ...]) -> list[Claim]:
+    """Drop a shared path claim under another path claim of the set: it adds nothing."""
+    paths = {c.resource.parts for c in claims if isinstance(c.resource, Path)}
+    kept = []
+    for claim in claims:
+        resource = claim.resource
+        if claim.mode is Mode.SHARED and isinstance(resource, Path):
+            parts = resource.parts
+            if any(parts[:n] in paths for n in range(len(parts))):
+                continue
+        kept.append(claim)
+    return kept
+
+
+def _key(spelled: str | None, key: Key) -> Path | None:
+    if spelled is None:
+        return None
+    if spelled.startswith("~"):
+        if key is path:
+            return None
+        spelled = os.path.expanduser(spelled)
+        if spelled.startswith("~"):
+            return None
+    try:
+        return key(spelled)
+    except (InvalidClaimError, OSError):
+        return None

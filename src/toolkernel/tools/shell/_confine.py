@@ -1,0 +1,322 @@
+"""Holding a shell command to its claims: what the Bash tool sets up around one command.
+
+A command the rules understand runs under Landlock (``_sandbox``): it may write only beneath
+the paths its call holds exclusively, a private temporary directory (``TMPDIR``), ``/dev/null``
+and ``/dev/shm``, and the places outside the workspace its rules name (tool caches). Reads stay
+open. Landlock attaches rights to existing files, so before the command runs:
+
+- a claimed path the command would create as a regular file (a redirection's target, ``touch``,
+  ``cp``'s copy) or as a directory (``.pytest_cache/``) is created empty, and removed afterwards
+  if the command left it untouched;
+- a claimed ``.git`` that is a file (a linked worktree, a submodule) also lets the command write
+  the git directory it points to, outside the workspace.
+
+A command that is *not* understood holds the whole workspace exclusively and runs unconfined: it
+may need to write anywhere (a package cache, a tool's installation), and no other call can race
+it in the workspace.
+
+Where Landlock is missing (another OS, an older kernel) the same claims are used unenforced, and
+the tool says so once per process. Landlock reports nothing to the process that set it up, so a
+denied write is recognised in the command's output ("Permission denied" beside a path outside
+what it could write) and named in the error, with the rules that gave its claims.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path as FilePath
+from typing import Any, Final
+
+import attrs
+
+from ...locks import Claim, Mode, Path
+from . import _sandbox
+from ._analysis import Analysis
+
+__all__ = ["Confinement", "ToThread", "landlock_abi", "unenforced_note"]
+
+ToThread = Callable[..., Awaitable[Any]]
+"""Runs a blocking function in a worker thread: ``anyio.to_thread.run_sync``."""
+
+SANDBOX: Final = FilePath(_sandbox.__file__).resolve()
+GIT_READ_ONLY_CONFIG: Final = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+)
+_ALWAYS_WRITABLE_FILES: Final = ("/dev/null",)
+_ALWAYS_WRITABLE_DIRS: Final = ("/dev/shm",)
+_DENIED: Final = re.compile(r"permission denied|operation not permitted", re.IGNORECASE)
+_QUOTED: Final = re.compile("['\"\u2018`]([^'\"\u2019`\n]+)['\"\u2019`]")
+_UNQUOTED: Final = re.compile(r"(?:^|[\s:])((?:\.{0,2}/)?[\w.\-]+(?:/[\w.\-]+)*)(?=:|\s|$)")
+_PROGRAM: Final = re.compile(r"^[^\s:'\"]+:(?:\s*(?:line\s+)?\d+:)?")
+_noted = False
+
+
+@functools.cache
+def landlock_abi() -> int:
+    """This kernel's Landlock ABI (0: none), asked once."""
+    return _sandbox.abi_version()
+
+
+def unenforced_note() -> str | None:
+    """The line to show once, the first time a command runs without Landlock; then None."""
+    global _noted
+    if _noted or landlock_abi() > 0:
+        return None
+    _noted = True
+    return (
+        "note: this system has no Landlock, so shell commands run with their declared claims "
+        "unenforced (a command whose rule is wrong can write outside them)"
+    )
+
+
+@attrs.define
+class Confinement:
+    """What one command runs under; built by :meth:`prepare`, undone by :meth:`finish`."""
+
+    argv: list[str]
+    env: dict[str, str] | None
+    confined: bool
+    allowed: list[str] = attrs.field(factory=list)
+    """Absolute paths the command may write (beneath), for messages."""
+    rules: tuple[str, ...] = ()
+    created: list[tuple[str, int, int]] = attrs.field(factory=list)
+    """Files made before the run: (absolute path, inode, modification time in ns)."""
+    temporary: str | None = None
+
+    @classmethod
+    async def prepare(
+        cls,
+        command: str,
+        analysis: Analysis,
+        claims: Sequence[Claim],
+        fs: Any,
+        to_thread: ToThread,
+    ) -> Confinement:
+        """Set up ``command`` to run holding ``claims`` (the call's canonical claims).
+
+        ``fs`` is the call's checked file access (it makes what must exist beforehand);
+        ``to_thread`` runs a blocking function in a worker thread (``anyio.to_thread.run_sync``
+        or ``anyio.to_thread.run_sync``): this module knows no event loop.
+        """
+        shell = ["/bin/sh", "-c", command]
+        env = _git_env(analysis) if analysis.git == "read" else None
+        if analysis.barrier is not None or landlock_abi() <= 0:
+            return cls(shell, env, confined=False, rules=analysis.rules)
+        workspace = fs.workspace
+        confinement = cls(shell, env, confined=True, rules=analysis.rules)
+        made = _creations(analysis, workspace)
+        held = {
+            claim.resource: str(workspace.real_path(claim.resource))
+            for claim in claims
+            if claim.mode is Mode.EXCLUSIVE and isinstance(claim.resource, Path)
+        }
+        found = await to_thread(_statuses, list(held.values()))
+        for key, real in held.items():
+            kind = made.get(key)
+            if found[real] is None and kind is not None:
+                found[real] = await confinement._create(fs, key, real, kind, to_thread)
+        temporary, dirs, files = await to_thread(_grants, held, found, analysis.outside_writes)
+        confinement.temporary = temporary
+        confinement.allowed = [*dirs, *files]
+        arguments = [sys.executable, "-I", "-S", str(SANDBOX)]
+        for option, paths in (("--dir", dirs), ("--file", files)):
+            for place in paths:
+                arguments += [option, place]
+        confinement.argv = [*arguments, "--", *shell]
+        base = dict(os.environ) if env is None else env
+        confinement.env = {**base, "TMPDIR": temporary, "TMP": temporary, "TEMP": temporary}
+        return confinement
+
+    async def _create(
+        self, fs: Any, key: Path, real: str, kind: str, to_thread: ToThread
+    ) -> os.stat_result | None:
+        if kind == "dir":
+            # Its missing parents too (`mkdir -p a/b/c`): creating them is part of creating it.
+            # A directory made stays: a command that made it (mkdir -p, a cache) can't be told
+            # from one that did not.
+            await fs.mkdir(str(key), parents=True, exist_ok=True)
+            found: os.stat_result | None = await to_thread(_status, real)
+            return found
+        try:
+            await fs.write_bytes(str(key), b"")
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # its directory is missing: the shell will say so
+        # An mtime no command leaves, so a file the command opened (even `: > f`, which only
+        # truncates it) is told from one it never touched, whatever the clock's granularity.
+        found = await to_thread(_age, real)
+        if found is not None:
+            self.created.append((real, found.st_ino, found.st_mtime_ns))
+        return found
+
+    def finish(self) -> None:
+        """Remove what :meth:`prepare` made that the command left as it was. Synchronous."""
+        for real, inode, mtime in reversed(self.created):
+            with contextlib.suppress(OSError):
+                found = os.lstat(real)
+                if (found.st_ino, found.st_mtime_ns, found.st_size) == (inode, mtime, 0):
+                    os.unlink(real)
+        if self.temporary is not None:
+            shutil.rmtree(self.temporary, ignore_errors=True)
+
+    def explain(self, output: str, root: str) -> str | None:
+        """If ``output`` shows a write was denied, a message naming the path and the rules."""
+        if not self.confined:
+            return None
+        denied = [line for line in output.splitlines() if _DENIED.search(line)]
+        if not denied:
+            return None
+        places = _denied_places(denied, root, self.allowed)
+        rules = ", ".join(self.rules) or "none"
+        inside = [p for p in _shown(self.allowed, root) if not os.path.isabs(p)]
+        outside = [
+            "$TMPDIR" if p == self.temporary else p
+            for p in _shown(self.allowed, root)
+            if os.path.isabs(p)
+        ]
+        allowed = f"{', '.join(inside) or 'nothing in the workspace'}; {', '.join(outside)}"
+        what = f"writing {', '.join(places)}" if places else "a write"
+        return (
+            f"the command was refused {what}: it may write only where its claims allow "
+            f"({allowed}), as the shell rules for {rules} say. If the command must write there, "
+            f"its rule is wrong: say so in the project's shell rules (ShellRules), or run it "
+            f"another way."
+        )
+
+
+def _status(real: str) -> os.stat_result | None:
+    try:
+        return os.lstat(real)
+    except OSError:
+        return None
+
+
+def _statuses(reals: list[str]) -> dict[str, os.stat_result | None]:
+    return {real: _status(real) for real in reals}
+
+
+def _age(real: str) -> os.stat_result | None:
+    with contextlib.suppress(OSError):
+        os.utime(real, ns=(0, 0), follow_symlinks=False)
+    return _status(real)
+
+
+def _grants(
+    held: Mapping[Path, str],
+    found: Mapping[str, os.stat_result | None],
+    outside_writes: Iterable[str],
+) -> tuple[str, list[str], list[str]]:
+    """A private temporary directory, and the directories and files the command may write."""
+    dirs: list[str] = []
+    files: list[str] = []
+    for key, real in held.items():
+        status = found.get(real)
+        if status is None:
+            continue
+        if stat.S_ISDIR(status.st_mode):
+            dirs.append(real)
+        elif stat.S_ISREG(status.st_mode):
+            files.append(real)
+            if key.parts[-1:] == (".git",):
+                dirs.extend(_git_dirs_of(real))
+    dirs.extend(_outside(outside_writes))
+    temporary = tempfile.mkdtemp(prefix="toolkernel-bash-")
+    dirs.append(temporary)
+    dirs.extend(d for d in _ALWAYS_WRITABLE_DIRS if os.path.isdir(d))
+    files.extend(f for f in _ALWAYS_WRITABLE_FILES if os.path.exists(f))
+    return temporary, list(dict.fromkeys(dirs)), list(dict.fromkeys(files))
+
+
+def _creations(analysis: Analysis, workspace: Any) -> dict[Path, str]:
+    """Keys the command may create before it runs, and as what."""
+    made: dict[Path, str] = {}
+    for access in analysis.accesses:
+        if access.kind != "write" or access.create is None or access.path is None:
+            continue
+        spelled = os.path.expanduser(access.path)
+        with contextlib.suppress(Exception):
+            made[workspace.key(spelled)] = access.create
+    return made
+
+
+def _git_dirs_of(dot_git: str) -> list[str]:
+    """The git directory a ``.git`` file points to, and its common directory."""
+    try:
+        with open(dot_git, encoding="utf-8") as stream:
+            line = stream.readline().strip()
+    except (OSError, UnicodeDecodeError):
+        return []
+    if not line.startswith("gitdir:"):
+        return []
+    git_dir = os.path.join(os.path.dirname(dot_git), line[len("gitdir:") :].strip())
+    found = [git_dir] if os.path.isdir(git_dir) else []
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as stream:
+            common = os.path.join(git_dir, stream.readline().strip())
+        if os.path.isdir(common):
+            found.append(os.path.normpath(common))
+    return found
+
+
+def _outside(places: Iterable[str]) -> list[str]:
+    found = []
+    for place in places:
+        expanded = os.path.expanduser(os.path.expandvars(place))
+        if "$" in expanded or expanded.startswith("~") or not os.path.isabs(expanded):
+            continue  # a variable that is not set
+        if os.path.isdir(expanded):
+            found.append(expanded)
+    return found
+
+
+def _git_env(analysis: Analysis) -> dict[str, str]:
+    """The environment for a command whose git commands only read."""
+    env = dict(os.environ)
+    env.pop("GIT_EXTERNAL_DIFF", None)
+    count = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
+    for offset, (key, value) in enumerate(GIT_READ_ONLY_CONFIG):
+        env[f"GIT_CONFIG_KEY_{count + offset}"] = key
+        env[f"GIT_CONFIG_VALUE_{count + offset}"] = value
+    env["GIT_CONFIG_COUNT"] = str(count + len(GIT_READ_ONLY_CONFIG))
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_PAGER"] = "cat"
+    return env
+
+
+def _denied_places(lines: Iterable[str], root: str, allowed: Sequence[str]) -> list[str]:
+    places: dict[str, None] = {}
+    for whole in lines:
+        line = _PROGRAM.sub("", whole, count=1)  # `tee: a.txt: ...`: not the program's name
+        quoted = [(c, True) for c in _QUOTED.findall(line)]
+        for candidate, was_quoted in quoted + [(c, False) for c in _UNQUOTED.findall(line)]:
+            candidate = candidate.strip()
+            if not candidate:
+                continue
+            real = os.path.normpath(os.path.join(root, candidate))
+            # A word names a path if it exists, or if it looks like one (quoted, with a slash or
+            # an extension) and its directory exists (a file the command was refused to create).
+            plausible = was_quoted or "/" in candidate or "." in candidate.strip(".")
+            exists = os.path.lexists(real)
+            if not (exists or (plausible and os.path.isdir(os.path.dirname(real)))):
+                continue
+            if any(real == a or real.startswith(a.rstrip("/") + "/") for a in allowed):
+                continue
+            places[_shown([real], root)[0]] = None
+    return list(places)
+
+
+def _shown(paths: Iterable[str], root: str) -> list[str]:
+    shown = []
+    for place in paths:
+        relative = os.path.relpath(place, root)
+        shown.append(place if relative.startswith("..") else relative)
+    return shown

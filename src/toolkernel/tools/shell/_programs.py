@@ -1,0 +1,313 @@
+"""Applying a rule to a program's words: options, operands, subcommands, wrapped commands.
+
+Options are read the way GNU ``getopt_long`` reads them: ``--name=value`` or ``--name value``
+for long options that take a value, clusters of short options (``-rn``) where a letter that
+takes a value takes the rest of the cluster or the next word (``-n20``, ``-n 20``), ``--`` ends
+the options, and options may follow operands. Parsing stops where a command starts (a wrapper's
+``command`` operand, a ``command`` option such as ``python -m``), and at a subcommand's name.
+
+``find`` has its own expression language, read by :func:`find`: its start paths are read, and
+``-exec``/``-execdir``/``-ok``/``-okdir`` run a command in which ``{}`` stands for a start path
+(each found file lies beneath one); ``-delete`` changes entries beneath a start path.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+from ._access import Access, Cwds, join
+from ._rules import Rule
+from ._words import Word
+
+if TYPE_CHECKING:
+    from ._analysis import Walk
+
+__all__ = ["apply"]
+
+_VALUE_KINDS: Final = frozenset(
+    {"value", "read", "write", "parent", "cd", "command", "script", "text"}
+)
+_PATH_ROLES: Final = frozenset({"read", "write", "dir", "parent"})
+_FIND_PREFIX_FLAGS: Final = frozenset({"-H", "-L", "-P"})
+_FIND_EXEC: Final = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_FIND_WRITES: Final = {"-fprint": 1, "-fprint0": 1, "-fls": 1, "-fprintf": 2}
+_FIND_READS: Final = frozenset({"-newer", "-anewer", "-cnewer", "-samefile"})
+
+
+def apply(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
+    """Record what the program of ``rule`` does when run with ``args`` in any of ``cwds``."""
+    walk.matched.append(rule.name)
+    if rule.barrier is not None and not (
+        args and args[0].text is not None and args[0].text in rule.subcommands
+    ):
+        # A barrier with subcommands (`npm run`) still knows those (`npm run lint`).
+        raise walk.fail(f"{rule.name}: {rule.barrier}")
+    if rule.name == "find":
+        find(walk, rule, args, cwds)
+        return
+    if len(args) == 1 and args[0].text in ("--help", "--version"):
+        return
+    _Invocation(walk, rule, args, cwds).run()
+
+
+class _Invocation:
+    """One program run: its options are read, then its operands and fixed paths recorded."""
+
+    def __init__(self, walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
+        self.walk = walk
+        self.rule = rule
+        self.args = list(args)
+        self.cwds = cwds
+        self.present: set[str] = set()
+        self.operands: list[Word] = []
+        self.values: list[tuple[str, str, Word]] = []  # (kind, option, value)
+        self.rest: list[Word] | None = None  # a command that starts here, and its kind
+        self.rest_kind = ""
+        self.subcommand: tuple[Word, list[Word]] | None = None
+
+    def fail(self, why: str) -> Exception:
+        return self.walk.fail(f"{self.rule.name}: {why}")
+
+    def run(self) -> None:
+        self.read_words()
+        rule = self.rule.with_options(self.present)
+        cwds = self.cwds
+        for kind, option, value in self.values:
+            if kind == "cd":
+                if value.text is None:
+                    raise self.fail(f"{option} names a directory not known from the text")
+                cwds = frozenset(join(cwd, value.text) for cwd in cwds)
+                self.walk.accesses.extend(_cd(cwd, rule.name) for cwd in cwds)
+        for kind, option, value in self.values:
+            if kind in ("read", "write", "dir", "parent"):
+                self.path(kind, value, cwds, f"{rule.name} {option}")
+            elif kind == "script":
+                self.script(value, cwds)
+        self.operand_roles(rule, cwds)
+        if self.subcommand is None:  # a program's own paths are for when no subcommand is named
+            self.fixed(rule, cwds)
+        self.walk.outside.extend(rule.outside_writes)
+        if rule.git is not None or (rule.name.split(" ")[0] == "git" and self.subcommand is None):
+            self.walk.git.append(rule.git or "write")
+        if self.subcommand is not None:
+            name, words = self.subcommand
+            sub = rule.subcommands.get(name.text or "")
+            if sub is None:
+                raise self.walk.fail(f"{rule.name} {name.raw} is not in the shell rules")
+            self.walk.nested(lambda: apply(self.walk, sub, words, cwds))
+        if self.rest is not None:
+            self.command(self.rest, cwds)
+
+    # -- reading the words -------------------------------------------------------------------
+
+    def role_at(self, index: int) -> str | None:
+        """The role of operand ``index`` as far as the words read so far tell."""
+        return self.rule.roles(index + 1, text_given=self.text_given())[index]
+
+    def text_given(self) -> bool:
+        return any(option in self.rule.text_options for _, option, _ in self.values)
+
+    def read_words(self) -> None:
+        args, options = self.args, self.rule.options
+        at = 0
+        ended = False
+        while at < len(args):
+            word = args[at]
+            text = word.text
+            if ended or text is None or not text.startswith("-") or text == "-":
+                if self.rule.subcommands and not self.operands:
+                    self.subcommand = (word, args[at + 1 :])
+                    return
+                role = self.role_at(len(self.operands))
+                if role in ("command", "command+input"):
+                    self.rest, self.rest_kind = args[at:], role
+                    return
+                if role == "script":
+                    self.values.append(("script", "operand", word))
+                    self.operands.append(Word.known(""))  # holds the script's place
+                    at += 1
+                    continue
+                self.operands.append(word)
+                at += 1
+                continue
+            if text == "--":
+                ended = True
+                at += 1
+                continue
+            if text.startswith("--") or text in options:
+                name, equals, inline = text.partition("=")
+                at = self.option(name, Word.known(inline) if equals else None, at)
+                if self.rest is not None:
+                    return
+                continue
+            letters = text[1:]
+            for index, letter in enumerate(letters):
+                name = f"-{letter}"
+                kind = options.get(name)
+                if kind in _VALUE_KINDS and kind != "script":
+                    remainder = letters[index + 1 :]
+                    at = self.option(name, Word.known(remainder) if remainder else None, at)
+                    break
+                if kind == "script":
+                    self.present.update(f"-{rest}" for rest in letters[index + 1 :])
+                    at = self.option(name, None, at)
+                    break
+                self.option_flag(name)
+            else:
+                at += 1
+            if self.rest is not None:
+                return
+
+    def option_flag(self, name: str) -> None:
+        self.present.add(name)
+        if self.rule.options.get(name) == "barrier":
+            raise self.fail(f"option {name} is not understood by its rule")
+
+    def option(self, name: str, value: Word | None, at: int) -> int:
+        """Read option ``name`` at word ``at``; the index of the next word to read."""
+        kind = self.rule.options.get(name)
+        self.present.add(name)
+        if kind == "barrier":
+            raise self.fail(f"option {name} is not understood by its rule")
+        if kind not in _VALUE_KINDS:
+            return at + 1
+        if value is None:
+            if at + 1 >= len(self.args):
+                return at + 1  # the program will refuse it: it does nothing
+            value = self.args[at + 1]
+            at += 1
+        if kind == "command":
+            self.rest, self.rest_kind = [value, *self.args[at + 1 :]], "command"
+            return len(self.args)
+        self.values.append((kind, name, value))
+        return at + 1
+
+    # -- what it touches ---------------------------------------------------------------------
+
+    def path(self, role: str, word: Word, cwds: Cwds, rule: str) -> None:
+        if role == "read":
+            self.walk.touch("read", word, cwds, rule)
+        elif role == "write":
+            self.walk.touch("write", word, cwds, rule, create="file")
+        elif role == "dir":
+            self.walk.touch("write", word, cwds, rule, create="dir")
+        elif role == "parent":
+            self.walk.touch("write", word, cwds, rule, entry=True)
+
+    def operand_roles(self, rule: Rule, cwds: Cwds) -> None:
+        self.rule = rule  # the rule with its `when` tables applied
+        operands = self.operands
+        text_given = self.text_given()
+        if rule.default and (not rule.default_when or rule.default_when & self.present):
+            roles = rule.roles(len(operands), text_given=text_given)
+            if not any(role in _PATH_ROLES for role in roles):
+                # No path among the operands (`grep -r TODO`, `ls`): the default ones.
+                operands = [*operands, *(Word.known(text) for text in rule.default)]
+        if len(operands) < rule.min_operands:
+            raise self.fail(f"fewer than {rule.min_operands} operands are not described")
+        roles = rule.roles(len(operands), text_given=text_given)
+        for word, role in zip(operands, roles, strict=True):
+            if role is None:
+                raise self.fail(f"operand {word.raw or word.text!r} is more than the rule expects")
+            if role == "barrier":
+                raise self.fail(f"operand {word.raw or word.text!r} is not understood")
+            self.path(role, word, cwds, rule.name)
+
+    def fixed(self, rule: Rule, cwds: Cwds) -> None:
+        for kind, paths in (("read", rule.reads), ("write", rule.writes)):
+            for text in paths:
+                if text == "{workspace}":
+                    self.walk.touch(kind, ".", frozenset({"."}), rule.name)
+                elif text == "{git-dir}":
+                    for cwd in cwds:
+                        for place in _git_dirs(cwd):
+                            self.walk.touch(kind, place, frozenset({"."}), rule.name, optional=True)
+                else:
+                    create = "dir" if text.endswith("/") and kind == "write" else None
+                    self.walk.touch(kind, text.rstrip("/") or ".", cwds, rule.name, create=create)
+
+    def script(self, value: Word, cwds: Cwds) -> None:
+        if value.text is None:
+            raise self.fail("it runs a script not known from the text")
+        source = value.text.encode("utf-8", errors="surrogateescape")
+        self.walk.nested(lambda: self.walk.script(source, cwds))
+
+    def command(self, words: list[Word], cwds: Cwds) -> None:
+        if self.rest_kind == "command+input":
+            words = _with_input(words, self.values)
+        self.walk.nested(lambda: self.walk.run(words, cwds))
+
+
+def _cd(cwd: str, rule: str) -> Access:
+    return Access("cd", cwd, rule)
+
+
+def _git_dirs(cwd: str) -> list[str]:
+    """``.git`` in ``cwd`` and in each parent of it up to the workspace root."""
+    if cwd.startswith(("/", "~")):
+        return [f"{cwd}/.git"]
+    parts = [] if cwd == "." else cwd.split("/")
+    return [".git", *("/".join([*parts[: n + 1], ".git"]) for n in range(len(parts)))]
+
+
+def _with_input(words: list[Word], values: list[tuple[str, str, Word]]) -> list[Word]:
+    """An ``xargs`` command: the words its input fills in are unknown."""
+    replace = [v.text for kind, option, v in values if option in ("-I", "--replace", "-i")]
+    if replace:
+        marker = replace[0] or "{}"
+        return [Word(None, "") if w.text is None or marker in w.text else w for w in words]
+    return [*words, Word(None, "")]
+
+
+def find(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
+    """``find``: start paths are read; actions that write or run are followed."""
+    words = list(args)
+    at = 0
+    while at < len(words) and (words[at].text or "") in _FIND_PREFIX_FLAGS:
+        at += 1
+    starts: list[Word] = []
+    while at < len(words):
+        text = words[at].text
+        if text is not None and (text.startswith("-") or text in ("(", "!", ")", ",")):
+            break
+        starts.append(words[at])
+        at += 1
+    if not starts:
+        starts = [Word.known(".")]
+    for start in starts:
+        walk.touch("read", start, cwds, rule.name)
+    expression = words[at:]
+    at = 0
+    while at < len(expression):
+        text = expression[at].text
+        if text in _FIND_EXEC:
+            end = at + 1
+            while end < len(expression) and expression[end].text not in (";", "+"):
+                end += 1
+            if end == len(expression):
+                raise walk.fail(f"find {text} has no terminating ';' or '+'")
+            inner = expression[at + 1 : end]
+            if not inner:
+                raise walk.fail(f"find {text} names no command")
+            for start in starts:
+                command = [start if "{}" in w.raw else w for w in inner]
+                walk.nested(functools.partial(walk.run, command, cwds))
+            at = end + 1
+            continue
+        if text == "-delete":
+            for start in starts:
+                if start.text in (".", "./"):
+                    walk.touch("write", start, cwds, "find -delete")
+                else:
+                    walk.touch("write", start, cwds, "find -delete", entry=True)
+        elif text in _FIND_WRITES and at + 1 < len(expression):
+            walk.touch("write", expression[at + 1], cwds, f"find {text}", create="file")
+            at += _FIND_WRITES[text]
+        elif text in _FIND_READS and at + 1 < len(expression):
+            walk.touch("read", expression[at + 1], cwds, f"find {text}")
+            at += 1
+        elif text is not None and text in rule.options and rule.options[text] == "barrier":
+            raise walk.fail(f"find {text} is not understood by its rule")
+        at += 1
