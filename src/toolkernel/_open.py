@@ -12,6 +12,7 @@ from .kernel import (
     Approver,
     BeforeHook,
     Kernel,
+    KernelOptions,
     KernelTool,
     Policy,
     open_kernel_core,
@@ -73,6 +74,18 @@ async def open_kernel(
     A bad option raises ``TypeError`` or ``ValueError`` here, before anything runs. Leaving the
     block cancels whatever still runs; every call still gets its result.
     """
+    options = KernelOptions(  # checks them all, before anything opens
+        max_concurrency=max_concurrency,
+        pools=pools,
+        policy=policy,
+        approver=approver,
+        approval_timeout=approval_timeout,
+        before_hooks=before_hooks,
+        after_hooks=after_hooks,
+        max_depth=max_depth,
+        wait_timeout=wait_timeout,
+        run_timeout=run_timeout,
+    )
     environment = None
     owned: Workspace | None = None  # a workspace made here is closed here; a given one is not
     if root is not None:
@@ -80,18 +93,5 @@ async def open_kernel(
         owned = None if workspace is root else workspace
         environment = WorkspaceEnvironment(workspace)
     with contextlib.closing(owned) if owned is not None else contextlib.nullcontext():
-        async with open_kernel_core(
-            tools,
-            environment=environment,
-            max_concurrency=max_concurrency,
-            pools=pools,
-            policy=policy,
-            approver=approver,
-            approval_timeout=approval_timeout,
-            before_hooks=before_hooks,
-            after_hooks=after_hooks,
-            max_depth=max_depth,
-            wait_timeout=wait_timeout,
-            run_timeout=run_timeout,
-        ) as kernel:
+        async with open_kernel_core(tools, environment=environment, options=options) as kernel:
             yield kernel

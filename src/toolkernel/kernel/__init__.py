@@ -19,6 +19,7 @@ from ._observe import CallInfo as CallInfo
 from ._observe import KernelSnapshot as KernelSnapshot
 from ._observe import KernelStatistics as KernelStatistics
 from ._observe import ToolStatistics as ToolStatistics
+from ._options import KernelOptions as KernelOptions
 from ._policy import AfterHook as AfterHook
 from ._policy import Approver as Approver
 from ._policy import BeforeHook as BeforeHook

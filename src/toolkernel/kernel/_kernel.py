@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, NoReturn, cast
 
@@ -35,7 +35,7 @@ from ._context import ToolContext
 from ._events import CallEvent, CallFinished
 from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions
-from ._policy import AfterHook, Approver, BeforeHook, Permission, Policy, allow_all
+from ._policy import Permission
 from ._protocol import Environment, KernelTool
 from ._record import Batch, CallRecord
 from ._scheduler import Scheduler
@@ -513,36 +513,16 @@ async def open_kernel_core(
     tools: Iterable[KernelTool] = (),
     *,
     environment: Environment | None = None,
-    max_concurrency: int | None = None,
-    pools: Mapping[str, int] | None = None,
-    policy: Policy = allow_all,
-    approver: Approver | None = None,
-    approval_timeout: float | None = 300.0,
-    before_hooks: Sequence[BeforeHook] = (),
-    after_hooks: Sequence[AfterHook] = (),
-    max_depth: int = 8,
-    wait_timeout: float | None = None,
-    run_timeout: float | None = None,
+    options: KernelOptions | None = None,
 ) -> AsyncIterator[Kernel]:
-    """Open a :class:`Kernel`; without an ``environment`` paths are keyed lexically and
-    ``ctx.fs`` is None. ``toolkernel.open_kernel`` documents the options.
+    """Open a :class:`Kernel` with ``options`` (checked already: a :class:`KernelOptions`);
+    without an ``environment`` paths are keyed lexically and ``ctx.fs`` is None.
+    ``toolkernel.open_kernel`` is the way applications open one; it documents the options.
 
     On exit every unfinished call is cancelled and gets its result; leases all return.
     """
-    # Built before the nursery opens, so bad options raise plainly, not in an ExceptionGroup.
-    options = KernelOptions(
-        max_concurrency=max_concurrency,
-        pools=pools,
-        policy=policy,
-        approver=approver,
-        approval_timeout=approval_timeout,
-        before_hooks=before_hooks,
-        after_hooks=after_hooks,
-        max_depth=max_depth,
-        wait_timeout=wait_timeout,
-        run_timeout=run_timeout,
-    )
-    kernel: Kernel = Kernel._create(tools, environment, options)
+    # Built before the tasks open, so bad options raise plainly, not in an ExceptionGroup.
+    kernel: Kernel = Kernel._create(tools, environment, options or KernelOptions())
     async with kernel._loop.tasks() as spawn:
         kernel._spawn = spawn
         spawn(kernel._timer, None, "toolkernel: lease-wait timer")
