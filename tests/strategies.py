@@ -6,11 +6,13 @@ Test modules import what they need from here; each section names the tests that 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, Literal, TypedDict
 
 import attrs
 from hypothesis import strategies as st
 
 import toolkernel as tk
+from toolkernel.agent import Turn
 from toolkernel.locks import (
     EVERYTHING,
     Claim,
@@ -230,3 +232,90 @@ def _combined(children: st.SearchStrategy[ShellCase]) -> st.SearchStrategy[Shell
 
 
 shell_cases = st.recursive(simple_shell_commands(), _combined, max_leaves=6)
+
+
+# -- tests/locks/test_keyqueue.py -------------------------------------------------------------
+
+# (operation, value): add a new key, remove the key at a position of the sorted list (as a fraction
+# of its length), or replace the key there by a new one.
+key_queue_operations = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "remove", "replace"]),
+        st.integers(min_value=-1_000, max_value=1_000),
+        st.floats(min_value=0, max_value=1, exclude_max=True),
+    ),
+    max_size=300,
+)
+
+
+# -- tests/tools/test_workspace_descriptor.py: spellings over the maze it builds ---------------
+
+MAZE_NAMES = ["d", "e", "f", "g", "to-d", "to-f", "up", "abs-d", "dangling", "out", "loop", "to-g"]
+MAZE_NAMES += ["new", "x"]
+maze_spellings = st.lists(st.sampled_from(MAZE_NAMES), min_size=1, max_size=4).map("/".join)
+
+
+# -- tests/agent/test_scripted_model.py: turns a model could write ----------------------------
+
+TOOL_NAMES = ["Read", "fs.read file", "git.status", "x" * 70]
+ids = st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=8)
+values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text().filter(lambda s: not s.startswith("$")),
+    lambda inner: st.lists(inner, max_size=3),
+    max_leaves=5,
+)
+arguments = st.dictionaries(
+    st.text(min_size=1, max_size=5).filter(lambda k: k != "depends_on"), values, max_size=3
+)
+
+
+@st.composite
+def turns(draw: st.DrawFn) -> Turn:
+    call_ids = draw(st.lists(ids, min_size=1, max_size=5, unique=True))
+    calls = []
+    for n, call_id in enumerate(call_ids):
+        earlier = st.sampled_from(call_ids[:n]) if n else st.nothing()
+        after = draw(st.lists(earlier, max_size=2, unique=True)) if n else []
+        name = draw(st.sampled_from(TOOL_NAMES))
+        calls.append(tk.ToolCall(call_id, name, draw(arguments), after=tuple(after)))
+    return Turn(draw(st.text(max_size=10)), calls)
+
+
+# -- tests/formats/test_strict_schema.py: tools with generated parameters ---------------------
+
+
+class Point(TypedDict, total=False):
+    x: int
+    label: str
+
+
+# (annotation, a valid value, a default) for generated tool parameters
+KINDS = [
+    ("int", 1, "0"),
+    ("str", "s", "'d'"),
+    ("bool", True, "False"),
+    ("float", 1.5, "0.5"),
+    ("list[str]", ["a"], "()"),
+    ("Literal['a', 'b']", "a", "'b'"),
+    ("int | None", 2, "None"),
+    ("Point", {"x": 1}, "None"),
+    ("list[Point]", [{"x": 1, "label": None}], "()"),
+]
+
+
+@st.composite
+def generated_tools(draw: st.DrawFn) -> tuple[tk.Tool, dict[str, Any]]:
+    chosen = draw(st.lists(st.sampled_from(range(len(KINDS))), min_size=1, max_size=6))
+    optional = draw(st.lists(st.booleans(), min_size=len(chosen), max_size=len(chosen)))
+    required = [(i, k) for i, (k, o) in enumerate(zip(chosen, optional, strict=True)) if not o]
+    defaulted = [(i, k) for i, (k, o) in enumerate(zip(chosen, optional, strict=True)) if o]
+    params = [f"p{i}: {KINDS[k][0]}" for i, k in required]
+    params += [f"p{i}: {KINDS[k][0]} = {KINDS[k][2]}" for i, k in defaulted]
+    source = f"async def generated(ctx: ToolContext, {', '.join(params)}) -> str:\n    return ''"
+    namespace: dict[str, Any] = {"ToolContext": tk.ToolContext, "Literal": Literal, "Point": Point}
+    exec(source, namespace)
+    tool = tk.tool(namespace["generated"])
+    # What strict mode makes a model send: every property, optional ones as null.
+    arguments = {f"p{i}": KINDS[k][1] for i, k in required}
+    arguments |= {f"p{i}": None for i, _ in defaulted}
+    return tool, arguments

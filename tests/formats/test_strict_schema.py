@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 from pydantic import Field
 
 import toolkernel as tk
 from toolkernel.formats import anthropic, openai
 from toolkernel.tools import builtin_tools
+
+from ..strategies import generated_tools
 
 ALLOWED = {
     "type",
@@ -191,43 +192,6 @@ def test_without_strict_the_tools_own_schema_goes_out_unchanged() -> None:
 
 
 # -- what a strict model sends, the tool accepts ------------------------------------------------
-
-
-class Point(TypedDict, total=False):
-    x: int
-    label: str
-
-
-# (annotation, a valid value, a default) for generated tool parameters
-KINDS = [
-    ("int", 1, "0"),
-    ("str", "s", "'d'"),
-    ("bool", True, "False"),
-    ("float", 1.5, "0.5"),
-    ("list[str]", ["a"], "()"),
-    ("Literal['a', 'b']", "a", "'b'"),
-    ("int | None", 2, "None"),
-    ("Point", {"x": 1}, "None"),
-    ("list[Point]", [{"x": 1, "label": None}], "()"),
-]
-
-
-@st.composite
-def generated_tools(draw: st.DrawFn) -> tuple[tk.Tool, dict[str, Any]]:
-    chosen = draw(st.lists(st.sampled_from(range(len(KINDS))), min_size=1, max_size=6))
-    optional = draw(st.lists(st.booleans(), min_size=len(chosen), max_size=len(chosen)))
-    required = [(i, k) for i, (k, o) in enumerate(zip(chosen, optional, strict=True)) if not o]
-    defaulted = [(i, k) for i, (k, o) in enumerate(zip(chosen, optional, strict=True)) if o]
-    params = [f"p{i}: {KINDS[k][0]}" for i, k in required]
-    params += [f"p{i}: {KINDS[k][0]} = {KINDS[k][2]}" for i, k in defaulted]
-    source = f"async def generated(ctx: ToolContext, {', '.join(params)}) -> str:\n    return ''"
-    namespace: dict[str, Any] = {"ToolContext": tk.ToolContext, "Literal": Literal, "Point": Point}
-    exec(source, namespace)
-    tool = tk.tool(namespace["generated"])
-    # What strict mode makes a model send: every property, optional ones as null.
-    arguments = {f"p{i}": KINDS[k][1] for i, k in required}
-    arguments |= {f"p{i}": None for i, _ in defaulted}
-    return tool, arguments
 
 
 @given(generated_tools())

@@ -9,16 +9,7 @@ from hypothesis import strategies as st
 
 from toolkernel.locks._keyqueue import KeyQueue
 
-# (operation, value): add a new key, remove the key at a position of the sorted list (as a fraction
-# of its length), or replace the key there by a new one.
-operations = st.lists(
-    st.tuples(
-        st.sampled_from(["add", "remove", "replace"]),
-        st.integers(min_value=-1_000, max_value=1_000),
-        st.floats(min_value=0, max_value=1, exclude_max=True),
-    ),
-    max_size=300,
-)
+from ..strategies import key_queue_operations as operations
 
 
 @given(first=st.integers(min_value=-1_000, max_value=1_000), ops=operations)

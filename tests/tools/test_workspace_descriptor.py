@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from toolkernel._errors import InvalidClaimError
 from toolkernel.locks import EVERYTHING, exclusive
 from toolkernel.tools import FileAccess, Workspace, _beneath
+
+from ..strategies import maze_spellings as spellings
 
 needs_proc_fd = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
 
@@ -49,11 +50,6 @@ def maze(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
     for name, target in links.items():
         os.symlink(target, root / name)
     yield root
-
-
-NAMES = ["d", "e", "f", "g", "to-d", "to-f", "up", "abs-d", "dangling", "out", "loop", "to-g"]
-NAMES += ["new", "x"]
-spellings = st.lists(st.sampled_from(NAMES), min_size=1, max_size=4).map("/".join)
 
 
 def outcome(ws: Workspace, spelling: str, walk: bool) -> Any:
