@@ -194,7 +194,7 @@ class Kernel(metaclass=_NoPublicConstructor):
         batch = records[0].batch
         try:
             if inline:
-                await anyio.lowlevel.checkpoint()  # a schedule point, whatever the tool does
+                await self._loop.checkpoint()  # a schedule point, whatever the tool does
                 await self._call_task(inline[0])
             # One event for the whole batch, not one per call: a batch of thousands would
             # otherwise wake this task thousands of times.

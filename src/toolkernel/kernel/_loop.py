@@ -2,7 +2,7 @@
 
 The kernel runs on trio and on asyncio, written on anyio. The few things it does for every call
 are taken from the loop itself, resolved here once, when a kernel opens: spawning a call's task,
-the cancel scope it runs in, the clock. anyio's own versions find the running library anew on
+the cancel scope it runs in, the clock, a schedule point. anyio's own versions find the running library anew on
 each use and wrap the loop's objects; ``benchmarks/overhead.py`` measured anyio's
 ``TaskGroup.start_soon`` at about 4 times a native spawn, and its cancel scope on trio at 1.2
 times trio's, which together made a call 40% dearer on trio. Everything else is plain anyio.
@@ -11,7 +11,7 @@ times trio's, which together made a call 40% dearer on trio. Everything else is 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -41,6 +41,8 @@ class Loop:
     anyio's on asyncio (both have ``cancel()``, ``deadline`` and ``cancelled_caught``)."""
     tasks: Callable[[], AbstractAsyncContextManager[Spawn]]
     """Opens the kernel's tasks: a trio nursery, or an asyncio ``TaskGroup``."""
+    checkpoint: Callable[[], Awaitable[None]]
+    """A schedule point: ``trio.lowlevel.checkpoint``, or ``asyncio.sleep(0)``."""
 
     def propagates(self, exc: BaseException) -> bool:
         """Whether an exception from a user's code must go on up (the loop's cancellation and
@@ -57,9 +59,27 @@ def current() -> Loop:
         import trio
 
         clock = trio.lowlevel.current_clock()
-        return Loop("trio", clock.current_time, trio.Cancelled, trio.CancelScope, _trio_tasks)
+        return Loop(
+            "trio",
+            clock.current_time,
+            trio.Cancelled,
+            trio.CancelScope,
+            _trio_tasks,
+            trio.lowlevel.checkpoint,
+        )
     loop = asyncio.get_running_loop()
-    return Loop("asyncio", loop.time, asyncio.CancelledError, anyio.CancelScope, _asyncio_tasks)
+    return Loop(
+        "asyncio",
+        loop.time,
+        asyncio.CancelledError,
+        anyio.CancelScope,
+        _asyncio_tasks,
+        _asyncio_checkpoint,
+    )
+
+
+async def _asyncio_checkpoint() -> None:
+    await asyncio.sleep(0)
 
 
 @asynccontextmanager
