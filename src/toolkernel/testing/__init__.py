@@ -17,9 +17,9 @@
 """
 
 from ._batch import CallBatch as CallBatch
-from ._clock import virtual_clock as virtual_clock
 from ._clock import VirtualClockEventLoop as VirtualClockEventLoop
 from ._clock import hold_virtual_time_for_threads as hold_virtual_time_for_threads
+from ._clock import virtual_clock as virtual_clock
 from ._clock import wait_all_tasks_blocked as wait_all_tasks_blocked
 from ._fake import FakeTool as FakeTool
 from ._fake import FakeToolError as FakeToolError

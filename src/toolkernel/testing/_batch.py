@@ -29,9 +29,7 @@ class CallBatch:
     """
 
     calls: tuple[ToolCall, ...] = attrs.field(converter=_calls)
-    cancellations: tuple[tuple[str, float], ...] = attrs.field(
-        default=(), converter=_cancellations
-    )
+    cancellations: tuple[tuple[str, float], ...] = attrs.field(default=(), converter=_cancellations)
 
     async def run(self, kernel: Kernel) -> list[ToolResult]:
         """Run the batch through ``kernel``, cancelling as scheduled; one result per call."""

@@ -145,9 +145,9 @@ async def hold_virtual_time_for_threads() -> None:
     """Make the running virtual clock stand still while anyio's default worker threads work.
 
     On asyncio under :class:`VirtualClockEventLoop` it registers anyio's default thread limiter
-    with the loop; on trio, a clock made by :func:`virtual_clock` does so by itself. So file I/O in worker
-    threads (``ctx.fs``) takes no virtual time, and a deadline can't pass while a thread works.
-    Does nothing under any other clock.
+    with the loop; on trio, a clock made by :func:`virtual_clock` does so by itself. So file
+    I/O in worker threads (``ctx.fs``) takes no virtual time, and a deadline can't pass while a
+    thread works. Does nothing under any other clock.
     """
     loop = _asyncio_loop()
     if isinstance(loop, VirtualClockEventLoop):

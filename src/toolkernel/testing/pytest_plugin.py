@@ -5,7 +5,8 @@ installs)::
 
     pytest_plugins = ["toolkernel.testing.pytest_plugin"]
 
-Then an async test asking for ``kernel`` (no mark needed) runs twice, on trio (``MockClock``) and on asyncio
+Then an async test asking for ``kernel`` (no mark needed) runs twice, on trio
+(:func:`~toolkernel.testing.virtual_clock`) and on asyncio
 (:class:`~toolkernel.testing.VirtualClockEventLoop`), each time on virtual time, so calls that
 take seconds take none and their timings are exact (file I/O in worker threads included: the
 clock waits for it)::
