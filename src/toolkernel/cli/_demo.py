@@ -214,6 +214,6 @@ async def _session(latency: bool, out: Any) -> int:
         return 0 if same and same_status and not failed else 1
 
 
-def run_demo(latency: bool = True) -> int:
+def run_demo(latency: bool = True, trace: object = None, color: str = "auto") -> int:
     """Run the demo session; return the process exit code."""
     return trio.run(_session, latency, sys.stdout)
