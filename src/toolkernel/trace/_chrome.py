@@ -7,8 +7,9 @@ and open the file at https://ui.perfetto.dev (or ``chrome://tracing``). What a p
   is used whenever it is free, so the number of lanes is the peak concurrency, and a call
   never moves lane. Each call is one slice, named ``c7 Edit calc/ops.py``; clicking it shows
   its call id, tool, claims, status (and error), how long it waited, and whom it waited behind.
-- a process **waiting**, drawn apart: one slice per call that waited for leases or a slot,
-  from its admission to its start, with the calls and resources it waited on.
+- a process **waiting**, drawn apart: one slice per call that was blocked (behind other
+  calls' leases, or for a concurrency slot), from its admission to its start, with the calls
+  and resources it waited on.
 - arrows (flow events) from the end of each call to the start of every call that waited
   behind it.
 - with :meth:`ChromeTrace.span`, slices of your own in a process above them (the demo draws
@@ -174,8 +175,8 @@ class ChromeTrace:
 
 
 def _waited(call: CallRecording) -> bool:
-    wait = call.wait
-    return wait is not None and (bool(call.waited_behind) or wait.end > wait.start)
+    # Blocked behind other calls, or for a slot; not the moment every call takes to start.
+    return call.wait is not None and bool(call.waited_behind or call.contested)
 
 
 def _lanes(intervals: list[Interval]) -> list[int]:
