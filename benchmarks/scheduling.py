@@ -7,9 +7,9 @@ that keeps conflicting calls apart and in emission order can be shorter.
 
 a. **kernel** — the real thing: ``toolkernel.open_kernel`` with fake tools that
    ``await trio.sleep(duration)`` and declare the claims the built-in tools declare (table below),
-   on ``trio.testing.MockClock(autojump_threshold=0)``. Its makespan must equal the critical path
-   on every batch, exactly; each call's start and finish are also checked against the critical
-   path, and no two conflicting calls may overlap.
+   on ``trio.testing.MockClock(autojump_threshold=0)`` (``toolkernel.replay.replay_on_kernel``).
+   Its makespan must equal the critical path on every batch, exactly; each call's start and
+   finish are also checked against the critical path, and no two conflicting calls may overlap.
 b. **all-serial** — one call after the other (sum of durations).
 c. **coarse read/write** — Claude Code's scheme: consecutive read-only calls run together (at most
    10 at a time), every other call runs alone, in order.
@@ -22,26 +22,18 @@ e. **dependency levels** — levels of the conflict DAG (a call's level is one m
 f. **gather everything** — every call at once (makespan = the longest call), as most agent
    frameworks do. Unsafe: *hazards* counts conflicting pairs that overlapped in time.
 
-(b)-(f) are computed from the durations (they are plain formulas); (a) is measured.
+(b)-(f) are computed from the durations (they are plain formulas); (a) is measured. All of it
+lives in ``toolkernel.replay``, which ``python -m toolkernel replay`` uses too: this script adds
+the synthetic batches and the checks.
 
-Claims, as the built-in tools declare them (``DESIGN.md`` section 4):
-
-==========================  =====================================================================
-Read                        shared ``file_path``
-Edit, Write, MultiEdit      exclusive ``file_path``
-Grep, Glob, LS, ListDir     shared subtree of ``path`` (default ``.``, the whole workspace)
-Bash                        exclusive workspace; shared workspace if the command is read-only
-TodoWrite                   exclusive device ``todo``
-WebFetch, WebSearch         nothing (an empty claim list: runs freely)
-anything else               nothing declared: a barrier (exclusive on everything)
-==========================  =====================================================================
-
-A path that can't be keyed without knowing the session's root (absolute, ``~``, climbing above the
-root with ``..``) makes the call a barrier. A Bash command is read-only when its first word is one
-of ``ls cat head tail grep rg find wc pwd echo which`` or ``git status|log|diff|show``, ``find`` has
-no action that writes or runs (``-delete``, ``-exec``, ...), and the text holds none of ``> < ; &
-| ` $(`` or a newline. "Read-only" for (c) and (d): Read, Grep, Glob, LS, ListDir, WebFetch,
-WebSearch and read-only Bash.
+Claims are those the built-in tools declare (the table in ``toolkernel.replay``'s ``_turns``):
+Read shared, Edit/Write/MultiEdit exclusive on ``file_path``; Grep/Glob/LS/ListDir shared on
+``path``; Bash what ``toolkernel.tools.shell_claims(command)`` says; TodoWrite the ``todo``
+device; WebFetch/WebSearch nothing; any other tool is a barrier, as is a path that can't be keyed
+without the session's root. "Read-only" for (c) and (d) (``is_read_only_call``): Read, Grep,
+Glob, LS, ListDir, WebFetch, WebSearch, and a Bash command on the read-only list
+(``is_read_only_command``, or ``git status|log|diff|show``). *hazards* counts the conflicting
+pairs a scheme ran beside or before each other (``unsafe_pairs``).
 
 Inputs: seeded random batches, and every turn of the recorded Claude Code sessions in
 ``../shared/data/traces/claude-code-log.jsonl`` (see its README). Recorded durations include time
@@ -65,167 +57,49 @@ missed the critical path on any batch (each miss is printed in full), else 0.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
-import shlex
-import statistics
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path as FilePath
 from typing import Any, NamedTuple
 
-import trio
-import trio.testing
-
-import toolkernel as tk
-from toolkernel.locks import EVERYTHING, Claim, Path, canonical_claims, claims_conflict
+from toolkernel.replay import (
+    BARRIER,
+    KNOWN_TOOLS,
+    STRATEGIES,
+    Comparison,
+    RecordedTurn,
+    TurnSchedules,
+    capped,
+    compare,
+    load_turns,
+    per_tool_medians,
+    recorded_call,
+)
+from toolkernel.replay import CAP_MS as CAP_MS
+from toolkernel.replay import coarse as coarse_schedule
+from toolkernel.replay import conflict_matrix as conflict_matrix
+from toolkernel.replay import critical_path as critical_path
+from toolkernel.replay import makespan as makespan
 
 REPO = FilePath(__file__).resolve().parents[1]
 DEFAULT_TRACES = REPO.parent / "shared" / "data" / "traces" / "claude-code-log.jsonl"
 
-COARSE_GROUP_LIMIT = 10  # Claude Code runs at most 10 concurrency-safe calls together
-CAP_MS = 30_000  # the cap of the "capped" duration mode
 FULL_SYNTHETIC = 2_000
 QUICK_SYNTHETIC = 50
 
-# -- claims ------------------------------------------------------------------------------------
-
-READ_ONLY_COMMANDS = frozenset(
-    {"ls", "cat", "head", "tail", "grep", "rg", "find", "wc", "pwd", "echo", "which"}
-)
-READ_ONLY_GIT = frozenset({"status", "log", "diff", "show"})
-# Anything that writes, chains or substitutes; '&' also covers '&&' and background jobs.
-SHELL_HAZARDS = (">", "<", ";", "&", "|", "`", "$(", "\n")
-FIND_ACTIONS = frozenset(
-    {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}
-)
-PATH_TOOLS = {"Read": False, "Edit": True, "Write": True, "MultiEdit": True}  # name -> exclusive
+# The names benchmarks/shell.py (and earlier versions of this script) use.
+Batch = RecordedTurn
+load_traces = load_turns
+PATH_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit"})
 TREE_TOOLS = frozenset({"Grep", "Glob", "LS", "ListDir"})
-FREE_TOOLS = frozenset({"WebFetch", "WebSearch"})
-READ_ONLY_TOOLS = frozenset({"Read", *TREE_TOOLS, *FREE_TOOLS})
-KNOWN_TOOLS = frozenset({*PATH_TOOLS, *TREE_TOOLS, *FREE_TOOLS, "Bash", "TodoWrite"})
-BARRIER = (tk.exclusive(EVERYTHING),)
 
 
-def bash_is_read_only(command: object) -> bool:
-    """True iff ``command`` is clearly read-only (a conservative, purely textual check)."""
-    if not isinstance(command, str) or any(mark in command for mark in SHELL_HAZARDS):
-        return False
-    try:
-        words = shlex.split(command)
-    except ValueError:  # unbalanced quotes
-        return False
-    if not words:
-        return False
-    if words[0] == "git":
-        return (
-            len(words) > 1
-            and words[1] in READ_ONLY_GIT
-            and not any(w.startswith("--output") for w in words)
-        )
-    if words[0] == "find":
-        return not any(w in FIND_ACTIONS for w in words)
-    return words[0] in READ_ONLY_COMMANDS
-
-
-def path_key(raw: object) -> Path | None:
-    """The lease key of a workspace-relative spelling, or None if it can't be keyed safely."""
-    if not isinstance(raw, str) or not raw or raw.startswith(("/", "~")):
-        return None
-    try:
-        return tk.path(raw)
-    except tk.InvalidClaimError:  # '..' above the root, NUL bytes
-        return None
-
-
-def claims_for(tool: str, args: Mapping[str, Any]) -> tuple[Claim, ...]:
-    """The canonical claims a call of ``tool`` with ``args`` declares (see the module docstring)."""
-    if tool in PATH_TOOLS:
-        key = path_key(args.get("file_path"))
-        if key is None:
-            return BARRIER
-        claims = [tk.writes(key) if PATH_TOOLS[tool] else tk.reads(key)]
-    elif tool in TREE_TOOLS:
-        key = path_key(args.get("path") or ".")
-        if key is None:
-            return BARRIER
-        claims = [tk.reads(key)]
-    elif tool == "Bash":
-        workspace = tk.path()
-        read_only = bash_is_read_only(args.get("command"))
-        claims = [tk.shared(workspace) if read_only else tk.exclusive(workspace)]
-    elif tool == "TodoWrite":
-        claims = [tk.exclusive(tk.device("todo"))]
-    elif tool in FREE_TOOLS:
-        claims = []
-    else:
-        return BARRIER
-    return canonical_claims(claims)
-
-
-def is_read_only(tool: str, args: Mapping[str, Any]) -> bool:
-    """Read-only in the sense of the coarse scheme (c) and the parallelizable flag (d)."""
-    if tool == "Bash":
-        return bash_is_read_only(args.get("command"))
-    return tool in READ_ONLY_TOOLS
-
-
-# -- batches -----------------------------------------------------------------------------------
-
-
-class Call(NamedTuple):
-    id: str
-    tool: str
-    args: dict[str, Any]  # only what the claims depend on
-    ms: float  # duration in milliseconds of virtual time
-    claims: tuple[Claim, ...]
-    read_only: bool
-
-
-class Batch(NamedTuple):
-    label: str
-    calls: tuple[Call, ...]
-
-
-def make_call(call_id: str, tool: str, args: Mapping[str, Any], ms: float) -> Call:
-    kept = {k: args[k] for k in ("file_path", "path", "command") if args.get(k) is not None}
-    return Call(call_id, tool, kept, ms, claims_for(tool, kept), is_read_only(tool, kept))
-
-
-def with_durations(batch: Batch, durations: Iterable[float]) -> Batch:
-    calls = zip(batch.calls, durations, strict=True)
-    return batch._replace(calls=tuple(call._replace(ms=ms) for call, ms in calls))
-
-
-def load_traces(file: FilePath) -> list[Batch]:
-    """Every recorded turn, with its recorded durations rounded to whole milliseconds."""
-    batches = []
-    with file.open(encoding="utf-8") as lines:
-        for line in lines:
-            if not line.strip():
-                continue
-            turn = json.loads(line)
-            calls = tuple(
-                make_call(c["id"], c["tool"], c.get("args") or {}, round(c["duration_s"] * 1000))
-                for c in turn["calls"]
-            )
-            batches.append(Batch(f"{turn['session']} turn {turn['turn']}", calls))
-    return batches
-
-
-def capped(batches: Sequence[Batch]) -> list[Batch]:
-    return [with_durations(b, (min(c.ms, CAP_MS) for c in b.calls)) for b in batches]
-
-
-def per_tool_medians(batches: Sequence[Batch]) -> list[Batch]:
-    by_tool: dict[str, list[float]] = {}
-    for batch in batches:
-        for call in batch.calls:
-            by_tool.setdefault(call.tool, []).append(call.ms)
-    median = {tool: statistics.median(values) for tool, values in by_tool.items()}
-    return [with_durations(b, (median[c.tool] for c in b.calls)) for b in batches]
+def coarse(calls: Sequence[Any]) -> float:
+    """The makespan of the coarse read/write scheme."""
+    return makespan(calls, coarse_schedule(calls))
 
 
 SYNTHETIC_FILES = (
@@ -269,7 +143,7 @@ SYNTHETIC_COMMANDS = (
 )
 
 
-def synthetic_batches(count: int, seed: int) -> list[Batch]:
+def synthetic_batches(count: int, seed: int) -> list[RecordedTurn]:
     """``count`` random batches of 1 to 12 calls over a small tree, reproducible from ``seed``."""
     rng = random.Random(seed)
     names = list(SYNTHETIC_TOOLS)
@@ -291,145 +165,12 @@ def synthetic_batches(count: int, seed: int) -> list[Batch]:
                 args["command"] = rng.choice(SYNTHETIC_COMMANDS)
             median = SYNTHETIC_TOOLS[tool][1]
             ms = max(1, round(rng.lognormvariate(math.log(median), 1.0)))
-            calls.append(make_call(f"c{index + 1}", tool, args, ms))
-        batches.append(Batch(f"synthetic {number}", tuple(calls)))
+            calls.append(recorded_call(f"c{index + 1}", tool, args, ms))
+        batches.append(RecordedTurn(f"synthetic {number}", tuple(calls)))
     return batches
 
 
-# -- the strategies computed from durations ----------------------------------------------------
-
-
-def conflict_matrix(calls: Sequence[Call]) -> list[list[bool]]:
-    n = len(calls)
-    matrix = [[False] * n for _ in range(n)]
-    for i in range(n):
-        for j in range(i):
-            hit = any(claims_conflict(a, b) for a in calls[i].claims for b in calls[j].claims)
-            matrix[i][j] = matrix[j][i] = hit
-    return matrix
-
-
-def critical_path(calls: Sequence[Call], conflicts: list[list[bool]]) -> list[float]:
-    """Each call's finish time on the critical path schedule (it starts when every earlier
-    conflicting call has finished)."""
-    finish: list[float] = []
-    for i, call in enumerate(calls):
-        start = max((finish[j] for j in range(i) if conflicts[i][j]), default=0)
-        finish.append(start + call.ms)
-    return finish
-
-
-def coarse(calls: Sequence[Call]) -> float:
-    total, group = 0.0, 0.0
-    size = 0
-    for call in calls:
-        if call.read_only and size < COARSE_GROUP_LIMIT:
-            group, size = max(group, call.ms), size + 1
-            continue
-        total, group, size = total + group, 0.0, 0
-        if call.read_only:
-            group, size = call.ms, 1
-        else:
-            total += call.ms
-    return total + group
-
-
-def parallelizable_flag(calls: Sequence[Call], conflicts: list[list[bool]]) -> tuple[float, int]:
-    """Makespan, and conflicting pairs run out of emission order (a read moved before a write)."""
-    reads = [c.ms for c in calls if c.read_only]
-    makespan = max(reads, default=0) + sum(c.ms for c in calls if not c.read_only)
-    reordered = sum(
-        1
-        for i, call in enumerate(calls)
-        if call.read_only
-        for j in range(i)
-        if conflicts[i][j] and not calls[j].read_only
-    )
-    return makespan, reordered
-
-
-def dependency_levels(calls: Sequence[Call], conflicts: list[list[bool]]) -> float:
-    level: list[int] = []
-    longest: dict[int, float] = {}
-    for i, call in enumerate(calls):
-        mine = 1 + max((level[j] for j in range(i) if conflicts[i][j]), default=0)
-        level.append(mine)
-        longest[mine] = max(longest.get(mine, 0), call.ms)
-    return sum(longest.values())
-
-
-def gather(calls: Sequence[Call], conflicts: list[list[bool]]) -> tuple[float, int]:
-    """Makespan, and conflicting pairs that overlapped (all start at 0; both must take time)."""
-    overlapped = sum(
-        1
-        for i in range(len(calls))
-        for j in range(i)
-        if conflicts[i][j] and calls[i].ms > 0 and calls[j].ms > 0
-    )
-    return max((c.ms for c in calls), default=0), overlapped
-
-
-# -- the kernel --------------------------------------------------------------------------------
-
-
-def fake_tool(name: str) -> tk.Tool:
-    """A tool that sleeps ``ms`` units of virtual time and declares what ``name`` declares."""
-
-    async def run(
-        ctx: tk.ToolContext,
-        ms: float,
-        file_path: str | None = None,
-        path: str | None = None,
-        command: str | None = None,
-    ) -> None:
-        await trio.sleep(ms)
-
-    if name not in KNOWN_TOOLS:
-        return tk.tool(name=name)(run)  # declares nothing: the kernel makes it a barrier
-    return tk.tool(name=name, claims=lambda args: claims_for(name, args))(run)
-
-
-class KernelRun(NamedTuple):
-    makespan: float
-    starts: list[float]
-    finishes: list[float]
-    not_ok: list[str]
-
-
-async def run_on_kernel(batches: Sequence[Batch]) -> list[KernelRun]:
-    """Run every batch, one after the other, through one kernel; times relative to each start."""
-    names = sorted({call.tool for batch in batches for call in batch.calls})
-    runs = []
-    async with tk.open_kernel(tools=[fake_tool(n) for n in names]) as kernel:
-        for batch in batches:
-            calls = [tk.ToolCall(c.id, c.tool, {**c.args, "ms": c.ms}) for c in batch.calls]
-            begin = trio.current_time()
-            results = await kernel.run(calls)
-            starts = [math.nan if r.started_at is None else r.started_at - begin for r in results]
-            finishes = [r.finished_at - begin for r in results]
-            not_ok = [f"{r.call_id}: {r.status.name} {r.error}" for r in results if not r.ok]
-            runs.append(KernelRun(max(finishes, default=0.0), starts, finishes, not_ok))
-    return runs
-
-
-def kernel_runs(batches: Sequence[Batch]) -> list[KernelRun]:
-    async def main() -> list[KernelRun]:
-        return await run_on_kernel(batches)
-
-    return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
-
-
 # -- putting it together -----------------------------------------------------------------------
-
-STRATEGIES = (
-    ("critical path", "cp"),
-    ("kernel (toolkernel)", "kernel"),
-    ("all-serial", "serial"),
-    ("coarse read/write", "coarse"),
-    ("parallelizable flag", "flag"),
-    ("dependency levels", "levels"),
-    ("gather everything", "gather"),
-)
 
 
 class Report(NamedTuple):
@@ -439,76 +180,41 @@ class Report(NamedTuple):
     calls: int
     totals: dict[str, float]  # strategy -> total makespan over all batches, ms
     multi_totals: dict[str, float]  # the same over multi-call batches only
-    hazards: dict[str, int]
+    hazards: dict[str, int]  # strategy -> conflicting pairs run beside or before each other
     misses: list[str]  # batches where the kernel did not match the critical path, described
-    kernel_overlaps: int  # conflicting pairs that overlapped under the kernel (must be 0)
 
 
-def describe_miss(batch: Batch, run: KernelRun, finish: list[float]) -> str:
-    lines = [f"  {batch.label}: kernel {run.makespan:g} ms, critical path {max(finish):g} ms"]
-    for i, call in enumerate(batch.calls):
+def describe_miss(scheduled: TurnSchedules) -> str:
+    turn = scheduled.turn
+    cp = scheduled.starts["cp"]
+    lines = [
+        f"  {turn.label}: kernel {scheduled.makespan('kernel'):g} ms, critical path "
+        f"{scheduled.makespan('cp'):g} ms"
+    ]
+    for i, call in enumerate(turn.calls):
         claims = ", ".join(str(c) for c in call.claims) or "nothing"
-        expected = finish[i] - call.ms
         lines.append(
-            f"    {call.id} {call.tool:<10} {call.ms:>9g} ms  kernel {run.starts[i]:>9g}"
-            f"-{run.finishes[i]:<9g} critical path {expected:>9g}-{finish[i]:<9g} [{claims}]"
+            f"    {call.id} {call.tool:<10} {call.ms:>9g} ms  kernel "
+            f"{scheduled.starts['kernel'][i]:>9g}-{scheduled.kernel_ends[i]:<9g} critical path "
+            f"{cp[i]:>9g}-{cp[i] + call.ms:<9g} [{claims}]"
         )
-    lines.extend(f"    not ok: {text}" for text in run.not_ok)
     return "\n".join(lines)
 
 
-def evaluate(title: str, batches: Sequence[Batch]) -> Report:
-    runs = kernel_runs(batches)
-    totals = dict.fromkeys((key for _, key in STRATEGIES), 0.0)
-    multi_totals = dict(totals)
-    hazards = {"flag": 0, "gather": 0}
-    misses = []
-    kernel_overlaps = 0
-    for batch, run in zip(batches, runs, strict=True):
-        calls = batch.calls
-        conflicts = conflict_matrix(calls)
-        finish = critical_path(calls, conflicts)
-        flag, reordered = parallelizable_flag(calls, conflicts)
-        unsafe, overlapped = gather(calls, conflicts)
-        spans = {
-            "cp": max(finish, default=0.0),
-            "kernel": run.makespan,
-            "serial": sum(c.ms for c in calls),
-            "coarse": coarse(calls),
-            "flag": flag,
-            "levels": dependency_levels(calls, conflicts),
-            "gather": unsafe,
-        }
-        hazards["flag"] += reordered
-        hazards["gather"] += overlapped
-        for key, span in spans.items():
-            totals[key] += span
-            if len(calls) > 1:
-                multi_totals[key] += span
-        exact = all(
-            run.starts[i] == finish[i] - c.ms and run.finishes[i] == finish[i]
-            for i, c in enumerate(calls)
-        )
-        if run.makespan != spans["cp"] or not exact or run.not_ok:
-            misses.append(describe_miss(batch, run, finish))
-        kernel_overlaps += sum(
-            1
-            for i in range(len(calls))
-            for j in range(i)
-            if conflicts[i][j]
-            and run.starts[i] < run.finishes[j]
-            and run.starts[j] < run.finishes[i]
-        )
+def evaluate(title: str, batches: Sequence[RecordedTurn]) -> Report:
+    comparison: Comparison = compare(title, batches)
+    keys = [key for _, key in STRATEGIES]
+    misses = [describe_miss(t) for t in comparison.misses]
+    misses += [f"  not ok: {text}" for text in comparison.kernel.failures]
     return Report(
         title=title,
         batches=len(batches),
         multi=sum(1 for b in batches if len(b.calls) > 1),
         calls=sum(len(b.calls) for b in batches),
-        totals=totals,
-        multi_totals=multi_totals,
-        hazards=hazards,
+        totals={key: comparison.total(key) for key in keys},
+        multi_totals={key: comparison.total(key, multi_only=True) for key in keys},
+        hazards={key: comparison.unsafe(key) for key in keys},
         misses=misses,
-        kernel_overlaps=kernel_overlaps,
     )
 
 
@@ -524,19 +230,15 @@ def print_report(report: Report) -> None:
     )
     print(
         f"  {'strategy':<22}{'all batches s':>14}{'x CP':>8}"
-        f"{'multi-call s':>14}{'x CP':>8}  hazards"
+        f"{'multi-call s':>14}{'x CP':>8}  hazards (conflicting pairs run beside or before "
+        f"each other)"
     )
     cp, multi_cp = report.totals["cp"], report.multi_totals["cp"]
-    hazard_text = {
-        "flag": f"{report.hazards['flag']} conflicting pairs run out of order",
-        "gather": f"{report.hazards['gather']} conflicting pairs overlapped",
-        "kernel": f"{report.kernel_overlaps} conflicting pairs overlapped",
-    }
     for label, key in STRATEGIES:
         total, multi = report.totals[key], report.multi_totals[key]
         print(
             f"  {label:<22}{total / 1000:>14.1f}{ratio(total, cp):>8}"
-            f"{multi / 1000:>14.1f}{ratio(multi, multi_cp):>8}  {hazard_text.get(key, '')}"
+            f"{multi / 1000:>14.1f}{ratio(multi, multi_cp):>8}  {report.hazards[key]}"
         )
     print(
         f"  batches where the kernel's makespan (or any call's start or finish) != critical "
@@ -544,7 +246,7 @@ def print_report(report: Report) -> None:
     )
 
 
-def count_fallbacks(batches: Sequence[Batch]) -> str:
+def count_fallbacks(batches: Sequence[RecordedTurn]) -> str:
     calls = [c for b in batches for c in b.calls]
     unknown = sum(1 for c in calls if c.tool not in KNOWN_TOOLS)
     unkeyed = sum(1 for c in calls if c.tool in KNOWN_TOOLS and c.claims == BARRIER)
@@ -583,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for report in reports:
         print_report(report)
     misses = [miss for report in reports for miss in report.misses]
-    overlaps = sum(report.kernel_overlaps for report in reports)
+    overlaps = sum(report.hazards["kernel"] for report in reports)
     print()
     if misses:
         print(f"KERNEL MISSED THE CRITICAL PATH on {len(misses)} batches:")

@@ -147,6 +147,11 @@ def run_kernel(batches: Sequence[scheduling.Batch]) -> list[Run]:
     return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
+def ends(calls: Sequence[Any], starts: Sequence[float]) -> list[float]:
+    """When each call ends, given when it starts."""
+    return [start + call.ms for call, start in zip(calls, starts, strict=True)]
+
+
 class Figures(NamedTuple):
     totals: dict[str, float]
     misses: int
@@ -163,9 +168,10 @@ def replay(batches: Sequence[scheduling.Batch]) -> Figures:
     for new_batch, old_batch, run in zip(new, old, runs, strict=True):
         calls = new_batch.calls
         conflicts = scheduling.conflict_matrix(calls)
-        finish = scheduling.critical_path(calls, conflicts)
-        old_finish = scheduling.critical_path(
-            old_batch.calls, scheduling.conflict_matrix(old_batch.calls)
+        finish = ends(calls, scheduling.critical_path(calls, conflicts))
+        old_finish = ends(
+            old_batch.calls,
+            scheduling.critical_path(old_batch.calls, scheduling.conflict_matrix(old_batch.calls)),
         )
         totals["kernel"] += run.makespan
         totals["cp"] += max(finish, default=0.0)

@@ -24,16 +24,12 @@ from toolkernel.locks import (
     units,
     writes,
 )
+from toolkernel.testing import strategies as public
 
 # -- claims of every kind (tests/locks/test_resources.py) ------------------------------------
 
-resource_claims = st.one_of(
-    st.builds(reads, st.sampled_from(["a", "a/b", "a/b/c", "a/bc", "b"])),
-    st.builds(writes, st.sampled_from(["a", "a/b", "a/b/c", "a/bc", "b"])),
-    st.builds(units, st.just(pool("net")), st.integers(1, 3)),
-    st.sampled_from([exclusive(pool("net")), exclusive(device("d")), shared(device("d"))]),
-    st.sampled_from([shared(EVERYTHING), exclusive(EVERYTHING)]),
-)
+# The public strategy (toolkernel.testing.strategies), over the universe these tests use.
+resource_claims = public.claims(["a", "a/b", "a/b/c", "a/bc", "b"], devices=["d"], pools=["net"])
 
 
 # -- lease table operations (tests/locks/test_table_stateful.py) -----------------------------

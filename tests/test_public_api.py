@@ -10,7 +10,12 @@ import toolkernel.formats.anthropic
 import toolkernel.formats.openai
 import toolkernel.kernel
 import toolkernel.locks
+import toolkernel.replay
+import toolkernel.testing
+import toolkernel.testing.strategies
 import toolkernel.tools
+import toolkernel.trace
+import toolkernel.trace.otel
 
 PACKAGE = Path(toolkernel.__file__).parent
 
@@ -88,6 +93,25 @@ PROMISED = {
         "Turn",
         "DEMO_TURNS",
     ],
+    toolkernel.testing: [
+        "FakeTool",
+        "Recorder",
+        "Recording",
+        "check_race_free",
+        "Violation",
+        "assert_serializable",
+        "check_serializable",
+        "CallBatch",
+        "VirtualClockEventLoop",
+        "virtual_clock",
+        "hold_virtual_time_for_threads",
+        "wait_all_tasks_blocked",
+    ],
+    toolkernel.testing.strategies: ["path_spellings", "workspace_paths", "claims", "batches"],
+    toolkernel.trace: ["Timeline", "ChromeTrace", "format_statistics"],
+    toolkernel.trace.otel: ["ToolCallSpans"],
+    toolkernel.replay: ["load_turns", "compare", "format_table", "timeline_svg"],
+    toolkernel.kernel: ["ResourceContention", "KernelStatistics", "ToolStatistics"],
 }
 
 

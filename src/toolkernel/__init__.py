@@ -48,6 +48,7 @@ from .kernel import Kernel as Kernel
 from .kernel import KernelSnapshot as KernelSnapshot
 from .kernel import KernelStatistics as KernelStatistics
 from .kernel import Permission as Permission
+from .kernel import ResourceContention as ResourceContention
 from .kernel import RewriteArguments as RewriteArguments
 from .kernel import Status as Status
 from .kernel import SupplyResult as SupplyResult

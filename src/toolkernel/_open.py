@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 from .kernel import (
@@ -19,7 +19,7 @@ from .kernel import (
 )
 from .kernel._policy import allow_all
 from .locks import Claim
-from .tools import FileAccess, Workspace
+from .tools import FileAccess, FileAccessed, Workspace
 
 __all__ = ["open_kernel", "WorkspaceEnvironment"]
 
@@ -31,8 +31,14 @@ class WorkspaceEnvironment:
         self.workspace = workspace
         self.key = workspace.key  # bound once: the kernel keys every path of every call
 
-    def file_access(self, claims: Sequence[Claim], call_id: str) -> FileAccess:
-        return FileAccess(self.workspace, claims, call_id=call_id)
+    def file_access(
+        self,
+        claims: Sequence[Claim],
+        call_id: str,
+        *,
+        observer: Callable[[FileAccessed], None] | None = None,
+    ) -> FileAccess:
+        return FileAccess(self.workspace, claims, call_id=call_id, observer=observer)
 
 
 @asynccontextmanager

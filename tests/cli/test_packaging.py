@@ -27,6 +27,7 @@ REAL_PACKAGES = {
     "toolkernel.formats",
     "toolkernel.kernel",
     "toolkernel.locks",
+    "toolkernel.replay",
     "toolkernel.testing",
     "toolkernel.tools",
     "toolkernel.tools.shell",

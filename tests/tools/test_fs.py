@@ -14,7 +14,7 @@ import pytest
 from toolkernel._errors import InvalidClaimError, PathEscapeError, UndeclaredAccessError
 from toolkernel.locks import EVERYTHING, Claim, device, exclusive, pool, reads, shared, units
 from toolkernel.locks import writes as writes_claim
-from toolkernel.tools import FileAccess, Workspace
+from toolkernel.tools import FileAccess, FileAccessed, Workspace
 
 
 @pytest.fixture
@@ -492,3 +492,26 @@ async def test_folded_keys_reach_the_real_file(tmp_path: pathlib.Path) -> None:
     assert os.listdir(tmp_path / "Docs") == ["README.md"]
     assert (tmp_path / "Docs" / "README.md").read_text() == "rewritten"
     assert await fs.walk("docs") == ["Docs/README.md"]
+
+
+# -- observing -----------------------------------------------------------------------------
+
+
+async def test_an_observer_is_told_of_every_access_checked_allowed_or_refused(
+    ws: Workspace,
+) -> None:
+    seen: list[FileAccessed] = []
+    claims = [reads("src"), writes_claim("out")]
+    fs = FileAccess(ws, claims, call_id="c7", observer=seen.append)
+    await fs.read_text("./src/a.py")
+    await fs.write_text("out/x.txt", "x", parents=True)
+    await fs.move("out/x.txt", "out/y.txt")
+    with pytest.raises(UndeclaredAccessError):
+        await fs.write_text("src/a.py", "no")
+    assert [(a.call_id, a.verb, str(a.path), a.write, a.allowed) for a in seen] == [
+        ("c7", "read", "src/a.py", False, True),
+        ("c7", "write", "out/x.txt", True, True),
+        ("c7", "move", "out/x.txt", True, True),
+        ("c7", "move to", "out/y.txt", True, True),
+        ("c7", "write", "src/a.py", True, False),
+    ]

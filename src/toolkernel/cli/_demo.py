@@ -1,11 +1,14 @@
 """``python -m toolkernel demo``: a scripted agent session over a copy of a small project.
 
-Three turns, as a model would emit them (``toolkernel.agent.DEMO_TURNS``): explore (reads, greps, a
-glob in parallel), edit (several files at once, two edits and a read of the same file that must
-take turns), verify (a grep and the project's tests through Bash). Each turn prints a live log
-and a timeline (``toolkernel.trace.Timeline``); then the same
-calls run one by one, and in the coarse "reads together, every write alone" scheme, on fresh
-copies, and the demo prints the speed-ups and checks that all three left identical trees.
+The agent loop (``toolkernel.agent.run_agent``) drives a scripted model
+(``ScriptedModel(DEMO_TURNS)``) through three turns, as a model would emit them: explore (reads,
+greps, a glob in parallel), edit (several files at once, two edits and a read of the same file
+that must take turns), verify (a grep and the project's tests through Bash). Each turn prints a
+live log and a timeline (``toolkernel.trace.Timeline``; in colour on a terminal, with rich);
+then the kernel's statistics, and where the Chrome trace of the session was written (open it in
+Perfetto). Then the same calls run one by one, and in the coarse "reads together, every write
+alone" scheme, on fresh copies, and the demo prints the speed-ups and checks that all three left
+identical trees.
 
 Each call takes at least the median duration recorded for its tool in real agent sessions
 (``shared/data/traces``), standing in for a real disk, editor and test run; ``--no-latency``
@@ -19,17 +22,19 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import attrs
 import trio
 
 from .._open import open_kernel
-from ..agent import DEMO_TURNS
+from ..agent import DEMO_TURNS, AgentEvent, ModelReplied, ScriptedModel, StepStarted, run_agent
 from ..kernel import Kernel, KeyFunction, ToolCall, ToolContext, ToolResult
 from ..locks import Claim
-from ..tools import Tool, builtin_tools, is_read_only_command
-from ..trace import Timeline
+from ..replay import is_read_only_call
+from ..tools import Tool, builtin_tools
+from ..trace import ChromeTrace, Timeline, format_statistics
+from ._screen import Screen, make_screen
 
 # Package data beside this module (not an installed package: see pyproject.toml).
 SAMPLE_PROJECT = Path(__file__).parent / "sample-project"
@@ -99,10 +104,8 @@ def _label(call: ToolCall) -> str:
 
 
 def _is_read_only(call: ToolCall) -> bool:
-    if call.name in ("Read", "Grep", "Glob", "ListDir"):
-        return True
     args = call.arguments if isinstance(call.arguments, Mapping) else {}
-    return call.name == "Bash" and is_read_only_command(str(args.get("command", "")))
+    return is_read_only_call(call.name, args)
 
 
 async def _one_by_one(kernel: Kernel, calls: Sequence[ToolCall]) -> list[ToolResult]:
@@ -143,77 +146,124 @@ def _copy_project(into: Path, name: str) -> Path:
     return target
 
 
-async def _session(latency: bool, out: Any) -> int:
+async def _agent_session(
+    root: Path, latency: bool, screen: Screen, trace: ChromeTrace
+) -> tuple[list[ToolResult], float, str]:
+    """The scripted model's session through the agent loop; its results, how long it took,
+    and the kernel's statistics as text."""
+    timeline = Timeline(echo=screen.live_line)
+    model = ScriptedModel(DEMO_TURNS, final="The tests pass; power() is in.")
+    asked_at = 0.0
+    open_batch = False
+
+    def on_event(event: AgentEvent) -> None:
+        nonlocal asked_at, open_batch
+        if isinstance(event, StepStarted):
+            if open_batch:
+                screen.chart(timeline.chart())
+                open_batch = False
+            asked_at = trio.current_time()
+        elif isinstance(event, ModelReplied):
+            trace.span(
+                f"turn {event.step}: model",
+                asked_at,
+                trio.current_time(),
+                lane="model",
+                args={"says": event.text, "calls": [c.id for c in event.calls]},
+            )
+            if event.calls:
+                screen.heading(
+                    f"turn {event.step} — the model says: {event.text!r} and emits "
+                    f"{len(event.calls)} calls"
+                )
+                timeline.clear()
+                labels = {c.id: _label(c) for c in event.calls}
+                timeline.labels.update(labels)
+                trace.labels.update(labels)
+                open_batch = True
+            else:
+                screen.heading(f"the model says: {event.text!r} and stops")
+
+    async with open_kernel(_tools(latency), root=root) as kernel:
+        kernel.add_listener(timeline)
+        kernel.add_listener(trace)
+        start = trio.current_time()
+        outcome = await run_agent(
+            model, kernel, "Add power() to the calculator, with a test.", on_event=on_event
+        )
+        elapsed = trio.current_time() - start
+        statistics = format_statistics(kernel.statistics())
+    if open_batch:
+        screen.chart(timeline.chart())
+    results = [result for step in outcome.steps for result in step.results]
+    return results, elapsed, statistics
+
+
+async def _session(latency: bool, screen: Screen, trace_path: Path) -> int:
     with tempfile.TemporaryDirectory(prefix="toolkernel-demo-") as tmp:
         base = Path(tmp)
         roots = {name: _copy_project(base, name) for name in ("kernel", "serial", "coarse")}
-        print(
-            f"toolkernel demo: a scripted agent edits a copy of a small project in {base}", file=out
-        )
+        screen.say(f"toolkernel demo: a scripted agent edits a copy of a small project in {base}")
         if latency:
-            print(
+            screen.say(
                 "(each call takes at least its tool's median duration in recorded agent "
-                "sessions; --no-latency turns that off)",
-                file=out,
+                "sessions; --no-latency turns that off)"
             )
-        timeline = Timeline(echo=lambda line: print(line, file=out))
-        elapsed: dict[str, float] = {}
-        statuses: dict[str, list[str]] = {}
-        async with open_kernel(_tools(latency), root=roots["kernel"]) as kernel:
-            kernel.add_listener(timeline)
-            start = trio.current_time()
-            results: list[ToolResult] = []
-            for number, turn in enumerate(DEMO_TURNS, 1):
-                calls = turn.calls
-                print(
-                    f"\nturn {number} — the model says: {turn.says!r} and emits {len(calls)} calls",
-                    file=out,
-                )
-                timeline.clear()
-                timeline.labels.update({c.id: _label(c) for c in calls})
-                results += await kernel.run(calls)
-                print("\n" + timeline.chart(), file=out)
-            elapsed["kernel"] = trio.current_time() - start
-            statuses["kernel"] = [r.status.value for r in results]
+        trace = ChromeTrace(title="toolkernel demo")
+        results, kernel_time, statistics = await _agent_session(
+            roots["kernel"], latency, screen, trace
+        )
+        elapsed = {"kernel": kernel_time}
+        statuses = {"kernel": [r.status.value for r in results]}
         failed = [r for r in results if not r.ok]
         for r in failed:
-            print(f"\n{r.call_id} {r.name} ended {r.status.value}: {r.error}", file=out)
-        tests = next(r for r in results if r.call_id == "c16")
-        if tests.ok:
-            print(f"\nthe project's tests pass after the edits: {tests.text().strip()!r}", file=out)
+            screen.say(f"\n{r.call_id} {r.name} ended {r.status.value}: {r.error}")
+        tests = next((r for r in results if r.call_id == "c16"), None)
+        if tests is not None and tests.ok:
+            screen.say(f"\nthe project's tests pass after the edits: {tests.text().strip()!r}")
+        screen.say("\nthe kernel's statistics:\n" + statistics)
+        trace.write(trace_path)
+        screen.say(
+            f"\na trace of the session (Chrome trace JSON): {trace_path}\n"
+            f"  open it at https://ui.perfetto.dev (Open trace file): a lane per call running "
+            f"at once, waits drawn apart, the model's turns above"
+        )
         for name, runner in (("serial", _one_by_one), ("coarse", _coarse)):
             async with open_kernel(_tools(latency), root=roots[name]) as kernel:
                 start = trio.current_time()
-                results = []
+                found: list[ToolResult] = []
                 for turn in DEMO_TURNS:
-                    results += await runner(kernel, turn.calls)
+                    found += await runner(kernel, turn.calls)
                 elapsed[name] = trio.current_time() - start
-                statuses[name] = [r.status.value for r in results]
+                statuses[name] = [r.status.value for r in found]
         trees = {name: _tree(root) for name, root in roots.items()}
         same = trees["kernel"] == trees["serial"] == trees["coarse"]
         same_status = statuses["kernel"] == statuses["serial"] == statuses["coarse"]
-        print("\nthe same session, three ways:", file=out)
-        print(
-            f"  toolkernel (each call as soon as its leases are free) {elapsed['kernel']:6.2f}s",
-            file=out,
+        screen.say("\nthe same session, three ways:")
+        screen.say(
+            f"  toolkernel (each call as soon as its leases are free) {elapsed['kernel']:6.2f}s"
         )
-        print(
+        screen.say(
             f"  coarse (reads together, every write alone)            {elapsed['coarse']:6.2f}s"
-            f"   toolkernel is {elapsed['coarse'] / elapsed['kernel']:.2f}x faster",
-            file=out,
+            f"   toolkernel is {elapsed['coarse'] / elapsed['kernel']:.2f}x faster"
         )
-        print(
+        screen.say(
             f"  one by one                                            {elapsed['serial']:6.2f}s"
-            f"   toolkernel is {elapsed['serial'] / elapsed['kernel']:.2f}x faster",
-            file=out,
+            f"   toolkernel is {elapsed['serial'] / elapsed['kernel']:.2f}x faster"
         )
-        print(
-            f"  final trees identical: {same}; every call ended the same way: {same_status}",
-            file=out,
-        )
+        screen.say(f"  final trees identical: {same}; every call ended the same way: {same_status}")
         return 0 if same and same_status and not failed else 1
 
 
-def run_demo(latency: bool = True) -> int:
-    """Run the demo session; return the process exit code."""
-    return trio.run(_session, latency, sys.stdout)
+def run_demo(
+    latency: bool = True, trace: Path | None = None, color: str = "auto", out: TextIO | None = None
+) -> int:
+    """Run the demo session; return the process exit code.
+
+    ``trace``: where to write the Chrome trace (default: ``toolkernel-demo-trace.json`` in the
+    temporary directory). ``color``: ``auto`` (on a terminal, if rich is installed),
+    ``always`` or ``never``.
+    """
+    target = trace or Path(tempfile.gettempdir()) / "toolkernel-demo-trace.json"
+    screen = make_screen(out or sys.stdout, color)
+    return trio.run(_session, latency, screen, target)

@@ -18,6 +18,7 @@ from ._kernel import open_kernel_core as open_kernel_core
 from ._observe import CallInfo as CallInfo
 from ._observe import KernelSnapshot as KernelSnapshot
 from ._observe import KernelStatistics as KernelStatistics
+from ._observe import ResourceContention as ResourceContention
 from ._observe import ToolStatistics as ToolStatistics
 from ._options import KernelOptions as KernelOptions
 from ._policy import AfterHook as AfterHook

@@ -50,7 +50,13 @@ class ToolContext:
         if self._ended:
             raise self._revoked("use its file access")
         if self._fs is None and self._environment is not None:
-            self._fs = self._environment.file_access(self.claims, self.call_id)
+            report = self._kernel._scheduler.report
+            if report.access_listeners:  # somebody watches what calls touch
+                self._fs = self._environment.file_access(
+                    self.claims, self.call_id, observer=report.file_accessed
+                )
+            else:
+                self._fs = self._environment.file_access(self.claims, self.call_id)
         return self._fs
 
     def progress(self, message: str, data: Any = None) -> None:

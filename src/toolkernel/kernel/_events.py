@@ -31,6 +31,9 @@ class CallQueued:
     time: float
     claims: tuple[Claim, ...]
     """The canonical claims it will request (empty if admission failed)."""
+    parent: str | None = None
+    """For a call made by a tool through ``ctx.call``: the id of the call that made it. It
+    runs inside its parent's leases, so the two may hold conflicting claims at once."""
 
 
 @attrs.frozen

@@ -152,11 +152,32 @@ class Kernel(metaclass=_NoPublicConstructor):
     def add_listener(self, listener: Callable[[CallEvent], None]) -> Callable[[], None]:
         """Call ``listener`` synchronously with every event; returns a function that removes it.
 
+        Each event is given in the task where it happens: ``CallQueued`` in the task that
+        submitted the call, ``CallStarted`` in the task that runs it, just before its tool
+        runs (so a listener may set context there, as ``toolkernel.trace.otel`` does).
+
+        If ``listener`` also has a ``file_accessed`` method, that is called with a
+        ``toolkernel.tools.FileAccessed`` for every file access a call makes through
+        ``ctx.fs`` (allowed or refused), from the worker thread doing the I/O: it must be
+        quick and thread-safe. That is how ``toolkernel.testing.Recorder`` sees what tools
+        touched. Calls that started before it was added are not watched.
+
         A listener that raises is removed (and the error logged); it never breaks a call.
         """
-        listeners = self._scheduler.report.listeners
+        report = self._scheduler.report
+        listeners, watchers = report.listeners, report.access_listeners
         listeners.append(listener)
-        return lambda: listeners.remove(listener) if listener in listeners else None
+        watch = getattr(listener, "file_accessed", None)
+        if callable(watch):
+            watchers.append(watch)
+
+        def remove() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+            if watch in watchers:
+                watchers.remove(watch)
+
+        return remove
 
     def submit(self, call: ToolCall) -> CallHandle:
         """Submit one call (a batch of one); synchronous. Returns its handle."""
@@ -276,7 +297,10 @@ class Kernel(metaclass=_NoPublicConstructor):
         return self._scheduler.snapshot()
 
     def statistics(self) -> KernelStatistics:
-        """Counts by state and per-tool count, errors, wait and run percentiles."""
+        """Counts by state; per tool: count, errors by type, wait and run percentiles; the
+        peak number of calls running at once; and lease contention per resource (which paths
+        are hot, how long calls waited on each). Memory stays bounded: see
+        :class:`KernelStatistics`."""
         return self._scheduler.statistics()
 
     def lease_statistics(self) -> LeaseTableStatistics:

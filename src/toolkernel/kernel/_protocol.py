@@ -60,8 +60,19 @@ class Environment(Protocol):
         """The canonical key of a path spelling; raises ``InvalidClaimError`` if refused."""
         ...
 
-    def file_access(self, claims: Sequence[Claim], call_id: str) -> Any:
+    def file_access(
+        self,
+        claims: Sequence[Claim],
+        call_id: str,
+        *,
+        observer: Callable[[Any], None] | None = None,
+    ) -> Any:
         """The ``ctx.fs`` object for call ``call_id`` holding ``claims``. It must have a
         ``close()`` method: the kernel calls it when the call ends, and from then on every
-        operation must fail."""
+        operation must fail.
+
+        ``observer``, when given (only when a kernel listener watches file access), is to be
+        called with a description of every access the object checks (``FileAccess`` passes a
+        ``toolkernel.tools.FileAccessed``). An environment that can't report accesses may
+        ignore it; the kernel passes it by keyword only when somebody watches."""
         ...

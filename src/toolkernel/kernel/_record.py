@@ -127,6 +127,10 @@ class CallRecord:
     sinks: tuple[Callable[[CallEvent], None], ...] = ()  # ``stream`` listeners
     nested_count: int = 0
     requeues: int = 0
+    # Set when it first has to wait (for leases or a slot): the resources it waits on, spelled
+    # for people, and since when; its wait is tallied against them when it finishes.
+    contested: tuple[str, ...] | None = None
+    blocked_at: float = 0.0
 
     @property
     def name(self) -> str:

@@ -2,17 +2,29 @@
 
 Events are built only when somebody listens (a listener of the kernel's, or a ``stream`` sink of
 the call's): on a kernel nobody watches, a call costs no event at all.
+
+Lease contention is tallied on the waiting path only: a call that has to wait notes, once, the
+resources it waits on and since when (``blocked``), and its wait is added to them when it
+finishes. A call that never waits costs one ``None`` check more.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from . import _waits as waits
 from ._call import CallState, ToolResult
 from ._events import CallBlocked, CallEvent, CallFinished
-from ._observe import KernelSnapshot, KernelStatistics, ToolTally, freeze_tallies, snapshot_of
+from ._observe import (
+    ContentionTally,
+    KernelSnapshot,
+    KernelStatistics,
+    ToolTally,
+    freeze_tallies,
+    snapshot_of,
+)
 from ._record import CallRecord
 
 __all__ = ["Reporter", "UNKNOWN_TOOL_TALLY"]
@@ -32,6 +44,10 @@ class Reporter:
         self._max_concurrency = max_concurrency
         self._tallies: dict[str, ToolTally] = {}
         self._finished = 0
+        self._contention = ContentionTally()
+        # Listeners that also watch file access (a ``file_accessed`` method): see
+        # ``Kernel.add_listener``. Called from the worker threads doing the I/O.
+        self.access_listeners: list[Callable[[Any], None]] = []
 
     def emit(self, record: CallRecord, event: CallEvent) -> None:
         """Give ``event`` to every listener of the kernel and of ``record``'s stream."""
@@ -46,12 +62,17 @@ class Reporter:
                 _log.exception("toolkernel: removed an event listener that raised")
 
     def blocked(self, record: CallRecord, now: float) -> None:
-        """``record`` waits for its leases: say behind whom and on what, if anyone listens."""
-        if not (self.listeners or record.sinks):
-            return  # working out whom it waits behind is not free
-        blockers = tuple(r.call.id for r in waits.waits_for(record))
-        resources = waits.contested(record, self._max_concurrency)
-        self.emit(record, CallBlocked(record.call.id, record.name, now, blockers, resources))
+        """``record`` waits for its leases (or a slot): note on what, for the contention
+        statistics, and say behind whom, if anyone listens."""
+        behind = waits.waits_for(record)
+        resources = waits.contested(record, self._max_concurrency, behind)
+        if record.contested is None:
+            record.contested, record.blocked_at = resources, now
+        else:  # waiting again (its paths changed meaning): the first wait's start stands
+            record.contested += tuple(r for r in resources if r not in record.contested)
+        if self.listeners or record.sinks:
+            blockers = tuple(r.call.id for r in behind)
+            self.emit(record, CallBlocked(record.call.id, record.name, now, blockers, resources))
 
     def finished(self, record: CallRecord, result: ToolResult) -> None:
         """Count ``record``'s result and say it finished."""
@@ -61,6 +82,10 @@ class Reporter:
         if tally is None:
             tally = self._tallies[name] = ToolTally(name)
         tally.add(result)
+        if record.contested is not None:  # it waited: count its wait against what it waited on
+            started_at = result.started_at
+            end = result.finished_at if started_at is None else started_at
+            self._contention.add(record.contested, end - record.blocked_at)
         if self.listeners or record.sinks:
             self.emit(record, CallFinished(result.call_id, result.name, result.finished_at, result))
 
@@ -68,8 +93,20 @@ class Reporter:
         """What runs, what waits for leases (and behind whom), what is pending."""
         return snapshot_of(live)
 
-    def statistics(self, live: Mapping[int, CallRecord]) -> KernelStatistics:
-        """Counts by state and per-tool count, errors, wait and run percentiles."""
+    def file_accessed(self, access: Any) -> None:
+        """Pass one file access (a ``toolkernel.tools.FileAccessed``) to the listeners that
+        watch them; called in the worker thread that does the I/O."""
+        for listener in list(self.access_listeners):
+            try:
+                listener(access)
+            except Exception:
+                if listener in self.access_listeners:
+                    self.access_listeners.remove(listener)
+                _log.exception("toolkernel: removed a file-access listener that raised")
+
+    def statistics(self, live: Mapping[int, CallRecord], peak_running: int) -> KernelStatistics:
+        """Counts by state; per tool: count, errors by type, wait and run percentiles; the peak
+        number of calls running at once; the contended resources."""
         counts = dict.fromkeys(CallState, 0)
         for record in live.values():
             counts[record.state] += 1
@@ -79,4 +116,6 @@ class Reporter:
             running=counts[CallState.RUNNING],
             finished=self._finished,
             tools=freeze_tallies(self._tallies.values()),
+            peak_running=peak_running,
+            contention=self._contention.freeze(),
         )

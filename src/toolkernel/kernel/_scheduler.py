@@ -144,6 +144,8 @@ class Scheduler:
         # that neither their records nor their outputs stay alive.
         self._names = CallNames()
         self.report = Reporter(self.max_concurrency)
+        self._running_tools = 0  # calls between ``start`` and ``finish``
+        self._peak_running = 0
         self.closed = False
         self._admitting: Batch | None = None  # the batch ``submit`` is admitting, if any
 
@@ -439,6 +441,9 @@ class Scheduler:
     def start(self, record: CallRecord) -> float:
         """The tool is about to run; returns the deadline of its run (``inf`` for none)."""
         started_at = record.started_at = self._now()
+        running = self._running_tools = self._running_tools + 1
+        if running > self._peak_running:
+            self._peak_running = running
         if record.state is not RUNNING:
             self._move(record, RUNNING, started_at)
         if self.report.listeners or record.sinks:
@@ -495,6 +500,8 @@ class Scheduler:
             self._hand_slot_on(record)
         if record.lease_group or record.waiting_in or record.context is not None:
             self.release(record)
+        if record.started_at is not None:
+            self._running_tools -= 1
         self._move(record, FINISHED, result.finished_at)
         record.result = result
         del self._live[record.uid]
@@ -547,7 +554,7 @@ class Scheduler:
         record = self._new_record(call, batch, self._now(), True, parent)
         failure = self._admit(record)
         if self.report.listeners:
-            event = CallQueued(call.id, name, record.queued_at, record.claims or ())
+            event = CallQueued(call.id, name, record.queued_at, record.claims or (), parent.call.id)
             self.report.emit(record, event)
         if failure is None and record.depth > self._max_depth:
             failure = messages.too_deep(parent.call.id, parent.name, name, self._max_depth)
@@ -631,5 +638,6 @@ class Scheduler:
         return self.report.snapshot(self._live)
 
     def statistics(self) -> KernelStatistics:
-        """Counts by state and per-tool count, errors, wait and run percentiles."""
-        return self.report.statistics(self._live)
+        """Counts by state; per tool: count, errors by type, wait and run percentiles; peak
+        concurrency; lease contention per resource."""
+        return self.report.statistics(self._live, self._peak_running)

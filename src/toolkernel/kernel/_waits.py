@@ -54,11 +54,16 @@ def deadlocked(
             yield record, [f"{r.call.id} ({r.name})" for r in [*cycle, record]]
 
 
-def contested(record: CallRecord, max_concurrency: int | None) -> tuple[str, ...]:
-    """The resources ``record`` waits for, spelled for people."""
+def contested(
+    record: CallRecord,
+    max_concurrency: int | None,
+    behind: Iterable[CallRecord] | None = None,
+) -> tuple[str, ...]:
+    """The resources ``record`` waits for, spelled for people (``behind``: the calls it waits
+    for, if the caller has them already)."""
     mine = record.claims or ()
     found: list[str] = []
-    for other in waits_for(record):
+    for other in waits_for(record) if behind is None else behind:
         for claim in mine:
             for theirs in other.claims or ():
                 if claims_conflict(claim, theirs) or claim.node == theirs.node:

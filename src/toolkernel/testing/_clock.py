@@ -6,9 +6,12 @@ waiting for a timeout, a sleep, a deadline), the clock jumps to that timer inste
 calls that "take" seconds runs in microseconds and its timings are exact, as on trio's autojump
 clock. I/O still happens for real: the loop looks for ready I/O before it jumps.
 
-Like trio's autojump clock, it cannot see work in worker threads: while a thread runs and every
-task waits, the clock jumps to the next timer. Tests that do real file I/O in threads use the
-real clock.
+Like trio's autojump clock, by itself it cannot see work in worker threads: while a thread runs
+and every task waits, the clock jumps to the next timer. Tell it which threads to wait for with
+``await hold_virtual_time_for_threads()`` (anyio's default worker threads, those ``ctx.fs`` and
+``anyio.to_thread.run_sync`` use): then while any of them is at work, the loop waits for it
+for real and the clock stands still. :func:`virtual_clock` makes trio's ``MockClock`` take the
+same care, without being asked.
 
 Use it with anyio's pytest plugin::
 
@@ -23,11 +26,29 @@ or directly: ``asyncio.run(main(), loop_factory=VirtualClockEventLoop)`` (Python
 from __future__ import annotations
 
 import asyncio
+import math
 import selectors
 import sys
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["VirtualClockEventLoop", "wait_all_tasks_blocked"]
+import trio
+import trio.testing
+
+__all__ = [
+    "VirtualClockEventLoop",
+    "virtual_clock",
+    "hold_virtual_time_for_threads",
+    "wait_all_tasks_blocked",
+]
+
+_THREAD_POLL = 0.01
+"""Seconds of real time the asyncio loop waits at a time for worker threads before it looks
+again (a thread that finishes wakes it at once)."""
+
+
+class _Limiter(Protocol):
+    @property
+    def borrowed_tokens(self) -> int: ...
 
 
 class _JumpingSelector(selectors.DefaultSelector):
@@ -40,8 +61,11 @@ class _JumpingSelector(selectors.DefaultSelector):
         if timeout is None or timeout <= 0:
             return super().select(timeout)
         ready: list[tuple[Any, int]] = super().select(0)
-        if not ready:
-            self.loop.advance(timeout)
+        if ready:
+            return ready
+        if self.loop.threads_at_work():  # wait for them, for real; the clock stands still
+            return super().select(min(timeout, _THREAD_POLL))
+        self.loop.advance(timeout)
         return ready
 
 
@@ -50,9 +74,20 @@ class VirtualClockEventLoop(asyncio.SelectorEventLoop):
 
     def __init__(self) -> None:
         self._virtual_now = 0.0
+        self._limiters: list[_Limiter] = []
         selector = _JumpingSelector()
         selector.loop = self
         super().__init__(selector)
+
+    def hold_for_threads(self, limiter: _Limiter) -> None:
+        """Don't jump while ``limiter`` (an ``anyio.CapacityLimiter``) has tokens borrowed,
+        that is, while threads started through it are at work."""
+        if all(known is not limiter for known in self._limiters):
+            self._limiters.append(limiter)
+
+    def threads_at_work(self) -> bool:
+        """True while a thread this loop holds time for is at work."""
+        return any(limiter.borrowed_tokens for limiter in self._limiters)
 
     def time(self) -> float:
         """The virtual time, in seconds since the loop was made."""
@@ -63,6 +98,69 @@ class VirtualClockEventLoop(asyncio.SelectorEventLoop):
         if seconds < 0:
             raise ValueError(f"time can't go backwards ({seconds} s)")
         self._virtual_now += seconds
+
+
+def virtual_clock() -> trio.testing.MockClock:
+    """trio's ``MockClock(autojump_threshold=0)``, which also stands still while trio's default
+    worker threads are at work (``trio.to_thread``, ``anyio.to_thread`` and so ``ctx.fs`` use
+    them): the run loop then waits for them for real instead of jumping.
+
+    ::
+
+        trio.run(main, clock=virtual_clock())
+
+    It is a ``MockClock`` (trio's run loop jumps only that one), told before each jump whether
+    to make it: it sets trio's (internal) ``clock_autojump_threshold`` as ``MockClock`` itself
+    does. Without that hook it is a plain autojumping ``MockClock``.
+    """
+    clock = trio.testing.MockClock(autojump_threshold=0)
+    plain = trio.testing.MockClock.deadline_to_sleep_time
+
+    def deadline_to_sleep_time(deadline: float) -> float:
+        # The run loop asks this when no task can run. While a thread works, turn autojump off
+        # and wait (for real) a little for it; else turn it back on.
+        runner = _trio_runner()
+        busy = trio.to_thread.current_default_thread_limiter().borrowed_tokens > 0
+        if runner is not None and runner.clock is clock:
+            runner.clock_autojump_threshold = math.inf if busy else clock.autojump_threshold
+            if busy:
+                return min(_THREAD_POLL, plain(clock, deadline))
+        return plain(clock, deadline)
+
+    clock.deadline_to_sleep_time = deadline_to_sleep_time  # type: ignore[method-assign]
+    return clock
+
+
+def _trio_runner() -> Any:
+    try:
+        from trio._core._run import GLOBAL_RUN_CONTEXT
+
+        runner = GLOBAL_RUN_CONTEXT.runner
+    except (ImportError, AttributeError):
+        return None
+    return runner if hasattr(runner, "clock_autojump_threshold") else None
+
+
+async def hold_virtual_time_for_threads() -> None:
+    """Make the running virtual clock stand still while anyio's default worker threads work.
+
+    On asyncio under :class:`VirtualClockEventLoop` it registers anyio's default thread limiter
+    with the loop; on trio, a clock made by :func:`virtual_clock` does so by itself. So file
+    I/O in worker threads (``ctx.fs``) takes no virtual time, and a deadline can't pass while a
+    thread works. Does nothing under any other clock.
+    """
+    loop = _asyncio_loop()
+    if isinstance(loop, VirtualClockEventLoop):
+        import anyio.to_thread
+
+        loop.hold_for_threads(anyio.to_thread.current_default_thread_limiter())
+
+
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 async def wait_all_tasks_blocked() -> None:

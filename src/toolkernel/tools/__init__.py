@@ -7,6 +7,7 @@ from ._declare import Tool as Tool
 from ._declare import tool as tool
 from ._fs import Entry as Entry
 from ._fs import FileAccess as FileAccess
+from ._fs import FileAccessed as FileAccessed
 from ._workspace import Workspace as Workspace
 from .shell import ShellRules as ShellRules
 from .shell import shell_claims as shell_claims

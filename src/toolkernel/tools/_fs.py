@@ -25,6 +25,11 @@ fsync-ed, takes the permission bits of the file it replaces, and is renamed over
 ``os.replace``. Readers (and a crash) see the old content or the new, never a mix; a failure or a
 cancellation before the rename removes the temporary file and leaves the old content whole.
 
+Observing: a :class:`FileAccess` made with an ``observer`` calls it with a
+:class:`FileAccessed` for every access it checks, allowed or refused, in the worker thread
+doing the I/O, just after the check and before the I/O (``toolkernel.testing.Recorder`` uses
+it to see what each call touched). Without one it costs a ``None`` check per operation.
+
 Blocking I/O runs in worker threads (``anyio.to_thread.run_sync``), one thread hop per operation;
 the key resolution and the access check run in the same thread call as the I/O, so the event loop
 never waits on the disk. Only regular files are read: a fifo or a device would block a worker
@@ -51,7 +56,7 @@ from . import _fileops
 from ._fileops import Entry
 from ._workspace import Workspace
 
-__all__ = ["FileAccess", "Entry"]
+__all__ = ["FileAccess", "FileAccessed", "Entry"]
 
 T = TypeVar("T")
 PathArg = str | os.PathLike[str]
@@ -63,6 +68,25 @@ def _as_claims(claims: Iterable[Claim]) -> tuple[Claim, ...]:
         if not isinstance(claim, Claim):
             raise InvalidClaimError(f"FileAccess needs Claim objects, got {claim!r}")
     return result
+
+
+@attrs.frozen
+class FileAccessed:
+    """One access a call made through ``ctx.fs``, as an observer of its :class:`FileAccess`
+    sees it (after the claims were checked, before the I/O)."""
+
+    call_id: str | None
+    """The call that made it."""
+    path: Path
+    """The canonical key of the path (``Workspace.key``); ``str(path)`` spells it."""
+    write: bool
+    """True for an access that needs an exclusive lease (write, create, delete, move)."""
+    verb: str
+    """What was done: ``read``, ``list``, ``write``, ``create``, ``delete``, ``move`` (the
+    source of a move) or ``move to`` (its destination)."""
+    allowed: bool
+    """False if the call's claims did not cover it: it was refused with
+    :class:`UndeclaredAccessError` and nothing was touched."""
 
 
 @attrs.define(eq=False)
@@ -88,7 +112,8 @@ class FileAccess:
     none, the path changed meaning under the call: :class:`PathChangedError`, nothing touched.
 
     ``call_id`` names the call in messages. After :meth:`close` every operation raises
-    :class:`CallEndedError`.
+    :class:`CallEndedError`. ``observer``, if given, is called with a :class:`FileAccessed`
+    for every access checked (from the worker thread: keep it quick and thread-safe).
     """
 
     workspace: Workspace
@@ -96,6 +121,10 @@ class FileAccess:
     _claims: tuple[Claim, ...] = attrs.field(converter=_as_claims, alias="claims")
     call_id: str | None = attrs.field(default=None, kw_only=True)
     """The id of the call this access belongs to, for messages; None if there is no call."""
+    observer: Callable[[FileAccessed], None] | None = attrs.field(
+        default=None, kw_only=True, repr=False
+    )
+    """Told of every access checked (see the module's docstring); None: nobody is."""
     _path_modes: dict[tuple[str, ...], Mode] = attrs.field(init=False, repr=False)
     _everything_mode: Mode | None = attrs.field(init=False, repr=False)
     _closed: bool = attrs.field(init=False, default=False, repr=False)
@@ -185,6 +214,8 @@ class FileAccess:
         """Key ``path``, check the claims cover it, and return its key and on-disk components."""
         key, parts = self.workspace._locate_parts(path)
         reason = self._refusal(key, write=write)
+        if self.observer is not None:
+            self.observer(FileAccessed(self.call_id, key, write, verb, reason is None))
         if reason is not None:
             raise UndeclaredAccessError(f"can't {verb} {self.workspace.display(key)!r}: {reason}")
         return key, parts

@@ -1,3 +1,6 @@
-"""Traces of what the kernel ran: for now, a plain-text timeline of a session's calls."""
+"""What the kernel ran, for people: a live text timeline, Chrome traces for Perfetto, statistics
+as text; OpenTelemetry spans in ``toolkernel.trace.otel`` (needs ``toolkernel[otel]``)."""
 
+from ._chrome import ChromeTrace as ChromeTrace
+from ._statistics import format_statistics as format_statistics
 from ._timeline import Timeline as Timeline

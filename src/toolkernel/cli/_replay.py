@@ -1,0 +1,111 @@
+"""``python -m toolkernel replay TRACE.jsonl``: recorded turns under every strategy, and a picture.
+
+Each turn of the file (the format of ``shared/data/traces/claude-code-log.jsonl``) runs through
+the kernel on the mock clock, each call taking its recorded duration (capped at 30 s by
+default: recorded durations include time spent waiting for a person) and declaring what
+toolkernel's tool would (a Bash command: ``shell_claims(command)``). The table compares the
+kernel with the schedules of other runtimes (``toolkernel.replay``); then the kernel's
+statistics say where calls waited, and an SVG shows one turn under every strategy.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+import tempfile
+from typing import TextIO
+
+from ..replay import (
+    Comparison,
+    RecordedTurn,
+    capped,
+    compare,
+    format_table,
+    load_turns,
+    per_tool_medians,
+    timeline_svg,
+)
+from ..trace import format_statistics
+
+__all__ = ["run_replay", "DURATIONS"]
+
+DURATIONS = {
+    "capped": "durations capped at 30 s",
+    "recorded": "recorded durations",
+    "median": "each call taking its tool's median duration",
+}
+
+
+def _with_durations(turns: list[RecordedTurn], durations: str) -> list[RecordedTurn]:
+    if durations == "capped":
+        return capped(turns)
+    if durations == "median":
+        return per_tool_medians(turns)
+    return turns
+
+
+def _choose(comparison: Comparison, wanted: str | None) -> int:
+    """The index of the turn to draw: the one named (label or 1-based number), else, of the
+    turns with four calls or more (or several, if none has), the one where the kernel gains
+    most over the coarse scheme."""
+    turns = comparison.turns
+    if wanted:
+        if wanted.isdigit() and 1 <= int(wanted) <= len(turns):
+            return int(wanted) - 1
+        for index, scheduled in enumerate(turns):
+            if scheduled.turn.label == wanted:
+                return index
+        raise SystemExit(
+            f"replay: no turn {wanted!r} (give a label such as 's00 turn 7', or 1 to {len(turns)})"
+        )
+
+    def gain(index: int) -> tuple[float, float, int]:
+        scheduled = turns[index]
+        kernel = scheduled.makespan("kernel") or 1.0
+        return (
+            scheduled.makespan("coarse") / kernel,
+            scheduled.makespan("serial") / kernel,
+            len(scheduled.turn.calls),
+        )
+
+    multi = (
+        [i for i, t in enumerate(turns) if len(t.turn.calls) >= 4]
+        or [i for i, t in enumerate(turns) if len(t.turn.calls) > 1]
+        or list(range(len(turns)))
+    )
+    return max(multi, key=gain)
+
+
+def run_replay(
+    trace: pathlib.Path,
+    *,
+    durations: str = "capped",
+    turn: str | None = None,
+    svg: pathlib.Path | None = None,
+    out: TextIO | None = None,
+) -> int:
+    """Replay ``trace``; print the table and statistics; write the SVG. Returns the exit code:
+    1 if the kernel's schedule ever differed from the critical path, else 0."""
+    out = out or sys.stdout
+    turns = _with_durations(load_turns(trace), durations)
+    if not turns:
+        print(f"replay: {trace} holds no turns", file=out)
+        return 1
+    comparison = compare(f"{trace.name}, {DURATIONS[durations]}", turns)
+    print(format_table(comparison), file=out)
+    print("\nThe kernel's statistics over the replay:", file=out)
+    print(format_statistics(comparison.kernel.statistics, seconds_per_unit=0.001), file=out)
+    chosen = comparison.turns[_choose(comparison, turn)]
+    target = svg or pathlib.Path(tempfile.gettempdir()) / "toolkernel-replay.svg"
+    target.write_text(timeline_svg(chosen), encoding="utf-8")
+    spans = ", ".join(
+        f"{key} {chosen.makespan(key) / 1000:.2f} s" for key in ("kernel", "coarse", "serial")
+    )
+    print(
+        f"\n{chosen.turn.label} ({len(chosen.turn.calls)} calls; {spans}) under every "
+        f"strategy: {target}",
+        file=out,
+    )
+    for miss in comparison.misses:
+        print(f"the kernel missed the critical path on {miss.turn.label}", file=out)
+    return 1 if comparison.misses or comparison.kernel.failures else 0

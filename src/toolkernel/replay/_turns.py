@@ -1,0 +1,194 @@
+"""Recorded turns: the calls a model emitted together, with what each declares and took.
+
+The format is that of ``shared/data/traces/claude-code-log.jsonl``: one turn a line,
+``{"session": ..., "turn": ..., "calls": [{"id", "tool", "args", "duration_s", "is_error"}]}``,
+paths relative to the session's working directory (the workspace root).
+
+Each call's claims are what toolkernel's built-in tools declare for it:
+
+==========================  =====================================================================
+Read                        shared ``file_path``
+Edit, Write, MultiEdit      exclusive ``file_path``
+Grep, Glob, LS, ListDir     shared subtree of ``path`` (default ``.``, the whole workspace)
+Bash                        ``toolkernel.tools.shell_claims(command)``, as the Bash tool declares
+TodoWrite                   exclusive device ``todo``
+WebFetch, WebSearch         nothing (an empty claim list: runs freely)
+anything else               nothing declared: a barrier (exclusive on everything)
+==========================  =====================================================================
+
+A path that can't be keyed without knowing the session's root (absolute, ``~``, climbing above
+the root) makes the call a barrier. Durations are kept in whole milliseconds: sums of them are
+exact in floating point, so a schedule can be compared with ``==``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from .._errors import InvalidClaimError
+from ..locks import (
+    EVERYTHING,
+    Claim,
+    Path,
+    canonical_claims,
+    device,
+    exclusive,
+    path,
+    reads,
+    writes,
+)
+from ..tools import is_read_only_command, shell_claims
+
+__all__ = [
+    "RecordedCall",
+    "RecordedTurn",
+    "load_turns",
+    "recorded_call",
+    "claims_for",
+    "is_read_only_call",
+    "capped",
+    "per_tool_medians",
+    "CAP_MS",
+    "BARRIER",
+    "KNOWN_TOOLS",
+]
+
+CAP_MS = 30_000
+"""The cap of the "capped" durations: recorded durations include time the original agent
+waited for a person's permission, minutes long at times."""
+
+PATH_TOOLS = {"Read": False, "Edit": True, "Write": True, "MultiEdit": True}  # name -> writes
+TREE_TOOLS = frozenset({"Grep", "Glob", "LS", "ListDir"})
+FREE_TOOLS = frozenset({"WebFetch", "WebSearch"})
+READ_ONLY_TOOLS = frozenset({"Read", *TREE_TOOLS, *FREE_TOOLS})
+KNOWN_TOOLS = frozenset({*PATH_TOOLS, *TREE_TOOLS, *FREE_TOOLS, "Bash", "TodoWrite"})
+BARRIER = (exclusive(EVERYTHING),)
+
+_READ_ONLY_GIT = frozenset({"status", "log", "diff", "show"})
+_SHELL_MARKS = (">", "<", ";", "&", "|", "`", "$(", "\n")
+
+
+class RecordedCall(NamedTuple):
+    """One recorded call: what the replay needs of it."""
+
+    id: str
+    tool: str
+    args: dict[str, Any]
+    """Only what its claims depend on (``file_path``, ``path``, ``command``)."""
+    ms: float
+    """Its duration, in milliseconds."""
+    claims: tuple[Claim, ...]
+    """What the kernel's tools declare for it (canonical)."""
+    read_only: bool
+    """Whether the coarse schemes run it with other reads (see :func:`is_read_only_call`)."""
+
+
+class RecordedTurn(NamedTuple):
+    """The calls of one model turn, in the order they were emitted."""
+
+    label: str
+    calls: tuple[RecordedCall, ...]
+
+
+def _key(raw: object) -> Path | None:
+    if not isinstance(raw, str) or not raw or raw.startswith(("/", "~")):
+        return None
+    try:
+        return path(raw)
+    except InvalidClaimError:  # '..' above the root, NUL bytes
+        return None
+
+
+def claims_for(tool: str, args: Mapping[str, Any]) -> tuple[Claim, ...]:
+    """The canonical claims of a call of ``tool`` with ``args`` (see the module's table)."""
+    if tool in PATH_TOOLS:
+        key = _key(args.get("file_path"))
+        if key is None:
+            return BARRIER
+        return (writes(key) if PATH_TOOLS[tool] else reads(key),)
+    if tool in TREE_TOOLS:
+        key = _key(args.get("path") or ".")
+        return BARRIER if key is None else (reads(key),)
+    if tool == "Bash":
+        return canonical_claims(shell_claims(str(args.get("command", ""))))
+    if tool == "TodoWrite":
+        return (exclusive(device("todo")),)
+    if tool in FREE_TOOLS:
+        return ()
+    return BARRIER
+
+
+def is_read_only_call(tool: str, args: Mapping[str, Any]) -> bool:
+    """Read-only as the coarse schemes other agents use see it: Read, Grep, Glob, LS,
+    ListDir, WebFetch, WebSearch, and a Bash command on a read-only list
+    (``toolkernel.tools.is_read_only_command``, or ``git status|log|diff|show`` alone, which
+    Claude Code's list takes as read-only too)."""
+    if tool != "Bash":
+        return tool in READ_ONLY_TOOLS
+    command = str(args.get("command", ""))
+    if is_read_only_command(command):
+        return True
+    if any(mark in command for mark in _SHELL_MARKS):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return (
+        len(words) > 1
+        and words[0] == "git"
+        and words[1] in _READ_ONLY_GIT
+        and not any(w.startswith("--output") for w in words)
+    )
+
+
+def recorded_call(call_id: str, tool: str, args: Mapping[str, Any], ms: float) -> RecordedCall:
+    """A call with its claims and coarse read-only-ness worked out."""
+    kept = {k: args[k] for k in ("file_path", "path", "command") if args.get(k) is not None}
+    return RecordedCall(
+        call_id, tool, kept, ms, claims_for(tool, kept), is_read_only_call(tool, kept)
+    )
+
+
+def load_turns(file: str | os.PathLike[str]) -> list[RecordedTurn]:
+    """Every turn of a recorded session file, durations rounded to whole milliseconds."""
+    turns = []
+    with open(file, encoding="utf-8") as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            turn = json.loads(line)
+            calls = tuple(
+                recorded_call(
+                    str(c["id"]), str(c["tool"]), c.get("args") or {}, round(c["duration_s"] * 1000)
+                )
+                for c in turn["calls"]
+            )
+            turns.append(RecordedTurn(f"{turn['session']} turn {turn['turn']}", calls))
+    return turns
+
+
+def with_durations(turn: RecordedTurn, durations: Iterable[float]) -> RecordedTurn:
+    """``turn`` with each call's duration replaced."""
+    calls = zip(turn.calls, durations, strict=True)
+    return turn._replace(calls=tuple(call._replace(ms=ms) for call, ms in calls))
+
+
+def capped(turns: Sequence[RecordedTurn], cap_ms: float = CAP_MS) -> list[RecordedTurn]:
+    """Every duration capped at ``cap_ms``."""
+    return [with_durations(t, (min(c.ms, cap_ms) for c in t.calls)) for t in turns]
+
+
+def per_tool_medians(turns: Sequence[RecordedTurn]) -> list[RecordedTurn]:
+    """Every call's duration replaced by the median of its tool's."""
+    by_tool: dict[str, list[float]] = {}
+    for turn in turns:
+        for call in turn.calls:
+            by_tool.setdefault(call.tool, []).append(call.ms)
+    median = {tool: statistics.median(values) for tool, values in by_tool.items()}
+    return [with_durations(t, (median[c.tool] for c in t.calls)) for t in turns]

@@ -1,0 +1,92 @@
+"""The public strategies: spellings that name one key, claims of every kind, batches."""
+
+from __future__ import annotations
+
+import pathlib
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+import toolkernel as tk
+from toolkernel.locks import Device, Everything, Mode, Path, Pool
+from toolkernel.testing import CallBatch, FakeTool
+from toolkernel.testing.strategies import (
+    DEFAULT_PATHS,
+    batches,
+    claims,
+    path_spellings,
+    workspace_paths,
+)
+
+FILES = ["a.txt", "src/app/core.py", "docs/guide.md"]
+
+
+@given(key=st.sampled_from(FILES), data=st.data())
+def test_every_spelling_keys_to_its_path(key: str, data: st.DataObject) -> None:
+    spelling = data.draw(path_spellings(key))
+    assert tk.path(spelling) == tk.path(key)
+
+
+def test_spellings_through_a_workspace_name_the_same_file(tmp_path: pathlib.Path) -> None:
+    for name in FILES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    workspace = tk.Workspace(tmp_path)
+
+    @given(workspace_paths(FILES))
+    def check(spelling: str) -> None:
+        key = workspace.key(spelling)
+        assert str(key) in FILES
+
+    try:
+        check()
+    finally:
+        workspace.close()
+
+
+@given(path_spellings("Src/Main.py", case=True))
+def test_case_spellings_differ_only_in_case(spelling: str) -> None:
+    assert tk.path(spelling.lower()) == tk.path("src/main.py")
+
+
+@given(st.lists(claims(), min_size=60, max_size=60))
+def test_claims_of_every_kind_turn_up(drawn: list[tk.Claim]) -> None:
+    kinds = {type(c.resource) for c in drawn}
+    assert kinds <= {Path, Device, Pool, Everything}
+    for claim in drawn:
+        if isinstance(claim.resource, Path):
+            assert str(claim.resource) in DEFAULT_PATHS
+
+
+def test_claims_can_be_limited_to_paths() -> None:
+    @given(claims(["x", "x/y"], devices=(), pools=(), everything=False))
+    def check(claim: tk.Claim) -> None:
+        assert isinstance(claim.resource, Path) and claim.mode in (Mode.SHARED, Mode.EXCLUSIVE)
+
+    check()
+
+
+read, edit, tap = (
+    FakeTool("read", reads=True),
+    FakeTool("edit", writes=True),
+    FakeTool("tap", claims=[tk.exclusive(tk.device("phone"))]),
+)
+
+
+@given(batches([read, edit, tap], min_calls=2, max_calls=5, cancellations=True))
+def test_batches_draw_valid_calls_for_their_tools(batch: CallBatch) -> None:
+    assert 2 <= len(batch.calls) <= 5
+    assert [c.id for c in batch.calls] == [f"c{i}" for i in range(1, len(batch.calls) + 1)]
+    tools = {"read": read, "edit": edit, "tap": tap}
+    for call in batch.calls:
+        arguments = tools[call.name].parse_arguments(call.arguments)  # type: ignore[arg-type]
+        assert bool(arguments.get("paths")) == (call.name != "tap")
+    ids = {c.id for c in batch.calls}
+    assert all(call_id in ids for call_id, _ in batch.cancellations)
+    assert len(batch.cancellations) <= 2
+
+
+@given(batches({"bump": st.fixed_dictionaries({"path": workspace_paths(FILES)})}))
+def test_batches_take_argument_strategies_for_your_own_tools(batch: CallBatch) -> None:
+    assert {c.name for c in batch.calls} == {"bump"}
+    assert batch.cancellations == ()
