@@ -2,8 +2,8 @@
 
 The kernel runs on trio and on asyncio, written on anyio. The few things it does for every call
 are taken from the loop itself, resolved here once, when a kernel opens: spawning a call's task,
-the cancel scope it runs in, the clock, a schedule point. anyio's own versions find the running library anew on
-each use and wrap the loop's objects; ``benchmarks/overhead.py`` measured anyio's
+the cancel scope it runs in, the clock, a schedule point. anyio's own versions find the running
+library anew on each use and wrap the loop's objects; ``benchmarks/overhead.py`` measured anyio's
 ``TaskGroup.start_soon`` at about 4 times a native spawn, and its cancel scope on trio at 1.2
 times trio's, which together made a call 40% dearer on trio. Everything else is plain anyio.
 """
