@@ -10,6 +10,7 @@ import toolkernel.formats.anthropic
 import toolkernel.formats.openai
 import toolkernel.kernel
 import toolkernel.locks
+import toolkernel.mcp
 import toolkernel.tools
 
 PACKAGE = Path(toolkernel.__file__).parent
@@ -69,6 +70,7 @@ PROMISED = {
         "responses_tools",
     ],
     toolkernel.formats.anthropic: ["calls_from_message", "tool_results", "tools"],
+    toolkernel.mcp: ["stdio_tools", "MCPTool", "MCPToolError", "MCPServerGoneError"],
     toolkernel.agent: [
         "run_agent",
         "AgentOutcome",
