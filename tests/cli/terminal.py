@@ -35,12 +35,19 @@ class Terminal:
         )
         self.text = ""
         self.position = 0
+        self._pending = ""
 
     def _read(self, wait: float) -> None:
-        data = self.child.read_nonblocking(65536, timeout=wait)
-        if CURSOR_POSITION_REQUEST in data:
+        raw = self._pending + self.child.read_nonblocking(65536, timeout=wait)
+        # An escape sequence may come split across two reads: keep its start for the next.
+        cut = raw.rfind("\x1b")
+        if cut >= 0 and len(raw) - cut < 32 and not ESCAPES.match(raw, cut):
+            raw, self._pending = raw[:cut], raw[cut:]
+        else:
+            self._pending = ""
+        for _ in range(raw.count(CURSOR_POSITION_REQUEST)):
             self.child.send("\x1b[1;1R")
-        self.text += ESCAPES.sub("", data).replace("\r", "")
+        self.text += ESCAPES.sub("", raw).replace("\r", "")
 
     def expect(self, words: str, timeout: float = 30.0) -> str:
         """Wait until ``words`` are printed (after the last match); the text up to them."""

@@ -69,6 +69,8 @@ def test_read_only_hint_shares_the_servers_device_and_anything_else_holds_it_alo
     assert make(annotations=not_read_only).claims(arguments, tk.path) == [tk.exclusive(SERVER)]
     # Hints missing: the spec's default is "not read-only".
     assert make().claims(arguments, tk.path) == [tk.exclusive(SERVER)]
+    assert make().server_claim == tk.exclusive(SERVER)
+    assert make(writes=["path"]).server_claim == tk.shared(SERVER)
     assert make(annotations=mcp_types.ToolAnnotations(title="t")).claims(arguments, tk.path) == [
         tk.exclusive(SERVER)
     ]

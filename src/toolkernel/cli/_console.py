@@ -182,16 +182,24 @@ async def _main(options: ConsoleOptions) -> int:
             try:
                 server_tools = await stack.enter_async_context(stdio_tools(shlex.split(command)))
             except (OSError, MCPServerGoneError, ToolDeclarationError) as exc:
-                out.print(f"console: can't start the MCP server {command!r}: {exc}", style="red")
+                out.print(
+                    f"console: can't start the MCP server {command!r}: {exc}",
+                    style="red",
+                    soft_wrap=True,
+                )
                 return 1
             tools.extend(server_tools)
         model: Model | None = None
         if options.model_url is not None:
-            try:
-                http = OpenAICompatibleModel(base_url=options.model_url, model=options.model_name)
-            except ValueError as exc:
-                out.print(f"console: {exc}; pass --model-name NAME", style="red")
+            if not (options.model_name or os.environ.get("OPENAI_MODEL")):
+                out.print(
+                    "console: --model needs the model's name: --model-name NAME (or set "
+                    "OPENAI_MODEL)",
+                    style="red",
+                    soft_wrap=True,
+                )
                 return 2
+            http = OpenAICompatibleModel(base_url=options.model_url, model=options.model_name)
             model = await stack.enter_async_context(http)
         kernel = await stack.enter_async_context(
             open_kernel(tools, root=options.root, max_concurrency=16)
@@ -419,7 +427,7 @@ class ConsoleApp:
         if self.turn is not None:
             self.turn.cancel()
             self.say("cancelling the model's turn")
-        self.kernel.cancel_all()
+        self.kernel.cancel(*live)
 
     # -- chatting ------------------------------------------------------------------------------
 

@@ -103,7 +103,7 @@ def result_view(result: ToolResult) -> RenderableType:
     if result.wait_time >= 0.01:
         head.append(f" after waiting {result.wait_time:.2f} s", "dim")
     body = result.text() if result.ok else (result.error or "")
-    if not body:
+    if not body or body == result.status.value:  # "cancelled" says nothing more
         return head
     lines = body.splitlines() or [""]
     shown = lines[:OUTPUT_LINES]
@@ -151,9 +151,7 @@ def claims_summary(tool: object) -> str:
     mcp = sys.modules.get("toolkernel.mcp")  # not imported: no tool is an MCP server's
     MCPTool = getattr(mcp, "MCPTool", ())
     if isinstance(tool, MCPTool):
-        declared = bool(tool.reads or tool.writes) or tool._claims_of_arguments is not None
-        mode = "shared" if tool.read_only_hint or declared else "exclusive"
-        parts.append(f"{mode} {tool.device}")
+        parts.append(str(tool.server_claim))
     if isinstance(tool, Tool):
         if tool.reads_workspace:
             parts.append("reads the workspace")
@@ -162,7 +160,8 @@ def claims_summary(tool: object) -> str:
         if tool.writes:
             parts.append("writes " + ", ".join(tool.writes))
         custom = type(tool).declare is not Tool.declare or type(tool).claims is not Tool.claims
-        if not isinstance(tool, MCPTool) and (custom or tool._claims_function is not None):
+        function = getattr(tool, "_claims_function", None)  # @tool(claims=...)
+        if not isinstance(tool, MCPTool) and (custom or function is not None):
             parts.append("claims from its arguments")
     return "; ".join(parts) or "everything (runs alone)"
 

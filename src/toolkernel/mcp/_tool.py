@@ -103,8 +103,9 @@ class MCPTool(Tool):
 
     Attributes: ``name`` (what models call it: the server's name for it, after ``prefix``),
     ``remote_name`` (the server's name for it), ``server`` (the server's name), ``device`` (the
-    server's device), ``read_only_hint``, ``annotations`` (as the server sent them),
-    ``input_schema``, ``output_schema``.
+    server's device), ``server_claim`` (the claim its calls take on that device),
+    ``read_only_hint``, ``annotations`` (as the server sent them), ``input_schema``,
+    ``output_schema``.
     """
 
     def __init__(
@@ -174,9 +175,17 @@ class MCPTool(Tool):
             finer = self._claims_of_arguments(arguments)
         elif self._claims_of_call is not None:
             finer = self._claims_of_call(self, arguments)
-        declared = finer is not None or bool(self.reads or self.writes)
-        mode = shared if self.read_only_hint or declared else exclusive
-        return [mode(self.device), *(finer or ())]
+        if finer is None:
+            return [self.server_claim]
+        return [shared(self.device), *finer]
+
+    @property
+    def server_claim(self) -> Claim:
+        """The claim a call takes on the server's device, unless a claims function for every
+        tool declares finer claims for it: shared for a read-only tool or one with finer claims
+        declared (``reads``, ``writes``, its own ``claims``), exclusive otherwise."""
+        finer = bool(self.reads or self.writes) or self._claims_of_arguments is not None
+        return shared(self.device) if self.read_only_hint or finer else exclusive(self.device)
 
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         # A path argument the call leaves out claims nothing (as a default of None would).
