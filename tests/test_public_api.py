@@ -10,6 +10,7 @@ import toolkernel.formats.anthropic
 import toolkernel.formats.openai
 import toolkernel.kernel
 import toolkernel.locks
+import toolkernel.mcp
 import toolkernel.replay
 import toolkernel.testing
 import toolkernel.testing.strategies
@@ -74,6 +75,7 @@ PROMISED = {
         "responses_tools",
     ],
     toolkernel.formats.anthropic: ["calls_from_message", "tool_results", "tools"],
+    toolkernel.mcp: ["stdio_tools", "MCPTool", "MCPToolError", "MCPServerGoneError"],
     toolkernel.agent: [
         "run_agent",
         "AgentOutcome",

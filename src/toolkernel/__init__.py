@@ -18,6 +18,8 @@ from ._errors import InvalidClaimError as InvalidClaimError
 from ._errors import KernelClosedError as KernelClosedError
 from ._errors import LeaseReleaseError as LeaseReleaseError
 from ._errors import LeaseWaitTimeoutError as LeaseWaitTimeoutError
+from ._errors import MCPServerGoneError as MCPServerGoneError
+from ._errors import MCPToolError as MCPToolError
 from ._errors import ModelError as ModelError
 from ._errors import NestingDepthError as NestingDepthError
 from ._errors import PathChangedError as PathChangedError

@@ -40,6 +40,8 @@ __all__ = [
     "SchemaError",
     "ModelError",
     "ShellRulesError",
+    "MCPToolError",
+    "MCPServerGoneError",
 ]
 
 
@@ -200,6 +202,16 @@ class ModelError(ToolkernelError, RuntimeError):
         self.transient = transient
         self.status = status
         self.retry_after = retry_after
+
+
+class MCPToolError(ToolError):
+    """An MCP server answered a call with an error: an ``isError`` result, or a refusal of the
+    request itself. The message is the server's own text."""
+
+
+class MCPServerGoneError(ToolError, ConnectionError):
+    """An MCP server's process exited or closed its connection: the calls it was running fail
+    with this, and so does every later call of its tools."""
 
 
 class ShellRulesError(ToolkernelError, ValueError):

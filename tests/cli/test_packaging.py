@@ -27,6 +27,7 @@ REAL_PACKAGES = {
     "toolkernel.formats",
     "toolkernel.kernel",
     "toolkernel.locks",
+    "toolkernel.mcp",
     "toolkernel.replay",
     "toolkernel.testing",
     "toolkernel.tools",

@@ -1,3 +1,3 @@
-"""The command line, ``python -m toolkernel ...``: for now, ``demo``."""
+"""The command line, ``python -m toolkernel ...``: ``demo`` and ``console``."""
 
 from ._main import main as main
