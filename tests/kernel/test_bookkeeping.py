@@ -111,3 +111,34 @@ async def test_a_path_built_by_hand_is_still_keyed_lexically() -> None:
         (plain,) = await kernel.run([tk.ToolCall("c2", "raw_parts", {"parts": ["a", "b"]})])
     assert spelled.output == (tk.writes("a"),)
     assert plain.output == (tk.writes("a/b"),)
+
+
+async def test_a_big_batch_is_admitted_with_the_collector_paused_and_restored(
+    autojump_clock,
+) -> None:
+    import gc
+
+    seen: list[bool] = []
+
+    def claims(a: dict[str, object]) -> list[tk.Claim]:
+        seen.append(gc.isenabled())
+        if a["path"] == "boom":
+            raise ValueError("claims failed")
+        return [tk.writes(str(a["path"]))]
+
+    @tk.tool(claims=claims)
+    async def noted(ctx: tk.ToolContext, path: str) -> str:
+        """Say which call this was."""
+        return ctx.call_id
+
+    assert gc.isenabled()
+    async with tk.open_kernel([noted]) as kernel:
+        small = await kernel.run([tk.ToolCall("s", "noted", {"path": "a"})])
+        assert small[0].ok and seen == [True]  # a small batch leaves the collector alone
+        seen.clear()
+        big = [tk.ToolCall(f"c{i}", "noted", {"path": f"f{i % 50}"}) for i in range(1_500)]
+        big.append(tk.ToolCall("bad", "noted", {"path": "boom"}))
+        results = await kernel.run(big)
+    assert set(seen[:1_501]) == {False}  # every call was admitted with it paused
+    assert gc.isenabled()  # and it is running again, though one call's claims raised
+    assert sum(r.ok for r in results) == 1_500 and not results[-1].ok

@@ -9,9 +9,11 @@ that fails is handled the same way both times.
 
 from __future__ import annotations
 
+import gc
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from .._errors import CapacityError, InvalidCallError, InvalidClaimError, UnknownPoolError
@@ -33,6 +35,7 @@ __all__ = [
     "link_dependencies",
     "find_cycles",
     "split_by_cover",
+    "gc_paused_for",
 ]
 
 _BARRIER = (exclusive(EVERYTHING),)
@@ -41,6 +44,27 @@ REMEMBERED_FINISHED = 10_000
 """How many finished top-level calls ``after=`` can still name (the most recent ones): an id
 stays nameable while its call is unfinished and for the next 10,000 calls that finish after it,
 so memory stays flat over any number of batches."""
+
+BIG_BATCH = 1_000
+"""Batches of at least this many calls are admitted with the garbage collector paused."""
+
+
+@contextmanager
+def gc_paused_for(batch_size: int) -> Iterator[None]:
+    """Pause the garbage collector while a big batch is admitted.
+
+    Admitting makes nothing but live objects (records, claims, requests), yet the collector
+    would scan them again and again as they pile up: on a 100,000-call batch, 12% of the batch's
+    time (``benchmarks/deep_queues.py``), 2.5% with it paused.
+    """
+    if batch_size < BIG_BATCH or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class CallNames:

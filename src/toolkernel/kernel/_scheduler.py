@@ -51,6 +51,7 @@ from ._admission import (
     CallNames,
     admit,
     compute_claims,
+    gc_paused_for,
     link_dependencies,
     set_arguments,
 )
@@ -158,6 +159,12 @@ class Scheduler:
         if self.closed:
             raise KernelClosedError("can't submit calls: the kernel is closed")
         calls = list(calls)
+        with gc_paused_for(len(calls)):
+            return self._submit(calls, sink)
+
+    def _submit(
+        self, calls: list[ToolCall], sink: Callable[[CallEvent], None] | None
+    ) -> list[CallRecord]:
         for call in calls:  # all or nothing: check everything before admitting anything
             if not isinstance(call, ToolCall):
                 raise TypeError(f"expected ToolCall, got {type(call).__name__}")
