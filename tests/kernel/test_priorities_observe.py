@@ -115,6 +115,26 @@ async def test_a_blocked_event_names_the_calls_and_resources_it_waits_behind(
     assert "one of 1 concurrency slots" in blocked["t1"][1]
 
 
+async def test_a_blocked_event_names_only_the_resources_in_conflict(autojump_clock) -> None:
+    @tk.tool(claims=lambda a: [tk.reads("repo"), tk.writes(a["path"]), tk.units(tk.pool("net"))])
+    async def commit(ctx: tk.ToolContext, path: str) -> None:
+        """Hold the repository shared, a path alone and a unit of the network for a second."""
+        await anyio.sleep(1)
+
+    events: list[tk.CallEvent] = []
+    async with tk.open_kernel([commit], pools={"net": 1}) as kernel:
+        kernel.add_listener(events.append)
+        await kernel.run(
+            [tk.ToolCall("c1", "commit", {"path": "a"}), tk.ToolCall("c2", "commit", {"path": "b"})]
+        )
+        await kernel.run(
+            [tk.ToolCall("c3", "commit", {"path": "a"}), tk.ToolCall("c4", "commit", {"path": "a"})]
+        )
+    blocked = {e.call_id: e.resources for e in events if isinstance(e, tk.CallBlocked)}
+    # Both share "repo", which is never what anyone waits on; the pool's one unit is.
+    assert blocked == {"c2": ("pool:net",), "c4": ("a", "pool:net")}
+
+
 # -- statistics -----------------------------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ..locks import claims_conflict
+from ..locks import Claim, Pool, claims_conflict
 from ._record import CallRecord
 
 __all__ = ["waits_for", "find_cycle", "deadlocked", "contested", "describe_waits"]
@@ -66,13 +66,19 @@ def contested(
     for other in waits_for(record) if behind is None else behind:
         for claim in mine:
             for theirs in other.claims or ():
-                if claims_conflict(claim, theirs) or claim.node == theirs.node:
+                if claims_conflict(claim, theirs) or _pool_units_both(claim, theirs):
                     text = str(claim.resource) if claim.node != ("path",) else "workspace"
                     if text not in found:
                         found.append(text)
     if not found and max_concurrency is not None and record.parent is None:
         found.append(f"one of {max_concurrency} concurrency slots")
     return tuple(found)
+
+
+def _pool_units_both(mine: Claim, theirs: Claim) -> bool:
+    """Both take units of one pool: whether they fit together is the pool's capacity's say, so
+    a wait between them may be on it. (Two shared claims on anything else never wait.)"""
+    return mine.node == theirs.node and isinstance(mine.resource, Pool)
 
 
 def describe_waits(record: CallRecord, max_concurrency: int | None) -> str:
