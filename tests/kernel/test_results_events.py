@@ -198,3 +198,39 @@ async def test_a_closed_kernel_refuses_new_calls(autojump_clock, rec) -> None:
         pass
     with pytest.raises(tk.KernelClosedError, match="closed"):
         kernel.submit(edit("c1", "a"))
+
+
+def test_a_result_reads_as_text_the_model_can_use_whatever_the_tool_returned() -> None:
+    import dataclasses
+    import enum
+
+    import attrs
+    import pydantic
+
+    class Colour(enum.Enum):
+        RED = "red"
+
+    @attrs.frozen
+    class Point:
+        x: int
+
+    @dataclasses.dataclass
+    class Span:
+        start: int
+
+    class Model(pydantic.BaseModel):
+        path: str
+
+    def text(output: object) -> str:
+        return tk.ToolResult("c1", "t", tk.Status.OK, output=output).text()
+
+    assert text("plain") == "plain" and text(None) == ""
+    assert text(b"caf\xc3\xa9 \xff") == "café \ufffd"  # bytes as UTF-8, invalid bytes replaced
+    assert text({"tags": {"b", "a"}, "raw": b"ok"}) == '{"tags": ["a", "b"], "raw": "ok"}'
+    assert text([Colour.RED, Point(1), Span(2), Model(path="a")]) == (
+        '["red", {"x": 1}, {"start": 2}, {"path": "a"}]'
+    )
+    assert text({"name": "naïve"}) == '{"name": "naïve"}'  # not \u-escaped
+    cyclic: list[object] = []
+    cyclic.append(cyclic)
+    assert text(cyclic) == "[[...]]"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 from collections.abc import Mapping
@@ -12,6 +13,45 @@ import attrs
 from .._errors import IllegalTransitionError
 
 __all__ = ["ToolCall", "ToolResult", "Status", "CallState", "check_transition"]
+
+
+def output_text(output: object) -> str:
+    """A tool's output as the model reads it: text as it is, bytes as UTF-8 text, anything
+    else as JSON (sets as lists, attrs classes, dataclasses and pydantic models as objects,
+    anything JSON can't spell as its ``str``)."""
+    if isinstance(output, str):
+        return output
+    if output is None:
+        return ""
+    if isinstance(output, (bytes, bytearray, memoryview)):
+        return bytes(output).decode("utf-8", errors="replace")
+    try:
+        return json.dumps(output, default=_jsonable, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):  # a cycle, NaN keys, a __str__ that raises
+        return str(output)
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, (set, frozenset)):
+        try:
+            return sorted(value)  # type: ignore[type-var]
+        except TypeError:
+            return list(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if attrs.has(type(value)):
+        return attrs.asdict(value, recurse=False)  # type: ignore[arg-type]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    dump = getattr(value, "model_dump", None)  # pydantic models
+    if callable(dump):
+        try:
+            return dump(mode="json")
+        except Exception:
+            pass
+    return str(value)
 
 
 def _freeze_after(value: Any) -> tuple[str, ...]:
@@ -127,14 +167,7 @@ class ToolResult:
     def text(self) -> str:
         """What to show the model: the output as text, or the error message."""
         if self.status is Status.OK:
-            if isinstance(self.output, str):
-                return self.output
-            if self.output is None:
-                return ""
-            try:
-                return json.dumps(self.output, default=str)
-            except (TypeError, ValueError):
-                return str(self.output)
+            return output_text(self.output)
         return self.error or self.status.value
 
 
