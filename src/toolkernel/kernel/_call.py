@@ -36,7 +36,7 @@ def _jsonable(value: object) -> object:
         return bytes(value).decode("utf-8", errors="replace")
     if isinstance(value, (set, frozenset)):
         try:
-            return sorted(value)  # type: ignore[type-var]
+            return sorted(value)
         except TypeError:
             return list(value)
     if isinstance(value, enum.Enum):
