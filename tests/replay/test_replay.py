@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 
 import pytest
 
@@ -127,3 +128,32 @@ def test_the_recorded_sessions_replay_on_the_critical_path(
     assert code == 0, out
     assert "764 turns (81 with several calls), 905 calls" in out
     assert "turns where the kernel's schedule != the critical path: 0; calls that failed: 0" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "complaint"),
+    [
+        ("# Recorded sessions\n\nSome prose.\n", "line 1 is not JSON"),
+        ('{"session": "s00", "turn": 1}\n', "line 1 is not a recorded turn"),
+        ("[1, 2]\n", "line 1 is not a recorded turn"),
+        (
+            '{"session": "s00", "turn": 1, "calls": [{"id": "c1", "tool": "Read"}]}\n',
+            "line 1 is not a recorded turn",
+        ),
+    ],
+)
+def test_the_replay_command_says_what_is_wrong_with_a_file_that_is_not_a_trace(
+    tmp_path: pathlib.Path, content: str, complaint: str
+) -> None:
+    trace = tmp_path / "README.md"
+    trace.write_text(content)
+    with pytest.raises(SystemExit, match=re.escape(f"replay: {trace}: {complaint}")):
+        main(["replay", str(trace), "--svg", str(tmp_path / "x.svg")])
+    with pytest.raises(ValueError, match=complaint):
+        load_turns(trace)
+
+
+def test_the_replay_command_says_when_the_trace_file_is_missing(tmp_path: pathlib.Path) -> None:
+    trace = tmp_path / "nowhere.jsonl"
+    with pytest.raises(SystemExit, match=r"replay: can't read .*nowhere\.jsonl"):
+        main(["replay", str(trace), "--svg", str(tmp_path / "x.svg")])

@@ -255,3 +255,27 @@ def test_random_batches_through_the_kernel_are_race_free(backend: str, batch: Ca
     for call, result in zip(batch.calls, results, strict=True):
         if result.status is tk.Status.CANCELLED:
             assert call.id in cancelled
+
+
+async def test_a_call_granted_while_an_earlier_ones_after_hook_runs_is_no_race(
+    autojump_clock: object,
+) -> None:
+    # A call's leases return before its after-hooks run; the next call on its file starts
+    # then, before the first one's CallFinished. That is no overlap: the first held nothing.
+    async def after_hook(call: tk.ToolCall, result: tk.ToolResult) -> None:
+        await anyio.sleep(1)
+
+    recorder = Recorder()
+    async with tk.open_kernel([edit], after_hooks=[after_hook]) as kernel:
+        kernel.add_listener(recorder)
+        await kernel.run(
+            [
+                tk.ToolCall("c1", "edit", {"paths": ["a"], "duration": 2}),
+                tk.ToolCall("c2", "edit", {"paths": ["a"], "duration": 2}),
+            ]
+        )
+    c1, c2 = recorder.recording
+    assert c1.run is not None and c2.run is not None
+    assert (c1.run.start, c1.run.end, c2.run.start, c2.run.end) == (0, 2, 2, 4)
+    assert not c1.run.overlaps(c2.run)
+    assert check_race_free(recorder.recording) == []

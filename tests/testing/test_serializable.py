@@ -177,3 +177,9 @@ async def test_check_serializable_runs_on_the_test_loop_and_returns_the_differen
     assert "calls that ended differently:" in lines
     assert anyio.current_time() - started == 1.5  # 0.5 s together, then 2 x 0.5 s one by one
     assert await check_serializable([bump_declared], calls[:1], seeded_root) == []
+
+
+async def test_assert_serializable_in_an_async_test_says_to_await_check_serializable() -> None:
+    calls = [tk.ToolCall("c1", "bump_declared", {"path": "counter.txt"})]
+    with pytest.raises(RuntimeError, match=r"await check_serializable\(\.\.\.\)"):
+        assert_serializable([bump_declared], calls, seeded_root)

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import pathlib
+import tempfile
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkernel as tk
 from toolkernel.locks import Device, Everything, Mode, Path, Pool
-from toolkernel.testing import CallBatch, FakeTool
+from toolkernel.testing import CallBatch, FakeTool, assert_serializable
 from toolkernel.testing.strategies import (
     DEFAULT_PATHS,
     batches,
     claims,
     path_spellings,
+    tool_arguments,
     workspace_paths,
 )
+from toolkernel.tools import builtin_tools
 
 FILES = ["a.txt", "src/app/core.py", "docs/guide.md"]
 
@@ -90,3 +93,87 @@ def test_batches_draw_valid_calls_for_their_tools(batch: CallBatch) -> None:
 def test_batches_take_argument_strategies_for_your_own_tools(batch: CallBatch) -> None:
     assert {c.name for c in batch.calls} == {"bump"}
     assert batch.cancellations == ()
+
+
+BUILT_INS = builtin_tools()
+BY_NAME = {t.name: t for t in BUILT_INS}
+
+
+@settings(max_examples=40)
+@given(batches(BUILT_INS, paths=workspace_paths(FILES), max_calls=4))
+def test_batches_draw_valid_calls_for_the_built_in_tools(batch: CallBatch) -> None:
+    for call in batch.calls:
+        tool = BY_NAME[call.name]
+        tool.parse_arguments(call.arguments)  # valid: raises if not
+        for argument in (*tool.reads, *tool.writes):
+            if argument in call.arguments:
+                assert str(tk.path(call.arguments[argument])) in FILES
+
+
+def test_batches_over_the_built_in_tools_reach_every_tool_and_argument() -> None:
+    seen: dict[str, set[str]] = {}
+
+    @settings(max_examples=100, database=None)
+    @given(batches(BUILT_INS, paths=workspace_paths(FILES)))
+    def draw(batch: CallBatch) -> None:
+        for call in batch.calls:
+            seen.setdefault(call.name, set()).update(call.arguments)
+
+    draw()
+    assert set(seen) == set(BY_NAME)
+    assert seen["Grep"] == {"pattern", "path", "glob", "output_mode"}
+    assert seen["MultiEdit"] == {"file_path", "edits"}
+
+
+def test_tool_arguments_of_your_own_tool_follow_its_signature() -> None:
+    @tk.tool(writes=["target"])
+    async def stamp(
+        ctx: tk.ToolContext, target: str, times: int = 1, tags: list[str] | None = None
+    ) -> str:
+        return target
+
+    @settings(max_examples=50, database=None)
+    @given(tool_arguments(stamp, paths=st.just("notes.txt")))
+    def check(arguments: dict[str, object]) -> None:
+        assert arguments["target"] == "notes.txt"
+        stamp.parse_arguments(arguments)
+
+    check()
+
+
+def test_the_built_in_tools_pass_assert_serializable(tmp_path: pathlib.Path) -> None:
+    def make_root() -> str:
+        root = tempfile.mkdtemp(dir=tmp_path)
+        for name in FILES:
+            (pathlib.Path(root) / name).parent.mkdir(parents=True, exist_ok=True)
+            (pathlib.Path(root) / name).write_text("first\nsecond\n")
+        return root
+
+    words = st.sampled_from(["first", "second", "first\n", "third", ""])
+    edits: list[str] = []
+
+    @settings(max_examples=25, database=None, deadline=None)
+    @given(batches(BUILT_INS, paths=workspace_paths(FILES), max_calls=4, text=words))
+    def check(batch: CallBatch) -> None:
+        assert_serializable(builtin_tools, batch.calls, make_root)
+        for call in batch.calls:
+            if call.name == "Edit":
+                edits.append(BY_NAME["Edit"].parse_arguments(call.arguments)["old_string"])
+
+    check()
+    assert set(edits) <= {"first", "second", "first\n", "third", ""}  # strings from ``text``
+
+
+def test_tool_arguments_draw_lists_of_paths_for_a_list_argument() -> None:
+    @tk.tool(reads=["sources"], writes=["target"])
+    async def concat(ctx: tk.ToolContext, sources: list[str], target: str) -> str:
+        return target
+
+    @settings(max_examples=30, database=None)
+    @given(tool_arguments(concat, paths=workspace_paths(FILES)))
+    def check(arguments: dict[str, object]) -> None:
+        concat.parse_arguments(arguments)
+        assert isinstance(arguments["sources"], list) and arguments["sources"]
+        assert {str(tk.path(p)) for p in arguments["sources"]} <= set(FILES)
+
+    check()

@@ -85,9 +85,18 @@ def run_replay(
     out: TextIO | None = None,
 ) -> int:
     """Replay ``trace``; print the table and statistics; write the SVG. Returns the exit code:
-    1 if the kernel's schedule ever differed from the critical path, else 0."""
+    1 if the kernel's schedule ever differed from the critical path, else 0. A file that can't
+    be read, or is not a trace, exits with a message saying why."""
     out = out or sys.stdout
-    turns = _with_durations(load_turns(trace), durations)
+    try:
+        recorded = load_turns(trace)
+    except OSError as exc:
+        raise SystemExit(f"replay: can't read {trace}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SystemExit(f"replay: {trace} is not UTF-8 text; a trace is JSON lines") from None
+    except ValueError as exc:
+        raise SystemExit(f"replay: {exc}") from None
+    turns = _with_durations(recorded, durations)
     if not turns:
         print(f"replay: {trace} holds no turns", file=out)
         return 1

@@ -162,6 +162,12 @@ class Kernel(metaclass=_NoPublicConstructor):
         quick and thread-safe. That is how ``toolkernel.testing.Recorder`` sees what tools
         touched. Calls that started before it was added are not watched.
 
+        If it has a ``leases_returned`` method, that is called with a call's id when the call's
+        leases return before its ``CallFinished``: a call gives its leases back when its tool
+        ends, before its after-hooks run, and the next call on its files may start meanwhile.
+        (Without after-hooks the two happen at once, and only ``CallFinished`` is given.)
+        ``toolkernel.testing.Recorder`` ends a call's run there.
+
         A listener that raises is removed (and the error logged); it never breaks a call.
         """
         report = self._scheduler.report
@@ -170,12 +176,17 @@ class Kernel(metaclass=_NoPublicConstructor):
         watch = getattr(listener, "file_accessed", None)
         if callable(watch):
             watchers.append(watch)
+        returned = getattr(listener, "leases_returned", None)
+        if callable(returned):
+            report.release_listeners.append(returned)
 
         def remove() -> None:
             if listener in listeners:
                 listeners.remove(listener)
             if watch in watchers:
                 watchers.remove(watch)
+            if returned in report.release_listeners:
+                report.release_listeners.remove(returned)
 
         return remove
 
@@ -455,6 +466,8 @@ class Kernel(metaclass=_NoPublicConstructor):
         scheduler.release(record)
         result = scheduler.make_result(record, status, output, failure)
         if self._after_hooks:
+            if scheduler.report.release_listeners:
+                scheduler.report.leases_returned(record)
             try:
                 result = await self._after(record, result)
             except BaseException:

@@ -48,6 +48,9 @@ class Reporter:
         # Listeners that also watch file access (a ``file_accessed`` method): see
         # ``Kernel.add_listener``. Called from the worker threads doing the I/O.
         self.access_listeners: list[Callable[[Any], None]] = []
+        # Listeners told when a call's leases return before its ``CallFinished`` (a
+        # ``leases_returned`` method): see ``Kernel.add_listener``.
+        self.release_listeners: list[Callable[[str], None]] = []
 
     def emit(self, record: CallRecord, event: CallEvent) -> None:
         """Give ``event`` to every listener of the kernel and of ``record``'s stream."""
@@ -92,6 +95,17 @@ class Reporter:
     def snapshot(self, live: Mapping[int, CallRecord]) -> KernelSnapshot:
         """What runs, what waits for leases (and behind whom), what is pending."""
         return snapshot_of(live)
+
+    def leases_returned(self, record: CallRecord) -> None:
+        """Tell the listeners that watch it that ``record``'s leases are back while its
+        after-hooks still run (its ``CallFinished`` comes later)."""
+        for listener in list(self.release_listeners):
+            try:
+                listener(record.call.id)
+            except Exception:
+                if listener in self.release_listeners:
+                    self.release_listeners.remove(listener)
+                _log.exception("toolkernel: removed a lease listener that raised")
 
     def file_accessed(self, access: Any) -> None:
         """Pass one file access (a ``toolkernel.tools.FileAccessed``) to the listeners that

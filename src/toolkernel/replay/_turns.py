@@ -156,21 +156,45 @@ def recorded_call(call_id: str, tool: str, args: Mapping[str, Any], ms: float) -
 
 
 def load_turns(file: str | os.PathLike[str]) -> list[RecordedTurn]:
-    """Every turn of a recorded session file, durations rounded to whole milliseconds."""
+    """Every turn of a recorded session file, durations rounded to whole milliseconds.
+
+    Raises ``ValueError`` naming the line that is not a recorded turn (a file in another
+    format), and ``OSError`` if the file can't be read.
+    """
     turns = []
     with open(file, encoding="utf-8") as lines:
-        for line in lines:
-            if not line.strip():
-                continue
-            turn = json.loads(line)
-            calls = tuple(
-                recorded_call(
-                    str(c["id"]), str(c["tool"]), c.get("args") or {}, round(c["duration_s"] * 1000)
-                )
-                for c in turn["calls"]
-            )
-            turns.append(RecordedTurn(f"{turn['session']} turn {turn['turn']}", calls))
+        for number, line in enumerate(lines, 1):
+            if line.strip():
+                turns.append(_turn(file, number, line))
     return turns
+
+
+_TURN_FORMAT = (
+    'one turn a line: {"session": ..., "turn": ..., "calls": [{"id": ..., "tool": ..., '
+    '"args": {...}, "duration_s": ...}, ...]}'
+)
+
+
+def _turn(file: str | os.PathLike[str], number: int, line: str) -> RecordedTurn:
+    try:
+        turn = json.loads(line)
+    except ValueError:
+        raise ValueError(
+            f"{os.fspath(file)}: line {number} is not JSON; a trace holds {_TURN_FORMAT}"
+        ) from None
+    try:
+        calls = tuple(
+            recorded_call(
+                str(c["id"]), str(c["tool"]), c.get("args") or {}, round(c["duration_s"] * 1000)
+            )
+            for c in turn["calls"]
+        )
+        return RecordedTurn(f"{turn['session']} turn {turn['turn']}", calls)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise ValueError(
+            f"{os.fspath(file)}: line {number} is not a recorded turn ({type(exc).__name__}: "
+            f"{exc}); a trace holds {_TURN_FORMAT}"
+        ) from None
 
 
 def with_durations(turn: RecordedTurn, durations: Iterable[float]) -> RecordedTurn:

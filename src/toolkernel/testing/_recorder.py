@@ -8,7 +8,9 @@ Times come from the events (the kernel's clock: virtual under ``MockClock`` or
 ``VirtualClockEventLoop``). Every event also gets a sequence number in the order the kernel
 emitted it, so two intervals that touch at the same instant (one call ends at t=1, the next
 starts at t=1) are still ordered: a call's run is ``(started, finished)`` in that order, and two
-runs overlap only if each started before the other finished.
+runs overlap only if each started before the other finished. A call's run ends when its leases
+return, which is before its ``CallFinished`` when after-hooks run (the kernel tells the recorder
+through its ``leases_returned`` method).
 
 Files come from ``ctx.fs``: the recorder has a ``file_accessed`` method, so the kernel passes
 it every access a call makes through its file access (see ``Kernel.add_listener``). I/O a tool
@@ -72,7 +74,9 @@ class CallRecording:
     wait: Interval | None
     """From admission to start (or to the end, if it never started); None while unfinished."""
     run: Interval | None
-    """From ``CallStarted`` to ``CallFinished``; None if it never ran (or has not finished)."""
+    """From ``CallStarted`` to the return of its leases: its ``CallFinished``, or, when
+    after-hooks run in between, the moment before them (``Recorder.leases_returned``). None if
+    it never ran (or has not finished)."""
     waited_behind: tuple[str, ...]
     """Ids of the calls it was blocked behind (from its ``CallBlocked`` events)."""
     contested: tuple[str, ...]
@@ -140,6 +144,7 @@ class _Entry:
     accesses: list[FileAccessed] = attrs.field(factory=list)
     result: ToolResult | None = None
     finished_seq: int = 0
+    released_seq: int = 0  # its leases returned before CallFinished (after-hooks ran)
 
     def freeze(self) -> CallRecording:
         wait = run = None
@@ -149,7 +154,8 @@ class _Entry:
                 wait = Interval(self.queued, end, self.queued_seq, self.finished_seq)
             else:
                 wait = Interval(self.queued, self.started, self.queued_seq, self.started_seq)
-                run = Interval(self.started, end, self.started_seq, self.finished_seq)
+                last = self.released_seq or self.finished_seq
+                run = Interval(self.started, end, self.started_seq, last)
         return CallRecording(
             call_id=self.call_id,
             name=self.name,
@@ -215,6 +221,15 @@ class Recorder:
 
     def __repr__(self) -> str:
         return f"<Recorder: {len(self._entries)} calls, {len(self._live)} unfinished>"
+
+    def leases_returned(self, call_id: str) -> None:
+        """Called by the kernel when a call's leases return before its ``CallFinished`` (its
+        after-hooks run in between): its run, as far as races go, ends here."""
+        with self._lock:
+            self._sequence += 1
+            stack = self._live.get(call_id)
+            if stack and stack[-1].started is not None:
+                stack[-1].released_seq = self._sequence
 
     def file_accessed(self, access: FileAccessed) -> None:
         """Called by the kernel (from a worker thread) for every access through ``ctx.fs``."""

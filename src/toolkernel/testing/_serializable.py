@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import anyio
 import attrs
+import sniffio
 
 from .._open import open_kernel
 from ..kernel import KernelTool, ToolCall, ToolResult
@@ -245,6 +246,16 @@ def assert_serializable(
     while ``ctx.fs`` works in a thread; ``timeout`` (virtual seconds) fails a run that hangs.
     In an async test, ``await check_serializable(...)`` instead.
     """
+    try:
+        running = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        running = None
+    if running is not None:
+        raise RuntimeError(
+            f"assert_serializable runs its own event loop, and {running} already runs in this "
+            f"thread; in an async test, use `lines = await check_serializable(...)` and "
+            f"`assert not lines, '\\n'.join(lines)`"
+        )
     batches = _batches(calls)
 
     async def main() -> list[str]:

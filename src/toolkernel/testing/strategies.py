@@ -5,6 +5,8 @@
   lease key, so a test finds a tool that keys paths itself instead of through the workspace;
 - :func:`claims`: claims of every kind (paths, devices, pools, everything; shared, exclusive,
   units) over a small universe, so they collide often;
+- :func:`tool_arguments`: arguments for a call of any tool (the built-ins, yours), drawn from
+  its parameters' JSON Schema, with its path arguments drawn from a path strategy;
 - :func:`batches`: batches of calls over a given tool set, with durations, failures and
   cancellations, as :class:`~toolkernel.testing.CallBatch` values.
 
@@ -29,7 +31,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from ..kernel import KernelTool
 from ..locks import EVERYTHING, Claim, device, exclusive, path, pool, shared, units
+from ._arguments import TEXT, arguments_from_schema
 from ._batch import CallBatch
 from ._fake import FakeTool
 
@@ -38,6 +42,7 @@ __all__ = [
     "workspace_paths",
     "claims",
     "fake_tool_arguments",
+    "tool_arguments",
     "batches",
     "DEFAULT_PATHS",
 ]
@@ -146,7 +151,59 @@ def fake_tool_arguments(
     return st.fixed_dictionaries(fields)
 
 
-ToolSet = Iterable[FakeTool] | Mapping[str, st.SearchStrategy[Mapping[str, Any]]]
+def tool_arguments(
+    tool: KernelTool,
+    *,
+    paths: st.SearchStrategy[str] | None = None,
+    text: st.SearchStrategy[str] | None = None,
+) -> st.SearchStrategy[dict[str, Any]]:
+    """Arguments for a call of ``tool`` (a :class:`~toolkernel.Tool`, built-in or yours),
+    following its ``parameters_schema()``: its path arguments (those in its ``reads`` and
+    ``writes``) drawn from ``paths`` (default :func:`workspace_paths`), its other strings from
+    ``text`` (default: short strings over a few letters, so they collide), numbers and lists
+    small, optional arguments now and then left out. For a :class:`FakeTool`, see
+    :func:`fake_tool_arguments`.
+
+    ::
+
+        from toolkernel.tools import builtin_tools
+        edit = {t.name: t for t in builtin_tools()}["Edit"]
+        tool_arguments(edit, paths=workspace_paths(["a.py"]))
+        # {"file_path": "./a.py", "old_string": "a", "new_string": "", "replace_all": True}
+    """
+    schema = getattr(tool, "parameters_schema", None)
+    if not callable(schema):
+        raise TypeError(
+            f"tool_arguments() reads a tool's parameters_schema(); {tool!r} has none: pass a "
+            f"strategy of its arguments instead"
+        )
+    where = paths if paths is not None else workspace_paths()
+    names = (*getattr(tool, "reads", ()), *getattr(tool, "writes", ()))
+    parameters = schema()
+    properties = parameters.get("properties", {})
+    overrides = {
+        # A path argument that takes a list (``paths: list[str]``) gets one or two paths.
+        name: st.lists(where, min_size=1, max_size=2)
+        if _takes_list(properties.get(name))
+        else where
+        for name in names
+    }
+    return arguments_from_schema(
+        parameters, overrides=overrides, text=TEXT if text is None else text
+    )
+
+
+def _takes_list(schema: Mapping[str, Any] | None) -> bool:
+    if not schema:
+        return False
+    kinds = schema.get("type")
+    if kinds == "array" or (isinstance(kinds, list) and "string" not in kinds):
+        return True
+    choices = schema.get("anyOf", ())
+    return bool(choices) and not any(c.get("type") == "string" for c in choices)
+
+
+ToolSet = Iterable[KernelTool] | Mapping[str, st.SearchStrategy[Mapping[str, Any]]]
 
 
 @st.composite
@@ -188,14 +245,18 @@ def batches(
     failures: bool = True,
     cancellations: bool = False,
     cancel_times: Sequence[float] = (0.0, 0.5, 1.0, 1.5, 2.5),
+    text: st.SearchStrategy[str] | None = None,
 ) -> st.SearchStrategy[CallBatch]:
     """Batches of ``min_calls`` to ``max_calls`` calls (ids ``c1``, ``c2``, ...) over ``tools``.
 
-    ``tools`` is a list of :class:`FakeTool` (their arguments are drawn by
-    :func:`fake_tool_arguments` with ``paths``, ``durations`` and ``failures``), or a mapping
-    from tool names to strategies of their arguments, for your own tools (mix both by putting
-    ``fake_tool_arguments(fake)`` in the mapping). With ``cancellations``, up to two calls of
-    the batch are cancelled at one of ``cancel_times`` (seconds after it is submitted):
+    ``tools`` is a list of tools: a :class:`FakeTool`'s arguments are drawn by
+    :func:`fake_tool_arguments` (with ``paths``, ``durations`` and ``failures``), any other
+    tool's (the built-ins, yours) by :func:`tool_arguments` from its parameters' JSON Schema,
+    path arguments from ``paths`` and other strings from ``text`` (give it words of your files,
+    so that an Edit's ``old_string`` is found). Or it is a mapping from tool names to
+    strategies of their arguments, to choose them yourself (put ``tool_arguments(tool)`` or
+    ``fake_tool_arguments(fake)`` in it for the others). With ``cancellations``, up to two
+    calls of the batch are cancelled at one of ``cancel_times`` (seconds after it is submitted):
     :meth:`CallBatch.run` does that. Shrinks towards fewer calls, the first tool, shorter
     durations, no failures and no cancellations.
     """
@@ -204,14 +265,12 @@ def batches(
     else:
         arguments = {}
         for tool in tools:
-            if not isinstance(tool, FakeTool):
-                raise TypeError(
-                    f"batches() draws arguments only for FakeTool; for {tool!r} pass a mapping "
-                    f"of tool names to strategies of their arguments"
+            if isinstance(tool, FakeTool):
+                arguments[tool.name] = fake_tool_arguments(
+                    tool, paths=paths, durations=durations, failures=failures
                 )
-            arguments[tool.name] = fake_tool_arguments(
-                tool, paths=paths, durations=durations, failures=failures
-            )
+            else:
+                arguments[tool.name] = tool_arguments(tool, paths=paths, text=text)
     if not arguments:
         raise ValueError("batches() needs at least one tool")
     if not 0 <= min_calls <= max_calls:
