@@ -67,7 +67,10 @@ class KernelSnapshot:
 
 @attrs.frozen
 class ToolStatistics:
-    """Per-tool counts and time percentiles (seconds) over the calls that finished."""
+    """Per-tool counts and time percentiles (seconds) over the calls that finished.
+
+    Percentiles are nearest-rank: always a time some call took (of 1 s and 3 s, p50 is 1 s).
+    """
 
     name: str
     count: int
