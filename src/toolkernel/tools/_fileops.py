@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import secrets
 import stat
@@ -83,11 +84,12 @@ def kind_of(mode: int) -> str:
     return "special file"
 
 
-def not_regular(parts: Sequence[str], mode: int) -> OSError:
-    """The error for reading what is not a regular file (``strerror`` reads after "it is")."""
+def not_regular(parts: Sequence[str], mode: int, doing: str = "read") -> OSError:
+    """The error for reading (or ``doing``) what is not a regular file (``strerror`` reads after
+    "it is")."""
     return OSError(
         errno.EINVAL,
-        f"not a regular file but a {kind_of(mode)}; only regular files can be read",
+        f"not a regular file but a {kind_of(mode)}; only regular files can be {doing}",
         "/".join(parts) or ".",
     )
 
@@ -108,11 +110,24 @@ def _unreadable(parent: int, parts: Sequence[str]) -> OSError | None:
 # -- reading ---------------------------------------------------------------------------------------
 
 
-def read_regular(root: int, parts: Sequence[str]) -> bytes:
+def too_large(parts: Sequence[str], size: int | None, limit: int) -> OSError:
+    """The error for a file over a read limit (``EFBIG``; ``strerror`` reads after "it is")."""
+    how_big = f"{size} bytes" if size is not None else "over the limit"
+    return OSError(
+        errno.EFBIG,
+        f"too large ({how_big}; the limit is {limit} bytes)",
+        "/".join(parts) or ".",
+    )
+
+
+def read_regular(root: int, parts: Sequence[str], max_bytes: int | None = None) -> bytes:
     """The content of regular file ``parts``; anything else is refused before it is read.
 
     Opened with ``O_NONBLOCK | O_NOFOLLOW`` and checked with ``fstat``: a fifo or a device would
-    block the thread for good, and a link here means the path changed.
+    block the thread for good, and a link here means the path changed. With ``max_bytes``, a file
+    larger than that is refused (``EFBIG``) before it is read, and at most ``max_bytes + 1``
+    bytes are ever read (a file growing since the ``fstat``, or one whose size lies, is cut
+    there and refused too): a sparse terabyte must not be pulled into memory.
     """
     if not parts:
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), ".")
@@ -132,7 +147,24 @@ def read_regular(root: int, parts: Sequence[str]) -> bytes:
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), parts[-1])
         if not stat.S_ISREG(mode):
             raise not_regular(parts, mode)
-        return file.readall()
+        if max_bytes is None:
+            return file.readall()
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise too_large(parts, size, max_bytes)
+        return _read_at_most(file, parts, max_bytes)
+
+
+def _read_at_most(file: io.FileIO, parts: Sequence[str], limit: int) -> bytes:
+    chunks: list[bytes] = []
+    left = limit + 1
+    while left > 0:
+        chunk = file.read(min(left, CHUNK))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        left -= len(chunk)
+    raise too_large(parts, None, limit)
 
 
 def status(root: int, parts: Sequence[str]) -> os.stat_result:
@@ -279,6 +311,9 @@ def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> N
             raise changed(parts, len(parts) - 1)
         if stat.S_ISDIR(current.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
+        if not stat.S_ISREG(current.st_mode):
+            # A fifo, socket or device is not content to replace: whoever made it uses it.
+            raise not_regular(parts, current.st_mode, doing="written over")
         mode = stat.S_IMODE(current.st_mode)
     # A short prefix of the name helps whoever finds a leftover after a power cut, and stays far
     # below NAME_MAX whatever the target's name is.

@@ -261,23 +261,36 @@ class FileAccess:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def read_bytes(self, path: PathArg) -> bytes:
+    async def read_bytes(self, path: PathArg, *, max_bytes: int | None = None) -> bytes:
         """Return the content of the regular file at ``path``. Needs a read lease.
 
         Anything but a regular file (a fifo, a socket, a device) is refused with an ``OSError``
-        before it is read: reading one could block for ever. One thread hop.
+        before it is read: reading one could block for ever. With ``max_bytes``, a larger file
+        is refused with ``OSError(errno.EFBIG)`` before it is read, and no more than
+        ``max_bytes + 1`` bytes are ever read from it. One thread hop.
         """
-        return await self._run("read", path, False, _fileops.read_regular)
+        if max_bytes is None:
+            return await self._run("read", path, False, _fileops.read_regular)
+
+        def io(root: int, parts: tuple[str, ...]) -> bytes:
+            return _fileops.read_regular(root, parts, max_bytes)
+
+        return await self._run("read", path, False, io)
 
     async def read_text(
-        self, path: PathArg, encoding: str = "utf-8", errors: str = "strict"
+        self,
+        path: PathArg,
+        encoding: str = "utf-8",
+        errors: str = "strict",
+        *,
+        max_bytes: int | None = None,
     ) -> str:
         """Return the content of the file at ``path``, decoded. Needs a read lease.
 
         Line endings are left as they are (no ``\\r\\n`` translation), so text read and written
-        back keeps its bytes.
+        back keeps its bytes. ``max_bytes`` bounds the read as for :meth:`read_bytes`.
         """
-        data = await self.read_bytes(path)
+        data = await self.read_bytes(path, max_bytes=max_bytes)
         return data.decode(encoding, errors)
 
     async def exists(self, path: PathArg) -> bool:

@@ -16,6 +16,7 @@ burns for longer than the call's deadline or :data:`SEARCH_TIME_LIMIT` after it.
 
 from __future__ import annotations
 
+import errno
 import math
 import time
 from typing import Final, Literal
@@ -29,12 +30,15 @@ from wcmatch import glob as wcglob
 from .._errors import ToolError
 from ..kernel import ToolContext
 from ._declare import tool
-from ._file_tools import READ_LINE_WIDTH, fs_of
+from ._file_tools import READ_LINE_WIDTH, TEXT_SIZE_LIMIT, fs_of, text_lines
 from ._fs import FileAccess
 
-__all__ = ["SEARCH_TIME_LIMIT", "compile_glob", "glob", "grep"]
+__all__ = ["SEARCH_SIZE_LIMIT", "SEARCH_TIME_LIMIT", "compile_glob", "glob", "grep"]
 
 RESULT_LIMIT: Final = 1000
+SEARCH_SIZE_LIMIT: Final = TEXT_SIZE_LIMIT
+"""The largest file Grep searches (bytes): each is read whole, so a sparse terabyte must not be.
+Larger files are skipped unread, and the output names them."""
 SEARCH_TIME_LIMIT: Final = 1.0
 """Seconds one search may take: over a whole file (``files_with_matches``) or over one line."""
 
@@ -113,10 +117,13 @@ async def grep(
             if matcher.match(_relative_to(base, f)) or matcher.match(f.rsplit("/", 1)[-1])
         ]
     lines: list[str] = []
+    too_large: list[str] = []
     for file in files:
         try:
-            data = await fs.read_bytes(file)
-        except OSError:
+            data = await fs.read_bytes(file, max_bytes=SEARCH_SIZE_LIMIT)
+        except OSError as exc:
+            if exc.errno == errno.EFBIG:
+                too_large.append(file)
             continue  # vanished, unreadable, or not a regular file: not a match
         if b"\x00" in data[:8192]:
             continue
@@ -132,10 +139,23 @@ async def grep(
             lines.extend(f"{file}:{number}:{line[:READ_LINE_WIDTH]}" for number, line in hits)
         if len(lines) > RESULT_LIMIT:
             break
+    skipped = _skipped(too_large)
     if not lines:
-        return f"no matches for {pattern!r} under {path}"
+        return f"no matches for {pattern!r} under {path}" + skipped
     more = len(lines) > RESULT_LIMIT
-    return "\n".join(lines[:RESULT_LIMIT]) + ("\n... (more results cut)" if more else "")
+    return "\n".join(lines[:RESULT_LIMIT]) + ("\n... (more results cut)" if more else "") + skipped
+
+
+def _skipped(too_large: list[str]) -> str:
+    """The note naming the files too large to search (empty if none)."""
+    if not too_large:
+        return ""
+    count = len(too_large)
+    names = ", ".join(too_large[:10]) + (", ..." if count > 10 else "")
+    return (
+        f"\n({count} file{'s' if count > 1 else ''} over {SEARCH_SIZE_LIMIT >> 20} MiB not "
+        f"searched: {names})"
+    )
 
 
 async def _matching(
@@ -181,7 +201,7 @@ def _match_lines(
         found = compiled.search(text, timeout=timeout(), concurrent=True)
         return [(0, "")] if found is not None else []
     hits: list[tuple[int, str]] = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text_lines(text), 1):
         anyio.from_thread.check_cancelled()
         if compiled.search(line, timeout=timeout(), concurrent=True) is not None:
             hits.append((number, line))

@@ -1,0 +1,185 @@
+"""The file tools against files a hostile or careless environment puts in the workspace: huge
+files, special files where a regular one is expected, line separators other than ``\\n``, and
+CRLF files edited from what Read showed."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+import toolkernel as tk
+from toolkernel.tools import builtin_tools
+from toolkernel.tools._file_tools import TEXT_SIZE_LIMIT
+from toolkernel.tools._search import SEARCH_SIZE_LIMIT
+
+
+@pytest.fixture
+async def kernel(tmp_path: pathlib.Path) -> AsyncIterator[tk.Kernel]:
+    async with tk.open_kernel(builtin_tools(), root=tmp_path) as k:
+        yield k
+
+
+async def run1(k: tk.Kernel, name: str, **arguments: Any) -> tk.ToolResult:
+    (result,) = await k.run([tk.ToolCall("c1", name, arguments)])
+    return result
+
+
+async def ok(k: tk.Kernel, name: str, **arguments: Any) -> str:
+    result = await run1(k, name, **arguments)
+    assert result.status is tk.Status.OK, result.error
+    assert isinstance(result.output, str)
+    return result.output
+
+
+async def error(k: tk.Kernel, name: str, **arguments: Any) -> str:
+    result = await run1(k, name, **arguments)
+    assert result.status is tk.Status.ERROR, result.output
+    assert result.error
+    return result.error
+
+
+def sparse(path: pathlib.Path, size: int) -> pathlib.Path:
+    """A file of ``size`` bytes that takes no room on disk (all zeros but a text head)."""
+    with path.open("wb") as file:
+        file.write(b"head line\n")
+        file.truncate(size)
+    return path
+
+
+def temp_leftovers(root: pathlib.Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.name.endswith(".tktmp"))
+
+
+# -- huge files --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["Read", "Edit", "MultiEdit"])
+async def test_a_file_over_the_text_limit_is_refused_before_it_is_read(
+    kernel: tk.Kernel, tmp_path: pathlib.Path, tool: str
+) -> None:
+    sparse(tmp_path / "huge.log", TEXT_SIZE_LIMIT + 1)
+    arguments: dict[str, Any] = {"file_path": "huge.log"}
+    if tool == "Edit":
+        arguments |= {"old_string": "head", "new_string": "tail"}
+    elif tool == "MultiEdit":
+        arguments |= {"edits": [{"old_string": "head", "new_string": "tail"}]}
+    message = await error(kernel, tool, **arguments)
+    assert "'huge.log' is too large" in message
+    assert f"{TEXT_SIZE_LIMIT + 1} bytes" in message
+    assert (tmp_path / "huge.log").stat().st_size == TEXT_SIZE_LIMIT + 1
+
+
+async def test_a_file_at_the_text_limit_is_still_read(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "big.log").write_bytes(b"x\n" * (TEXT_SIZE_LIMIT // 2))
+    assert (await ok(kernel, "Read", file_path="big.log", limit=1)).startswith("     1\tx")
+
+
+async def test_grep_skips_files_over_its_limit_and_says_so(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    sparse(tmp_path / "huge.log", SEARCH_SIZE_LIMIT + 1)
+    (tmp_path / "small.txt").write_text("head line\n")
+    output = await ok(kernel, "Grep", pattern="head")
+    assert output.splitlines()[0] == "small.txt"
+    assert "1 file over" in output and "huge.log" in output
+
+
+def test_reading_with_a_limit_never_returns_more(tmp_path: pathlib.Path) -> None:
+    # A file whose size grows after fstat (or lies, like /proc files) is still cut at the limit.
+    from toolkernel.tools import _fileops
+
+    (tmp_path / "f").write_bytes(b"a" * 100)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert _fileops.read_regular(fd, ("f",), max_bytes=100) == b"a" * 100
+        with pytest.raises(OSError, match="too large") as caught:
+            _fileops.read_regular(fd, ("f",), max_bytes=99)
+    finally:
+        os.close(fd)
+    assert caught.value.errno == 27  # EFBIG
+
+
+# -- special files where a regular one is expected --------------------------------------------
+
+
+@pytest.fixture
+def specials(tmp_path: pathlib.Path) -> Iterator[list[str]]:
+    os.mkfifo(tmp_path / "pipe")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "sock"))
+    try:
+        yield ["pipe", "sock"]
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("name", ["pipe", "sock"])
+async def test_write_refuses_to_replace_a_special_file(
+    kernel: tk.Kernel, tmp_path: pathlib.Path, specials: list[str], name: str
+) -> None:
+    before = (tmp_path / name).lstat()
+    message = await error(kernel, "Write", file_path=name, content="data\n")
+    assert f"{name!r} is not a regular file" in message
+    after = (tmp_path / name).lstat()
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert temp_leftovers(tmp_path) == []
+
+
+# -- lines are split on \n only ---------------------------------------------------------------
+
+
+async def test_read_numbers_lines_as_editors_do_whatever_else_a_line_holds(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    # Form feeds (Python's own sources hold them), \x1c-\x1e, NEL and U+2028 are not line ends.
+    (tmp_path / "f.py").write_text("a\n\x0cb\nc\u2028d\x85e\n", newline="")
+    assert await ok(kernel, "Read", file_path="f.py") == (
+        "     1\ta\n     2\t\x0cb\n     3\tc\u2028d\x85e"
+    )
+    output = await ok(kernel, "Grep", pattern="e", path="f.py", output_mode="content")
+    assert output == "f.py:3:c\u2028d\x85e"
+
+
+async def test_read_hides_the_carriage_return_of_crlf_lines(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "w.txt").write_bytes(b"one\r\ntwo\r\n")
+    assert await ok(kernel, "Read", file_path="w.txt") == "     1\tone\n     2\ttwo"
+
+
+# -- CRLF files edited from what Read showed ----------------------------------------------------
+
+
+async def test_edit_of_a_crlf_file_matches_lines_as_read_showed_them_and_keeps_crlf(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "w.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    await ok(kernel, "Edit", file_path="w.txt", old_string="one\ntwo", new_string="1\n2\n2b")
+    assert (tmp_path / "w.txt").read_bytes() == b"1\r\n2\r\n2b\r\nthree\r\n"
+
+
+async def test_multiedit_of_a_crlf_file_keeps_crlf(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "w.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    edits = [
+        {"old_string": "two\nthree", "new_string": "2\n3"},
+        {"old_string": "one\r\n", "new_string": "1\r\n"},
+    ]
+    await ok(kernel, "MultiEdit", file_path="w.txt", edits=edits)
+    assert (tmp_path / "w.txt").read_bytes() == b"1\r\n2\r\n3\r\n"
+
+
+async def test_edit_of_an_lf_file_leaves_its_line_ends_alone(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "u.txt").write_bytes(b"one\ntwo\n")
+    await ok(kernel, "Edit", file_path="u.txt", old_string="one\ntwo", new_string="1\n2")
+    assert (tmp_path / "u.txt").read_bytes() == b"1\n2\n"
