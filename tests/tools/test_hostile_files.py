@@ -10,11 +10,15 @@ import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
+import anyio.from_thread
+import anyio.to_thread
 import pytest
 
 import toolkernel as tk
-from toolkernel.tools import builtin_tools
-from toolkernel.tools._file_tools import TEXT_SIZE_LIMIT
+from toolkernel.locks import writes
+from toolkernel.tools import FileAccess, FileAccessed, Workspace, _fileops, builtin_tools
+from toolkernel.tools._file_tools import LIST_LIMIT, TEXT_SIZE_LIMIT
 from toolkernel.tools._search import SEARCH_SIZE_LIMIT
 
 
@@ -93,8 +97,6 @@ async def test_grep_skips_files_over_its_limit_and_says_so(
 
 def test_reading_with_a_limit_never_returns_more(tmp_path: pathlib.Path) -> None:
     # A file whose size grows after fstat (or lies, like /proc files) is still cut at the limit.
-    from toolkernel.tools import _fileops
-
     (tmp_path / "f").write_bytes(b"a" * 100)
     fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -183,3 +185,64 @@ async def test_edit_of_an_lf_file_leaves_its_line_ends_alone(
     (tmp_path / "u.txt").write_bytes(b"one\ntwo\n")
     await ok(kernel, "Edit", file_path="u.txt", old_string="one\ntwo", new_string="1\n2")
     assert (tmp_path / "u.txt").read_bytes() == b"1\n2\n"
+
+
+# -- huge directories and trees ---------------------------------------------------------------
+
+
+async def test_listdir_of_a_huge_directory_shows_the_first_entries_and_counts_the_rest(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "many").mkdir()
+    for number in range(LIST_LIMIT + 5):
+        (tmp_path / "many" / f"f{number:05}").touch()
+    lines = (await ok(kernel, "ListDir", path="many")).splitlines()
+    assert len(lines) == LIST_LIMIT + 1
+    assert lines[0] == "f00000" and lines[-2] == f"f{LIST_LIMIT - 1:05}"
+    assert lines[-1].startswith("... (5 more entries")
+
+
+async def test_a_walk_stops_at_the_next_directory_once_its_call_is_cancelled(
+    tmp_path: pathlib.Path,
+) -> None:
+    # A Glob or Grep over a huge tree must honour its run timeout: the walk runs in a worker
+    # thread, which cancellation cannot interrupt unless the walk checks for it.
+    (tmp_path / "f").touch()
+    for number in range(20):
+        (tmp_path / f"d{number:02}").mkdir()
+        (tmp_path / f"d{number:02}" / "l").symlink_to("../f")
+    links_seen: list[str] = []
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with anyio.CancelScope() as scope:
+
+            def linked_file(link: str) -> bool:
+                links_seen.append(link)
+                anyio.from_thread.run_sync(scope.cancel)
+                return True
+
+            await anyio.to_thread.run_sync(_fileops.walk, fd, (), linked_file)
+    finally:
+        os.close(fd)
+    assert scope.cancelled_caught
+    assert len(links_seen) == 1
+
+
+async def test_a_delete_of_a_tree_stops_at_its_next_removal_once_its_call_is_cancelled(
+    tmp_path: pathlib.Path,
+) -> None:
+    # Deleting a huge tree runs in a worker thread: the call's cancellation (its run timeout)
+    # must stop it between two removals, not after the last one.
+    root = tmp_path / "root"
+    for number in range(20):
+        (root / "tree" / f"d{number:02}").mkdir(parents=True)
+        (root / "tree" / f"d{number:02}" / "f").touch()
+    with Workspace(root) as workspace, anyio.CancelScope() as scope:
+
+        def cancel_when_checked(access: FileAccessed) -> None:
+            anyio.from_thread.run_sync(scope.cancel)
+
+        fs = FileAccess(workspace, [writes("tree")], observer=cancel_when_checked)
+        await fs.delete("tree")
+    assert scope.cancelled_caught
+    assert len(list((root / "tree").iterdir())) == 20

@@ -32,6 +32,8 @@ __all__ = [
 
 READ_LINE_LIMIT = 2000
 READ_LINE_WIDTH = 2000
+LIST_LIMIT = 1000
+"""The most entries ListDir shows (sorted by name); it says how many more there are."""
 TEXT_SIZE_LIMIT = 16 * 1024 * 1024
 """The largest file Read, Edit and MultiEdit take (bytes); larger ones are refused unread."""
 
@@ -259,7 +261,11 @@ async def list_dir(ctx: ToolContext, path: str = ".") -> str:
         raise ToolError(f"{path!r} is a file, not a directory; use Read") from None
     if not entries:
         return f"(directory {path} is empty)"
-    return "\n".join(_shown(entry) for entry in entries)
+    shown = "\n".join(_shown(entry) for entry in entries[:LIST_LIMIT])
+    more = len(entries) - LIST_LIMIT
+    if more > 0:
+        shown += f"\n... ({more} more entries; use Glob with a pattern to narrow the listing)"
+    return shown
 
 
 def _shown(entry: Entry) -> str:

@@ -221,7 +221,8 @@ def walk(root: int, parts: Sequence[str], linked_file: Callable[[str], bool]) ->
 
     Directories are entered with ``O_NOFOLLOW``, so a link never leads the walk out of the tree;
     a symbolic link is listed iff ``linked_file(its path)`` says so. A regular file ``parts``
-    gives itself; a fifo or device gives nothing.
+    gives itself; a fifo or device gives nothing. Must run in a worker thread
+    (``anyio.to_thread``): it checks for cancellation before entering each directory.
     """
     base = "/".join(parts)
     try:
@@ -242,6 +243,8 @@ def walk(root: int, parts: Sequence[str], linked_file: Callable[[str], bool]) ->
             item = pending.pop()
             relative = prefix + item.name
             if item.is_dir(follow_symlinks=False):
+                # A tree can be huge: the call's cancellation (its run timeout) stops the walk.
+                anyio.from_thread.check_cancelled()
                 try:
                     child = os.open(item.name, DIRECTORY_FLAGS, dir_fd=fd)
                 except OSError:

@@ -432,10 +432,13 @@ class FileAccess:
 
 
 class _Gate:
-    """The context of one mutating system call: holds the access's lock, refuses once closed.
+    """The context of one mutating system call: holds the access's lock, refuses once closed,
+    and stops the operation there if its call was cancelled.
 
     Reusable, unlike a generator-based context manager: one operation passes through it for
-    each of its mutations.
+    each of its mutations. Entered only in worker threads (``anyio.to_thread``), where a
+    cancelled call is seen with ``check_cancelled``: a delete of a huge tree or a ``mkdir -p``
+    stops between two system calls, each of which is whole.
     """
 
     __slots__ = ("_access", "_path", "_verb")
@@ -444,6 +447,7 @@ class _Gate:
         self._access, self._verb, self._path = access, verb, path
 
     def __enter__(self) -> None:
+        anyio.from_thread.check_cancelled()
         access = self._access
         access._lock.acquire()
         if access._closed:
