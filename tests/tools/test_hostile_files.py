@@ -246,3 +246,51 @@ async def test_a_delete_of_a_tree_stops_at_its_next_removal_once_its_call_is_can
         await fs.delete("tree")
     assert scope.cancelled_caught
     assert len(list((root / "tree").iterdir())) == 20
+
+
+# -- what a write keeps, and what it can't write ---------------------------------------------
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+@pytest.mark.parametrize("tool", ["Write", "Edit"])
+async def test_a_write_as_root_keeps_the_files_owner_and_group(
+    kernel: tk.Kernel, tmp_path: pathlib.Path, tool: str
+) -> None:
+    target = tmp_path / "owned.txt"
+    target.write_text("old\n")
+    os.chown(target, 1234, 5678)
+    target.chmod(0o640)
+    if tool == "Write":
+        await ok(kernel, "Write", file_path="owned.txt", content="new\n")
+    else:
+        await ok(kernel, "Edit", file_path="owned.txt", old_string="old", new_string="new")
+    status = target.stat()
+    assert (status.st_uid, status.st_gid, status.st_mode & 0o7777) == (1234, 5678, 0o640)
+    assert target.read_text() == "new\n"
+
+
+@pytest.mark.parametrize("tool", ["Write", "Edit", "MultiEdit"])
+async def test_text_with_a_lone_surrogate_is_refused_clearly_and_writes_nothing(
+    kernel: tk.Kernel, tmp_path: pathlib.Path, tool: str
+) -> None:
+    (tmp_path / "a.txt").write_text("old\n")
+    arguments: dict[str, Any] = {"file_path": "a.txt"}
+    if tool == "Write":
+        arguments["content"] = "bad \ud800 text"
+    elif tool == "Edit":
+        arguments |= {"old_string": "old", "new_string": "\ud800"}
+    else:
+        arguments["edits"] = [{"old_string": "old", "new_string": "\ud800"}]
+    message = await error(kernel, tool, **arguments)
+    assert "a lone surrogate" in message and "'a.txt'" in message
+    assert (tmp_path / "a.txt").read_text() == "old\n"
+    assert temp_leftovers(tmp_path) == []
+
+
+async def test_a_move_onto_itself_says_so(kernel: tk.Kernel, tmp_path: pathlib.Path) -> None:
+    (tmp_path / "a.txt").write_text("a\n")
+    (tmp_path / "to-a").symlink_to("a.txt")
+    for destination in ("a.txt", "./a.txt", "to-a"):
+        message = await error(kernel, "Move", source="a.txt", destination=destination)
+        assert "they are the same file" in message
+    assert (tmp_path / "a.txt").read_text() == "a\n"

@@ -149,6 +149,12 @@ async def _write_text(fs: FileAccess, file_path: str, text: str, *, parents: boo
         raise ToolError(f"{file_path!r} is a directory; give a file path") from None
     except (NotADirectoryError, FileExistsError):  # mkdir of the parents meets a file
         raise ToolError(f"can't create {file_path!r}: a parent of it is a file") from None
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end]
+        raise ToolError(
+            f"the text for {file_path!r} holds {bad!r} at position {exc.start}, a lone surrogate "
+            f"that is not a character and can't be written as UTF-8; send the character itself"
+        ) from None
     except OSError as exc:
         if exc.errno == errno.EINVAL and exc.strerror and "regular file" in exc.strerror:
             raise ToolError(f"{file_path!r} is {exc.strerror}; Delete it first") from None
@@ -290,9 +296,11 @@ async def move(ctx: ToolContext, source: str, destination: str) -> str:
     fs = fs_of(ctx)
     if not await fs.exists(source):
         raise ToolError(f"can't move {source!r}: it does not exist")
+    src_key, dst_key = fs.workspace.key(source), fs.workspace.key(destination)
+    if dst_key == src_key:
+        raise ToolError(f"can't move {source!r} to {destination!r}: they are the same file")
     if await fs.exists(destination):
         raise ToolError(f"can't move to {destination!r}: it already exists; Delete it first")
-    src_key, dst_key = fs.workspace.key(source), fs.workspace.key(destination)
     if dst_key.is_relative_to(src_key):
         raise ToolError(f"can't move {source!r} into itself")
     await fs.move(source, destination, parents=True)

@@ -304,7 +304,7 @@ def replace_atomically(
 
 def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> None:
     name = parts[-1]
-    mode: int | None = None
+    current: os.stat_result | None = None
     try:
         current = os.lstat(name, dir_fd=parent)
     except FileNotFoundError:
@@ -317,7 +317,6 @@ def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> N
         if not stat.S_ISREG(current.st_mode):
             # A fifo, socket or device is not content to replace: whoever made it uses it.
             raise not_regular(parts, current.st_mode, doing="written over")
-        mode = stat.S_IMODE(current.st_mode)
     # A short prefix of the name helps whoever finds a leftover after a power cut, and stays far
     # below NAME_MAX whatever the target's name is.
     temporary = f".{name[:32]}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
@@ -333,8 +332,10 @@ def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> N
                     anyio.from_thread.check_cancelled()
                 written += os.write(fd, view[written : written + CHUNK])
             os.fsync(fd)
-            if mode is not None:
-                os.fchmod(fd, mode)
+            if current is not None:
+                _keep_owner(fd, current)
+                # After the chown, which clears set-user-ID bits.
+                os.fchmod(fd, stat.S_IMODE(current.st_mode))
         finally:
             os.close(fd)
         anyio.from_thread.check_cancelled()
@@ -344,6 +345,20 @@ def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> N
         with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=parent)
         raise
+
+
+def _keep_owner(fd: int, current: os.stat_result) -> None:
+    """Give the new file ``fd`` the owner and group of the file it replaces, as far as allowed:
+    a kernel run as root must not hand the project's files to root, one edit at a time."""
+    mine = os.fstat(fd)
+    if (mine.st_uid, mine.st_gid) == (current.st_uid, current.st_gid):
+        return
+    try:
+        os.fchown(fd, current.st_uid, current.st_gid)
+    except PermissionError:
+        # Only root gives a file away; the owner may still set a group they belong to.
+        with contextlib.suppress(PermissionError):
+            os.fchown(fd, -1, current.st_gid)
 
 
 def make_directory(
