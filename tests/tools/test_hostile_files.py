@@ -294,3 +294,25 @@ async def test_a_move_onto_itself_says_so(kernel: tk.Kernel, tmp_path: pathlib.P
         message = await error(kernel, "Move", source="a.txt", destination=destination)
         assert "they are the same file" in message
     assert (tmp_path / "a.txt").read_text() == "a\n"
+
+
+# -- file systems that fold case and Unicode ----------------------------------------------------
+
+
+@pytest.fixture
+async def folding_kernel(tmp_path: pathlib.Path) -> AsyncIterator[tk.Kernel]:
+    workspace = Workspace(tmp_path, fold_case=True, unicode_form="NFC")
+    async with tk.open_kernel(builtin_tools(), root=workspace) as k:
+        yield k
+
+
+async def test_glob_and_grep_match_relative_to_a_directory_spelled_in_another_case(
+    folding_kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "Src" / "Sub").mkdir(parents=True)
+    (tmp_path / "Src" / "Sub" / "Cafe\u0301.txt").write_text("needle\n")  # NFD on disk
+    found = "Src/Sub/Cafe\u0301.txt"
+    assert await ok(folding_kernel, "Glob", pattern="Sub/*.txt", path="SRC") == found
+    assert await ok(folding_kernel, "Glob", pattern="*.txt", path="src/sub") == found
+    output = await ok(folding_kernel, "Grep", pattern="needle", path="sRC", glob="Sub/*.txt")
+    assert output == found

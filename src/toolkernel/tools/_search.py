@@ -61,11 +61,13 @@ def _relative_to(base: str, file: str) -> str:
 
 
 async def _files_under(fs: FileAccess, given: str) -> tuple[str, list[str]]:
+    """The files below ``given``, and ``given`` spelled as they spell it: on disk, which is not
+    the key's spelling on a file system that folds case or Unicode (``SRC`` walks ``Src``)."""
     try:
         files = await fs.walk(given)
     except FileNotFoundError:
         raise ToolError(f"path {given!r} does not exist") from None
-    return fs.workspace.display(fs.workspace.key(given)), files
+    return "/".join(fs.workspace._locate_parts(given)[1]), files
 
 
 @tool(reads=["path"], name="Glob")
