@@ -17,7 +17,7 @@ import pytest
 
 import toolkernel as tk
 from toolkernel.locks import writes
-from toolkernel.tools import FileAccess, FileAccessed, Workspace, _fileops, builtin_tools
+from toolkernel.tools import FileAccess, FileAccessed, Workspace, _beneath, _fileops, builtin_tools
 from toolkernel.tools._file_tools import LIST_LIMIT, TEXT_SIZE_LIMIT
 from toolkernel.tools._search import SEARCH_SIZE_LIMIT
 
@@ -316,3 +316,45 @@ async def test_glob_and_grep_match_relative_to_a_directory_spelled_in_another_ca
     assert await ok(folding_kernel, "Glob", pattern="*.txt", path="src/sub") == found
     output = await ok(folding_kernel, "Grep", pattern="needle", path="sRC", glob="Sub/*.txt")
     assert output == found
+
+
+# -- Move never replaces what appeared at its destination ----------------------------------------
+
+
+@pytest.mark.parametrize("atomic", [True, False], ids=["renameat2", "checked"])
+async def test_a_move_without_replace_keeps_a_destination_created_after_the_check(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, atomic: bool
+) -> None:
+    # The Move tool checks that the destination is free, then renames; another process creating
+    # the destination in between must not have its file silently replaced.
+    if not atomic:
+        monkeypatch.setattr(_beneath, "renameat2", None)
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("source\n")
+
+    def create_destination(access: FileAccessed) -> None:
+        if access.verb == "move to":
+            (root / "b.txt").write_text("someone else's\n")
+
+    with Workspace(root) as workspace:
+        fs = FileAccess(workspace, [writes("a.txt"), writes("b.txt")], observer=create_destination)
+        with pytest.raises(FileExistsError):
+            await fs.move("a.txt", "b.txt", replace=False)
+    assert (root / "a.txt").read_text() == "source\n"
+    assert (root / "b.txt").read_text() == "someone else's\n"
+
+
+async def test_a_move_without_replace_moves_files_and_directories(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("f\n")
+    (tmp_path / "a.txt").write_text("a\n")
+    with Workspace(tmp_path) as workspace:
+        fs = FileAccess(workspace, [writes(".")])
+        await fs.move("a.txt", "new/b.txt", parents=True, replace=False)
+        await fs.move("d", "e", replace=False)
+        (tmp_path / "x").mkdir()
+        with pytest.raises(FileExistsError):
+            await fs.move("e", "x", replace=False)
+    assert (tmp_path / "new" / "b.txt").read_text() == "a\n"
+    assert (tmp_path / "e" / "f").read_text() == "f\n"

@@ -303,7 +303,13 @@ async def move(ctx: ToolContext, source: str, destination: str) -> str:
         raise ToolError(f"can't move to {destination!r}: it already exists; Delete it first")
     if dst_key.is_relative_to(src_key):
         raise ToolError(f"can't move {source!r} into itself")
-    await fs.move(source, destination, parents=True)
+    try:
+        # No replace: something created there since the check (by another process) is kept.
+        await fs.move(source, destination, parents=True, replace=False)
+    except FileExistsError:
+        raise ToolError(
+            f"can't move to {destination!r}: it already exists; Delete it first"
+        ) from None
     return f"moved {source} to {destination}"
 
 

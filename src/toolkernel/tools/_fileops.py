@@ -27,7 +27,13 @@ import anyio.from_thread
 import anyio.to_thread
 import attrs
 
-from ._beneath import DIRECTORY_FLAGS, changed, open_directory, remove_tree
+from ._beneath import (
+    DIRECTORY_FLAGS,
+    changed,
+    open_directory,
+    remove_tree,
+    rename_no_replace,
+)
 
 __all__ = [
     "Entry",
@@ -406,9 +412,18 @@ def delete(root: int, parts: Sequence[str], gate: Gate) -> None:
 
 
 def move(
-    root: int, source: Sequence[str], target: Sequence[str], gate: Gate, *, parents: bool
+    root: int,
+    source: Sequence[str],
+    target: Sequence[str],
+    gate: Gate,
+    *,
+    parents: bool,
+    replace: bool = True,
 ) -> None:
-    """Rename ``source`` to ``target`` (``os.replace``), relative to their parents' descriptors."""
+    """Rename ``source`` to ``target`` (``os.replace``), relative to their parents' descriptors.
+
+    With ``replace=False`` an existing ``target`` is never replaced (``FileExistsError``).
+    """
     if not source or not target:
         raise PermissionError(errno.EPERM, "can't move the workspace root", ".")
     source_parent = open_directory(root, source[:-1])
@@ -418,9 +433,12 @@ def move(
             if stat.S_ISLNK(os.lstat(source[-1], dir_fd=source_parent).st_mode):
                 raise changed(source, len(source) - 1)
             with gate:
-                os.replace(
-                    source[-1], target[-1], src_dir_fd=source_parent, dst_dir_fd=target_parent
-                )
+                if replace:
+                    os.replace(
+                        source[-1], target[-1], src_dir_fd=source_parent, dst_dir_fd=target_parent
+                    )
+                else:
+                    rename_no_replace(source_parent, source[-1], target_parent, target[-1])
         finally:
             os.close(target_parent)
     finally:

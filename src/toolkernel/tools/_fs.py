@@ -411,24 +411,28 @@ class FileAccess:
 
         await self._run("delete", path, True, io)
 
-    async def move(self, src: PathArg, dst: PathArg, *, parents: bool = False) -> None:
+    async def move(
+        self, src: PathArg, dst: PathArg, *, parents: bool = False, replace: bool = True
+    ) -> None:
         """Rename the file or directory ``src`` to ``dst`` atomically (``os.replace``).
 
         Needs exclusive leases on both. ``dst`` is the new path itself (not a directory to move
-        into); an existing file there is replaced. With ``parents=True`` missing parents of
-        ``dst`` are created. Both must be on one file system.
+        into); an existing file there is replaced, unless ``replace=False``: then anything at
+        ``dst`` makes it fail with ``FileExistsError`` and stays as it was (atomically on Linux,
+        where ``renameat2`` has ``RENAME_NOREPLACE``; elsewhere checked just before). With
+        ``parents=True`` missing parents of ``dst`` are created. Both must be on one file system.
         """
         self._ensure_open("move", src)
-        await anyio.to_thread.run_sync(self._move, src, dst, parents)
+        await anyio.to_thread.run_sync(self._move, src, dst, parents, replace)
 
-    def _move(self, src: PathArg, dst: PathArg, parents: bool) -> None:
+    def _move(self, src: PathArg, dst: PathArg, parents: bool, replace: bool) -> None:
         self._ensure_open("move", src)
         with self.workspace._borrowed_root() as root:
             source_key, source = self._check(src, write=True, verb="move")
             _, target = self._check(dst, write=True, verb="move to")
             gate = self._gate("move", src)
             with self._explained("move", source_key, source, target):
-                _fileops.move(root, source, target, gate, parents=parents)
+                _fileops.move(root, source, target, gate, parents=parents, replace=replace)
 
 
 class _Gate:
