@@ -358,3 +358,57 @@ async def test_a_move_without_replace_moves_files_and_directories(tmp_path: path
             await fs.move("e", "x", replace=False)
     assert (tmp_path / "new" / "b.txt").read_text() == "a\n"
     assert (tmp_path / "e" / "f").read_text() == "f\n"
+
+
+# -- a search goes on past files it can't read ---------------------------------------------------
+
+
+async def test_grep_and_glob_skip_a_file_too_deep_to_be_named(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    # A path longer than PATH_MAX can't be keyed; one such file must not fail the whole search.
+    (tmp_path / "a.txt").write_text("needle\n")
+    directory = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(30):
+            os.mkdir("d" * 200, dir_fd=directory)
+            child = os.open("d" * 200, os.O_RDONLY | os.O_DIRECTORY, dir_fd=directory)
+            os.close(directory)
+            directory = child
+        deep = os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=directory)
+        os.write(deep, b"needle\n")
+        os.close(deep)
+    finally:
+        os.close(directory)
+    assert await ok(kernel, "Grep", pattern="needle") == "a.txt"
+    assert await ok(kernel, "Glob", pattern="**/*.txt") == "a.txt"
+
+
+class SwapForOutsideLink:
+    """A listener that, when a call reads ``trigger``, swaps ``victim`` for a link out of the
+    workspace: another process changing the tree while a search walks it."""
+
+    def __init__(self, trigger: str, victim: pathlib.Path, outside: pathlib.Path) -> None:
+        self.trigger, self.victim, self.outside = trigger, victim, outside
+
+    def __call__(self, event: object) -> None:
+        pass
+
+    def file_accessed(self, access: FileAccessed) -> None:
+        if str(access.path) == self.trigger and not self.victim.is_symlink():
+            self.victim.unlink()
+            self.victim.symlink_to(self.outside)
+
+
+async def test_grep_skips_a_file_turned_into_a_link_out_of_the_workspace_during_the_search(
+    tmp_path: pathlib.Path,
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (tmp_path / "secret.txt").write_text("needle: secret\n")
+    (root / "a.txt").write_text("needle\n")
+    (root / "b.txt").write_text("needle\n")
+    async with tk.open_kernel(builtin_tools(), root=root) as kernel:
+        kernel.add_listener(SwapForOutsideLink("a.txt", root / "b.txt", tmp_path / "secret.txt"))
+        output = await ok(kernel, "Grep", pattern="needle", output_mode="content")
+    assert output == "a.txt:1:needle"

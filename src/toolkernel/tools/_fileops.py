@@ -34,6 +34,7 @@ from ._beneath import (
     remove_tree,
     rename_no_replace,
 )
+from ._workspace import MAX_PATH_BYTES
 
 __all__ = [
     "Entry",
@@ -227,7 +228,8 @@ def walk(root: int, parts: Sequence[str], linked_file: Callable[[str], bool]) ->
 
     Directories are entered with ``O_NOFOLLOW``, so a link never leads the walk out of the tree;
     a symbolic link is listed iff ``linked_file(its path)`` says so. A regular file ``parts``
-    gives itself; a fifo or device gives nothing. Must run in a worker thread
+    gives itself; a fifo or device gives nothing. Paths too long to be a key
+    (``MAX_PATH_BYTES``) are left out. Must run in a worker thread
     (``anyio.to_thread``): it checks for cancellation before entering each directory.
     """
     base = "/".join(parts)
@@ -248,6 +250,10 @@ def walk(root: int, parts: Sequence[str], linked_file: Callable[[str], bool]) ->
                 continue
             item = pending.pop()
             relative = prefix + item.name
+            if len(os.fsencode(relative)) > MAX_PATH_BYTES:
+                # No key can name it (nor anything below it), so no call could read it: skip
+                # it, which also bounds the descriptors a deep tree holds open.
+                continue
             if item.is_dir(follow_symlinks=False):
                 # A tree can be huge: the call's cancellation (its run timeout) stops the walk.
                 anyio.from_thread.check_cancelled()

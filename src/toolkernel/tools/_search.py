@@ -27,7 +27,7 @@ import anyio.to_thread
 import regex
 from wcmatch import glob as wcglob
 
-from .._errors import ToolError
+from .._errors import InvalidClaimError, ToolError
 from ..kernel import ToolContext
 from ._declare import tool
 from ._file_tools import READ_LINE_WIDTH, TEXT_SIZE_LIMIT, fs_of, text_lines
@@ -127,6 +127,8 @@ async def grep(
             if exc.errno == errno.EFBIG:
                 too_large.append(file)
             continue  # vanished, unreadable, or not a regular file: not a match
+        except InvalidClaimError:
+            continue  # turned into a link out of the workspace (or a loop) since the walk
         if b"\x00" in data[:8192]:
             continue
         text = data.decode("utf-8", errors="replace")
