@@ -412,3 +412,14 @@ async def test_grep_skips_a_file_turned_into_a_link_out_of_the_workspace_during_
         kernel.add_listener(SwapForOutsideLink("a.txt", root / "b.txt", tmp_path / "secret.txt"))
         output = await ok(kernel, "Grep", pattern="needle", output_mode="content")
     assert output == "a.txt:1:needle"
+
+
+@pytest.mark.parametrize("pattern", ["/etc/*", "../*", "src/../../**", ".."])
+async def test_a_glob_that_could_never_match_says_how_to_search_there(
+    kernel: tk.Kernel, tmp_path: pathlib.Path, pattern: str
+) -> None:
+    (tmp_path / "a.txt").write_text("needle\n")
+    message = await error(kernel, "Glob", pattern=pattern)
+    assert f"glob {pattern!r}" in message and "as path" in message
+    message = await error(kernel, "Grep", pattern="needle", glob=pattern)
+    assert f"glob {pattern!r}" in message

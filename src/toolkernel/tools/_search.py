@@ -47,7 +47,21 @@ OutputMode = Literal["files_with_matches", "content", "count"]
 
 
 def compile_glob(pattern: str) -> wcglob.WcMatcher[str]:
-    """Compile a glob for matching relative POSIX paths: ``**/*.py``, ``src/*.{js,ts}``."""
+    """Compile a glob for matching relative POSIX paths: ``**/*.py``, ``src/*.{js,ts}``.
+
+    A pattern that could never match a relative path (absolute, or climbing with ``..``) is
+    refused with a message saying how to search there, rather than matching nothing.
+    """
+    if pattern.startswith("/"):
+        raise ToolError(
+            f"glob {pattern!r} is absolute; globs match paths relative to the directory searched: "
+            f"give that directory as path and a relative pattern (path='src', pattern='**/*.py')"
+        )
+    if ".." in pattern.split("/"):
+        raise ToolError(
+            f"glob {pattern!r} climbs with '..'; globs match paths below the directory searched: "
+            f"give the directory to search as path instead"
+        )
     try:
         return wcglob.compile(pattern, flags=_GLOB_FLAGS)
     except Exception as exc:  # wcmatch's PatternLimitException is a plain Exception
