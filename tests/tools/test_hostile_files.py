@@ -4,6 +4,7 @@ CRLF files edited from what Read showed."""
 
 from __future__ import annotations
 
+import errno
 import os
 import pathlib
 import socket
@@ -423,3 +424,22 @@ async def test_a_glob_that_could_never_match_says_how_to_search_there(
     assert f"glob {pattern!r}" in message and "as path" in message
     message = await error(kernel, "Grep", pattern="needle", glob=pattern)
     assert f"glob {pattern!r}" in message
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+@pytest.mark.parametrize("code", [errno.EPERM, errno.EINVAL])
+async def test_a_write_goes_on_when_the_owner_can_not_be_kept(
+    kernel: tk.Kernel, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    # EPERM: not root. EINVAL: in a user namespace, an owner the namespace does not map.
+    target = tmp_path / "a.txt"
+    target.write_text("old\n")
+    os.chown(target, 1234, 5678)
+
+    def refuse(fd: int, uid: int, gid: int) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(os, "fchown", refuse)
+    await ok(kernel, "Write", file_path="a.txt", content="new\n")
+    assert target.read_text() == "new\n"
+    assert temp_leftovers(tmp_path) == []

@@ -365,11 +365,13 @@ def _keep_owner(fd: int, current: os.stat_result) -> None:
     mine = os.fstat(fd)
     if (mine.st_uid, mine.st_gid) == (current.st_uid, current.st_gid):
         return
+    # Best effort, never a reason to fail the write: only root gives a file away (EPERM; the
+    # owner may still set a group they belong to), and in a user namespace an unmapped owner
+    # (the overflow id 65534) can't be given at all (EINVAL).
     try:
         os.fchown(fd, current.st_uid, current.st_gid)
-    except PermissionError:
-        # Only root gives a file away; the owner may still set a group they belong to.
-        with contextlib.suppress(PermissionError):
+    except OSError:
+        with contextlib.suppress(OSError):
             os.fchown(fd, -1, current.st_gid)
 
 
