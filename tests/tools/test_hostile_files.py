@@ -7,7 +7,11 @@ from __future__ import annotations
 import errno
 import os
 import pathlib
+import shutil
 import socket
+import subprocess
+import sys
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -443,3 +447,73 @@ async def test_a_write_goes_on_when_the_owner_can_not_be_kept(
     await ok(kernel, "Write", file_path="a.txt", content="new\n")
     assert target.read_text() == "new\n"
     assert temp_leftovers(tmp_path) == []
+
+
+# -- a read-only file stays unwritten ---------------------------------------------------------
+
+READ_ONLY_SCENARIO = """
+import pathlib, sys, trio
+import toolkernel as tk
+from toolkernel.tools import builtin_tools
+
+EDIT = {"old_string": "old", "new_string": ""}
+
+async def main(root):
+    async with tk.open_kernel(builtin_tools(), root=root) as kernel:
+        for name, arguments in [
+            ("Write", {"file_path": "ro.txt", "content": "new\\\\n"}),
+            ("Edit", {"file_path": "ro.txt", "old_string": "old", "new_string": "new"}),
+            ("MultiEdit", {"file_path": "ro.txt", "edits": [EDIT]}),
+        ]:
+            (result,) = await kernel.run([tk.ToolCall("c1", name, arguments)])
+            print(name, result.status.name, result.error)
+
+trio.run(main, pathlib.Path(sys.argv[1]))
+"""
+
+
+def as_a_user() -> list[str]:
+    """The command prefix that runs a program as an unprivileged user (empty if we are one)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv to drop privileges")
+    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@pytest.fixture
+def shared_directory() -> Iterator[pathlib.Path]:
+    """A directory anyone may write, outside pytest's own (which only its owner may enter)."""
+    directory = pathlib.Path(tempfile.mkdtemp(prefix="toolkernel-test-"))
+    directory.chmod(0o777)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory)
+
+
+def test_a_read_only_file_is_not_replaced_by_write_or_edit(shared_directory: pathlib.Path) -> None:
+    # The atomic rename could replace a file its mode forbids writing, since only the directory's
+    # permissions matter to a rename; as a user (not root), Write and Edit must refuse, as
+    # `echo >` would. Run as an unprivileged user when the tests run as root.
+    prefix = as_a_user()
+    target = shared_directory / "ro.txt"
+    target.write_text("old\n")
+    target.chmod(0o444)
+    completed = subprocess.run(
+        [*prefix, sys.executable, "-c", READ_ONLY_SCENARIO, str(shared_directory)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    lines = completed.stdout.splitlines()
+    assert [line.split()[:2] for line in lines] == [
+        ["Write", "ERROR"],
+        ["Edit", "ERROR"],
+        ["MultiEdit", "ERROR"],
+    ], completed.stdout + completed.stderr
+    assert all("read-only" in line for line in lines)
+    assert target.read_text() == "old\n"
+    assert sorted(p.name for p in shared_directory.iterdir()) == ["ro.txt"]

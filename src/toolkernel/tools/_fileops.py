@@ -60,6 +60,9 @@ TEMP_SUFFIX: Final = ".tktmp"
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 _TEMP_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
+# Ask with the effective ids, as open() would, where the platform can.
+_EFFECTIVE_IDS: Final = os.access in os.supports_effective_ids
+
 EntryKind = Literal["file", "directory", "symlink", "other"]
 
 
@@ -329,6 +332,15 @@ def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> N
         if not stat.S_ISREG(current.st_mode):
             # A fifo, socket or device is not content to replace: whoever made it uses it.
             raise not_regular(parts, current.st_mode, doing="written over")
+        # The rename would replace a file its mode forbids us to write, as ``sed -i`` does;
+        # ``echo >`` would refuse, and so do we (root may write anything, as ever).
+        if not os.access(name, os.W_OK, dir_fd=parent, effective_ids=_EFFECTIVE_IDS):
+            raise PermissionError(
+                errno.EACCES,
+                "read-only: its permission bits forbid this process to write it (make it "
+                "writable first, e.g. chmod u+w)",
+                "/".join(parts),
+            )
     # A short prefix of the name helps whoever finds a leftover after a power cut, and stays far
     # below NAME_MAX whatever the target's name is.
     temporary = f".{name[:32]}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
