@@ -517,3 +517,31 @@ def test_a_read_only_file_is_not_replaced_by_write_or_edit(shared_directory: pat
     assert all("read-only" in line for line in lines)
     assert target.read_text() == "old\n"
     assert sorted(p.name for p in shared_directory.iterdir()) == ["ro.txt"]
+
+
+# -- a link that changes while a key is computed -------------------------------------------------
+
+
+@pytest.mark.parametrize("becomes", ["a directory", "nothing", "a file"])
+def test_a_key_is_computed_when_a_link_changes_between_its_lstat_and_its_readlink(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, becomes: str
+) -> None:
+    # Another process replacing a link at the wrong moment made the key computation (and so the
+    # call's claims) fail with a raw FileNotFoundError or EINVAL from readlink.
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / "d"
+    link.symlink_to("elsewhere")
+    real_readlink = os.readlink
+
+    def replace_then_readlink(path: Any, *args: Any, **kwargs: Any) -> str:
+        if pathlib.Path(path) == link and link.is_symlink():
+            link.unlink()
+            if becomes == "a directory":
+                link.mkdir()
+            elif becomes == "a file":
+                link.write_text("")
+        return real_readlink(path, *args, **kwargs)
+
+    with Workspace(tmp_path) as workspace:
+        monkeypatch.setattr(os, "readlink", replace_then_readlink)
+        assert str(workspace.key("d/f.txt")) == "d/f.txt"
