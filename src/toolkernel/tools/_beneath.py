@@ -44,6 +44,7 @@ __all__ = [
     "open_directory",
     "probe_no_links",
     "remove_tree",
+    "rename_no_replace",
 ]
 
 DIRECTORY_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -109,6 +110,54 @@ _DIRECTORY_HOW, _DIRECTORY_HOW_ADDRESS = _how(os.O_RDONLY | os.O_DIRECTORY | os.
 openat2: Openat2 | None = _load_openat2()
 """The ``openat2`` system call, or None where the kernel lacks it (tests set it to None to
 exercise the component walk)."""
+
+
+Renameat2 = Callable[[int, bytes, int, bytes, int], int]
+_RENAME_NOREPLACE: Final = 1
+
+
+def _load_renameat2() -> Renameat2 | None:
+    if sys.platform != "linux":
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2  # glibc 2.28+, musl 1.2.3+
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_int
+    function.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p)
+    function.argtypes += (ctypes.c_uint,)
+    return function
+
+
+renameat2: Renameat2 | None = _load_renameat2()
+"""The ``renameat2`` function, or None where the C library lacks it (tests set it to None to
+exercise the fallback)."""
+
+
+def rename_no_replace(source_fd: int, source: str, target_fd: int, target: str) -> None:
+    """Rename ``source`` (in ``source_fd``) to ``target`` (in ``target_fd``), never replacing
+    anything: ``FileExistsError`` if ``target`` exists, and the target is untouched.
+
+    Atomic where the kernel can (``renameat2`` with ``RENAME_NOREPLACE``, Linux 3.15+ on most
+    file systems); elsewhere ``target`` is checked just before an ordinary rename, which leaves
+    another process a narrow window.
+    """
+    call = renameat2
+    if call is not None:
+        if call(source_fd, os.fsencode(source), target_fd, os.fsencode(target), _RENAME_NOREPLACE):
+            code = ctypes.get_errno()
+            # EINVAL or ENOSYS: this file system or kernel has no RENAME_NOREPLACE (EINVAL is
+            # also a directory moved into itself, which the plain rename reports again).
+            if code not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+                raise OSError(code, os.strerror(code), source, None, target)
+        else:
+            return
+    try:
+        os.lstat(target, dir_fd=target_fd)
+    except FileNotFoundError:
+        os.rename(source, target, src_dir_fd=source_fd, dst_dir_fd=target_fd)
+    else:
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), source, None, target)
 
 
 def probe_no_links(dir_fd: int, relative: bytes) -> int:

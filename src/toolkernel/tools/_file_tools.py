@@ -17,10 +17,38 @@ from ..kernel import ToolContext
 from ._declare import tool
 from ._fs import Entry, FileAccess
 
-__all__ = ["delete", "edit", "fs_of", "list_dir", "move", "multi_edit", "read", "write"]
+__all__ = [
+    "TEXT_SIZE_LIMIT",
+    "delete",
+    "edit",
+    "fs_of",
+    "list_dir",
+    "move",
+    "multi_edit",
+    "read",
+    "text_lines",
+    "write",
+]
 
 READ_LINE_LIMIT = 2000
 READ_LINE_WIDTH = 2000
+LIST_LIMIT = 1000
+"""The most entries ListDir shows (sorted by name); it says how many more there are."""
+TEXT_SIZE_LIMIT = 16 * 1024 * 1024
+"""The largest file Read, Edit and MultiEdit take (bytes); larger ones are refused unread."""
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text`` as editors and ``cat -n`` count them, without their line ends.
+
+    Only ``\\n`` ends a line (``str.splitlines`` would also split at form feeds, ``\\x1c``,
+    NEL and U+2028, and number lines differently from every editor); the ``\\r`` of a CRLF
+    line end is dropped with it.
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def fs_of(ctx: ToolContext) -> FileAccess:
@@ -32,7 +60,7 @@ def fs_of(ctx: ToolContext) -> FileAccess:
 async def _read_text(fs: FileAccess, file_path: str) -> str:
     """Read a text file (one thread hop) or raise a ToolError saying plainly why not."""
     try:
-        data = await fs.read_bytes(file_path)
+        data = await fs.read_bytes(file_path, max_bytes=TEXT_SIZE_LIMIT)
     except (UndeclaredAccessError, PathChangedError):
         raise  # the kernel reports these under their own names
     except FileNotFoundError:
@@ -44,6 +72,11 @@ async def _read_text(fs: FileAccess, file_path: str) -> str:
     except OSError as exc:
         if exc.errno == errno.EINVAL:  # a fifo or a device, refused before it was read
             raise ToolError(f"{file_path!r} is {exc.strerror}") from None
+        if exc.errno == errno.EFBIG:  # refused before it was read
+            raise ToolError(
+                f"{file_path!r} is {exc.strerror}; Read, Edit and MultiEdit take files up to "
+                f"{TEXT_SIZE_LIMIT >> 20} MiB: find the lines you need with Grep"
+            ) from None
         raise ToolError(f"can't read {file_path!r}: {exc.strerror or exc}") from None
     if b"\x00" in data[:8192]:
         raise ToolError(f"{file_path!r} is a binary file; it can't be shown as text")
@@ -75,7 +108,7 @@ async def read(
     if limit is not None and limit < 1:
         raise ToolError(f"limit must be at least 1, not {limit}")
     text = await _read_text(fs_of(ctx), file_path)
-    lines = text.splitlines()
+    lines = text_lines(text)
     start = (offset or 1) - 1
     count = limit or READ_LINE_LIMIT
     if not lines:
@@ -102,24 +135,46 @@ async def write(ctx: ToolContext, file_path: str, content: str) -> str:
     """
     fs = fs_of(ctx)
     existed = await fs.exists(file_path)
+    await _write_text(fs, file_path, content, parents=True)
+    verb = "overwrote" if existed else "created"
+    return f"{verb} {file_path} ({len(text_lines(content))} lines)"
+
+
+async def _write_text(fs: FileAccess, file_path: str, text: str, *, parents: bool) -> None:
+    """Write a text file atomically, or raise a ToolError saying plainly why not; an error the
+    file system reports for other reasons (permissions, a full disk) is left to name itself."""
     try:
-        await fs.write_text(file_path, content, parents=True)
+        await fs.write_text(file_path, text, parents=parents)
     except IsADirectoryError:
         raise ToolError(f"{file_path!r} is a directory; give a file path") from None
     except (NotADirectoryError, FileExistsError):  # mkdir of the parents meets a file
         raise ToolError(f"can't create {file_path!r}: a parent of it is a file") from None
-    verb = "overwrote" if existed else "created"
-    return f"{verb} {file_path} ({len(content.splitlines())} lines)"
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end]
+        raise ToolError(
+            f"the text for {file_path!r} holds {bad!r} at position {exc.start}, a lone surrogate "
+            f"that is not a character and can't be written as UTF-8; send the character itself"
+        ) from None
+    except OSError as exc:
+        if exc.errno == errno.EINVAL and exc.strerror and "regular file" in exc.strerror:
+            raise ToolError(f"{file_path!r} is {exc.strerror}; Delete it first") from None
+        raise
 
 
 def _apply_edit(
     text: str, file_path: str, old: str, new: str, replace_all: bool, which: str = ""
-) -> str:
+) -> tuple[str, int]:
+    """``text`` with the edit made, and how many occurrences it replaced."""
     if old == "":
         raise ToolError(f"{which}old_string is empty; to create a file use Write")
     if old == new:
         raise ToolError(f"{which}old_string and new_string are the same; nothing would change")
     found = text.count(old)
+    if found == 0 and "\n" in old and "\r\n" in text:
+        # Read shows CRLF lines without their \r, so a model's old_string spanning lines has
+        # bare \n: match it as the file spells its line ends, and keep them in new_string.
+        old, new = _crlf(old), _crlf(new)
+        found = text.count(old)
     if found == 0:
         raise ToolError(
             f"{which}old_string was not found in {file_path}; it must match the file exactly, "
@@ -130,7 +185,13 @@ def _apply_edit(
             f"{which}old_string occurs {found} times in {file_path}; add surrounding lines to make "
             f"it unique, or set replace_all to change every occurrence"
         )
-    return text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    if replace_all:
+        return text.replace(old, new), found
+    return text.replace(old, new, 1), 1
+
+
+def _crlf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
 
 
 @tool(writes=["file_path"], name="Edit")
@@ -147,9 +208,8 @@ async def edit(
     """
     fs = fs_of(ctx)
     text = await _read_text(fs, file_path)
-    updated = _apply_edit(text, file_path, old_string, new_string, replace_all)
-    await fs.write_text(file_path, updated)
-    count = text.count(old_string) if replace_all else 1
+    updated, count = _apply_edit(text, file_path, old_string, new_string, replace_all)
+    await _write_text(fs, file_path, updated, parents=False)
     return f"edited {file_path}: replaced {count} occurrence{'s' if count > 1 else ''}"
 
 
@@ -176,7 +236,7 @@ async def multi_edit(ctx: ToolContext, file_path: str, edits: list[EditSpec]) ->
     fs = fs_of(ctx)
     text = await _read_text(fs, file_path)
     for number, spec in enumerate(edits, 1):
-        text = _apply_edit(
+        text, _ = _apply_edit(
             text,
             file_path,
             spec["old_string"],
@@ -184,7 +244,7 @@ async def multi_edit(ctx: ToolContext, file_path: str, edits: list[EditSpec]) ->
             spec.get("replace_all", False),
             which=f"edit {number} of {len(edits)}: ",
         )
-    await fs.write_text(file_path, text)
+    await _write_text(fs, file_path, text, parents=False)
     return f"applied {len(edits)} edits to {file_path}"
 
 
@@ -207,7 +267,11 @@ async def list_dir(ctx: ToolContext, path: str = ".") -> str:
         raise ToolError(f"{path!r} is a file, not a directory; use Read") from None
     if not entries:
         return f"(directory {path} is empty)"
-    return "\n".join(_shown(entry) for entry in entries)
+    shown = "\n".join(_shown(entry) for entry in entries[:LIST_LIMIT])
+    more = len(entries) - LIST_LIMIT
+    if more > 0:
+        shown += f"\n... ({more} more entries; use Glob with a pattern to narrow the listing)"
+    return shown
 
 
 def _shown(entry: Entry) -> str:
@@ -232,12 +296,20 @@ async def move(ctx: ToolContext, source: str, destination: str) -> str:
     fs = fs_of(ctx)
     if not await fs.exists(source):
         raise ToolError(f"can't move {source!r}: it does not exist")
+    src_key, dst_key = fs.workspace.key(source), fs.workspace.key(destination)
+    if dst_key == src_key:
+        raise ToolError(f"can't move {source!r} to {destination!r}: they are the same file")
     if await fs.exists(destination):
         raise ToolError(f"can't move to {destination!r}: it already exists; Delete it first")
-    src_key, dst_key = fs.workspace.key(source), fs.workspace.key(destination)
     if dst_key.is_relative_to(src_key):
         raise ToolError(f"can't move {source!r} into itself")
-    await fs.move(source, destination, parents=True)
+    try:
+        # No replace: something created there since the check (by another process) is kept.
+        await fs.move(source, destination, parents=True, replace=False)
+    except FileExistsError:
+        raise ToolError(
+            f"can't move to {destination!r}: it already exists; Delete it first"
+        ) from None
     return f"moved {source} to {destination}"
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import secrets
 import stat
@@ -26,7 +27,14 @@ import anyio.from_thread
 import anyio.to_thread
 import attrs
 
-from ._beneath import DIRECTORY_FLAGS, changed, open_directory, remove_tree
+from ._beneath import (
+    DIRECTORY_FLAGS,
+    changed,
+    open_directory,
+    remove_tree,
+    rename_no_replace,
+)
+from ._workspace import MAX_PATH_BYTES
 
 __all__ = [
     "Entry",
@@ -51,6 +59,9 @@ TEMP_SUFFIX: Final = ".tktmp"
 # O_NONBLOCK: opening a fifo must not wait for a writer (it is refused right after, by fstat).
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 _TEMP_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+# Ask with the effective ids, as open() would, where the platform can.
+_EFFECTIVE_IDS: Final = os.access in os.supports_effective_ids
 
 EntryKind = Literal["file", "directory", "symlink", "other"]
 
@@ -83,11 +94,12 @@ def kind_of(mode: int) -> str:
     return "special file"
 
 
-def not_regular(parts: Sequence[str], mode: int) -> OSError:
-    """The error for reading what is not a regular file (``strerror`` reads after "it is")."""
+def not_regular(parts: Sequence[str], mode: int, doing: str = "read") -> OSError:
+    """The error for reading (or ``doing``) what is not a regular file (``strerror`` reads after
+    "it is")."""
     return OSError(
         errno.EINVAL,
-        f"not a regular file but a {kind_of(mode)}; only regular files can be read",
+        f"not a regular file but a {kind_of(mode)}; only regular files can be {doing}",
         "/".join(parts) or ".",
     )
 
@@ -108,11 +120,24 @@ def _unreadable(parent: int, parts: Sequence[str]) -> OSError | None:
 # -- reading ---------------------------------------------------------------------------------------
 
 
-def read_regular(root: int, parts: Sequence[str]) -> bytes:
+def too_large(parts: Sequence[str], size: int | None, limit: int) -> OSError:
+    """The error for a file over a read limit (``EFBIG``; ``strerror`` reads after "it is")."""
+    how_big = f"{size} bytes" if size is not None else "over the limit"
+    return OSError(
+        errno.EFBIG,
+        f"too large ({how_big}; the limit is {limit} bytes)",
+        "/".join(parts) or ".",
+    )
+
+
+def read_regular(root: int, parts: Sequence[str], max_bytes: int | None = None) -> bytes:
     """The content of regular file ``parts``; anything else is refused before it is read.
 
     Opened with ``O_NONBLOCK | O_NOFOLLOW`` and checked with ``fstat``: a fifo or a device would
-    block the thread for good, and a link here means the path changed.
+    block the thread for good, and a link here means the path changed. With ``max_bytes``, a file
+    larger than that is refused (``EFBIG``) before it is read, and at most ``max_bytes + 1``
+    bytes are ever read (a file growing since the ``fstat``, or one whose size lies, is cut
+    there and refused too): a sparse terabyte must not be pulled into memory.
     """
     if not parts:
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), ".")
@@ -132,7 +157,24 @@ def read_regular(root: int, parts: Sequence[str]) -> bytes:
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), parts[-1])
         if not stat.S_ISREG(mode):
             raise not_regular(parts, mode)
-        return file.readall()
+        if max_bytes is None:
+            return file.readall()
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise too_large(parts, size, max_bytes)
+        return _read_at_most(file, parts, max_bytes)
+
+
+def _read_at_most(file: io.FileIO, parts: Sequence[str], limit: int) -> bytes:
+    chunks: list[bytes] = []
+    left = limit + 1
+    while left > 0:
+        chunk = file.read(min(left, CHUNK))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        left -= len(chunk)
+    raise too_large(parts, None, limit)
 
 
 def status(root: int, parts: Sequence[str]) -> os.stat_result:
@@ -189,7 +231,9 @@ def walk(root: int, parts: Sequence[str], linked_file: Callable[[str], bool]) ->
 
     Directories are entered with ``O_NOFOLLOW``, so a link never leads the walk out of the tree;
     a symbolic link is listed iff ``linked_file(its path)`` says so. A regular file ``parts``
-    gives itself; a fifo or device gives nothing.
+    gives itself; a fifo or device gives nothing. Paths too long to be a key
+    (``MAX_PATH_BYTES``) are left out. Must run in a worker thread
+    (``anyio.to_thread``): it checks for cancellation before entering each directory.
     """
     base = "/".join(parts)
     try:
@@ -209,7 +253,13 @@ def walk(root: int, parts: Sequence[str], linked_file: Callable[[str], bool]) ->
                 continue
             item = pending.pop()
             relative = prefix + item.name
+            if len(os.fsencode(relative)) > MAX_PATH_BYTES:
+                # No key can name it (nor anything below it), so no call could read it: skip
+                # it, which also bounds the descriptors a deep tree holds open.
+                continue
             if item.is_dir(follow_symlinks=False):
+                # A tree can be huge: the call's cancellation (its run timeout) stops the walk.
+                anyio.from_thread.check_cancelled()
                 try:
                     child = os.open(item.name, DIRECTORY_FLAGS, dir_fd=fd)
                 except OSError:
@@ -269,7 +319,7 @@ def replace_atomically(
 
 def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> None:
     name = parts[-1]
-    mode: int | None = None
+    current: os.stat_result | None = None
     try:
         current = os.lstat(name, dir_fd=parent)
     except FileNotFoundError:
@@ -279,7 +329,18 @@ def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> N
             raise changed(parts, len(parts) - 1)
         if stat.S_ISDIR(current.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
-        mode = stat.S_IMODE(current.st_mode)
+        if not stat.S_ISREG(current.st_mode):
+            # A fifo, socket or device is not content to replace: whoever made it uses it.
+            raise not_regular(parts, current.st_mode, doing="written over")
+        # The rename would replace a file its mode forbids us to write, as ``sed -i`` does;
+        # ``echo >`` would refuse, and so do we (root may write anything, as ever).
+        if not os.access(name, os.W_OK, dir_fd=parent, effective_ids=_EFFECTIVE_IDS):
+            raise PermissionError(
+                errno.EACCES,
+                "read-only: its permission bits forbid this process to write it (make it "
+                "writable first, e.g. chmod u+w)",
+                "/".join(parts),
+            )
     # A short prefix of the name helps whoever finds a leftover after a power cut, and stays far
     # below NAME_MAX whatever the target's name is.
     temporary = f".{name[:32]}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
@@ -295,8 +356,10 @@ def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> N
                     anyio.from_thread.check_cancelled()
                 written += os.write(fd, view[written : written + CHUNK])
             os.fsync(fd)
-            if mode is not None:
-                os.fchmod(fd, mode)
+            if current is not None:
+                _keep_owner(fd, current)
+                # After the chown, which clears set-user-ID bits.
+                os.fchmod(fd, stat.S_IMODE(current.st_mode))
         finally:
             os.close(fd)
         anyio.from_thread.check_cancelled()
@@ -306,6 +369,22 @@ def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> N
         with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=parent)
         raise
+
+
+def _keep_owner(fd: int, current: os.stat_result) -> None:
+    """Give the new file ``fd`` the owner and group of the file it replaces, as far as allowed:
+    a kernel run as root must not hand the project's files to root, one edit at a time."""
+    mine = os.fstat(fd)
+    if (mine.st_uid, mine.st_gid) == (current.st_uid, current.st_gid):
+        return
+    # Best effort, never a reason to fail the write: only root gives a file away (EPERM; the
+    # owner may still set a group they belong to), and in a user namespace an unmapped owner
+    # (the overflow id 65534) can't be given at all (EINVAL).
+    try:
+        os.fchown(fd, current.st_uid, current.st_gid)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.fchown(fd, -1, current.st_gid)
 
 
 def make_directory(
@@ -353,9 +432,18 @@ def delete(root: int, parts: Sequence[str], gate: Gate) -> None:
 
 
 def move(
-    root: int, source: Sequence[str], target: Sequence[str], gate: Gate, *, parents: bool
+    root: int,
+    source: Sequence[str],
+    target: Sequence[str],
+    gate: Gate,
+    *,
+    parents: bool,
+    replace: bool = True,
 ) -> None:
-    """Rename ``source`` to ``target`` (``os.replace``), relative to their parents' descriptors."""
+    """Rename ``source`` to ``target`` (``os.replace``), relative to their parents' descriptors.
+
+    With ``replace=False`` an existing ``target`` is never replaced (``FileExistsError``).
+    """
     if not source or not target:
         raise PermissionError(errno.EPERM, "can't move the workspace root", ".")
     source_parent = open_directory(root, source[:-1])
@@ -365,9 +453,12 @@ def move(
             if stat.S_ISLNK(os.lstat(source[-1], dir_fd=source_parent).st_mode):
                 raise changed(source, len(source) - 1)
             with gate:
-                os.replace(
-                    source[-1], target[-1], src_dir_fd=source_parent, dst_dir_fd=target_parent
-                )
+                if replace:
+                    os.replace(
+                        source[-1], target[-1], src_dir_fd=source_parent, dst_dir_fd=target_parent
+                    )
+                else:
+                    rename_no_replace(source_parent, source[-1], target_parent, target[-1])
         finally:
             os.close(target_parent)
     finally:

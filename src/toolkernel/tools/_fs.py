@@ -261,23 +261,36 @@ class FileAccess:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def read_bytes(self, path: PathArg) -> bytes:
+    async def read_bytes(self, path: PathArg, *, max_bytes: int | None = None) -> bytes:
         """Return the content of the regular file at ``path``. Needs a read lease.
 
         Anything but a regular file (a fifo, a socket, a device) is refused with an ``OSError``
-        before it is read: reading one could block for ever. One thread hop.
+        before it is read: reading one could block for ever. With ``max_bytes``, a larger file
+        is refused with ``OSError(errno.EFBIG)`` before it is read, and no more than
+        ``max_bytes + 1`` bytes are ever read from it. One thread hop.
         """
-        return await self._run("read", path, False, _fileops.read_regular)
+        if max_bytes is None:
+            return await self._run("read", path, False, _fileops.read_regular)
+
+        def io(root: int, parts: tuple[str, ...]) -> bytes:
+            return _fileops.read_regular(root, parts, max_bytes)
+
+        return await self._run("read", path, False, io)
 
     async def read_text(
-        self, path: PathArg, encoding: str = "utf-8", errors: str = "strict"
+        self,
+        path: PathArg,
+        encoding: str = "utf-8",
+        errors: str = "strict",
+        *,
+        max_bytes: int | None = None,
     ) -> str:
         """Return the content of the file at ``path``, decoded. Needs a read lease.
 
         Line endings are left as they are (no ``\\r\\n`` translation), so text read and written
-        back keeps its bytes.
+        back keeps its bytes. ``max_bytes`` bounds the read as for :meth:`read_bytes`.
         """
-        data = await self.read_bytes(path)
+        data = await self.read_bytes(path, max_bytes=max_bytes)
         return data.decode(encoding, errors)
 
     async def exists(self, path: PathArg) -> bool:
@@ -398,31 +411,38 @@ class FileAccess:
 
         await self._run("delete", path, True, io)
 
-    async def move(self, src: PathArg, dst: PathArg, *, parents: bool = False) -> None:
+    async def move(
+        self, src: PathArg, dst: PathArg, *, parents: bool = False, replace: bool = True
+    ) -> None:
         """Rename the file or directory ``src`` to ``dst`` atomically (``os.replace``).
 
         Needs exclusive leases on both. ``dst`` is the new path itself (not a directory to move
-        into); an existing file there is replaced. With ``parents=True`` missing parents of
-        ``dst`` are created. Both must be on one file system.
+        into); an existing file there is replaced, unless ``replace=False``: then anything at
+        ``dst`` makes it fail with ``FileExistsError`` and stays as it was (atomically on Linux,
+        where ``renameat2`` has ``RENAME_NOREPLACE``; elsewhere checked just before). With
+        ``parents=True`` missing parents of ``dst`` are created. Both must be on one file system.
         """
         self._ensure_open("move", src)
-        await anyio.to_thread.run_sync(self._move, src, dst, parents)
+        await anyio.to_thread.run_sync(self._move, src, dst, parents, replace)
 
-    def _move(self, src: PathArg, dst: PathArg, parents: bool) -> None:
+    def _move(self, src: PathArg, dst: PathArg, parents: bool, replace: bool) -> None:
         self._ensure_open("move", src)
         with self.workspace._borrowed_root() as root:
             source_key, source = self._check(src, write=True, verb="move")
             _, target = self._check(dst, write=True, verb="move to")
             gate = self._gate("move", src)
             with self._explained("move", source_key, source, target):
-                _fileops.move(root, source, target, gate, parents=parents)
+                _fileops.move(root, source, target, gate, parents=parents, replace=replace)
 
 
 class _Gate:
-    """The context of one mutating system call: holds the access's lock, refuses once closed.
+    """The context of one mutating system call: holds the access's lock, refuses once closed,
+    and stops the operation there if its call was cancelled.
 
     Reusable, unlike a generator-based context manager: one operation passes through it for
-    each of its mutations.
+    each of its mutations. Entered only in worker threads (``anyio.to_thread``), where a
+    cancelled call is seen with ``check_cancelled``: a delete of a huge tree or a ``mkdir -p``
+    stops between two system calls, each of which is whole.
     """
 
     __slots__ = ("_access", "_path", "_verb")
@@ -431,6 +451,7 @@ class _Gate:
         self._access, self._verb, self._path = access, verb, path
 
     def __enter__(self) -> None:
+        anyio.from_thread.check_cancelled()
         access = self._access
         access._lock.acquire()
         if access._closed:

@@ -16,6 +16,7 @@ burns for longer than the call's deadline or :data:`SEARCH_TIME_LIMIT` after it.
 
 from __future__ import annotations
 
+import errno
 import math
 import time
 from typing import Final, Literal
@@ -26,15 +27,18 @@ import anyio.to_thread
 import regex
 from wcmatch import glob as wcglob
 
-from .._errors import ToolError
+from .._errors import InvalidClaimError, ToolError
 from ..kernel import ToolContext
 from ._declare import tool
-from ._file_tools import READ_LINE_WIDTH, fs_of
+from ._file_tools import READ_LINE_WIDTH, TEXT_SIZE_LIMIT, fs_of, text_lines
 from ._fs import FileAccess
 
-__all__ = ["SEARCH_TIME_LIMIT", "compile_glob", "glob", "grep"]
+__all__ = ["SEARCH_SIZE_LIMIT", "SEARCH_TIME_LIMIT", "compile_glob", "glob", "grep"]
 
 RESULT_LIMIT: Final = 1000
+SEARCH_SIZE_LIMIT: Final = TEXT_SIZE_LIMIT
+"""The largest file Grep searches (bytes): each is read whole, so a sparse terabyte must not be.
+Larger files are skipped unread, and the output names them."""
 SEARCH_TIME_LIMIT: Final = 1.0
 """Seconds one search may take: over a whole file (``files_with_matches``) or over one line."""
 
@@ -43,7 +47,21 @@ OutputMode = Literal["files_with_matches", "content", "count"]
 
 
 def compile_glob(pattern: str) -> wcglob.WcMatcher[str]:
-    """Compile a glob for matching relative POSIX paths: ``**/*.py``, ``src/*.{js,ts}``."""
+    """Compile a glob for matching relative POSIX paths: ``**/*.py``, ``src/*.{js,ts}``.
+
+    A pattern that could never match a relative path (absolute, or climbing with ``..``) is
+    refused with a message saying how to search there, rather than matching nothing.
+    """
+    if pattern.startswith("/"):
+        raise ToolError(
+            f"glob {pattern!r} is absolute; globs match paths relative to the directory searched: "
+            f"give that directory as path and a relative pattern (path='src', pattern='**/*.py')"
+        )
+    if ".." in pattern.split("/"):
+        raise ToolError(
+            f"glob {pattern!r} climbs with '..'; globs match paths below the directory searched: "
+            f"give the directory to search as path instead"
+        )
     try:
         return wcglob.compile(pattern, flags=_GLOB_FLAGS)
     except Exception as exc:  # wcmatch's PatternLimitException is a plain Exception
@@ -57,11 +75,13 @@ def _relative_to(base: str, file: str) -> str:
 
 
 async def _files_under(fs: FileAccess, given: str) -> tuple[str, list[str]]:
+    """The files below ``given``, and ``given`` spelled as they spell it: on disk, which is not
+    the key's spelling on a file system that folds case or Unicode (``SRC`` walks ``Src``)."""
     try:
         files = await fs.walk(given)
     except FileNotFoundError:
         raise ToolError(f"path {given!r} does not exist") from None
-    return fs.workspace.display(fs.workspace.key(given)), files
+    return "/".join(fs.workspace._locate_parts(given)[1]), files
 
 
 @tool(reads=["path"], name="Glob")
@@ -113,11 +133,16 @@ async def grep(
             if matcher.match(_relative_to(base, f)) or matcher.match(f.rsplit("/", 1)[-1])
         ]
     lines: list[str] = []
+    too_large: list[str] = []
     for file in files:
         try:
-            data = await fs.read_bytes(file)
-        except OSError:
+            data = await fs.read_bytes(file, max_bytes=SEARCH_SIZE_LIMIT)
+        except OSError as exc:
+            if exc.errno == errno.EFBIG:
+                too_large.append(file)
             continue  # vanished, unreadable, or not a regular file: not a match
+        except InvalidClaimError:
+            continue  # turned into a link out of the workspace (or a loop) since the walk
         if b"\x00" in data[:8192]:
             continue
         text = data.decode("utf-8", errors="replace")
@@ -132,10 +157,23 @@ async def grep(
             lines.extend(f"{file}:{number}:{line[:READ_LINE_WIDTH]}" for number, line in hits)
         if len(lines) > RESULT_LIMIT:
             break
+    skipped = _skipped(too_large)
     if not lines:
-        return f"no matches for {pattern!r} under {path}"
+        return f"no matches for {pattern!r} under {path}" + skipped
     more = len(lines) > RESULT_LIMIT
-    return "\n".join(lines[:RESULT_LIMIT]) + ("\n... (more results cut)" if more else "")
+    return "\n".join(lines[:RESULT_LIMIT]) + ("\n... (more results cut)" if more else "") + skipped
+
+
+def _skipped(too_large: list[str]) -> str:
+    """The note naming the files too large to search (empty if none)."""
+    if not too_large:
+        return ""
+    count = len(too_large)
+    names = ", ".join(too_large[:10]) + (", ..." if count > 10 else "")
+    return (
+        f"\n({count} file{'s' if count > 1 else ''} over {SEARCH_SIZE_LIMIT >> 20} MiB not "
+        f"searched: {names})"
+    )
 
 
 async def _matching(
@@ -181,7 +219,7 @@ def _match_lines(
         found = compiled.search(text, timeout=timeout(), concurrent=True)
         return [(0, "")] if found is not None else []
     hits: list[tuple[int, str]] = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text_lines(text), 1):
         anyio.from_thread.check_cancelled()
         if compiled.search(line, timeout=timeout(), concurrent=True) is not None:
             hits.append((number, line))

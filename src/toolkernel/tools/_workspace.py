@@ -374,7 +374,7 @@ class Workspace:
                 directory = "/" + "/".join(current)
                 entry = self._find_entry(directory, name)
                 if entry is not None:
-                    name, status = entry
+                    spelled, status = entry
                     if stat.S_ISLNK(status.st_mode):
                         links += 1
                         if links > MAX_SYMLINKS:
@@ -382,7 +382,13 @@ class Workspace:
                                 f"path {text!r} passes through more than {MAX_SYMLINKS} symbolic "
                                 "links; is there a loop?"
                             )
-                        target = os.readlink(os.path.join(directory, name))
+                        try:
+                            target = os.readlink(os.path.join(directory, spelled))
+                        except OSError:
+                            # No longer a link (removed, or replaced since the lstat by another
+                            # process): look the name up again; ``links`` bounds the retries.
+                            pending.append(name)
+                            continue
                         if target.startswith("/"):
                             current = []
                             known = 0
@@ -390,6 +396,7 @@ class Workspace:
                         segments.reverse()
                         pending.extend(segments)
                         continue
+                    name = spelled
                     known += 1
             current.append(name)
         return current
