@@ -102,7 +102,7 @@ async def test_malformed_output_becomes_error_results_and_never_an_exception() -
         "forever, note"
     )
     assert answers["c3"] == (
-        "error: InvalidArgumentsError: the arguments of echo must be a JSON object, not list"
+        "error: InvalidArgumentsError: the arguments of echo must be a JSON object, not an array"
     )
     assert answers["c4"] == (
         "a\n\nerror: InvalidCallError: call id 'c4' is used twice in this batch; ids must be unique"

@@ -30,7 +30,7 @@ BAD_CALLS = {
     ),
     "json that is not an object": (
         tk.ToolCall("x", "edit", '["a"]'),
-        "InvalidArgumentsError: the arguments of edit must be a JSON object, not list",
+        "InvalidArgumentsError: the arguments of edit must be a JSON object, not an array",
     ),
     "wrong type": (
         tk.ToolCall("x", "edit", {"path": "a", "duration": "10"}),

@@ -51,8 +51,8 @@ CASES: dict[str, Bad] = {
     "malformed JSON": bad(
         "Read", '{"file_path": "good.txt"', "arguments of Read are not valid JSON"
     ),
-    "JSON array": bad("Read", '["good.txt"]', "must be a JSON object, not list"),
-    "JSON string": bad("Read", '"good.txt"', "must be a JSON object, not str"),
+    "JSON array": bad("Read", '["good.txt"]', "must be a JSON object, not an array"),
+    "JSON string": bad("Read", '"good.txt"', "must be a JSON object, not a string"),
     "duplicate call id": Bad(
         lambda root: tk.ToolCall("good-read", "Read", read("good.txt")),
         "call id 'good-read' is used twice in this batch",

@@ -91,8 +91,23 @@ def bad_json(tool: str, msg: str, position: int) -> InvalidArgumentsError:
 
 def not_an_object(tool: str, value: object) -> InvalidArgumentsError:
     return InvalidArgumentsError(
-        f"the arguments of {tool} must be a JSON object, not {type(value).__name__}"
+        f"the arguments of {tool} must be a JSON object, not {_json_type(value)}"
     )
+
+
+def _json_type(value: object) -> str:
+    """What a model wrote, in JSON's terms (it never wrote a Python ``NoneType``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    return type(value).__name__
 
 
 def claims_failed(tool: str, exc: BaseException) -> InvalidClaimError:
