@@ -268,3 +268,46 @@ async def test_cancellation_from_the_callers_own_scope_propagates() -> None:
             await run_agent(model, kernel, "go", on_event=cancel)
             pytest.fail("run_agent returned from a cancelled scope")
         assert outer.cancelled_caught
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"role": "assistant", "content": None},
+        {"role": "assistant", "content": ""},
+        {"role": "assistant", "content": None, "tool_calls": []},
+        {"role": "assistant"},
+    ],
+)
+async def test_an_empty_final_reply_is_recorded_as_a_message_openai_accepts_back(
+    reply: dict[str, Any],
+) -> None:
+    # The API takes an assistant message's content as null only beside tool_calls.
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(ScriptedModel([reply]), kernel, "go")
+    assert outcome.stop_reason == "completed"
+    assert outcome.messages[-1] == {"role": "assistant", "content": ""}
+
+
+async def test_a_reply_whose_content_is_a_list_of_text_parts_says_their_text() -> None:
+    parts = [{"type": "text", "text": "All "}, {"type": "text", "text": "done."}]
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(
+            ScriptedModel([{"role": "assistant", "content": parts}]), kernel, "go"
+        )
+    assert outcome.text == "All done."
+    assert outcome.messages[-1]["content"] == parts
+    MESSAGES.validate_python(outcome.messages)
+
+
+@pytest.mark.parametrize("tool_calls", [5, "echo", {"id": "c1"}, True])
+async def test_tool_calls_that_are_not_a_list_are_answered_with_an_error_not_raised(
+    tool_calls: object,
+) -> None:
+    garbled = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(ScriptedModel([garbled]), kernel, "go")
+    assert outcome.stop_reason == "completed"
+    (result,) = outcome.steps[0].results
+    assert result.status is tk.Status.ERROR
+    MESSAGES.validate_python(outcome.messages)

@@ -134,7 +134,7 @@ async def run_agent(
                 break
             assistant, calls = parse_chat(reply, toolset)
             history.append(assistant)
-            says = assistant["content"] if isinstance(assistant["content"], str) else ""
+            says = _text(assistant["content"])
             emit(ModelReplied(index, says, tuple(calls)))
             if not calls:
                 steps.append(Step(index, says))
@@ -156,6 +156,19 @@ async def run_agent(
 
 def _ignore(event: AgentEvent) -> None:
     pass
+
+
+def _text(content: object) -> str:
+    """What an assistant message's content says: the string, or its text parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+        )
+    return ""
 
 
 async def _ask(
