@@ -1,8 +1,8 @@
-"""Strict mode on schemas toolkernel did not write: MCP servers send their tools' schemas as
-their SDKs make them (pydantic's ``$defs`` with ``$ref`` beside a description, zod's
-``definitions``, ``{"type": "object"}`` for a tool with no arguments), and what a strict model
-sends back for them (``null`` for every optional property, at every depth) must be what the
-tool's own schema accepts."""
+"""Schemas toolkernel did not write, on the wire: MCP servers send their tools' schemas as their
+SDKs make them (pydantic's ``$defs`` with ``$ref`` beside a description, zod's ``definitions``,
+``{"type": "object"}`` or ``{}`` for a tool with no arguments). Every provider must accept the
+export, strict or not, and what a strict model sends back (``null`` for every optional
+property, at every depth) must be what the tool's own schema accepts."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ from typing import Any
 import jsonschema
 import pydantic
 import pytest
+from anthropic.types import ToolParam
+from openai.types.chat import ChatCompletionFunctionToolParam
+from pydantic import TypeAdapter
 
 import toolkernel as tk
-from toolkernel.formats import openai
+from toolkernel.formats import anthropic, openai
 
 from .test_strict_schema import strict_violations
 
@@ -139,3 +142,26 @@ async def test_a_strict_models_nulls_inside_an_optional_model_reach_the_tool_as_
         (result,) = await kernel.run([tk.ToolCall("c1", "move", sent(move, arguments))])
     assert result.ok, result.error
     assert result.output == "x=1 z=0 [Point(x=2, z=0)]"
+
+
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+
+@pytest.mark.parametrize(
+    "schema", [{}, {"$schema": DRAFT_07}, {"type": "object"}], ids=["empty", "dialect", "bare"]
+)
+def test_a_schema_without_type_or_properties_goes_out_as_an_object_every_provider_accepts(
+    schema: dict[str, Any],
+) -> None:
+    # OpenAI refuses parameters that are not 'type: "object"', and an object schema missing
+    # properties; Anthropic's input_schema must say type object. MCP servers send all three.
+    tool = SchemaTool("help", schema)
+    for parameters in (
+        openai.chat_tools([tool])[0]["function"]["parameters"],
+        openai.responses_tools([tool])[0]["parameters"],
+        anthropic.tools([tool])[0]["input_schema"],
+        strict_parameters(tool),
+    ):
+        assert parameters["type"] == "object" and parameters["properties"] == {}
+    TypeAdapter(ToolParam).validate_python(anthropic.tools([tool])[0])
+    TypeAdapter(ChatCompletionFunctionToolParam).validate_python(openai.chat_tools([tool])[0])

@@ -78,6 +78,7 @@ _FORMATS = frozenset(
 )
 _UNSUPPORTED = ("not", "if", "then", "else", "dependentRequired", "dependentSchemas", "prefixItems")
 MAX_DEPTH = 10
+_COMBINED = frozenset({"anyOf", "oneOf", "allOf", "$ref", "enum", "const", "not", "if"})
 
 DEPENDS_ON = "depends_on"
 """The argument a model uses to make a call wait for others of the same message."""
@@ -93,12 +94,20 @@ _DEPENDS_ON_SCHEMA = {
 
 
 def tool_schema(tool: object) -> dict[str, Any]:
-    """A copy of the tool's arguments schema (an empty object schema if it has none)."""
+    """A copy of the tool's arguments schema (an empty object schema if it has none), saying
+    ``type: object`` and ``properties`` at its root: OpenAI refuses parameters without them,
+    and Anthropic an input schema without the type, while MCP servers send ``{}`` or
+    ``{"type": "object"}`` for a tool without arguments (arguments are always an object)."""
     schema_of = getattr(tool, "parameters_schema", None)
     schema = schema_of() if callable(schema_of) else None
     if not isinstance(schema, Mapping):
         return {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
-    return copy.deepcopy(dict(schema))
+    schema = copy.deepcopy(dict(schema))
+    if "type" not in schema and not (_COMBINED & schema.keys()):
+        schema["type"] = "object"
+    if schema.get("type") == "object" and "properties" not in schema:
+        schema["properties"] = {}
+    return schema
 
 
 def declares(schema: Mapping[str, Any], name: str) -> bool:
