@@ -12,6 +12,7 @@ kernel, and the calls of every other tool, go on.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -22,6 +23,8 @@ from .._errors import MCPServerGoneError, ToolDeclarationError
 from ._tool import ClaimsFunction, MCPTool, ServerConnection, ToolClaimsFunction
 
 __all__ = ["stdio_tools"]
+
+_log = logging.getLogger("toolkernel.mcp")
 
 _MAX_PAGES = 100  # of tools/list: a server whose cursor never ends can't hang the start
 _CONNECTION_CLOSED = -32000  # mcp_types.CONNECTION_CLOSED: the transport ended
@@ -232,12 +235,21 @@ def _make_tools(
 
 
 async def _list_tools(client: Any) -> list[Any]:
-    specs: list[Any] = []
+    """The server's tools, each name once: a server that lists a name twice (the spec says
+    names are unique) would otherwise stop the kernel from opening; the first is kept."""
+    specs: dict[str, Any] = {}
     cursor = None
     for _ in range(_MAX_PAGES):
         page = await client.list_tools(cursor=cursor)
-        specs.extend(page.tools)
+        for spec in page.tools:
+            if spec.name in specs:
+                _log.warning(
+                    "toolkernel.mcp: the MCP server lists the tool %r twice; the first is kept",
+                    spec.name,
+                )
+                continue
+            specs[spec.name] = spec
         cursor = page.next_cursor
         if cursor is None:
             break
-    return specs
+    return list(specs.values())

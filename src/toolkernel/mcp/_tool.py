@@ -22,6 +22,8 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import pydantic
+
 from .._errors import CallEndedError, MCPServerGoneError, MCPToolError, ToolDeclarationError
 from ..kernel import KeyFunction, ToolContext
 from ..locks import Claim, Resource, device, exclusive, shared
@@ -218,6 +220,12 @@ class MCPTool(Tool):
             result = await client.call_tool(
                 self.remote_name, dict(arguments), progress_callback=on_progress
             )
+        except pydantic.ValidationError as exc:  # the SDK could not read the server's answer
+            raise MCPToolError(
+                f"the MCP server {self.server!r} answered the call of {self.remote_name} with "
+                f"a result that is not valid MCP ({_first_problem(exc)}); whether the call "
+                f"took effect is unknown"
+            ) from None
         except MCPError as exc:
             if exc.code == _CONNECTION_CLOSED:
                 connection.gone = True
@@ -232,3 +240,14 @@ class MCPTool(Tool):
                 or f"the MCP server {self.server!r} reported an error and gave no message"
             )
         return output_of(result)
+
+
+def _first_problem(error: pydantic.ValidationError) -> str:
+    """``content: Input should be a valid list``: where and what, without pydantic's links."""
+    problems = error.errors(include_url=False, include_input=False)
+    if not problems:
+        return "no details"
+    first = problems[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+    return f"{where}: {first.get('msg', '')}{more}" if where else f"{first.get('msg', '')}{more}"
