@@ -3,6 +3,8 @@ by hand (the SDK's server would not misbehave). ``python tests/mcp/hostile_serve
 
 - ``twice``: lists two tools with one name (``lookup``), then a third, ``other``;
 - ``malformed``: answers every call with a result whose ``content`` is not a list;
+- ``untyped``: lists ``help`` with the input schema ``{}`` (which the MCP SDK refuses: the spec
+  says ``type: object``);
 - ``no-properties``: lists ``help`` with the input schema ``{"type": "object"}`` (as the Go SDK
   writes a tool without arguments).
 
@@ -25,6 +27,8 @@ def tools() -> list[dict[str, object]]:
             {"name": "lookup", "description": "the second", "inputSchema": SCHEMA},
             {"name": "other", "description": "another", "inputSchema": SCHEMA},
         ]
+    if MODE == "untyped":
+        return [{"name": "help", "inputSchema": {}}]
     if MODE == "no-properties":
         return [{"name": "help", "inputSchema": {"type": "object"}}]
     return [{"name": "lookup", "description": "look a key up", "inputSchema": SCHEMA}]

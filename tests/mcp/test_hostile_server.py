@@ -58,3 +58,13 @@ async def test_a_tool_whose_schema_has_no_properties_goes_out_with_them_and_runs
         }
         (result,) = await kernel.run(openai.calls_from_chat(message, tools=kernel.tools))
     assert result.output == "help answered"
+
+
+async def test_a_tool_list_the_sdk_refuses_is_a_declaration_error_naming_server_and_field() -> None:
+    with pytest.raises(tk.ToolDeclarationError) as raised:
+        async with stdio_tools([*SERVER, "untyped"]):
+            pytest.fail("started with tools the SDK refused")
+    assert str(raised.value).startswith(
+        "the MCP server 'hostile' lists its tools in a form that is not valid MCP "
+        "(tools.0.inputSchema.type: Field required)"
+    )

@@ -29,7 +29,7 @@ from ..kernel import KeyFunction, ToolContext
 from ..locks import Claim, Resource, device, exclusive, shared
 from ..tools import Tool
 from ._arguments import ArgumentsSchema
-from ._content import error_text_of, output_of
+from ._content import error_text_of, first_problem, output_of
 
 if TYPE_CHECKING:
     import mcp
@@ -223,7 +223,7 @@ class MCPTool(Tool):
         except pydantic.ValidationError as exc:  # the SDK could not read the server's answer
             raise MCPToolError(
                 f"the MCP server {self.server!r} answered the call of {self.remote_name} with "
-                f"a result that is not valid MCP ({_first_problem(exc)}); whether the call "
+                f"a result that is not valid MCP ({first_problem(exc)}); whether the call "
                 f"took effect is unknown"
             ) from None
         except MCPError as exc:
@@ -240,14 +240,3 @@ class MCPTool(Tool):
                 or f"the MCP server {self.server!r} reported an error and gave no message"
             )
         return output_of(result)
-
-
-def _first_problem(error: pydantic.ValidationError) -> str:
-    """``content: Input should be a valid list``: where and what, without pydantic's links."""
-    problems = error.errors(include_url=False, include_input=False)
-    if not problems:
-        return "no details"
-    first = problems[0]
-    where = ".".join(str(part) for part in first.get("loc", ()))
-    more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
-    return f"{where}: {first.get('msg', '')}{more}" if where else f"{first.get('msg', '')}{more}"
