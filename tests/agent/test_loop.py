@@ -311,3 +311,17 @@ async def test_tool_calls_that_are_not_a_list_are_answered_with_an_error_not_rai
     (result,) = outcome.steps[0].results
     assert result.status is tk.Status.ERROR
     MESSAGES.validate_python(outcome.messages)
+
+
+async def test_a_refusal_is_what_the_model_says_and_stays_in_the_conversation() -> None:
+    refused = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(ScriptedModel([refused]), kernel, "go")
+    assert outcome.stop_reason == "completed"
+    assert outcome.text == "I can't help with that."
+    assert outcome.messages[-1] == {
+        "role": "assistant",
+        "content": "",
+        "refusal": "I can't help with that.",
+    }
+    MESSAGES.validate_python(outcome.messages)

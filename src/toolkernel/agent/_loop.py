@@ -134,7 +134,7 @@ async def run_agent(
                 break
             assistant, calls = parse_chat(reply, toolset)
             history.append(assistant)
-            says = _text(assistant["content"])
+            says = _text(assistant["content"]) or assistant.get("refusal", "")
             emit(ModelReplied(index, says, tuple(calls)))
             if not calls:
                 steps.append(Step(index, says))

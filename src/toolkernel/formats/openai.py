@@ -122,6 +122,9 @@ def parse_chat(message: object, tools: Tools = ()) -> tuple[dict[str, Any], list
     # The API takes null content only beside tool_calls: a message with neither says "".
     empty = None if raw_calls else ""
     plain: dict[str, Any] = {"role": "assistant", "content": content if content else empty}
+    refusal = field(message, "refusal")
+    if isinstance(refusal, str) and refusal:
+        plain["refusal"] = refusal
     if raw_calls:
         plain["tool_calls"] = [
             {
