@@ -165,3 +165,34 @@ def test_a_schema_without_type_or_properties_goes_out_as_an_object_every_provide
         assert parameters["type"] == "object" and parameters["properties"] == {}
     TypeAdapter(ToolParam).validate_python(anthropic.tools([tool])[0])
     TypeAdapter(ChatCompletionFunctionToolParam).validate_python(openai.chat_tools([tool])[0])
+
+
+NAMED_ROOT = SchemaTool(  # zod-to-json-schema given a name: the root is a $ref to it
+    "named",
+    {
+        "$ref": "#/definitions/namedArgs",
+        "definitions": {
+            "namedArgs": {
+                "type": "object",
+                "properties": {
+                    "at": {"$ref": "#/definitions/namedArgs/properties/near"},
+                    "near": {"type": "string"},
+                },
+                "required": ["at"],
+            }
+        },
+        "$schema": DRAFT_07,
+    },
+)
+
+
+def test_a_root_that_refers_to_its_object_schema_goes_out_as_that_object() -> None:
+    for parameters in (
+        openai.chat_tools([NAMED_ROOT])[0]["function"]["parameters"],
+        anthropic.tools([NAMED_ROOT])[0]["input_schema"],
+    ):
+        assert parameters["type"] == "object" and set(parameters["properties"]) == {"at", "near"}
+    strict = strict_parameters(NAMED_ROOT)
+    assert strict_violations(strict) == []
+    assert strict["properties"]["at"] == {"type": "string"}
+    assert sent(NAMED_ROOT, {"at": "x", "near": None}) == {"at": "x"}

@@ -97,12 +97,16 @@ def tool_schema(tool: object) -> dict[str, Any]:
     """A copy of the tool's arguments schema (an empty object schema if it has none), saying
     ``type: object`` and ``properties`` at its root: OpenAI refuses parameters without them,
     and Anthropic an input schema without the type, while MCP servers send ``{}`` or
-    ``{"type": "object"}`` for a tool without arguments (arguments are always an object)."""
+    ``{"type": "object"}`` for a tool without arguments (arguments are always an object), or a
+    root that is only a ``$ref`` to the object schema (zod's, given a name)."""
     schema_of = getattr(tool, "parameters_schema", None)
     schema = schema_of() if callable(schema_of) else None
     if not isinstance(schema, Mapping):
         return {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
     schema = copy.deepcopy(dict(schema))
+    target = resolve_ref(schema, schema.get("$ref")) if "type" not in schema else None
+    if target is not None and target is not schema:  # zod's named root: the object it names
+        schema = {**{k: v for k, v in schema.items() if k != "$ref"}, **copy.deepcopy(target)}
     if "type" not in schema and not (_COMBINED & schema.keys()):
         schema["type"] = "object"
     if schema.get("type") == "object" and "properties" not in schema:
