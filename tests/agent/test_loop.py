@@ -325,3 +325,39 @@ async def test_a_refusal_is_what_the_model_says_and_stays_in_the_conversation() 
         "refusal": "I can't help with that.",
     }
     MESSAGES.validate_python(outcome.messages)
+
+
+async def test_recorded_arguments_are_always_a_json_object_so_servers_accept_the_history() -> None:
+    # vLLM and llama.cpp parse the arguments of every call in the history: a model's malformed
+    # arguments, recorded as they came, would fail every later request of the conversation.
+    def call(call_id: str, arguments: object) -> dict[str, Any]:
+        return {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": "echo", "arguments": arguments},
+        }
+
+    garbled = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            call("a", '{"text": "fine"}'),
+            call("b", '{"text": "cut sh'),
+            call("c", "null"),
+            call("d", '"text"'),
+            call("e", "[1]"),
+            call("f", {"text": "an object"}),
+            call("g", None),
+        ],
+    }
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(ScriptedModel([garbled]), kernel, "go")
+    recorded = [c["function"]["arguments"] for c in outcome.messages[2]["tool_calls"]]
+    assert recorded == ['{"text": "fine"}', "{}", "{}", "{}", "{}", '{"text": "an object"}', "{}"]
+    assert [r.status for r in outcome.steps[0].results] == [
+        tk.Status.OK,
+        *[tk.Status.ERROR] * 4,
+        tk.Status.OK,
+        tk.Status.ERROR,
+    ]
+    MESSAGES.validate_python(outcome.messages)

@@ -132,14 +132,31 @@ def parse_chat(message: object, tools: Tools = ()) -> tuple[dict[str, Any], list
                 "type": "function",
                 "function": {
                     "name": w.name if isinstance(w.name, str) else "",
-                    "arguments": w.arguments
-                    if isinstance(w.arguments, str)
-                    else json.dumps(w.arguments or {}, default=str),
+                    "arguments": _recorded(w.arguments),
                 },
             }
             for call, w in zip(calls, wire, strict=True)
         ]
     return plain, calls
+
+
+def _recorded(arguments: object) -> str:
+    """The arguments as the conversation records them: the model's text when it is a JSON
+    object, else ``{}``. Servers that render the history through a chat template (vLLM,
+    llama.cpp) parse every call's arguments, and refuse the whole request, every later turn,
+    when one is not an object; the call's answer already says what was wrong with them."""
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return "{}"
+        return arguments if isinstance(parsed, dict) else "{}"
+    if isinstance(arguments, Mapping):
+        try:
+            return json.dumps(dict(arguments), default=str)
+        except (TypeError, ValueError, RecursionError):
+            return "{}"
+    return "{}"
 
 
 def _listed(tool_calls: object) -> list[object]:
