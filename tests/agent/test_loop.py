@@ -361,3 +361,33 @@ async def test_recorded_arguments_are_always_a_json_object_so_servers_accept_the
         tk.Status.ERROR,
     ]
     MESSAGES.validate_python(outcome.messages)
+
+
+async def test_a_conversation_can_go_on_from_the_openai_sdks_own_messages() -> None:
+    # A conversation begun with the official SDK holds its objects beside plain dicts.
+    from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageFunctionToolCall
+
+    call = ChatCompletionMessageFunctionToolCall(
+        id="c1", type="function", function={"name": "echo", "arguments": '{"text": "a"}'}
+    )
+    earlier = [
+        {"role": "user", "content": "one"},
+        ChatCompletionMessage(role="assistant", content=None, tool_calls=[call]),
+        {"role": "tool", "tool_call_id": "c1", "content": "a"},
+    ]
+    model = ScriptedModel([])
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(model, kernel, "two", messages=earlier)  # type: ignore[arg-type]
+    sent = model.requests[0][0]
+    assert sent[1] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "echo", "arguments": '{"text": "a"}'},
+            }
+        ],
+    }
+    MESSAGES.validate_python(outcome.messages)
