@@ -100,6 +100,16 @@ def test_a_base_url_without_http_is_refused_where_it_is_given(
         OpenAICompatibleModel(model="m")
 
 
+@pytest.mark.parametrize("option", ["stream", "model", "messages", "tools"])
+def test_options_that_would_break_every_request_are_refused_where_they_are_given(
+    option: str,
+) -> None:
+    # "stream" makes the server answer with events this client does not read; the others
+    # would overwrite what each request must carry.
+    with pytest.raises(ValueError, match=f"options can't set {option!r}"):
+        OpenAICompatibleModel(base_url="http://127.0.0.1:1", model="m", options={option: True})
+
+
 async def failure(action: Action, within: float = 10.0) -> ModelError:
     async with serve([action]) as server:
         model = OpenAICompatibleModel(base_url=server.url, model="m", timeout=within)

@@ -99,6 +99,14 @@ class OpenAICompatibleModel:
         self.dependencies = dependencies
         self.timeout = float(timeout)
         self.options = dict(options or {})
+        for name in ("model", "messages", "tools", "stream"):
+            if name in self.options and (name != "stream" or self.options[name]):
+                why = (
+                    "this client reads whole answers, not streamed ones"
+                    if name == "stream"
+                    else "every request sets it from the model's arguments and the conversation"
+                )
+                raise ValueError(f"OpenAICompatibleModel options can't set {name!r}: {why}")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self._headers = {"Content-Type": "application/json", **dict(headers or {})}
         if key:
