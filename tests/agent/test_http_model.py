@@ -88,6 +88,28 @@ def test_a_model_name_is_required() -> None:
         OpenAICompatibleModel(base_url="http://127.0.0.1:1")
 
 
+@pytest.mark.parametrize("url", ["localhost:11434/v1", "127.0.0.1:8000", "ftp://host/v1"])
+def test_a_base_url_without_http_is_refused_where_it_is_given(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not a connection failure to retry with backoff: no request can ever reach it.
+    with pytest.raises(ValueError, match=r"base_url must start with http:// or https://"):
+        OpenAICompatibleModel(base_url=url, model="m")
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    with pytest.raises(ValueError, match="OPENAI_BASE_URL"):
+        OpenAICompatibleModel(model="m")
+
+
+@pytest.mark.parametrize("option", ["stream", "model", "messages", "tools"])
+def test_options_that_would_break_every_request_are_refused_where_they_are_given(
+    option: str,
+) -> None:
+    # "stream" makes the server answer with events this client does not read; the others
+    # would overwrite what each request must carry.
+    with pytest.raises(ValueError, match=f"options can't set {option!r}"):
+        OpenAICompatibleModel(base_url="http://127.0.0.1:1", model="m", options={option: True})
+
+
 async def failure(action: Action, within: float = 10.0) -> ModelError:
     async with serve([action]) as server:
         model = OpenAICompatibleModel(base_url=server.url, model="m", timeout=within)

@@ -268,3 +268,126 @@ async def test_cancellation_from_the_callers_own_scope_propagates() -> None:
             await run_agent(model, kernel, "go", on_event=cancel)
             pytest.fail("run_agent returned from a cancelled scope")
         assert outer.cancelled_caught
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"role": "assistant", "content": None},
+        {"role": "assistant", "content": ""},
+        {"role": "assistant", "content": None, "tool_calls": []},
+        {"role": "assistant"},
+    ],
+)
+async def test_an_empty_final_reply_is_recorded_as_a_message_openai_accepts_back(
+    reply: dict[str, Any],
+) -> None:
+    # The API takes an assistant message's content as null only beside tool_calls.
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(ScriptedModel([reply]), kernel, "go")
+    assert outcome.stop_reason == "completed"
+    assert outcome.messages[-1] == {"role": "assistant", "content": ""}
+
+
+async def test_a_reply_whose_content_is_a_list_of_text_parts_says_their_text() -> None:
+    parts = [{"type": "text", "text": "All "}, {"type": "text", "text": "done."}]
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(
+            ScriptedModel([{"role": "assistant", "content": parts}]), kernel, "go"
+        )
+    assert outcome.text == "All done."
+    assert outcome.messages[-1]["content"] == parts
+    MESSAGES.validate_python(outcome.messages)
+
+
+@pytest.mark.parametrize("tool_calls", [5, "echo", {"id": "c1"}, True])
+async def test_tool_calls_that_are_not_a_list_are_answered_with_an_error_not_raised(
+    tool_calls: object,
+) -> None:
+    garbled = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(ScriptedModel([garbled]), kernel, "go")
+    assert outcome.stop_reason == "completed"
+    (result,) = outcome.steps[0].results
+    assert result.status is tk.Status.ERROR
+    MESSAGES.validate_python(outcome.messages)
+
+
+async def test_a_refusal_is_what_the_model_says_and_stays_in_the_conversation() -> None:
+    refused = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(ScriptedModel([refused]), kernel, "go")
+    assert outcome.stop_reason == "completed"
+    assert outcome.text == "I can't help with that."
+    assert outcome.messages[-1] == {
+        "role": "assistant",
+        "content": "",
+        "refusal": "I can't help with that.",
+    }
+    MESSAGES.validate_python(outcome.messages)
+
+
+async def test_recorded_arguments_are_always_a_json_object_so_servers_accept_the_history() -> None:
+    # vLLM and llama.cpp parse the arguments of every call in the history: a model's malformed
+    # arguments, recorded as they came, would fail every later request of the conversation.
+    def call(call_id: str, arguments: object) -> dict[str, Any]:
+        return {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": "echo", "arguments": arguments},
+        }
+
+    garbled = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            call("a", '{"text": "fine"}'),
+            call("b", '{"text": "cut sh'),
+            call("c", "null"),
+            call("d", '"text"'),
+            call("e", "[1]"),
+            call("f", {"text": "an object"}),
+            call("g", None),
+        ],
+    }
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(ScriptedModel([garbled]), kernel, "go")
+    recorded = [c["function"]["arguments"] for c in outcome.messages[2]["tool_calls"]]
+    assert recorded == ['{"text": "fine"}', "{}", "{}", "{}", "{}", '{"text": "an object"}', "{}"]
+    assert [r.status for r in outcome.steps[0].results] == [
+        tk.Status.OK,
+        *[tk.Status.ERROR] * 4,
+        tk.Status.OK,
+        tk.Status.ERROR,
+    ]
+    MESSAGES.validate_python(outcome.messages)
+
+
+async def test_a_conversation_can_go_on_from_the_openai_sdks_own_messages() -> None:
+    # A conversation begun with the official SDK holds its objects beside plain dicts.
+    from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageFunctionToolCall
+
+    call = ChatCompletionMessageFunctionToolCall(
+        id="c1", type="function", function={"name": "echo", "arguments": '{"text": "a"}'}
+    )
+    earlier = [
+        {"role": "user", "content": "one"},
+        ChatCompletionMessage(role="assistant", content=None, tool_calls=[call]),
+        {"role": "tool", "tool_call_id": "c1", "content": "a"},
+    ]
+    model = ScriptedModel([])
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(model, kernel, "two", messages=earlier)  # type: ignore[arg-type]
+    sent = model.requests[0][0]
+    assert sent[1] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "echo", "arguments": '{"text": "a"}'},
+            }
+        ],
+    }
+    MESSAGES.validate_python(outcome.messages)

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import openai as openai_sdk
+import pytest
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionMessage,
@@ -164,3 +165,22 @@ async def test_the_glue_with_the_official_sdk_over_loopback() -> None:
         ("call_2", "noted 'n'"),
     ]
     assert json.loads(second[1]["tool_calls"][0]["function"]["arguments"])["times"] is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="kernel: not_an_object() names the Python type (NoneType, str, list), not the JSON "
+    "one a model wrote (null, a string, an array)",
+)
+@pytest.mark.parametrize(
+    ("arguments", "json_type"), [("null", "null"), ('"hi"', "a string"), ("[1]", "an array")]
+)
+async def test_arguments_that_are_not_an_object_are_named_in_json_terms(
+    arguments: str, json_type: str
+) -> None:
+    message = {"role": "assistant", "tool_calls": [sdk_call("c1", "echo", arguments).model_dump()]}
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        (result,) = await kernel.run(openai.calls_from_chat(message, tools=kernel.tools))
+    assert result.error == (
+        f"InvalidArgumentsError: the arguments of echo must be a JSON object, not {json_type}"
+    )

@@ -59,6 +59,10 @@ def strict_violations(root: Mapping[str, Any]) -> list[str]:
         if not isinstance(node, Mapping):
             found.append(f"{where}: not a schema")
             return
+        if "$ref" in node and len(node) > 1:  # OpenAI: "$ref cannot have keywords"
+            found.append(f"{where}: $ref with other keywords {sorted(set(node) - {'$ref'})}")
+        if "$ref" in node and _resolve(root, node["$ref"]) is None:
+            found.append(f"{where}: $ref {node['$ref']!r} points at nothing")
         for key in node:
             if key not in ALLOWED:
                 found.append(f"{where}: keyword {key!r}")
@@ -90,6 +94,18 @@ def strict_violations(root: Mapping[str, Any]) -> list[str]:
 
     check(root, "", 1)
     return found
+
+
+def _resolve(root: Mapping[str, Any], ref: object) -> Any:
+    """What a local ``$ref`` (``#`` or ``#/$defs/Name``) points at, or None."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/") if ref != "#" else ():
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 def function(tool: tk.Tool, **options: Any) -> dict[str, Any]:

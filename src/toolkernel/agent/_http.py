@@ -85,13 +85,28 @@ class OpenAICompatibleModel:
             )
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        source = "base_url" if base_url else "OPENAI_BASE_URL"
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL
+        if not base_url.lower().startswith(("http://", "https://")):
+            # httpx would fail every request as a transport error, which looks transient.
+            raise ValueError(
+                f"base_url must start with http:// or https://, not {base_url!r} (from "
+                f"{source}); a local Ollama, for one, is at http://localhost:11434/v1"
+            )
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.strict = strict
         self.dependencies = dependencies
         self.timeout = float(timeout)
         self.options = dict(options or {})
+        for name in ("model", "messages", "tools", "stream"):
+            if name in self.options and (name != "stream" or self.options[name]):
+                why = (
+                    "this client reads whole answers, not streamed ones"
+                    if name == "stream"
+                    else "every request sets it from the model's arguments and the conversation"
+                )
+                raise ValueError(f"OpenAICompatibleModel options can't set {name!r}: {why}")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self._headers = {"Content-Type": "application/json", **dict(headers or {})}
         if key:

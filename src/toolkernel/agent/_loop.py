@@ -98,8 +98,9 @@ async def run_agent(
     - ``system``: your system prompt; ``calls_prompt`` (how to emit calls so independent ones
       run together, :data:`CALLS_PROMPT`) is appended to it; pass ``calls_prompt=""`` to leave
       it out. Neither is used when ``messages`` is given.
-    - ``messages``: an earlier conversation to go on from (``outcome.messages``); ``prompt``
-      is added to it as the next user message.
+    - ``messages``: an earlier conversation to go on from (``outcome.messages``, or Chat
+      Completions messages of your own: dicts, or the ``openai`` SDK's message objects);
+      ``prompt`` is added to it as the next user message.
     - ``retry``: backoff for transient model errors (:class:`Retry`).
     - ``on_event``: called with each :class:`StepStarted`, :class:`ModelReplied`,
       :class:`ModelRetrying`, :class:`TodosUpdated`, and the kernel's events for every call.
@@ -112,7 +113,7 @@ async def run_agent(
     emit = on_event or _ignore
     history: list[dict[str, Any]] = []
     if messages is not None:
-        history.extend(dict(m) for m in messages)
+        history.extend(_plain_message(m) for m in messages)
     else:
         system_text = "\n\n".join(part for part in (system, calls_prompt) if part)
         if system_text:
@@ -134,7 +135,7 @@ async def run_agent(
                 break
             assistant, calls = parse_chat(reply, toolset)
             history.append(assistant)
-            says = assistant["content"] if isinstance(assistant["content"], str) else ""
+            says = _text(assistant["content"]) or assistant.get("refusal", "")
             emit(ModelReplied(index, says, tuple(calls)))
             if not calls:
                 steps.append(Step(index, says))
@@ -156,6 +157,41 @@ async def run_agent(
 
 def _ignore(event: AgentEvent) -> None:
     pass
+
+
+def _plain_message(message: object) -> dict[str, Any]:
+    """A message of an earlier conversation as a plain dict: the ``openai`` SDK's objects
+    (``completion.choices[0].message``) become the dicts the SDK would send for them."""
+    plain = _plain(message)
+    if not isinstance(plain, dict):
+        raise TypeError(f"messages must be chat messages (mappings), not {message!r}")
+    if plain.get("role") == "assistant":
+        plain.setdefault("content", None)
+    return plain
+
+
+def _plain(value: object) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        return dump(mode="json", exclude_none=True)
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _text(content: object) -> str:
+    """What an assistant message's content says: the string, or its text parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+        )
+    return ""
 
 
 async def _ask(

@@ -27,7 +27,8 @@ import attrs
 from ..kernel import Status, ToolCall, ToolResult
 from ._dependencies import resolve_dependencies
 from ._names import NameMap
-from ._schema import DEPENDS_ON, declares, drop_nulls, tool_schema
+from ._nulls import drop_nulls
+from ._schema import DEPENDS_ON, declares, tool_schema
 
 __all__ = ["WireCall", "to_tool_calls", "Answer", "answers", "field", "tool_objects"]
 

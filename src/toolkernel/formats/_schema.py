@@ -19,10 +19,15 @@ into the property's description, so nothing the model should know is lost. What 
 at all (an object with free-form keys, a value of any type, an array with no item schema)
 raises :class:`~toolkernel.SchemaError` naming the tool and the property.
 
+Schemas other programs wrote (an MCP server's) come in other dialects, rewritten too: a
+``$ref`` beside other keywords (pydantic's ``{"$ref": ..., "description": ...}``, which strict
+mode refuses) is replaced by what it points at, those keywords winning; draft-07
+``definitions`` (zod's) become ``$defs``; a root object with no properties and nothing said
+about other keys (``{"type": "object"}``, FastMCP's schema of a tool without arguments) takes
+no arguments.
+
 Because strict mode makes optional properties nullable, a model answers ``null`` for "leave it
-out". :func:`drop_nulls` undoes that on the way back, guided by the tool's own schema: a
-``null`` for an optional property that does not accept ``null`` is removed, so the tool sees the
-property absent and applies its default.
+out"; :func:`~toolkernel.formats._nulls.drop_nulls` undoes that on the way back.
 """
 
 from __future__ import annotations
@@ -34,7 +39,14 @@ from typing import Any
 
 from .._errors import SchemaError
 
-__all__ = ["tool_schema", "with_dependencies", "strict_schema", "drop_nulls", "declares"]
+__all__ = [
+    "tool_schema",
+    "with_dependencies",
+    "strict_schema",
+    "declares",
+    "accepts_null",
+    "resolve_ref",
+]
 
 _KEPT = frozenset(
     {
@@ -66,6 +78,7 @@ _FORMATS = frozenset(
 )
 _UNSUPPORTED = ("not", "if", "then", "else", "dependentRequired", "dependentSchemas", "prefixItems")
 MAX_DEPTH = 10
+_COMBINED = frozenset({"anyOf", "oneOf", "allOf", "$ref", "enum", "const", "not", "if"})
 
 DEPENDS_ON = "depends_on"
 """The argument a model uses to make a call wait for others of the same message."""
@@ -81,12 +94,24 @@ _DEPENDS_ON_SCHEMA = {
 
 
 def tool_schema(tool: object) -> dict[str, Any]:
-    """A copy of the tool's arguments schema (an empty object schema if it has none)."""
+    """A copy of the tool's arguments schema (an empty object schema if it has none), saying
+    ``type: object`` and ``properties`` at its root: OpenAI refuses parameters without them,
+    and Anthropic an input schema without the type, while MCP servers send ``{}`` or
+    ``{"type": "object"}`` for a tool without arguments (arguments are always an object), or a
+    root that is only a ``$ref`` to the object schema (zod's, given a name)."""
     schema_of = getattr(tool, "parameters_schema", None)
     schema = schema_of() if callable(schema_of) else None
     if not isinstance(schema, Mapping):
         return {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
-    return copy.deepcopy(dict(schema))
+    schema = copy.deepcopy(dict(schema))
+    target = resolve_ref(schema, schema.get("$ref")) if "type" not in schema else None
+    if target is not None and target is not schema:  # zod's named root: the object it names
+        schema = {**{k: v for k, v in schema.items() if k != "$ref"}, **copy.deepcopy(target)}
+    if "type" not in schema and not (_COMBINED & schema.keys()):
+        schema["type"] = "object"
+    if schema.get("type") == "object" and "properties" not in schema:
+        schema["properties"] = {}
+    return schema
 
 
 def declares(schema: Mapping[str, Any], name: str) -> bool:
@@ -114,19 +139,61 @@ def strict_schema(schema: Mapping[str, Any], tool_name: str) -> dict[str, Any]:
             f"tool {tool_name!r} can't be exported in strict mode: its parameters must be a JSON "
             f"object schema (type: object), not {_preview(schema)}; export it with strict=False"
         )
-    converted = _Strict(tool_name).convert(schema, "", 0)
-    definitions = schema.get("$defs")
-    if isinstance(definitions, Mapping):
-        converter = _Strict(tool_name)
+    if not schema.get("properties") and "additionalProperties" not in schema:
+        schema = {**schema, "properties": {}, "additionalProperties": False}  # no arguments
+    converter = _Strict(tool_name, schema)
+    converted = converter.convert(schema, "", 0)
+    definitions = _definitions(schema)
+    if definitions:
         converted["$defs"] = {
             name: converter.convert(sub, f"$defs/{name}", 0) for name, sub in definitions.items()
         }
     return converted
 
 
+def _definitions(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The root's named schemas: its ``$defs`` and draft-07 ``definitions`` (as ``$defs``)."""
+    found: dict[str, Any] = {}
+    for key in ("definitions", "$defs"):
+        named = schema.get(key)
+        if isinstance(named, Mapping):
+            found.update(named)
+    return found
+
+
+def resolve_ref(root: Mapping[str, Any], ref: object) -> Mapping[str, Any] | None:
+    """The schema a local ``$ref`` (``#``, ``#/$defs/Name``, any JSON pointer into ``root``)
+    points at, or None."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/") if ref != "#" else ():
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node if isinstance(node, Mapping) else None
+
+
+def _strict_ref(ref: object) -> str | None:
+    """How a ``$ref`` is written in the strict schema, when it can stay a reference: to the
+    root, or to a named schema (``definitions`` become ``$defs``)."""
+    if ref == "#":
+        return "#"
+    for prefix in ("#/$defs/", "#/definitions/"):
+        if isinstance(ref, str) and ref.startswith(prefix) and "/" not in ref[len(prefix) :]:
+            return "#/$defs/" + ref[len(prefix) :]
+    return None
+
+
 class _Strict:
-    def __init__(self, tool_name: str) -> None:
+    def __init__(self, tool_name: str, root: Mapping[str, Any]) -> None:
         self.tool_name = tool_name
+        self.root = root
+        self.inlining: set[str] = set()
 
     def fail(self, where: str, why: str) -> SchemaError:
         place = f"property {where!r}" if where else "its parameters"
@@ -149,10 +216,16 @@ class _Strict:
             if not isinstance(parts, list) or len(parts) != 1:
                 raise self.fail(where, "combines schemas with 'allOf'")
             schema = {**parts[0], **schema}
+        if "$ref" in schema:
+            ref = schema["$ref"]
+            kept = _strict_ref(ref)
+            if kept is None or (schema.keys() - _SILENT - {"$ref", "$defs", "definitions"}):
+                return self._inline(schema, where, depth)
+            return {"$ref": kept}
         notes: list[str] = []
         out: dict[str, Any] = {}
         for key, value in schema.items():
-            if key in _SILENT or key == "$defs":
+            if key in _SILENT or key in ("$defs", "definitions"):
                 continue
             if key == "format" and value not in _FORMATS:
                 notes.append(f"format: {value}")
@@ -183,6 +256,25 @@ class _Strict:
                 raise self.fail(where, "is an array without a schema for its items")
             out["items"] = self.convert(items, f"{where}[]", depth)
         return out
+
+    def _inline(self, schema: Mapping[str, Any], where: str, depth: int) -> dict[str, Any]:
+        """A ``$ref`` with keywords beside it (strict mode refuses them), or to somewhere other
+        than a named schema: what it points at, with those keywords over it."""
+        ref = schema["$ref"]
+        target = resolve_ref(self.root, ref)
+        if target is None:
+            raise self.fail(where, f"refers to {ref!r}, which is not in the schema")
+        if ref in self.inlining:  # recursion: a reference is all that can be said
+            kept = _strict_ref(ref)
+            if kept is None:
+                raise self.fail(where, f"refers to {ref!r} within itself")
+            return {"$ref": kept}
+        self.inlining.add(ref)
+        try:
+            merged = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+            return self.convert(merged, where, depth)
+        finally:
+            self.inlining.discard(ref)
 
     def _object(self, out: dict[str, Any], where: str, depth: int) -> None:
         if depth > MAX_DEPTH:
@@ -236,31 +328,6 @@ def accepts_null(schema: Mapping[str, Any]) -> bool:
     if options:
         return any(accepts_null(option) for option in options)
     return kind is None and "$ref" not in schema and "allOf" not in schema
-
-
-# -- on the way back ----------------------------------------------------------------------------
-
-
-def drop_nulls(value: Any, schema: Any) -> Any:
-    """``value`` without the ``null`` of every optional property whose schema refuses it."""
-    if not isinstance(schema, Mapping):
-        return value
-    if isinstance(value, dict):
-        properties = schema.get("properties")
-        if not isinstance(properties, Mapping):
-            return value
-        required = set(schema.get("required") or ())
-        out = {}
-        for key, item in value.items():
-            sub = properties.get(key)
-            if item is None and key not in required and sub is not None and not accepts_null(sub):
-                continue
-            out[key] = drop_nulls(item, sub)
-        return out
-    if isinstance(value, list):
-        items = schema.get("items")
-        return [drop_nulls(item, items) for item in value] if isinstance(items, Mapping) else value
-    return value
 
 
 def _preview(value: object, limit: int = 80) -> str:

@@ -107,7 +107,7 @@ def parse_chat(message: object, tools: Tools = ()) -> tuple[dict[str, Any], list
     """The assistant message as a plain dict (every tool call with its id, made up if missing),
     and its kernel calls."""
     message = _chat_message(message)
-    raw_calls = list(field(message, "tool_calls") or ())
+    raw_calls = _listed(field(message, "tool_calls"))
     wire = []
     for raw in raw_calls:
         function = field(raw, "function")
@@ -119,7 +119,12 @@ def parse_chat(message: object, tools: Tools = ()) -> tuple[dict[str, Any], list
             wire.append(WireCall(field(raw, "id"), field(custom, "name"), field(custom, "input")))
     calls = to_tool_calls(wire, tools)
     content = field(message, "content")
-    plain: dict[str, Any] = {"role": "assistant", "content": content if content else None}
+    # The API takes null content only beside tool_calls: a message with neither says "".
+    empty = None if raw_calls else ""
+    plain: dict[str, Any] = {"role": "assistant", "content": content if content else empty}
+    refusal = field(message, "refusal")
+    if isinstance(refusal, str) and refusal:
+        plain["refusal"] = refusal
     if raw_calls:
         plain["tool_calls"] = [
             {
@@ -127,14 +132,42 @@ def parse_chat(message: object, tools: Tools = ()) -> tuple[dict[str, Any], list
                 "type": "function",
                 "function": {
                     "name": w.name if isinstance(w.name, str) else "",
-                    "arguments": w.arguments
-                    if isinstance(w.arguments, str)
-                    else json.dumps(w.arguments or {}, default=str),
+                    "arguments": _recorded(w.arguments),
                 },
             }
             for call, w in zip(calls, wire, strict=True)
         ]
     return plain, calls
+
+
+def _recorded(arguments: object) -> str:
+    """The arguments as the conversation records them: the model's text when it is a JSON
+    object, else ``{}``. Servers that render the history through a chat template (vLLM,
+    llama.cpp) parse every call's arguments, and refuse the whole request, every later turn,
+    when one is not an object; the call's answer already says what was wrong with them."""
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return "{}"
+        return arguments if isinstance(parsed, dict) else "{}"
+    if isinstance(arguments, Mapping):
+        try:
+            return json.dumps(dict(arguments), default=str)
+        except (TypeError, ValueError, RecursionError):
+            return "{}"
+    return "{}"
+
+
+def _listed(tool_calls: object) -> list[object]:
+    """The message's tool calls as a list: one call given on its own counts as one, and
+    anything else that is there (a number, a string) as one malformed call, answered with an
+    error rather than ignored or raised."""
+    if tool_calls is None or tool_calls == [] or tool_calls == ():
+        return []
+    if isinstance(tool_calls, list | tuple):
+        return list(tool_calls)
+    return [tool_calls]
 
 
 def calls_from_chat(message: object, tools: Tools = ()) -> list[ToolCall]:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["output_of", "error_text_of"]
+import pydantic
+
+__all__ = ["output_of", "error_text_of", "first_problem"]
 
 
 def _blocks(result: Any) -> list[Any]:
@@ -49,3 +51,14 @@ def error_text_of(result: Any) -> str:
     """The message of an ``isError`` result: its text blocks, joined."""
     texts = [text for block in _blocks(result) if (text := _text(block))]
     return "\n".join(texts)
+
+
+def first_problem(error: pydantic.ValidationError) -> str:
+    """``content: Input should be a valid list``: where and what, without pydantic's links."""
+    problems = error.errors(include_url=False, include_input=False)
+    if not problems:
+        return "no details"
+    first = problems[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+    return f"{where}: {first.get('msg', '')}{more}" if where else f"{first.get('msg', '')}{more}"

@@ -12,16 +12,22 @@ kernel, and the calls of every other tool, go on.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, TextIO
 
+import pydantic
+
 from .._errors import MCPServerGoneError, ToolDeclarationError
+from ._content import first_problem
 from ._tool import ClaimsFunction, MCPTool, ServerConnection, ToolClaimsFunction
 
 __all__ = ["stdio_tools"]
+
+_log = logging.getLogger("toolkernel.mcp")
 
 _MAX_PAGES = 100  # of tools/list: a server whose cursor never ends can't hang the start
 _CONNECTION_CLOSED = -32000  # mcp_types.CONNECTION_CLOSED: the transport ended
@@ -113,7 +119,8 @@ async def stdio_tools(
     Raises ``TypeError`` for a command that is not a list of words, ``OSError`` when the
     program can't be started, :class:`~toolkernel.MCPServerGoneError` when it exits before
     answering, and :class:`~toolkernel.ToolDeclarationError` when ``reads``/``writes``/
-    ``claims`` name a tool or an argument the server does not have.
+    ``claims`` name a tool or an argument the server does not have, or when the server lists its
+    tools in a form the MCP SDK refuses.
     """
     words = _check_command(command)
     mcp = _sdk()
@@ -143,10 +150,10 @@ async def stdio_tools(
             )
             try:
                 await stack.enter_async_context(client)
-                specs = await _list_tools(client)
-                connection.client = client
                 if name is None and client.server_info is not None and client.server_info.name:
                     connection.rename(client.server_info.name)
+                specs = await _list_tools(client)
+                connection.client = client
                 tools = _make_tools(
                     connection,
                     specs,
@@ -159,6 +166,14 @@ async def stdio_tools(
                 )
             except Exception as exc:
                 failure = exc
+                refused = _unwrapped(exc)
+                if isinstance(refused, pydantic.ValidationError):
+                    failure = ToolDeclarationError(
+                        f"the MCP server {connection.name!r} lists its tools in a form that is "
+                        f"not valid MCP ({first_problem(refused)}), which the MCP SDK refuses; "
+                        f"none of its tools can be used until the server is fixed"
+                    )
+                    failure.__cause__ = refused
                 if _connection_closed(exc, mcp.MCPError):
                     tail = connection.stderr_tail()
                     failure = MCPServerGoneError(
@@ -183,10 +198,16 @@ async def stdio_tools(
         raise failure
 
 
-def _connection_closed(exc: BaseException, error_type: type[BaseException]) -> bool:
-    """Whether ``exc`` says the connection closed (the SDK's groups of one unwrapped)."""
+def _unwrapped(exc: BaseException) -> BaseException:
+    """``exc`` out of the SDK's groups of one."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _connection_closed(exc: BaseException, error_type: type[BaseException]) -> bool:
+    """Whether ``exc`` says the connection closed (the SDK's groups of one unwrapped)."""
+    exc = _unwrapped(exc)
     return isinstance(exc, error_type) and getattr(exc, "code", None) == _CONNECTION_CLOSED
 
 
@@ -232,12 +253,21 @@ def _make_tools(
 
 
 async def _list_tools(client: Any) -> list[Any]:
-    specs: list[Any] = []
+    """The server's tools, each name once: a server that lists a name twice (the spec says
+    names are unique) would otherwise stop the kernel from opening; the first is kept."""
+    specs: dict[str, Any] = {}
     cursor = None
     for _ in range(_MAX_PAGES):
         page = await client.list_tools(cursor=cursor)
-        specs.extend(page.tools)
+        for spec in page.tools:
+            if spec.name in specs:
+                _log.warning(
+                    "toolkernel.mcp: the MCP server lists the tool %r twice; the first is kept",
+                    spec.name,
+                )
+                continue
+            specs[spec.name] = spec
         cursor = page.next_cursor
         if cursor is None:
             break
-    return specs
+    return list(specs.values())

@@ -22,12 +22,14 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import pydantic
+
 from .._errors import CallEndedError, MCPServerGoneError, MCPToolError, ToolDeclarationError
 from ..kernel import KeyFunction, ToolContext
 from ..locks import Claim, Resource, device, exclusive, shared
 from ..tools import Tool
 from ._arguments import ArgumentsSchema
-from ._content import error_text_of, output_of
+from ._content import error_text_of, first_problem, output_of
 
 if TYPE_CHECKING:
     import mcp
@@ -218,6 +220,12 @@ class MCPTool(Tool):
             result = await client.call_tool(
                 self.remote_name, dict(arguments), progress_callback=on_progress
             )
+        except pydantic.ValidationError as exc:  # the SDK could not read the server's answer
+            raise MCPToolError(
+                f"the MCP server {self.server!r} answered the call of {self.remote_name} with "
+                f"a result that is not valid MCP ({first_problem(exc)}); whether the call "
+                f"took effect is unknown"
+            ) from None
         except MCPError as exc:
             if exc.code == _CONNECTION_CLOSED:
                 connection.gone = True
