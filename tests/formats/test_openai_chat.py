@@ -167,11 +167,6 @@ async def test_the_glue_with_the_official_sdk_over_loopback() -> None:
     assert json.loads(second[1]["tool_calls"][0]["function"]["arguments"])["times"] is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kernel: not_an_object() names the Python type (NoneType, str, list), not the JSON "
-    "one a model wrote (null, a string, an array)",
-)
 @pytest.mark.parametrize(
     ("arguments", "json_type"), [("null", "null"), ('"hi"', "a string"), ("[1]", "an array")]
 )

@@ -34,11 +34,6 @@ def test_outputs_read_as_their_text_or_json(output: Any, text: str) -> None:
     assert answered(output) == [text] * 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kernel: ToolResult.text() turns bytes into a quoted Python repr inside JSON "
-    "(\"b'hello \\\\xe2...'\") and a set into the text of its repr, not UTF-8 text and a list",
-)
 @pytest.mark.parametrize(
     ("output", "text"),
     [(b"hello \xe2\x9c\x93", "hello \u2713"), ({"s": {1}}, '{"s": [1]}')],
