@@ -183,3 +183,15 @@ async def test_assert_serializable_in_an_async_test_says_to_await_check_serializ
     calls = [tk.ToolCall("c1", "bump_declared", {"path": "counter.txt"})]
     with pytest.raises(RuntimeError, match=r"await check_serializable\(\.\.\.\)"):
         assert_serializable([bump_declared], calls, seeded_root)
+
+
+def test_results_naming_their_workspace_directory_read_alike_in_both_runs() -> None:
+    # Each run has its own temporary root, and a tool's error names the file it missed there.
+    @tk.tool(reads=["path"])
+    async def peek(ctx: tk.ToolContext, path: str) -> str:
+        """Read a file behind ctx.fs, as some tools do."""
+        return (ctx.fs.workspace.root / path).read_text()
+
+    assert_serializable(
+        [peek], [tk.ToolCall("c1", "peek", {"path": "missing/../nowhere.txt"})], seeded_root
+    )

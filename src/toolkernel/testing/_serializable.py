@@ -103,7 +103,39 @@ async def _run(
                 else:
                     results += await kernel.run(batch)
         violations = () if one_by_one else tuple(map(str, check_race_free(recorder.recording)))
+        spellings = _root_spellings(root)
+        results = [_without_root(result, spellings) for result in results]
         return _Run(tuple(results), tree_of(root), violations)
+
+
+ROOT_PLACEHOLDER = "<root>"
+"""What the workspace's own directory reads as in compared results: each run has its own."""
+
+
+def _root_spellings(root: str | os.PathLike[str]) -> list[str]:
+    spelled = os.fspath(root)
+    return sorted({spelled, os.path.realpath(spelled), os.path.abspath(spelled)}, key=len)[::-1]
+
+
+def _without_root(result: ToolResult, spellings: list[str]) -> ToolResult:
+    """``result`` with every mention of its run's root directory replaced by ``<root>``, so a
+    message naming a file (``No such file: /tmp/x1/a``) reads alike in both runs."""
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, str):
+            for spelling in spellings:
+                value = value.replace(spelling, ROOT_PLACEHOLDER)
+            return value
+        if type(value) in (list, tuple):
+            return type(value)(scrub(item) for item in value)
+        if type(value) is dict:
+            return {scrub(key): scrub(item) for key, item in value.items()}
+        return value
+
+    output, error = scrub(result.output), scrub(result.error)
+    if output == result.output and error == result.error:
+        return result
+    return attrs.evolve(result, output=output, error=error)
 
 
 def _show(value: object, limit: int = 120) -> str:
