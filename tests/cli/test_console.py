@@ -233,3 +233,17 @@ def test_version_and_help_on_every_command() -> None:
     console_help = run("console", "--help")
     for option in ("--root", "--model URL", "--model-name", "--bash", "--mcp COMMAND"):
         assert option in console_help
+
+
+def test_a_model_url_that_is_not_http_is_a_clear_error(project: pathlib.Path) -> None:
+    model = ["--model", "localhost:11434/v1", "--model-name", "m"]
+    done = subprocess.run(
+        [sys.executable, "-m", "toolkernel", "console", "--root", str(project), *model],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "console: --model:" in done.stdout and "http" in done.stdout

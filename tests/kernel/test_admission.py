@@ -195,3 +195,12 @@ async def test_tool_exposes_a_json_schema_of_its_arguments(autojump_clock, rec) 
     assert schema["properties"]["duration"]["type"] == "number"
     assert schema["additionalProperties"] is False
     assert by_id([]) == {}
+
+
+async def test_json_cut_off_inside_a_string_reads_plainly(autojump_clock, rec) -> None:
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        (result,) = await kernel.run([tk.ToolCall("x", "edit", '{"path": "a')])
+    assert result.error == (
+        "InvalidArgumentsError: the arguments of edit are not valid JSON (Unterminated string "
+        "starting at character 9); send a JSON object"
+    )

@@ -199,7 +199,11 @@ async def _main(options: ConsoleOptions) -> int:
                     soft_wrap=True,
                 )
                 return 2
-            http = OpenAICompatibleModel(base_url=options.model_url, model=options.model_name)
+            try:
+                http = OpenAICompatibleModel(base_url=options.model_url, model=options.model_name)
+            except ValueError as exc:  # a URL without http:// or https://, say
+                out.print(f"console: --model: {exc}", style="red", soft_wrap=True)
+                return 2
             model = await stack.enter_async_context(http)
         kernel = await stack.enter_async_context(
             open_kernel(tools, root=options.root, max_concurrency=16)

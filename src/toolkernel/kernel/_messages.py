@@ -83,9 +83,12 @@ def unknown_tool(name: str, known: Iterable[str]) -> UnknownToolError:
 
 
 def bad_json(tool: str, msg: str, position: int) -> InvalidArgumentsError:
+    # json's own messages may end in "at" ("Unterminated string starting at").
+    where = (
+        f"{msg} character {position}" if msg.endswith(" at") else f"{msg} at character {position}"
+    )
     return InvalidArgumentsError(
-        f"the arguments of {tool} are not valid JSON ({msg} at character {position}); "
-        f"send a JSON object"
+        f"the arguments of {tool} are not valid JSON ({where}); send a JSON object"
     )
 
 
