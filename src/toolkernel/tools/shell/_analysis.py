@@ -77,6 +77,21 @@ _STRUCTURES: Final = frozenset(
     }
 )
 _REDIRECTS: Final = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+# Where a bare variable name is an arithmetic operand, which may be assigned (`$((PATH=1))`).
+_ARITHMETIC: Final = frozenset(
+    {
+        "arithmetic_expansion",
+        "binary_expression",
+        "unary_expression",
+        "postfix_expression",
+        "parenthesized_expression",
+        "ternary_expression",
+        "c_style_for_statement",
+        "subscript",
+    }
+)
+# Builtins whose operands name variables they set (`read PATH`, `getopts o PATH`).
+_SETS_NAMES: Final = frozenset({"read", "getopts"})
 _SUBSTITUTIONS: Final = frozenset({"command_substitution", "process_substitution"})
 
 
@@ -206,9 +221,17 @@ class Walk:
                     self.check_name(_text(child))
                 elif child.type == "word" and _text(child).startswith("-f"):
                     raise self.fail("declare -f defines functions")
+                elif child.type == "word" and _text(child)[:1] == "-" and "n" in _text(child):
+                    raise self.fail("a name reference (-n) assigns variables by another name")
             self.substitutions(node, cwds)
             return cwds, cwds
-        if kind in ("unset_command", "test_command"):
+        if kind == "unset_command":
+            for child in node.named_children:  # bash searches `.` when PATH is unset
+                if child.type in ("variable_name", "word"):
+                    self.check_name(_text(child))
+            self.substitutions(node, cwds)
+            return cwds, cwds
+        if kind == "test_command":
             self.substitutions(node, cwds)
             return cwds, cwds
         if kind == "function_definition":
@@ -274,7 +297,9 @@ class Walk:
             for child in node.named_children:
                 if child.type in _STRUCTURES:
                     self.structure(child, cwds)
-                elif child.type in ("variable_name", "comment"):
+                elif child.type == "variable_name":
+                    self.check_name(_text(child))  # `for PATH in ...` sets it
+                elif child.type == "comment":
                     continue
                 elif _is_statement(child):
                     self.statement(child, cwds)
@@ -290,6 +315,18 @@ class Walk:
         if node.type in _SUBSTITUTIONS:
             self.nested(lambda: self.sequence(node.named_children, cwds))
             return
+        if node.type == "variable_name":
+            parent = node.parent
+            if parent is not None and parent.type in _ARITHMETIC:
+                self.check_name(_text(node))
+        elif node.type == "expansion" and any(
+            c.type in ("=", ":=") for c in node.children if not c.is_named
+        ):
+            for name in node.named_children:  # `${PATH:=x}` assigns it
+                if name.type == "variable_name":
+                    self.check_name(_text(name))
+        elif node.type == "variable_assignment":
+            self.assignments([node])
         for child in node.named_children:
             self.substitutions(child, cwds)
 
@@ -385,6 +422,8 @@ class Walk:
         name = words[0].text
         if name is None:
             raise self.fail(f"the program to run is not known from the text ({words[0].raw})")
+        if name in _SETS_NAMES or name == "printf":
+            self.set_names(name, words[1:])
         if name in _QUIET_BUILTINS:
             return
         if name in _OPAQUE_BUILTINS:
@@ -398,6 +437,23 @@ class Walk:
             raise self.fail("cd run as a program")
         rule = self.rule_for(name, words[0], cwds)
         self.nested(lambda: apply(self, rule, words[1:], cwds))
+
+    def set_names(self, program: str, args: Sequence[Word]) -> None:
+        """Check the variables ``read``, ``getopts`` and ``printf -v`` set."""
+        for at, word in enumerate(args):
+            text = word.text
+            if program == "printf":
+                if text is not None and text.startswith("-v") and len(text) > 2:
+                    self.check_name(text[2:])
+                elif text == "-v" and at + 1 < len(args):
+                    name = args[at + 1].text
+                    if name is None:
+                        raise self.fail("printf -v sets a variable not known from the text")
+                    self.check_name(name)
+                continue
+            if text is None:
+                raise self.fail(f"{program} sets a variable not known from the text")
+            self.check_name(text.lstrip("-").removeprefix("a") if text.startswith("-") else text)
 
     def rule_for(self, name: str, word: Word, cwds: Cwds) -> Rule:
         program = name

@@ -47,6 +47,12 @@ Fields of a rule (all optional):
 ``default``
     Operands to assume when there are none (``"."`` for ``ls``); ``default-when`` lists options
     of which one must be present for the default to apply (``grep -r``).
+``flag-options``
+    Options without a value, named so that an abbreviation of another option is not taken for
+    them (``pytest --co``: a flag of its own, not ``--color``).
+``optional-value-options``
+    Options whose value, if any, is attached (``sed -i.bak``, ``--in-place=.bak``): the rest of
+    a short-option cluster, never the next word.
 ``value-options``, ``read-options``, ``write-options``, ``parent-options``, ``cd-options``,
 ``command-options``, ``script-options``
     Options that take a value (the next word, ``--name=value``, or the rest of a short-option
@@ -73,7 +79,8 @@ Fields of a rule (all optional):
     A reason: the command is never understood (``make``, ``npm install``: they run whatever the
     project says).
 ``git``
-    ``"read"`` for git subcommands that only read: the command then runs with
+    ``"read"`` for git subcommands that only read (``"write"``, the default, undoes it in a
+    ``when`` table): the command then runs with
     ``GIT_OPTIONAL_LOCKS=0`` and the programs a repository can name (fsmonitor, hooks, pager,
     external diff) disabled, if every git command in it only reads.
 ``when``
@@ -83,7 +90,14 @@ any other table
     A subcommand: ``[git.status]`` is the rule for ``git status``. The program's options are
     parsed before the subcommand's name. A subcommand not in the table is not understood.
 
-Options not named anywhere are taken as flags without a value. Every rule also understands
+``command-names``
+    The programs its ``command`` operand or option may run (``python -m`` runs a module, and
+    only a module named here is the program of that name); another is not understood.
+
+Options not named anywhere are taken as flags without a value. A long option that is not named
+but begins the name of one that is (``--out`` for ``--output``) is read as that one, as GNU
+``getopt_long`` and git read unambiguous abbreviations; one that begins several is not
+understood. Every rule also understands
 ``--help`` and ``--version`` given alone.
 
 Extending: ``ShellRules.default().extended(text)`` (or ``.extended(mapping)``) returns a table
@@ -112,7 +126,9 @@ ROLES: Final = frozenset(
     {"read", "write", "dir", "parent", "text", "command", "command+input", "script", "barrier"}
 )
 _OPTION_LISTS: Final = {
+    "flag-options": "flag",
     "value-options": "value",
+    "optional-value-options": "optional",
     "read-options": "read",
     "write-options": "write",
     "parent-options": "parent",
@@ -134,6 +150,7 @@ _FIELDS: Final = frozenset(
         "git",
         "when",
         "text-options",
+        "command-names",
         *_OPTION_LISTS,
     }
 )
@@ -161,6 +178,8 @@ class Rule:
     outside_writes: tuple[str, ...] = ()
     barrier: str | None = None
     git: str | None = None
+    command_names: frozenset[str] | None = None
+    """The programs its ``command`` operand or option may name (None: any in the table)."""
     when: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
     subcommands: Mapping[str, Rule] = attrs.field(factory=dict)
     source: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
@@ -243,8 +262,10 @@ def _rule(name: str, table: Mapping[str, Any]) -> Rule:
     if barrier is not None and not isinstance(barrier, str):
         raise ShellRulesError(f"shell rule {name!r}: barrier must be a reason (a string)")
     git = table.get("git")
-    if git not in (None, "read"):
-        raise ShellRulesError(f'shell rule {name!r}: git may only be "read", not {git!r}')
+    if git not in (None, "read", "write"):
+        raise ShellRulesError(
+            f'shell rule {name!r}: git may only be "read" or "write", not {git!r}'
+        )
     when = table.get("when", {})
     if not isinstance(when, Mapping) or not all(isinstance(v, Mapping) for v in when.values()):
         raise ShellRulesError(f"shell rule {name!r}: when must map option names to tables")
@@ -273,6 +294,11 @@ def _rule(name: str, table: Mapping[str, Any]) -> Rule:
         outside_writes=_strings(name, "outside-writes", table.get("outside-writes", [])),
         barrier=barrier,
         git=git,
+        command_names=(
+            None
+            if "command-names" not in table
+            else frozenset(_strings(name, "command-names", table["command-names"]))
+        ),
         when=dict(when),
         subcommands=subcommands,
         source=dict(table),
