@@ -174,3 +174,40 @@ STILL_UNDERSTOOD = {
 @pytest.mark.parametrize(("command", "expected"), list(STILL_UNDERSTOOD.items()))
 def test_common_commands_stay_understood(command: str, expected: set[str]) -> None:
     assert {str(c) for c in shell_claims(command)} == expected, analyse(command).barrier
+
+
+HEREDOCS_THAT_RUN_COMMANDS = [
+    "cat <<E\n`rm x`\nE",
+    "cat <<E > out\nhello `rm -rf sub`\nE",
+    "cat <<-E\n\t$(rm x)\n\tE",
+]
+
+
+@pytest.mark.parametrize("command", HEREDOCS_THAT_RUN_COMMANDS)
+def test_an_unquoted_heredoc_whose_commands_the_parser_misses_is_a_barrier(command: str) -> None:
+    assert shell_claims(command) == BARRIER
+
+
+def test_a_quoted_heredoc_runs_nothing() -> None:
+    assert shell_claims("cat <<'E' > out\n`rm x` $(rm y)\nE") == [tk.exclusive(tk.path("out"))]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls \ud800",
+        "echo \udfff > f",
+        "ls\x00; rm x",
+        "ls\r\nrm x",
+        "echo " + "$(" * 3000 + ")" * 3000,
+    ],
+)
+def test_shell_claims_never_raises(command: str) -> None:
+    assert shell_claims(command) == BARRIER
+
+
+def test_a_command_too_large_to_read_quickly_is_a_barrier_unread() -> None:
+    assert analyse("ls " + "a " * 30_000).barrier == (
+        "the command has more than 20000 syntax nodes"
+    )
+    assert shell_claims("cat " + "a " * 5_000) == [tk.shared(tk.path("a"))]

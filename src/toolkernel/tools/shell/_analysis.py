@@ -352,11 +352,18 @@ class Walk:
 
     def redirect(self, node: Node, cwds: Cwds) -> None:
         if node.type == "heredoc_redirect":
+            quoted = any(
+                c.type == "heredoc_start" and any(q in _text(c) for q in "'\"\\")
+                for c in node.children
+            )
             for child in node.named_children:
                 if child.type in _REDIRECTS:
                     self.redirect(child, cwds)
-                else:
+                elif child.type == "heredoc_body" and not quoted:
+                    _check_heredoc_body(child, self.fail)
                     self.substitutions(child, cwds)  # an unquoted heredoc's body runs them
+                else:
+                    self.substitutions(child, cwds)
             return
         self.substitutions(node, cwds)
         if node.type != "file_redirect":
@@ -469,6 +476,39 @@ class Walk:
         return rule
 
 
+_UNESCAPED_DOLLAR: Final = re.compile(r"(?<!\\)(?:\\\\)*\$([({\[])")
+
+
+def _check_heredoc_body(body: Node, fail: Callable[[str], _Barrier]) -> None:
+    """Refuse an unquoted heredoc's body whose substitutions the grammar did not all parse.
+
+    The body runs its ``$(...)``, backquotes and ``${...}``, but tree-sitter-bash leaves some of
+    them as plain text (backquotes always; ``$(...)`` after a tab in a ``<<-`` heredoc).
+    """
+    text = _text(body)
+    if "`" in text:
+        raise fail("a heredoc's body runs backquoted commands the parser does not read")
+    written = {"(": 0, "{": 0, "[": 0}
+    for match in _UNESCAPED_DOLLAR.finditer(text):
+        written[match.group(1)] += 1
+    parsed = {"(": 0, "{": 0, "[": 0}
+    kinds = {
+        "command_substitution": "(",
+        "arithmetic_expansion": "(",
+        "expansion": "{",
+    }
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        opener = kinds.get(node.type)
+        if opener is not None:
+            first = node.children[0].type if node.children else ""
+            parsed["[" if first == "$[" else opener] += 1
+        stack.extend(node.children)
+    if any(parsed[k] < written[k] for k in written):
+        raise fail("a heredoc's body runs substitutions the parser does not read")
+
+
 def _is_activate(path: str) -> bool:
     return path == "bin/activate" or path.endswith("/bin/activate")
 
@@ -517,6 +557,8 @@ def _analyse(command: str, rules: ShellRules) -> Analysis:
         return Analysis(barrier=str(barrier), rules=tuple(walk.matched))
     except RecursionError:
         return Analysis(barrier="the command nests too deeply", rules=tuple(walk.matched))
+    except UnicodeError:  # a lone surrogate that is no undecodable byte: not a command line
+        return Analysis(barrier="the command is not valid text", rules=tuple(walk.matched))
     git = None
     if walk.git:
         git = "read" if all(mode == "read" for mode in walk.git) else "write"

@@ -67,6 +67,7 @@ class _Invocation:
         self.rest: list[Word] | None = None  # a command that starts here, and its kind
         self.rest_kind = ""
         self.subcommand: tuple[Word, list[Word]] | None = None
+        self.applied: tuple[frozenset[str], Rule] = (frozenset(), rule)
 
     def fail(self, why: str) -> Exception:
         return self.walk.fail(f"{self.rule.name}: {why}")
@@ -112,11 +113,13 @@ class _Invocation:
     def role_at(self, index: int) -> str | None:
         """The role of operand ``index`` as far as the words read so far tell."""
         # The `when` tables of the options read so far apply (`command -v git` runs nothing).
-        rule = self.rule.with_options(self.present)
-        return rule.roles(index + 1, text_given=self.text_given())[index]
+        present = frozenset(self.present)
+        if self.applied[0] != present:
+            self.applied = (present, self.rule.with_options(self.present))
+        return self.applied[1].role(index, index + 1, text_given=self.text_given())
 
     def text_given(self) -> bool:
-        return any(option in self.rule.text_options for _, option, _ in self.values)
+        return not self.rule.text_options.isdisjoint(self.present)
 
     def read_words(self) -> None:
         args, options = self.args, self.rule.options

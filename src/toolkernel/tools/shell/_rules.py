@@ -190,23 +190,24 @@ class Rule:
 
         ``text_given``: an option supplied the leading ``text`` operand (``grep -e``).
         """
-        roles = list(self.operands)
+        return [self.role(i, count, text_given=text_given) for i in range(count)]
+
+    def role(self, index: int, count: int, *, text_given: bool = False) -> str | None:
+        """The role of operand ``index`` of ``count`` (in constant time: a command may have
+        hundreds of thousands of operands)."""
+        roles = self.operands
         repeat = self.repeat
         if text_given and roles and roles[0] == "text" and repeat != 0:
-            roles.pop(0)
+            roles = roles[1:]
             repeat = None if repeat is None else repeat - 1
         if repeat is None:
-            return [roles[i] if i < len(roles) else None for i in range(count)]
+            return roles[index] if index < len(roles) else None
         after = len(roles) - repeat - 1
-        out: list[str | None] = []
-        for i in range(count):
-            if i < repeat:
-                out.append(roles[i])
-            elif i >= count - after:
-                out.append(roles[len(roles) - (count - i)])
-            else:
-                out.append(roles[repeat])
-        return out
+        if index < repeat:
+            return roles[index]
+        if index >= count - after:
+            return roles[len(roles) - (count - index)]
+        return roles[repeat]
 
     def with_options(self, present: set[str]) -> Rule:
         """This rule with the ``when`` tables of the options in ``present`` applied."""
