@@ -73,6 +73,11 @@ WRITES = {
     "npx rm sub/x": ["anything"],
     "npx cat a": ["anything"],
     "uvx cat a": ["anything"],
+    # find -exec: `{}` inside a longer word need not name a path beneath the start
+    "find sub/deep -exec rm -rf {}/../../../x \\;": ["x"],
+    "find sub -exec touch {}.x \\;": ["sub.x"],
+    # git clone without a destination makes one named after the repository
+    "git clone https://example.org/repo.git": ["repo"],
     # $'...' is `$...` to dash (/bin/sh)
     "echo hi > $'sub/y'": ["$sub/y"],
     "rm $'sub/x'": ["$sub/x"],
@@ -112,6 +117,8 @@ RUNS_ANYTHING = [
     "sed -f script.sed a",
     "sed --file=script.sed a",
     "sed -i'../backup/*' s/a/b/ f",
+    "git clone --template=/tmp/hooks https://example.org/r.git d",
+    "git clone -c core.hooksPath=/tmp/hooks https://example.org/r.git d",
     # abbreviations of options a rule refuses
     "rg --pr=./filter x",
     "pytest --basete=/tmp/x",

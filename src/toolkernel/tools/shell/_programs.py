@@ -321,6 +321,20 @@ def _with_input(words: list[Word], values: list[tuple[str, str, Word]]) -> list[
     return [*words, Word(None, "")]
 
 
+def _found(word: Word, start: Word) -> Word:
+    """A word of a ``find -exec`` command, with ``{}`` standing for a found path.
+
+    A found path is ``start`` or lies beneath it, so ``{}`` alone is claimed as ``start``. Within
+    a longer word (``{}.bak``, ``{}/../x``) it makes a path that need not lie beneath ``start``:
+    unknown.
+    """
+    if word.text == "{}":
+        return start
+    if "{}" in word.raw or (word.text is not None and "{}" in word.text):
+        return Word(None, "", raw=word.raw)
+    return word
+
+
 def find(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
     """``find``: start paths are read; actions that write or run are followed."""
     words = list(args)
@@ -352,7 +366,7 @@ def find(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
             if not inner:
                 raise walk.fail(f"find {text} names no command")
             for start in starts:
-                command = [start if "{}" in w.raw else w for w in inner]
+                command = [_found(w, start) for w in inner]
                 walk.nested(functools.partial(walk.run, command, cwds))
             at = end + 1
             continue
