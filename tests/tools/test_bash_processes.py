@@ -137,3 +137,33 @@ async def test_git_status_shares_the_workspace_and_runs_none_of_the_repositorys_
         assert (await read.wait_finished()).status is tk.Status.OK
     assert status_result.status is tk.Status.OK, status_result.error
     assert not (tmp_path / "fsmonitor-ran").exists()
+
+
+# -- the shell that runs commands ---------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+async def test_commands_run_in_bash_whose_grammar_their_claims_are_read_with(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "sub").mkdir()
+    # dash reads `&>` as `&` then `>`: out would land in the root, beside the claims.
+    result = await bash(kernel, "cd sub && echo hi &> out; [[ -n x ]] && echo bash")
+    assert result.status is tk.Status.OK, result.error
+    assert result.output == "bash\n"
+    assert (tmp_path / "sub" / "out").read_text() == "hi\n"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+async def test_inherited_startup_variables_run_nothing_before_the_command(
+    kernel: tk.Kernel, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    startup = tmp_path / "startup.sh"
+    startup.write_text("echo ran > ran.txt\n")
+    monkeypatch.setenv("BASH_ENV", str(startup))
+    monkeypatch.setenv("BASH_FUNC_echo%%", "() { builtin echo shadowed; }")
+    result = await bash(kernel, "echo hi")
+    assert result.status is tk.Status.OK, result.error
+    assert result.output == "hi\n"
+    assert not (tmp_path / "ran.txt").exists()

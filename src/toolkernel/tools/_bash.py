@@ -1,7 +1,7 @@
 """The built-in Bash tool: a shell command in the workspace root, bounded in time and output.
 
-The command runs as ``/bin/sh -c`` in a session (and so a process group) of its own. No process
-of it may outlive its call:
+The command runs as ``bash -c`` (``/bin/sh -c`` where there is no bash) in a session (and so a
+process group) of its own. No process of it may outlive its call:
 
 - when the shell exits, the group is killed at once: background children (``sleep 100 &``) that
   still hold the output pipe would otherwise keep the call waiting for an end of file, and live
@@ -139,7 +139,7 @@ async def _drain(stream: anyio.abc.ByteReceiveStream, output: HeadAndTail) -> No
 async def _run(
     argv: Sequence[str], cwd: str, seconds: float, env: Mapping[str, str] | None = None
 ) -> tuple[int | None, HeadAndTail]:
-    """Run ``argv`` (``/bin/sh -c command``, maybe behind the sandbox launcher); its exit
+    """Run ``argv`` (``bash -c command``, maybe behind the sandbox launcher); its exit
     status (None if it timed out) and its output."""
     output = HeadAndTail(BASH_OUTPUT_LIMIT)
     process = await anyio.open_process(
@@ -183,7 +183,7 @@ class BashTool(FunctionTool):
             """Run a shell command in the workspace root.
 
             Args:
-                command: The command line (run by /bin/sh).
+                command: The command line (run by bash).
                 timeout: Milliseconds before the command and all its children are killed
                     (default 120000, at most 600000).
             """

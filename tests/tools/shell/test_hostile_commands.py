@@ -73,6 +73,9 @@ WRITES = {
     "npx rm sub/x": ["anything"],
     "npx cat a": ["anything"],
     "uvx cat a": ["anything"],
+    # dash (the shell where there is no bash) reads `&>` as `&` then `>`: opened before the cd
+    "cd sub && ls &> out": ["out", "sub/out"],
+    "cd sub && ls &>> out": ["out", "sub/out"],
     # find -exec: `{}` inside a longer word need not name a path beneath the start
     "find sub/deep -exec rm -rf {}/../../../x \\;": ["x"],
     "find sub -exec touch {}.x \\;": ["sub.x"],

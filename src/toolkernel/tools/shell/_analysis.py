@@ -192,7 +192,10 @@ class Walk:
             opened = self.last_started if lists else cwds
             for child in node.children:
                 if child.type in _REDIRECTS:
-                    self.redirect(child, opened)
+                    # dash (the Bash tool's shell where there is no bash) reads `a && b &> f` as
+                    # `a && b & > f`: f is opened where the whole statement began.
+                    dash = child.type == "file_redirect" and _operator(child) in ("&>", "&>>")
+                    self.redirect(child, opened | cwds if dash else opened)
             return ok, failed
         if kind == "list":
             return self.list(node, cwds)
@@ -368,7 +371,7 @@ class Walk:
         self.substitutions(node, cwds)
         if node.type != "file_redirect":
             return  # a here-string: only its substitutions run
-        operator = next((c.type for c in node.children if not c.is_named), "")
+        operator = _operator(node)
         for target in node.children_by_field_name("destination"):
             word = word_of(target)
             if operator in (">&", "<&", ">&-", "<&-") and (
@@ -507,6 +510,10 @@ def _check_heredoc_body(body: Node, fail: Callable[[str], _Barrier]) -> None:
         stack.extend(node.children)
     if any(parsed[k] < written[k] for k in written):
         raise fail("a heredoc's body runs substitutions the parser does not read")
+
+
+def _operator(redirect: Node) -> str:
+    return next((c.type for c in redirect.children if not c.is_named), "")
 
 
 def _is_activate(path: str) -> bool:

@@ -2,7 +2,7 @@
 
 Run as a script, before the command::
 
-    python -I -S _sandbox.py --dir DIR... --file FILE... -- /bin/sh -c COMMAND
+    python -I -S _sandbox.py --dir DIR... --file FILE... -- /bin/bash -c COMMAND
 
 it makes every write-like access (writing or truncating a file, creating, removing or renaming an
 entry, making a device, socket, fifo or link) fail with ``EACCES`` except beneath each ``--dir``
