@@ -19,7 +19,7 @@ import anyio.to_thread
 import pytest
 
 import toolkernel as tk
-from toolkernel.tools import builtin_tools
+from toolkernel.tools import ShellRules, builtin_tools
 
 from .processes import wait_group_gone
 
@@ -167,3 +167,70 @@ async def test_inherited_startup_variables_run_nothing_before_the_command(
     assert result.status is tk.Status.OK, result.error
     assert result.output == "hi\n"
     assert not (tmp_path / "ran.txt").exists()
+
+
+# -- processes that leave the group --------------------------------------------------------------
+
+
+async def wait_gone(pid: int) -> None:
+    """SIGKILL is delivered asynchronously: allow the process a moment to vanish."""
+    with anyio.move_on_after(2):
+        while _alive(pid):  # noqa: ASYNC110 - another process's state: nothing to wait on
+            await anyio.sleep(0.01)
+    assert not _alive(pid), f"process {pid} survived"
+
+
+def _alive(pid: int) -> bool:
+    return os.path.exists(f"/proc/{pid}") and not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        text = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return text[text.rindex(")") + 2] == "Z"
+
+
+ESCAPE = "setsid sh -c 'echo $$ > escaped.pid; exec sleep 30' > /dev/null 2>&1 < /dev/null &"
+
+
+@needs_proc
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="needs setsid")
+async def test_a_process_that_left_the_session_does_not_outlive_the_call(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    with anyio.fail_after(5):
+        result = await bash(kernel, f"{ESCAPE} while [ ! -s escaped.pid ]; do sleep 0.01; done")
+    assert result.status is tk.Status.OK, result.error
+    await wait_gone(int((tmp_path / "escaped.pid").read_text()))
+
+
+@needs_proc
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="needs setsid")
+async def test_a_timeout_kills_a_process_that_left_the_session(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    with anyio.fail_after(5):
+        result = await bash(kernel, f"{ESCAPE} sleep 30", timeout=500)
+    assert result.status is tk.Status.ERROR
+    await wait_gone(int((tmp_path / "escaped.pid").read_text()))
+
+
+@needs_proc
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="needs setsid")
+async def test_a_confined_command_that_daemonises_does_not_outlive_the_call(
+    tmp_path: pathlib.Path,
+) -> None:
+    # A rule says `daemon` only reads: it runs confined, and starts a process in a new session.
+    (tmp_path / "bin").mkdir()
+    daemon = tmp_path / "bin" / "daemon"
+    daemon.write_text(f"#!/bin/sh\n{ESCAPE}\nwhile [ ! -s escaped.pid ]; do sleep 0.01; done\n")
+    daemon.chmod(0o755)
+    (tmp_path / "escaped.pid").write_text("")
+    rules = ShellRules.default().extended('[daemon]\nwrites = ["escaped.pid"]\n')
+    async with tk.open_kernel(builtin_tools(bash=True, shell_rules=rules), root=tmp_path) as k:
+        with anyio.fail_after(5):
+            result = await bash(k, "bin/daemon")
+    assert result.status is tk.Status.OK, result.error
+    await wait_gone(int((tmp_path / "escaped.pid").read_text()))

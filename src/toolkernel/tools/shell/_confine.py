@@ -51,6 +51,7 @@ SHELL: Final = shutil.which("bash") or "/bin/sh"
 """The shell that runs commands: bash, whose grammar the claims are read with. (``/bin/sh`` is
 often dash, which reads ``a &> f`` as ``a & > f``: a redirection opened elsewhere.) Where there
 is no bash, ``/bin/sh``, and the analysis claims what either shell would do where they differ."""
+_LAUNCHER: Final = (sys.executable, "-I", "-S", str(SANDBOX))
 # Inherited variables that make bash run code before the command, or change how it is read.
 _SHELL_STARTUP: Final = ("BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND")
 GIT_READ_ONLY_CONFIG: Final = (
@@ -117,7 +118,9 @@ class Confinement:
         shell = [SHELL, "-c", command]
         env = _git_env(analysis) if analysis.git == "read" else _plain_env()
         if analysis.barrier is not None or landlock_abi() <= 0:
-            return cls(shell, env, confined=False, rules=analysis.rules)
+            # Unconfined, but still supervised: what it starts must not outlive it.
+            argv = [*_LAUNCHER, "--", *shell] if sys.platform.startswith("linux") else shell
+            return cls(argv, env, confined=False, rules=analysis.rules)
         workspace = fs.workspace
         confinement = cls(shell, env, confined=True, rules=analysis.rules)
         made = _creations(analysis, workspace)
@@ -134,7 +137,7 @@ class Confinement:
         temporary, dirs, files = await to_thread(_grants, held, found, analysis.outside_writes)
         confinement.temporary = temporary
         confinement.allowed = [*dirs, *files]
-        arguments = [sys.executable, "-I", "-S", str(SANDBOX)]
+        arguments = list(_LAUNCHER)
         for option, paths in (("--dir", dirs), ("--file", files)):
             for place in paths:
                 arguments += [option, place]
