@@ -76,6 +76,8 @@ WRITES = {
     # dash (the shell where there is no bash) reads `&>` as `&` then `>`: opened before the cd
     "cd sub && ls &> out": ["out", "sub/out"],
     "cd sub && ls &>> out": ["out", "sub/out"],
+    "curl --etag-save etag https://example.org": ["etag"],
+    "curl --libcurl code.c https://example.org": ["code.c"],
     # find -exec: `{}` inside a longer word need not name a path beneath the start
     "find sub/deep -exec rm -rf {}/../../../x \\;": ["x"],
     "find sub -exec touch {}.x \\;": ["sub.x"],
@@ -98,6 +100,19 @@ def test_every_file_a_command_writes_is_claimed_exclusively(
 
 
 READS = {
+    # lists of files to read, and links followed wherever they lead
+    "sha256sum -c SUMS": ["listed"],
+    "md5sum --check SUMS": ["listed"],
+    "wc --files0-from=list": ["listed"],
+    "du --files0-from=list": ["listed"],
+    "sort --files0-from=list": ["listed"],
+    "grep -R x sub": ["elsewhere"],
+    "grep --dereference-recursive x sub": ["elsewhere"],
+    "rg -L x sub": ["elsewhere"],
+    "rg --follow x sub": ["elsewhere"],
+    "tree -l sub": ["elsewhere"],
+    "du -L sub": ["elsewhere"],
+    "find -L sub -name x": ["elsewhere"],
     "sed 'r other' a": ["other", "a"],
     "sed '1R sub/other' a": ["sub/other"],
     "cat $'a'": ["$a"],
@@ -121,6 +136,10 @@ RUNS_ANYTHING = [
     "sed --file=script.sed a",
     "sed -i'../backup/*' s/a/b/ f",
     "git clone --template=/tmp/hooks https://example.org/r.git d",
+    # options that name files to write where the rule can't see them
+    "curl -K curl.cfg https://example.org",
+    "sort -T sub a",
+    "jq --rawfile x f.txt .a d.json",
     "git clone -c core.hooksPath=/tmp/hooks https://example.org/r.git d",
     # abbreviations of options a rule refuses
     "rg --pr=./filter x",

@@ -340,6 +340,8 @@ def find(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
     words = list(args)
     at = 0
     while at < len(words) and (words[at].text or "") in _FIND_PREFIX_FLAGS:
+        if words[at].text == "-L":  # following links reads wherever they lead
+            walk.touch("read", ".", frozenset({"."}), "find -L")
         at += 1
     starts: list[Word] = []
     while at < len(words):
