@@ -161,6 +161,18 @@ RUNS_ANYTHING = [
     ": ${PATH:=/tmp/evil}; ls",
     ": ${LD_PRELOAD=/tmp/evil.so}; ls",
     "unset PATH; ls",
+    # variables through which tools take options, places to write, or programs to run
+    "PYTEST_ADDOPTS=--basetemp=/tmp/x pytest",
+    "CARGO_TARGET_DIR=elsewhere cargo build",
+    "RUSTC_WRAPPER=/tmp/evil cargo build",
+    "GOFLAGS=-toolexec=/tmp/evil go test ./...",
+    "LESSOPEN='|rm -rf x %s' less a",
+    "RIPGREP_CONFIG_PATH=rg.cfg rg x",
+    "npm_config_cache=cache npm test",
+    "MYPY_CACHE_DIR=elsewhere mypy src",
+    "UV_PROJECT_ENVIRONMENT=elsewhere uv run pytest",
+    "CURL_HOME=. curl https://example.org",
+    "export COVERAGE_FILE=elsewhere; pytest",
 ]
 
 
@@ -197,6 +209,10 @@ STILL_UNDERSTOOD = {
     "read -r line < a": {"shared a"},
     "for f in a b; do cat $f; done": {"shared ."},
     "echo $((1 + 2))": set(),
+    "PYTHONPATH=src pytest -q": {"shared .", "exclusive .pytest_cache"},
+    "RUST_BACKTRACE=1 cargo test": {"shared .", "exclusive target"},
+    "LC_ALL=C sort a": {"shared a"},
+    "for file in a b; do cat $file; done": {"shared ."},
 }
 
 

@@ -47,6 +47,21 @@ _DANGEROUS_NAMES: Final = frozenset(
     "PYTHONINSPECT PERL5OPT PERL5LIB RUBYOPT TMPDIR".split()
 )
 _DANGEROUS_PREFIXES: Final = ("GIT_", "DYLD_", "LD_")
+# Variables (upper case: what programs read) through which tools take where to write, what to
+# run, or more options, which a program's rule can't see (`PYTEST_ADDOPTS=--basetemp=x`,
+# `CARGO_TARGET_DIR`, `RUSTC_WRAPPER`, `LESSOPEN`, `RIPGREP_CONFIG_PATH`, `npm_config_cache`).
+_CONFIGURING: Final = re.compile(
+    r"(?:^|_)(?:PATH|HOME|DIR|DIRS|OPTIONS|OPTS|ADDOPTS|FLAGS|CONFIG|CONFIG_FILE|RCFILE|RC|"
+    r"WRAPPER|PAGER|EDITOR|VISUAL|PLUGINS|TOOLCHAIN|CACHE|PREFIX|ENVIRONMENT|FILE|SHELL|OPEN|"
+    r"CLOSE|EXEC|PROGRAM|COMMAND|LINKER|TARGET)$"
+    r"|^(?:npm_config_|NPM_CONFIG_|CARGO_|RUSTC|UV_|PIP_|PYTEST_|COVERAGE_|GO[A-Z]|LESS|XDG_)"
+)
+# Set often, and only change what a program prints or how fast.
+_HARMLESS: Final = frozenset(
+    "PYTHONPATH PYTHONUNBUFFERED PYTHONDONTWRITEBYTECODE PYTHONHASHSEED PYTHONWARNINGS "
+    "PYTHONIOENCODING PYTHONUTF8 PYTHONFAULTHANDLER PYTHONDEVMODE CARGO_TERM_COLOR "
+    "CARGO_INCREMENTAL GOOS GOARCH GOMAXPROCS".split()
+)
 _ASSIGNMENT: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # Files that are not in any workspace and need no claim.
 _SPECIAL_FILES: Final = frozenset(
@@ -344,7 +359,13 @@ class Walk:
             self.depth -= 1
 
     def check_name(self, name: str) -> None:
-        if name in _DANGEROUS_NAMES or name.startswith(_DANGEROUS_PREFIXES):
+        if name in _HARMLESS:
+            return
+        if (
+            name in _DANGEROUS_NAMES
+            or name.startswith(_DANGEROUS_PREFIXES)
+            or _CONFIGURING.search(name)
+        ):
             raise self.fail(f"it sets {name}, which changes what runs and how")
 
     def assignments(self, nodes: Iterable[Node]) -> None:
