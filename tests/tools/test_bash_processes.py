@@ -234,3 +234,17 @@ async def test_a_confined_command_that_daemonises_does_not_outlive_the_call(
             result = await bash(k, "bin/daemon")
     assert result.status is tk.Status.OK, result.error
     await wait_gone(int((tmp_path / "escaped.pid").read_text()))
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+async def test_an_inherited_cdpath_does_not_move_a_cd(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace, elsewhere = tmp_path / "workspace", tmp_path / "elsewhere"
+    (workspace / "sub").mkdir(parents=True)
+    (elsewhere / "sub").mkdir(parents=True)
+    monkeypatch.setenv("CDPATH", str(elsewhere))
+    async with tk.open_kernel(builtin_tools(bash=True), root=workspace) as k:
+        result = await bash(k, "cd sub && pwd")
+    assert result.status is tk.Status.OK, result.error
+    assert result.output == f"{workspace / 'sub'}\n"

@@ -161,6 +161,14 @@ RUNS_ANYTHING = [
     ": ${PATH:=/tmp/evil}; ls",
     ": ${LD_PRELOAD=/tmp/evil.so}; ls",
     "unset PATH; ls",
+    # names that reach declaration builtins as quoted or built words
+    'export "PATH=/tmp/evil"; ls',
+    "export 'PATH'=/tmp/evil; ls",
+    "export PA\\TH=/tmp/evil; ls",
+    "export P$x=/tmp/evil; ls",
+    "declare $name=/tmp/evil; ls",
+    'unset "PATH"; ls',
+    "hash -p /tmp/evil/ls ls; ls",
     # variables through which tools take options, places to write, or programs to run
     "PYTEST_ADDOPTS=--basetemp=/tmp/x pytest",
     "CARGO_TARGET_DIR=elsewhere cargo build",

@@ -20,6 +20,7 @@ assignment to ``PATH``, ``LD_PRELOAD``, a ``GIT_`` variable...) makes the comman
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final
@@ -71,7 +72,7 @@ _SPECIAL_FILES: Final = frozenset(
 # Builtins that change nothing a claim could describe.
 _QUIET_BUILTINS: Final = frozenset(
     ": true false exit return set shopt wait read shift break continue getopts ulimit umask "
-    "hash type times jobs".split()
+    "type times jobs".split()
 )
 # Builtins that change how the rest is run, or run text as code: never understood.
 _OPAQUE_BUILTINS: Final = frozenset(
@@ -231,22 +232,9 @@ class Walk:
             self.assignments([node] if kind == "variable_assignment" else node.named_children)
             self.substitutions(node, cwds)
             return cwds, cwds
-        if kind == "declaration_command":
-            for child in node.named_children:
-                if child.type == "variable_assignment":
-                    self.assignments([child])
-                elif child.type == "variable_name":
-                    self.check_name(_text(child))
-                elif child.type == "word" and _text(child).startswith("-f"):
-                    raise self.fail("declare -f defines functions")
-                elif child.type == "word" and _text(child)[:1] == "-" and "n" in _text(child):
-                    raise self.fail("a name reference (-n) assigns variables by another name")
-            self.substitutions(node, cwds)
-            return cwds, cwds
-        if kind == "unset_command":
-            for child in node.named_children:  # bash searches `.` when PATH is unset
-                if child.type in ("variable_name", "word"):
-                    self.check_name(_text(child))
+        if kind in ("declaration_command", "unset_command"):
+            # `unset PATH` too: bash then searches `.` for programs.
+            self.declaration(node)
             self.substitutions(node, cwds)
             return cwds, cwds
         if kind == "test_command":
@@ -255,6 +243,30 @@ class Walk:
         if kind == "function_definition":
             raise self.fail("it defines a function")
         raise self.fail(f"the shell construct {kind!r} is not understood")
+
+    def declaration(self, node: Node) -> None:
+        """Check the names ``export``, ``declare``, ``local``, ``readonly``, ``unset`` set."""
+        children = [c for c in node.named_children if c.type != "comment"]
+        for before, after in itertools.pairwise(children):
+            if before.end_byte == after.start_byte:
+                # `export P$x=1`: one word to bash, split by the grammar.
+                raise self.fail("a variable it sets is named by a word not known from the text")
+        for child in children:
+            text = _text(child)
+            if child.type == "variable_assignment":
+                self.assignments([child])
+            elif child.type == "variable_name":
+                self.check_name(text)
+            elif child.type == "word" and text[:1] in ("-", "+"):
+                if text.startswith("-f"):
+                    raise self.fail("declare -f defines functions")
+                if "n" in text:
+                    raise self.fail("a name reference (-n) assigns variables by another name")
+            else:
+                word = word_of(child)  # `export "PATH=/tmp"`
+                if word.text is None:
+                    raise self.fail("a variable it sets is named by a word not known from the text")
+                self.check_name(word.text.split("=", 1)[0])
 
     def list(self, node: Node, cwds: Cwds) -> tuple[Cwds, Cwds]:
         """``a && b``, ``a || b``, ``a; b``; sets ``last_started`` to where the last began."""

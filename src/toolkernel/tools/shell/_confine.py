@@ -53,7 +53,14 @@ often dash, which reads ``a &> f`` as ``a & > f``: a redirection opened elsewher
 is no bash, ``/bin/sh``, and the analysis claims what either shell would do where they differ."""
 _LAUNCHER: Final = (sys.executable, "-I", "-S", str(SANDBOX))
 # Inherited variables that make bash run code before the command, or change how it is read.
-_SHELL_STARTUP: Final = ("BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND")
+_SHELL_STARTUP: Final = (
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PROMPT_COMMAND",
+    "CDPATH",  # `cd sub` would go wherever it says
+)
 GIT_READ_ONLY_CONFIG: Final = (
     ("core.fsmonitor", "false"),
     ("core.hooksPath", "/dev/null"),
