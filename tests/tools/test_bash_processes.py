@@ -25,6 +25,9 @@ from .processes import wait_group_gone
 
 needs_proc = pytest.mark.skipif(not pathlib.Path("/proc").is_dir(), reason="needs /proc")
 
+# The command's process group (the launcher's, which the shell joins; not the shell's pid).
+RECORD_GROUP = "read -r _ _ _ _ g _ < /proc/$$/stat; echo $g"
+
 
 @pytest.fixture
 async def kernel(tmp_path: pathlib.Path) -> AsyncIterator[tk.Kernel]:
@@ -52,7 +55,11 @@ async def test_a_background_child_holding_the_output_neither_delays_nor_outlives
     kernel: tk.Kernel, tmp_path: pathlib.Path, exit_watch: str
 ) -> None:
     with anyio.fail_after(5):  # before: the call waited for the sleep (or its 60 s timeout)
-        result = await bash(kernel, "echo $$ > pgid; sleep 30 & echo started", timeout=60_000)
+        result = await bash(
+            kernel,
+            f"{RECORD_GROUP} > pgid; sleep 30 & echo started",
+            timeout=60_000,
+        )
     assert result.status is tk.Status.OK, result.error
     assert result.output == "started\n"
     await wait_group_gone(int((tmp_path / "pgid").read_text()))
@@ -64,7 +71,9 @@ async def test_a_timeout_kills_the_group_when_the_shell_waits_on_a_pipe_holder(
 ) -> None:
     with anyio.fail_after(5):
         result = await bash(
-            kernel, "echo $$ > pgid; (sleep 30; echo late) & sleep 30 | cat", timeout=300
+            kernel,
+            f"{RECORD_GROUP} > pgid; (sleep 30; echo late) & sleep 30 | cat",
+            timeout=300,
         )
     assert result.status is tk.Status.ERROR
     assert result.error is not None and "timed out after 300 ms and was killed" in result.error
