@@ -56,6 +56,9 @@ WRITES = {
     "git branch -u origin/x": [".git"],
     "git branch --set-upstream-to=origin/x": [".git"],
     "git branch -m a b": [".git"],
+    "git reflog expire --all": [".git"],
+    "git reflog delete HEAD@{1}": [".git"],
+    "git config --file sub/settings a.b c": ["sub/settings"],
     # programs run without a subcommand: `yarn` installs, `mix` runs the default task
     "yarn": ["node_modules"],
     "yarn --frozen-lockfile": ["node_modules"],
@@ -189,6 +192,13 @@ def test_what_runs_or_rewires_unknown_programs_is_a_barrier(command: str) -> Non
     assert shell_claims(command) == BARRIER, analyse(command)
 
 
+def test_a_program_whose_own_rule_says_what_it_does_alone_is_understood_without_a_subcommand() -> (
+    None
+):
+    assert analyse("git stash").barrier is None  # `git stash` pushes: confined, not a barrier
+    assert analyse("yarn").barrier == "yarn: without a subcommand it is not described"
+
+
 def test_git_branch_write_options_do_not_raise() -> None:
     # A `when` table saying git = "write" was refused while the command was analysed.
     assert {str(c) for c in shell_claims("git branch -d old")} == {"shared .", "exclusive .git"}
@@ -200,6 +210,9 @@ STILL_UNDERSTOOD = {
     "git branch --list 'f*'": {"shared ."},
     "git branch --merged main": {"shared ."},
     "command -v git": set(),
+    "git remote -v": {"shared ."},
+    "git reflog -n 5": {"shared ."},
+    "git stash": {"exclusive ."},
     "sed -n 1,20p a.txt": {"shared a.txt"},
     "sed -i.bak 's/a/b/g' src/x.py": {"exclusive src"},
     "sed -n '/start/,/end/{p;}' a": {"shared a"},

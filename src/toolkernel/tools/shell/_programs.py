@@ -74,9 +74,10 @@ class _Invocation:
 
     def run(self) -> None:
         self.read_words()
-        if self.rule.subcommands and self.subcommand is None:
+        if self.rule.subcommands and self.subcommand is None and not self.rule.describes_itself:
             # `yarn` installs, `mix` runs the project's default task: what a program does without
-            # its subcommand is not what any of its subcommands' rules say.
+            # its subcommand is not what any of its subcommands' rules say, unless its own rule
+            # says what it reads or writes (`git stash` pushes, `git remote` lists).
             raise self.fail("without a subcommand it is not described")
         if self.rule.name == "sed":
             sed(self.walk, self.values, self.operands, self.cwds)

@@ -88,7 +88,9 @@ Fields of a rule (all optional):
     rule's (``[ruff.check.when."--fix"] operands = "write..."``).
 any other table
     A subcommand: ``[git.status]`` is the rule for ``git status``. The program's options are
-    parsed before the subcommand's name. A subcommand not in the table is not understood.
+    parsed before the subcommand's name. A subcommand not in the table is not understood, and
+    so is the program run without one, unless its own rule has ``reads`` or ``writes`` (what
+    ``git stash`` does alone: ``yarn`` alone installs, ``mix`` alone runs the default task).
 
 ``command-names``
     The programs its ``command`` operand or option may run (``python -m`` runs a module, and
@@ -184,6 +186,11 @@ class Rule:
     subcommands: Mapping[str, Rule] = attrs.field(factory=dict)
     source: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
     """The table it was read from (so it can be merged and re-read with ``when`` applied)."""
+
+    @property
+    def describes_itself(self) -> bool:
+        """True if the rule says what its program does when no subcommand is named."""
+        return bool(self.reads or self.writes)
 
     def roles(self, count: int, *, text_given: bool = False) -> list[str | None]:
         """The role of each of ``count`` operands (None: more than the rule expects).
