@@ -103,6 +103,9 @@ def test_every_file_a_command_writes_is_claimed_exclusively(
 
 
 READS = {
+    # xargs -i takes an attached replace string or none: `env` is the command, not the string
+    "xargs -i env cp {} d < list": ["listed"],
+    "xargs -l env cat < list": ["listed"],
     # lists of files to read, and links followed wherever they lead
     "sha256sum -c SUMS": ["listed"],
     "md5sum --check SUMS": ["listed"],

@@ -225,8 +225,7 @@ class _Invocation:
         if kind == "barrier":
             raise self.fail(f"option {name} is not understood by its rule")
         if kind == "optional":
-            if value is not None:
-                self.values.append(("optional", name, value))
+            self.values.append(("optional", name, Word.known("") if value is None else value))
             return at + 1
         if kind not in _VALUE_KINDS:
             return at + 1
