@@ -147,6 +147,9 @@ RUNS_ANYTHING = [
     "sort -T sub a",
     "jq --rawfile x f.txt .a d.json",
     "git clone -c core.hooksPath=/tmp/hooks https://example.org/r.git d",
+    # zsh runs code in glob qualifiers and expansions a bash parse does not see
+    "zsh -c 'ls *(e:\"rm -rf x\":)'",
+    "zsh -c 'ls'",
     # abbreviations of options a rule refuses
     "rg --pr=./filter x",
     "pytest --basete=/tmp/x",
