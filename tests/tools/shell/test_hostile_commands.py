@@ -147,6 +147,12 @@ RUNS_ANYTHING = [
     "sort -T sub a",
     "jq --rawfile x f.txt .a d.json",
     "git clone -c core.hooksPath=/tmp/hooks https://example.org/r.git d",
+    # bash evaluates a variable's value as arithmetic: `a[$(rm -rf x)]` in a file runs
+    "n=$(cat count); echo $((n + 1))",
+    "n=$(cat count); echo $(($n))",
+    "n=$(cat count); [[ $n -gt 0 ]] && ls",
+    "n=$(cat count); echo ${list[$n]}",
+    "for ((i = $(cat count); i > 0; i--)); do echo; done",
     # zsh runs code in glob qualifiers and expansions a bash parse does not see
     "zsh -c 'ls *(e:\"rm -rf x\":)'",
     "zsh -c 'ls'",
@@ -240,6 +246,9 @@ STILL_UNDERSTOOD = {
     "RUST_BACKTRACE=1 cargo test": {"shared .", "exclusive target"},
     "LC_ALL=C sort a": {"shared a"},
     "for file in a b; do cat $file; done": {"shared ."},
+    '[ "$n" -gt 0 ] && cat a': {"shared a"},
+    "[[ $? -eq 0 ]] && cat a": {"shared a"},
+    "echo $(($? + 1)) ${#list[@]} ${list[0]}": set(),
 }
 
 

@@ -106,6 +106,7 @@ _ARITHMETIC: Final = frozenset(
         "subscript",
     }
 )
+_ARITHMETIC_TESTS: Final = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 # Builtins whose operands name variables they set (`read PATH`, `getopts o PATH`).
 _SETS_NAMES: Final = frozenset({"read", "getopts"})
 _SUBSTITUTIONS: Final = frozenset({"command_substitution", "process_substitution"})
@@ -324,6 +325,10 @@ class Walk:
         """Loops and conditions: every part runs in ``cwds``, and none may change it."""
         self.fixed_cwd += 1
         try:
+            if node.type == "c_style_for_statement":
+                for child in node.named_children:
+                    if child.type != "do_group":
+                        _check_arithmetic(child, self.fail)
             for child in node.named_children:
                 if child.type in _STRUCTURES:
                     self.structure(child, cwds)
@@ -345,6 +350,16 @@ class Walk:
         if node.type in _SUBSTITUTIONS:
             self.nested(lambda: self.sequence(node.named_children, cwds))
             return
+        if node.type in ("arithmetic_expansion", "subscript", "c_style_for_statement"):
+            _check_arithmetic(node, self.fail)
+        elif node.type == "test_command" and node.children and node.children[0].type == "[[":
+            # `[[ a -eq b ]]` evaluates a and b as arithmetic; `[ a -eq b ]` only compares.
+            for child in node.named_children:
+                if child.type == "binary_expression" and any(
+                    c.type == "test_operator" and _text(c) in _ARITHMETIC_TESTS
+                    for c in child.children
+                ):
+                    _check_arithmetic(child, self.fail)
         if node.type == "variable_name":
             parent = node.parent
             if parent is not None and parent.type in _ARITHMETIC:
@@ -543,6 +558,25 @@ def _check_heredoc_body(body: Node, fail: Callable[[str], _Barrier]) -> None:
         stack.extend(node.children)
     if any(parsed[k] < written[k] for k in written):
         raise fail("a heredoc's body runs substitutions the parser does not read")
+
+
+def _check_arithmetic(node: Node, fail: Callable[[str], _Barrier]) -> None:
+    """Refuse arithmetic on a variable's value: bash evaluates the value as an expression, and
+    one such as ``a[$(rm -rf x)]`` runs a command (a file's content read into a variable is
+    enough). Numbers and ``$?``, ``$#``, ``$$``, ``$!`` are known to be numbers."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in ("variable_name", "simple_expansion", "expansion"):
+            if (
+                current.type == "variable_name"
+                and current.parent is not None
+                and (current.parent.type == "subscript" and current == current.parent.children[0])
+            ):
+                pass  # the array's name in `a[i]`, not a value
+            elif not any(c.type == "special_variable_name" for c in current.children):
+                raise fail("arithmetic on a variable's value runs what the value says")
+        stack.extend(current.children)
 
 
 def _operator(redirect: Node) -> str:
