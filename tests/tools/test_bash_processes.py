@@ -19,11 +19,14 @@ import anyio.to_thread
 import pytest
 
 import toolkernel as tk
-from toolkernel.tools import builtin_tools
+from toolkernel.tools import ShellRules, builtin_tools
 
 from .processes import wait_group_gone
 
 needs_proc = pytest.mark.skipif(not pathlib.Path("/proc").is_dir(), reason="needs /proc")
+
+# The command's process group (the launcher's, which the shell joins; not the shell's pid).
+RECORD_GROUP = "read -r _ _ _ _ g _ < /proc/$$/stat; echo $g"
 
 
 @pytest.fixture
@@ -52,7 +55,11 @@ async def test_a_background_child_holding_the_output_neither_delays_nor_outlives
     kernel: tk.Kernel, tmp_path: pathlib.Path, exit_watch: str
 ) -> None:
     with anyio.fail_after(5):  # before: the call waited for the sleep (or its 60 s timeout)
-        result = await bash(kernel, "echo $$ > pgid; sleep 30 & echo started", timeout=60_000)
+        result = await bash(
+            kernel,
+            f"{RECORD_GROUP} > pgid; sleep 30 & echo started",
+            timeout=60_000,
+        )
     assert result.status is tk.Status.OK, result.error
     assert result.output == "started\n"
     await wait_group_gone(int((tmp_path / "pgid").read_text()))
@@ -64,7 +71,9 @@ async def test_a_timeout_kills_the_group_when_the_shell_waits_on_a_pipe_holder(
 ) -> None:
     with anyio.fail_after(5):
         result = await bash(
-            kernel, "echo $$ > pgid; (sleep 30; echo late) & sleep 30 | cat", timeout=300
+            kernel,
+            f"{RECORD_GROUP} > pgid; (sleep 30; echo late) & sleep 30 | cat",
+            timeout=300,
         )
     assert result.status is tk.Status.ERROR
     assert result.error is not None and "timed out after 300 ms and was killed" in result.error
@@ -137,3 +146,114 @@ async def test_git_status_shares_the_workspace_and_runs_none_of_the_repositorys_
         assert (await read.wait_finished()).status is tk.Status.OK
     assert status_result.status is tk.Status.OK, status_result.error
     assert not (tmp_path / "fsmonitor-ran").exists()
+
+
+# -- the shell that runs commands ---------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+async def test_commands_run_in_bash_whose_grammar_their_claims_are_read_with(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "sub").mkdir()
+    # dash reads `&>` as `&` then `>`: out would land in the root, beside the claims.
+    result = await bash(kernel, "cd sub && echo hi &> out; [[ -n x ]] && echo bash")
+    assert result.status is tk.Status.OK, result.error
+    assert result.output == "bash\n"
+    assert (tmp_path / "sub" / "out").read_text() == "hi\n"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+async def test_inherited_startup_variables_run_nothing_before_the_command(
+    kernel: tk.Kernel, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    startup = tmp_path / "startup.sh"
+    startup.write_text("echo ran > ran.txt\n")
+    monkeypatch.setenv("BASH_ENV", str(startup))
+    monkeypatch.setenv("BASH_FUNC_echo%%", "() { builtin echo shadowed; }")
+    result = await bash(kernel, "echo hi")
+    assert result.status is tk.Status.OK, result.error
+    assert result.output == "hi\n"
+    assert not (tmp_path / "ran.txt").exists()
+
+
+# -- processes that leave the group --------------------------------------------------------------
+
+
+async def wait_gone(pid: int) -> None:
+    """SIGKILL is delivered asynchronously: allow the process a moment to vanish."""
+    with anyio.move_on_after(2):
+        while _alive(pid):  # noqa: ASYNC110 - another process's state: nothing to wait on
+            await anyio.sleep(0.01)
+    assert not _alive(pid), f"process {pid} survived"
+
+
+def _alive(pid: int) -> bool:
+    return os.path.exists(f"/proc/{pid}") and not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        text = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return text[text.rindex(")") + 2] == "Z"
+
+
+ESCAPE = "setsid sh -c 'echo $$ > escaped.pid; exec sleep 30' > /dev/null 2>&1 < /dev/null &"
+
+
+@needs_proc
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="needs setsid")
+async def test_a_process_that_left_the_session_does_not_outlive_the_call(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    with anyio.fail_after(5):
+        result = await bash(kernel, f"{ESCAPE} while [ ! -s escaped.pid ]; do sleep 0.01; done")
+    assert result.status is tk.Status.OK, result.error
+    await wait_gone(int((tmp_path / "escaped.pid").read_text()))
+
+
+@needs_proc
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="needs setsid")
+async def test_a_timeout_kills_a_process_that_left_the_session(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    with anyio.fail_after(5):
+        result = await bash(kernel, f"{ESCAPE} sleep 30", timeout=500)
+    assert result.status is tk.Status.ERROR
+    await wait_gone(int((tmp_path / "escaped.pid").read_text()))
+
+
+@needs_proc
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="needs setsid")
+async def test_a_confined_command_that_daemonises_does_not_outlive_the_call(
+    tmp_path: pathlib.Path,
+) -> None:
+    # A rule says `daemon` only reads: it runs confined, and starts a process in a new session.
+    (tmp_path / "bin").mkdir()
+    daemon = tmp_path / "bin" / "daemon"
+    daemon.write_text(f"#!/bin/sh\n{ESCAPE}\nwhile [ ! -s escaped.pid ]; do sleep 0.01; done\n")
+    daemon.chmod(0o755)
+    (tmp_path / "escaped.pid").write_text("")
+    rules = ShellRules.default().extended('[daemon]\nwrites = ["escaped.pid"]\n')
+    async with tk.open_kernel(builtin_tools(bash=True, shell_rules=rules), root=tmp_path) as k:
+        with anyio.fail_after(5):
+            result = await bash(k, "bin/daemon")
+    assert result.status is tk.Status.OK, result.error
+    await wait_gone(int((tmp_path / "escaped.pid").read_text()))
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+async def test_an_inherited_cdpath_does_not_move_a_cd(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace, elsewhere = tmp_path / "workspace", tmp_path / "elsewhere"
+    (workspace / "sub").mkdir(parents=True)
+    (elsewhere / "sub").mkdir(parents=True)
+    monkeypatch.setenv("CDPATH", str(elsewhere))
+    async with tk.open_kernel(builtin_tools(bash=True), root=workspace) as k:
+        result = await bash(k, "cd sub && pwd")
+    assert result.status is tk.Status.OK, result.error
+    assert result.output == f"{workspace / 'sub'}\n"

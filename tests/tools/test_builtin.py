@@ -352,6 +352,10 @@ async def test_bash_runs_in_the_workspace_root(kernel: tk.Kernel, tmp_path: path
     assert (tmp_path / "made.txt").read_text() == "made\n"
 
 
+# The command's process group (the launcher's, which the shell joins; not the shell's pid).
+RECORD_GROUP = "read -r _ _ _ _ g _ < /proc/$$/stat; echo $g"
+
+
 async def test_bash_nonzero_exit_is_an_error_with_the_output(kernel: tk.Kernel) -> None:
     message = await error(kernel, "Bash", command="echo oops; echo bad >&2; exit 3")
     assert message == "exit code 3\noops\nbad"
@@ -363,7 +367,10 @@ async def test_bash_timeout_kills_the_whole_process_group(
 ) -> None:
     with anyio.fail_after(10):
         message = await error(
-            kernel, "Bash", command="echo $$ > pgid; sleep 30 & sleep 30", timeout=300
+            kernel,
+            "Bash",
+            command=f"{RECORD_GROUP} > pgid; sleep 30 & sleep 30",
+            timeout=300,
         )
     assert "timed out after 300 ms and was killed" in message
     await wait_group_gone(int((tmp_path / "pgid").read_text()))
@@ -379,7 +386,7 @@ async def test_cancelling_bash_kills_the_whole_process_group(
             tk.ToolCall(
                 "c1",
                 "Bash",
-                {"command": "echo $$ > pgid.tmp; mv pgid.tmp pgid; sleep 30 & sleep 30"},
+                {"command": f"{RECORD_GROUP} > pgid.tmp; mv pgid.tmp pgid; sleep 30 & sleep 30"},
             )
         )
         while not pid_file.exists():  # noqa: ASYNC110 - written by the shell: nothing to wait on

@@ -1,17 +1,19 @@
 """The built-in Bash tool: a shell command in the workspace root, bounded in time and output.
 
-The command runs as ``/bin/sh -c`` in a session (and so a process group) of its own. No process
-of it may outlive its call:
+The command runs as ``bash -c`` (``/bin/sh -c`` where there is no bash) in a session (and so a
+process group) of its own, on Linux under a small launcher (``shell/_sandbox.py``) that is a
+child subreaper. No process of it may outlive its call:
 
-- when the shell exits, the group is killed at once: background children (``sleep 100 &``) that
-  still hold the output pipe would otherwise keep the call waiting for an end of file, and live
-  on after it;
-- on a timeout, a cancellation or the kernel closing, the group is killed the same way.
+- when the shell exits, the launcher kills every process the command left, even one that left
+  the group (``setsid``), since orphans are reparented to it; then the group is killed:
+  background children (``sleep 100 &``) that still hold the output pipe would otherwise keep the
+  call waiting for an end of file, and live on after it;
+- on a timeout, a cancellation or the kernel closing, the launcher is sent SIGTERM (it kills the
+  same way) and, at most :data:`DRAIN_GRACE` seconds later, the group is killed.
 
-The group is killed *before* the shell is reaped: while the shell is an unreaped zombie its pid
-(the group's id) can't be given to another process, so the signal can't reach a stranger. A
-process that left the group (``setsid``) escapes this; after the kill the pipe is drained for at
-most :data:`DRAIN_GRACE` seconds.
+The group is killed *before* the launcher is reaped: while it is an unreaped zombie its pid
+(the group's id) can't be given to another process, so the signal can't reach a stranger. After
+the kill the pipe is drained for at most :data:`DRAIN_GRACE` seconds.
 
 Output (stdout and stderr together) is streamed, never buffered whole: the first and the last
 ``BASH_OUTPUT_LIMIT / 2`` bytes are kept, and the result says how many were cut in between, so
@@ -93,6 +95,11 @@ class HeadAndTail:
         )
 
 
+def _terminate(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # it has been reaped
+        os.kill(pid, signal.SIGTERM)
+
+
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError):  # every process of it has ended
         os.killpg(pgid, signal.SIGKILL)
@@ -139,7 +146,7 @@ async def _drain(stream: anyio.abc.ByteReceiveStream, output: HeadAndTail) -> No
 async def _run(
     argv: Sequence[str], cwd: str, seconds: float, env: Mapping[str, str] | None = None
 ) -> tuple[int | None, HeadAndTail]:
-    """Run ``argv`` (``/bin/sh -c command``, maybe behind the sandbox launcher); its exit
+    """Run ``argv`` (``bash -c command``, maybe behind the sandbox launcher); its exit
     status (None if it timed out) and its output."""
     output = HeadAndTail(BASH_OUTPUT_LIMIT)
     process = await anyio.open_process(
@@ -160,9 +167,13 @@ async def _run(
                 _kill_group(process.pid)  # what the shell left running dies with it
                 tasks.cancel_scope.deadline = anyio.current_time() + DRAIN_GRACE
     finally:
-        # Every way out (timeout, cancellation, the kernel closing) kills the group first.
-        _kill_group(process.pid)
+        # Every way out (timeout, cancellation, the kernel closing) first asks the launcher to
+        # kill what the command started, even what left the group, then kills the group.
+        _terminate(process.pid)
         with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(DRAIN_GRACE):
+                await _exited(process)
+            _kill_group(process.pid)
             await process.wait()
             await process.aclose()
     return (None if timer.cancelled_caught else process.returncode), output
@@ -183,7 +194,7 @@ class BashTool(FunctionTool):
             """Run a shell command in the workspace root.
 
             Args:
-                command: The command line (run by /bin/sh).
+                command: The command line (run by bash).
                 timeout: Milliseconds before the command and all its children are killed
                     (default 120000, at most 600000).
             """

@@ -20,6 +20,7 @@ assignment to ``PATH``, ``LD_PRELOAD``, a ``GIT_`` variable...) makes the comman
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final
@@ -47,6 +48,21 @@ _DANGEROUS_NAMES: Final = frozenset(
     "PYTHONINSPECT PERL5OPT PERL5LIB RUBYOPT TMPDIR".split()
 )
 _DANGEROUS_PREFIXES: Final = ("GIT_", "DYLD_", "LD_")
+# Variables (upper case: what programs read) through which tools take where to write, what to
+# run, or more options, which a program's rule can't see (`PYTEST_ADDOPTS=--basetemp=x`,
+# `CARGO_TARGET_DIR`, `RUSTC_WRAPPER`, `LESSOPEN`, `RIPGREP_CONFIG_PATH`, `npm_config_cache`).
+_CONFIGURING: Final = re.compile(
+    r"(?:^|_)(?:PATH|HOME|DIR|DIRS|OPTIONS|OPTS|ADDOPTS|FLAGS|CONFIG|CONFIG_FILE|RCFILE|RC|"
+    r"WRAPPER|PAGER|EDITOR|VISUAL|PLUGINS|TOOLCHAIN|CACHE|PREFIX|ENVIRONMENT|FILE|SHELL|OPEN|"
+    r"CLOSE|EXEC|PROGRAM|COMMAND|LINKER|TARGET)$"
+    r"|^(?:npm_config_|NPM_CONFIG_|CARGO_|RUSTC|UV_|PIP_|PYTEST_|COVERAGE_|GO[A-Z]|LESS|XDG_)"
+)
+# Set often, and only change what a program prints or how fast.
+_HARMLESS: Final = frozenset(
+    "PYTHONPATH PYTHONUNBUFFERED PYTHONDONTWRITEBYTECODE PYTHONHASHSEED PYTHONWARNINGS "
+    "PYTHONIOENCODING PYTHONUTF8 PYTHONFAULTHANDLER PYTHONDEVMODE CARGO_TERM_COLOR "
+    "CARGO_INCREMENTAL GOOS GOARCH GOMAXPROCS".split()
+)
 _ASSIGNMENT: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # Files that are not in any workspace and need no claim.
 _SPECIAL_FILES: Final = frozenset(
@@ -56,7 +72,7 @@ _SPECIAL_FILES: Final = frozenset(
 # Builtins that change nothing a claim could describe.
 _QUIET_BUILTINS: Final = frozenset(
     ": true false exit return set shopt wait read shift break continue getopts ulimit umask "
-    "hash type times jobs".split()
+    "type times jobs".split()
 )
 # Builtins that change how the rest is run, or run text as code: never understood.
 _OPAQUE_BUILTINS: Final = frozenset(
@@ -77,6 +93,22 @@ _STRUCTURES: Final = frozenset(
     }
 )
 _REDIRECTS: Final = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+# Where a bare variable name is an arithmetic operand, which may be assigned (`$((PATH=1))`).
+_ARITHMETIC: Final = frozenset(
+    {
+        "arithmetic_expansion",
+        "binary_expression",
+        "unary_expression",
+        "postfix_expression",
+        "parenthesized_expression",
+        "ternary_expression",
+        "c_style_for_statement",
+        "subscript",
+    }
+)
+_ARITHMETIC_TESTS: Final = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+# Builtins whose operands name variables they set (`read PATH`, `getopts o PATH`).
+_SETS_NAMES: Final = frozenset({"read", "getopts"})
 _SUBSTITUTIONS: Final = frozenset({"command_substitution", "process_substitution"})
 
 
@@ -177,7 +209,10 @@ class Walk:
             opened = self.last_started if lists else cwds
             for child in node.children:
                 if child.type in _REDIRECTS:
-                    self.redirect(child, opened)
+                    # dash (the Bash tool's shell where there is no bash) reads `a && b &> f` as
+                    # `a && b & > f`: f is opened where the whole statement began.
+                    dash = child.type == "file_redirect" and _operator(child) in ("&>", "&>>")
+                    self.redirect(child, opened | cwds if dash else opened)
             return ok, failed
         if kind == "list":
             return self.list(node, cwds)
@@ -198,22 +233,41 @@ class Walk:
             self.assignments([node] if kind == "variable_assignment" else node.named_children)
             self.substitutions(node, cwds)
             return cwds, cwds
-        if kind == "declaration_command":
-            for child in node.named_children:
-                if child.type == "variable_assignment":
-                    self.assignments([child])
-                elif child.type == "variable_name":
-                    self.check_name(_text(child))
-                elif child.type == "word" and _text(child).startswith("-f"):
-                    raise self.fail("declare -f defines functions")
+        if kind in ("declaration_command", "unset_command"):
+            # `unset PATH` too: bash then searches `.` for programs.
+            self.declaration(node)
             self.substitutions(node, cwds)
             return cwds, cwds
-        if kind in ("unset_command", "test_command"):
+        if kind == "test_command":
             self.substitutions(node, cwds)
             return cwds, cwds
         if kind == "function_definition":
             raise self.fail("it defines a function")
         raise self.fail(f"the shell construct {kind!r} is not understood")
+
+    def declaration(self, node: Node) -> None:
+        """Check the names ``export``, ``declare``, ``local``, ``readonly``, ``unset`` set."""
+        children = [c for c in node.named_children if c.type != "comment"]
+        for before, after in itertools.pairwise(children):
+            if before.end_byte == after.start_byte:
+                # `export P$x=1`: one word to bash, split by the grammar.
+                raise self.fail("a variable it sets is named by a word not known from the text")
+        for child in children:
+            text = _text(child)
+            if child.type == "variable_assignment":
+                self.assignments([child])
+            elif child.type == "variable_name":
+                self.check_name(text)
+            elif child.type == "word" and text[:1] in ("-", "+"):
+                if text.startswith("-f"):
+                    raise self.fail("declare -f defines functions")
+                if "n" in text:
+                    raise self.fail("a name reference (-n) assigns variables by another name")
+            else:
+                word = word_of(child)  # `export "PATH=/tmp"`
+                if word.text is None:
+                    raise self.fail("a variable it sets is named by a word not known from the text")
+                self.check_name(word.text.split("=", 1)[0])
 
     def list(self, node: Node, cwds: Cwds) -> tuple[Cwds, Cwds]:
         """``a && b``, ``a || b``, ``a; b``; sets ``last_started`` to where the last began."""
@@ -271,10 +325,16 @@ class Walk:
         """Loops and conditions: every part runs in ``cwds``, and none may change it."""
         self.fixed_cwd += 1
         try:
+            if node.type == "c_style_for_statement":
+                for child in node.named_children:
+                    if child.type != "do_group":
+                        _check_arithmetic(child, self.fail)
             for child in node.named_children:
                 if child.type in _STRUCTURES:
                     self.structure(child, cwds)
-                elif child.type in ("variable_name", "comment"):
+                elif child.type == "variable_name":
+                    self.check_name(_text(child))  # `for PATH in ...` sets it
+                elif child.type == "comment":
                     continue
                 elif _is_statement(child):
                     self.statement(child, cwds)
@@ -290,6 +350,28 @@ class Walk:
         if node.type in _SUBSTITUTIONS:
             self.nested(lambda: self.sequence(node.named_children, cwds))
             return
+        if node.type in ("arithmetic_expansion", "subscript", "c_style_for_statement"):
+            _check_arithmetic(node, self.fail)
+        elif node.type == "test_command" and node.children and node.children[0].type == "[[":
+            # `[[ a -eq b ]]` evaluates a and b as arithmetic; `[ a -eq b ]` only compares.
+            for child in node.named_children:
+                if child.type == "binary_expression" and any(
+                    c.type == "test_operator" and _text(c) in _ARITHMETIC_TESTS
+                    for c in child.children
+                ):
+                    _check_arithmetic(child, self.fail)
+        if node.type == "variable_name":
+            parent = node.parent
+            if parent is not None and parent.type in _ARITHMETIC:
+                self.check_name(_text(node))
+        elif node.type == "expansion" and any(
+            c.type in ("=", ":=") for c in node.children if not c.is_named
+        ):
+            for name in node.named_children:  # `${PATH:=x}` assigns it
+                if name.type == "variable_name":
+                    self.check_name(_text(name))
+        elif node.type == "variable_assignment":
+            self.assignments([node])
         for child in node.named_children:
             self.substitutions(child, cwds)
 
@@ -304,7 +386,13 @@ class Walk:
             self.depth -= 1
 
     def check_name(self, name: str) -> None:
-        if name in _DANGEROUS_NAMES or name.startswith(_DANGEROUS_PREFIXES):
+        if name in _HARMLESS:
+            return
+        if (
+            name in _DANGEROUS_NAMES
+            or name.startswith(_DANGEROUS_PREFIXES)
+            or _CONFIGURING.search(name)
+        ):
             raise self.fail(f"it sets {name}, which changes what runs and how")
 
     def assignments(self, nodes: Iterable[Node]) -> None:
@@ -315,16 +403,23 @@ class Walk:
 
     def redirect(self, node: Node, cwds: Cwds) -> None:
         if node.type == "heredoc_redirect":
+            quoted = any(
+                c.type == "heredoc_start" and any(q in _text(c) for q in "'\"\\")
+                for c in node.children
+            )
             for child in node.named_children:
                 if child.type in _REDIRECTS:
                     self.redirect(child, cwds)
-                else:
+                elif child.type == "heredoc_body" and not quoted:
+                    _check_heredoc_body(child, self.fail)
                     self.substitutions(child, cwds)  # an unquoted heredoc's body runs them
+                else:
+                    self.substitutions(child, cwds)
             return
         self.substitutions(node, cwds)
         if node.type != "file_redirect":
             return  # a here-string: only its substitutions run
-        operator = next((c.type for c in node.children if not c.is_named), "")
+        operator = _operator(node)
         for target in node.children_by_field_name("destination"):
             word = word_of(target)
             if operator in (">&", "<&", ">&-", "<&-") and (
@@ -385,6 +480,8 @@ class Walk:
         name = words[0].text
         if name is None:
             raise self.fail(f"the program to run is not known from the text ({words[0].raw})")
+        if name in _SETS_NAMES or name == "printf":
+            self.set_names(name, words[1:])
         if name in _QUIET_BUILTINS:
             return
         if name in _OPAQUE_BUILTINS:
@@ -399,6 +496,23 @@ class Walk:
         rule = self.rule_for(name, words[0], cwds)
         self.nested(lambda: apply(self, rule, words[1:], cwds))
 
+    def set_names(self, program: str, args: Sequence[Word]) -> None:
+        """Check the variables ``read``, ``getopts`` and ``printf -v`` set."""
+        for at, word in enumerate(args):
+            text = word.text
+            if program == "printf":
+                if text is not None and text.startswith("-v") and len(text) > 2:
+                    self.check_name(text[2:])
+                elif text == "-v" and at + 1 < len(args):
+                    name = args[at + 1].text
+                    if name is None:
+                        raise self.fail("printf -v sets a variable not known from the text")
+                    self.check_name(name)
+                continue
+            if text is None:
+                raise self.fail(f"{program} sets a variable not known from the text")
+            self.check_name(text.lstrip("-").removeprefix("a") if text.startswith("-") else text)
+
     def rule_for(self, name: str, word: Word, cwds: Cwds) -> Rule:
         program = name
         if "/" in name:
@@ -411,6 +525,62 @@ class Walk:
         if rule is None:
             raise self.fail(f"{program} is not in the shell rules")
         return rule
+
+
+_UNESCAPED_DOLLAR: Final = re.compile(r"(?<!\\)(?:\\\\)*\$([({\[])")
+
+
+def _check_heredoc_body(body: Node, fail: Callable[[str], _Barrier]) -> None:
+    """Refuse an unquoted heredoc's body whose substitutions the grammar did not all parse.
+
+    The body runs its ``$(...)``, backquotes and ``${...}``, but tree-sitter-bash leaves some of
+    them as plain text (backquotes always; ``$(...)`` after a tab in a ``<<-`` heredoc).
+    """
+    text = _text(body)
+    if "`" in text:
+        raise fail("a heredoc's body runs backquoted commands the parser does not read")
+    written = {"(": 0, "{": 0, "[": 0}
+    for match in _UNESCAPED_DOLLAR.finditer(text):
+        written[match.group(1)] += 1
+    parsed = {"(": 0, "{": 0, "[": 0}
+    kinds = {
+        "command_substitution": "(",
+        "arithmetic_expansion": "(",
+        "expansion": "{",
+    }
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        opener = kinds.get(node.type)
+        if opener is not None:
+            first = node.children[0].type if node.children else ""
+            parsed["[" if first == "$[" else opener] += 1
+        stack.extend(node.children)
+    if any(parsed[k] < written[k] for k in written):
+        raise fail("a heredoc's body runs substitutions the parser does not read")
+
+
+def _check_arithmetic(node: Node, fail: Callable[[str], _Barrier]) -> None:
+    """Refuse arithmetic on a variable's value: bash evaluates the value as an expression, and
+    one such as ``a[$(rm -rf x)]`` runs a command (a file's content read into a variable is
+    enough). Numbers and ``$?``, ``$#``, ``$$``, ``$!`` are known to be numbers."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in ("variable_name", "simple_expansion", "expansion"):
+            if (
+                current.type == "variable_name"
+                and current.parent is not None
+                and (current.parent.type == "subscript" and current == current.parent.children[0])
+            ):
+                pass  # the array's name in `a[i]`, not a value
+            elif not any(c.type == "special_variable_name" for c in current.children):
+                raise fail("arithmetic on a variable's value runs what the value says")
+        stack.extend(current.children)
+
+
+def _operator(redirect: Node) -> str:
+    return next((c.type for c in redirect.children if not c.is_named), "")
 
 
 def _is_activate(path: str) -> bool:
@@ -461,6 +631,8 @@ def _analyse(command: str, rules: ShellRules) -> Analysis:
         return Analysis(barrier=str(barrier), rules=tuple(walk.matched))
     except RecursionError:
         return Analysis(barrier="the command nests too deeply", rules=tuple(walk.matched))
+    except UnicodeError:  # a lone surrogate that is no undecodable byte: not a command line
+        return Analysis(barrier="the command is not valid text", rules=tuple(walk.matched))
     git = None
     if walk.git:
         git = "read" if all(mode == "read" for mode in walk.git) else "write"

@@ -47,6 +47,20 @@ ToThread = Callable[..., Awaitable[Any]]
 """Runs a blocking function in a worker thread: ``anyio.to_thread.run_sync``."""
 
 SANDBOX: Final = FilePath(_sandbox.__file__).resolve()
+SHELL: Final = shutil.which("bash") or "/bin/sh"
+"""The shell that runs commands: bash, whose grammar the claims are read with. (``/bin/sh`` is
+often dash, which reads ``a &> f`` as ``a & > f``: a redirection opened elsewhere.) Where there
+is no bash, ``/bin/sh``, and the analysis claims what either shell would do where they differ."""
+_LAUNCHER: Final = (sys.executable, "-I", "-S", str(SANDBOX))
+# Inherited variables that make bash run code before the command, or change how it is read.
+_SHELL_STARTUP: Final = (
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PROMPT_COMMAND",
+    "CDPATH",  # `cd sub` would go wherever it says
+)
 GIT_READ_ONLY_CONFIG: Final = (
     ("core.fsmonitor", "false"),
     ("core.hooksPath", "/dev/null"),
@@ -108,10 +122,12 @@ class Confinement:
         ``to_thread`` runs a blocking function in a worker thread (``anyio.to_thread.run_sync``
         or ``anyio.to_thread.run_sync``): this module knows no event loop.
         """
-        shell = ["/bin/sh", "-c", command]
-        env = _git_env(analysis) if analysis.git == "read" else None
+        shell = [SHELL, "-c", command]
+        env = _git_env(analysis) if analysis.git == "read" else _plain_env()
         if analysis.barrier is not None or landlock_abi() <= 0:
-            return cls(shell, env, confined=False, rules=analysis.rules)
+            # Unconfined, but still supervised: what it starts must not outlive it.
+            argv = [*_LAUNCHER, "--", *shell] if sys.platform.startswith("linux") else shell
+            return cls(argv, env, confined=False, rules=analysis.rules)
         workspace = fs.workspace
         confinement = cls(shell, env, confined=True, rules=analysis.rules)
         made = _creations(analysis, workspace)
@@ -128,7 +144,7 @@ class Confinement:
         temporary, dirs, files = await to_thread(_grants, held, found, analysis.outside_writes)
         confinement.temporary = temporary
         confinement.allowed = [*dirs, *files]
-        arguments = [sys.executable, "-I", "-S", str(SANDBOX)]
+        arguments = list(_LAUNCHER)
         for option, paths in (("--dir", dirs), ("--file", files)):
             for place in paths:
                 arguments += [option, place]
@@ -278,9 +294,19 @@ def _outside(places: Iterable[str]) -> list[str]:
     return found
 
 
+def _plain_env() -> dict[str, str]:
+    """This process's environment without what would make the shell run code of its own:
+    a startup file (``BASH_ENV``), options, or exported functions that shadow programs."""
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if name not in _SHELL_STARTUP and not name.startswith("BASH_FUNC_")
+    }
+
+
 def _git_env(analysis: Analysis) -> dict[str, str]:
     """The environment for a command whose git commands only read."""
-    env = dict(os.environ)
+    env = _plain_env()
     env.pop("GIT_EXTERNAL_DIFF", None)
     count = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
     for offset, (key, value) in enumerate(GIT_READ_ONLY_CONFIG):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final
 
 from ._access import Access, Cwds, join
 from ._rules import Rule
+from ._sed import sed
 from ._words import Word
 
 if TYPE_CHECKING:
@@ -66,12 +67,20 @@ class _Invocation:
         self.rest: list[Word] | None = None  # a command that starts here, and its kind
         self.rest_kind = ""
         self.subcommand: tuple[Word, list[Word]] | None = None
+        self.applied: tuple[frozenset[str], Rule] = (frozenset(), rule)
 
     def fail(self, why: str) -> Exception:
         return self.walk.fail(f"{self.rule.name}: {why}")
 
     def run(self) -> None:
         self.read_words()
+        if self.rule.subcommands and self.subcommand is None and not self.rule.describes_itself:
+            # `yarn` installs, `mix` runs the project's default task: what a program does without
+            # its subcommand is not what any of its subcommands' rules say, unless its own rule
+            # says what it reads or writes (`git stash` pushes, `git remote` lists).
+            raise self.fail("without a subcommand it is not described")
+        if self.rule.name == "sed":
+            sed(self.walk, self.values, self.operands, self.cwds)
         rule = self.rule.with_options(self.present)
         cwds = self.cwds
         for kind, option, value in self.values:
@@ -104,10 +113,14 @@ class _Invocation:
 
     def role_at(self, index: int) -> str | None:
         """The role of operand ``index`` as far as the words read so far tell."""
-        return self.rule.roles(index + 1, text_given=self.text_given())[index]
+        # The `when` tables of the options read so far apply (`command -v git` runs nothing).
+        present = frozenset(self.present)
+        if self.applied[0] != present:
+            self.applied = (present, self.rule.with_options(self.present))
+        return self.applied[1].role(index, index + 1, text_given=self.text_given())
 
     def text_given(self) -> bool:
-        return any(option in self.rule.text_options for _, option, _ in self.values)
+        return not self.rule.text_options.isdisjoint(self.present)
 
     def read_words(self) -> None:
         args, options = self.args, self.rule.options
@@ -136,8 +149,10 @@ class _Invocation:
                 ended = True
                 at += 1
                 continue
-            if text.startswith("--") or text in options:
-                name, equals, inline = text.partition("=")
+            name, equals, inline = text.partition("=")
+            if text.startswith("--") or text in options or (len(name) > 2 and name in options):
+                # `--name[=value]`, and a long option of one dash (`go test -count=1`).
+                name = self.long_name(name, inline if equals else None)
                 at = self.option(name, Word.known(inline) if equals else None, at)
                 if self.rest is not None:
                     return
@@ -146,8 +161,17 @@ class _Invocation:
             for index, letter in enumerate(letters):
                 name = f"-{letter}"
                 kind = options.get(name)
+                if kind == "optional":
+                    # An attached value or none (`sed -i.bak`): never the next word.
+                    self.present.add(name)
+                    self.values.append(("optional", name, Word.known(letters[index + 1 :])))
+                    at += 1
+                    break
                 if kind in _VALUE_KINDS and kind != "script":
                     remainder = letters[index + 1 :]
+                    if remainder.startswith("=") and kind in _PATH_ROLES:
+                        # `-o=x`: GNU programs read `=x`, Go's flag package `x`; claim both.
+                        self.values.append((kind, name, Word.known(remainder[1:])))
                     at = self.option(name, Word.known(remainder) if remainder else None, at)
                     break
                 if kind == "script":
@@ -160,6 +184,35 @@ class _Invocation:
             if self.rest is not None:
                 return
 
+    def long_name(self, name: str, inline: str | None) -> str:
+        """The option a long option names: itself, or the one it abbreviates.
+
+        GNU ``getopt_long`` and git take any unambiguous beginning of a long option for it
+        (``sort --out=f`` is ``--output=f``). A name the rule does not know that begins one it
+        knows is read as that one; where that can't be done safely, the command is a barrier.
+        """
+        rule = self.rule
+        known = {*rule.options, *rule.when, *rule.default_when}
+        if name in known or not name.startswith("--"):
+            return name
+        matches = sorted(option for option in known if option.startswith(name))
+        if not matches:
+            return name
+        if len(matches) > 1:
+            raise self.fail(f"option {name} may abbreviate any of {', '.join(matches)}")
+        full = matches[0]
+        kind = rule.options.get(full, "flag")
+        if kind in ("flag", "optional") or (kind == "value" and inline is None):
+            # A flag; or a value that, if the option is one, is then read as an operand too
+            # (more claims, never fewer).
+            self.present.add(full)
+            return name if kind == "value" else full
+        if inline is None or kind in ("barrier", "command", "script"):
+            raise self.fail(
+                f"option {name} may abbreviate {full}, which the rule follows only whole"
+            )
+        return full
+
     def option_flag(self, name: str) -> None:
         self.present.add(name)
         if self.rule.options.get(name) == "barrier":
@@ -171,6 +224,9 @@ class _Invocation:
         self.present.add(name)
         if kind == "barrier":
             raise self.fail(f"option {name} is not understood by its rule")
+        if kind == "optional":
+            self.values.append(("optional", name, Word.known("") if value is None else value))
+            return at + 1
         if kind not in _VALUE_KINDS:
             return at + 1
         if value is None:
@@ -235,6 +291,10 @@ class _Invocation:
         self.walk.nested(lambda: self.walk.script(source, cwds))
 
     def command(self, words: list[Word], cwds: Cwds) -> None:
+        names = self.rule.command_names
+        if names is not None and words and words[0].text not in names:
+            shown = words[0].raw or words[0].text
+            raise self.fail(f"{shown!r} is not one of the programs its rule says it runs")
         if self.rest_kind == "command+input":
             words = _with_input(words, self.values)
         self.walk.nested(lambda: self.walk.run(words, cwds))
@@ -261,11 +321,27 @@ def _with_input(words: list[Word], values: list[tuple[str, str, Word]]) -> list[
     return [*words, Word(None, "")]
 
 
+def _found(word: Word, start: Word) -> Word:
+    """A word of a ``find -exec`` command, with ``{}`` standing for a found path.
+
+    A found path is ``start`` or lies beneath it, so ``{}`` alone is claimed as ``start``. Within
+    a longer word (``{}.bak``, ``{}/../x``) it makes a path that need not lie beneath ``start``:
+    unknown.
+    """
+    if word.text == "{}":
+        return start
+    if "{}" in word.raw or (word.text is not None and "{}" in word.text):
+        return Word(None, "", raw=word.raw)
+    return word
+
+
 def find(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
     """``find``: start paths are read; actions that write or run are followed."""
     words = list(args)
     at = 0
     while at < len(words) and (words[at].text or "") in _FIND_PREFIX_FLAGS:
+        if words[at].text == "-L":  # following links reads wherever they lead
+            walk.touch("read", ".", frozenset({"."}), "find -L")
         at += 1
     starts: list[Word] = []
     while at < len(words):
@@ -292,7 +368,7 @@ def find(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
             if not inner:
                 raise walk.fail(f"find {text} names no command")
             for start in starts:
-                command = [start if "{}" in w.raw else w for w in inner]
+                command = [_found(w, start) for w in inner]
                 walk.nested(functools.partial(walk.run, command, cwds))
             at = end + 1
             continue

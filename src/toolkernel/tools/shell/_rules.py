@@ -47,6 +47,12 @@ Fields of a rule (all optional):
 ``default``
     Operands to assume when there are none (``"."`` for ``ls``); ``default-when`` lists options
     of which one must be present for the default to apply (``grep -r``).
+``flag-options``
+    Options without a value, named so that an abbreviation of another option is not taken for
+    them (``pytest --co``: a flag of its own, not ``--color``).
+``optional-value-options``
+    Options whose value, if any, is attached (``sed -i.bak``, ``--in-place=.bak``): the rest of
+    a short-option cluster, never the next word.
 ``value-options``, ``read-options``, ``write-options``, ``parent-options``, ``cd-options``,
 ``command-options``, ``script-options``
     Options that take a value (the next word, ``--name=value``, or the rest of a short-option
@@ -73,7 +79,8 @@ Fields of a rule (all optional):
     A reason: the command is never understood (``make``, ``npm install``: they run whatever the
     project says).
 ``git``
-    ``"read"`` for git subcommands that only read: the command then runs with
+    ``"read"`` for git subcommands that only read (``"write"``, the default, undoes it in a
+    ``when`` table): the command then runs with
     ``GIT_OPTIONAL_LOCKS=0`` and the programs a repository can name (fsmonitor, hooks, pager,
     external diff) disabled, if every git command in it only reads.
 ``when``
@@ -81,9 +88,18 @@ Fields of a rule (all optional):
     rule's (``[ruff.check.when."--fix"] operands = "write..."``).
 any other table
     A subcommand: ``[git.status]`` is the rule for ``git status``. The program's options are
-    parsed before the subcommand's name. A subcommand not in the table is not understood.
+    parsed before the subcommand's name. A subcommand not in the table is not understood, and
+    so is the program run without one, unless its own rule has ``reads`` or ``writes`` (what
+    ``git stash`` does alone: ``yarn`` alone installs, ``mix`` alone runs the default task).
 
-Options not named anywhere are taken as flags without a value. Every rule also understands
+``command-names``
+    The programs its ``command`` operand or option may run (``python -m`` runs a module, and
+    only a module named here is the program of that name); another is not understood.
+
+Options not named anywhere are taken as flags without a value. A long option that is not named
+but begins the name of one that is (``--out`` for ``--output``) is read as that one, as GNU
+``getopt_long`` and git read unambiguous abbreviations; one that begins several is not
+understood. Every rule also understands
 ``--help`` and ``--version`` given alone.
 
 Extending: ``ShellRules.default().extended(text)`` (or ``.extended(mapping)``) returns a table
@@ -112,7 +128,9 @@ ROLES: Final = frozenset(
     {"read", "write", "dir", "parent", "text", "command", "command+input", "script", "barrier"}
 )
 _OPTION_LISTS: Final = {
+    "flag-options": "flag",
     "value-options": "value",
+    "optional-value-options": "optional",
     "read-options": "read",
     "write-options": "write",
     "parent-options": "parent",
@@ -134,6 +152,7 @@ _FIELDS: Final = frozenset(
         "git",
         "when",
         "text-options",
+        "command-names",
         *_OPTION_LISTS,
     }
 )
@@ -161,33 +180,41 @@ class Rule:
     outside_writes: tuple[str, ...] = ()
     barrier: str | None = None
     git: str | None = None
+    command_names: frozenset[str] | None = None
+    """The programs its ``command`` operand or option may name (None: any in the table)."""
     when: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
     subcommands: Mapping[str, Rule] = attrs.field(factory=dict)
     source: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
     """The table it was read from (so it can be merged and re-read with ``when`` applied)."""
+
+    @property
+    def describes_itself(self) -> bool:
+        """True if the rule says what its program does when no subcommand is named."""
+        return bool(self.reads or self.writes)
 
     def roles(self, count: int, *, text_given: bool = False) -> list[str | None]:
         """The role of each of ``count`` operands (None: more than the rule expects).
 
         ``text_given``: an option supplied the leading ``text`` operand (``grep -e``).
         """
-        roles = list(self.operands)
+        return [self.role(i, count, text_given=text_given) for i in range(count)]
+
+    def role(self, index: int, count: int, *, text_given: bool = False) -> str | None:
+        """The role of operand ``index`` of ``count`` (in constant time: a command may have
+        hundreds of thousands of operands)."""
+        roles = self.operands
         repeat = self.repeat
         if text_given and roles and roles[0] == "text" and repeat != 0:
-            roles.pop(0)
+            roles = roles[1:]
             repeat = None if repeat is None else repeat - 1
         if repeat is None:
-            return [roles[i] if i < len(roles) else None for i in range(count)]
+            return roles[index] if index < len(roles) else None
         after = len(roles) - repeat - 1
-        out: list[str | None] = []
-        for i in range(count):
-            if i < repeat:
-                out.append(roles[i])
-            elif i >= count - after:
-                out.append(roles[len(roles) - (count - i)])
-            else:
-                out.append(roles[repeat])
-        return out
+        if index < repeat:
+            return roles[index]
+        if index >= count - after:
+            return roles[len(roles) - (count - index)]
+        return roles[repeat]
 
     def with_options(self, present: set[str]) -> Rule:
         """This rule with the ``when`` tables of the options in ``present`` applied."""
@@ -243,8 +270,10 @@ def _rule(name: str, table: Mapping[str, Any]) -> Rule:
     if barrier is not None and not isinstance(barrier, str):
         raise ShellRulesError(f"shell rule {name!r}: barrier must be a reason (a string)")
     git = table.get("git")
-    if git not in (None, "read"):
-        raise ShellRulesError(f'shell rule {name!r}: git may only be "read", not {git!r}')
+    if git not in (None, "read", "write"):
+        raise ShellRulesError(
+            f'shell rule {name!r}: git may only be "read" or "write", not {git!r}'
+        )
     when = table.get("when", {})
     if not isinstance(when, Mapping) or not all(isinstance(v, Mapping) for v in when.values()):
         raise ShellRulesError(f"shell rule {name!r}: when must map option names to tables")
@@ -273,6 +302,11 @@ def _rule(name: str, table: Mapping[str, Any]) -> Rule:
         outside_writes=_strings(name, "outside-writes", table.get("outside-writes", [])),
         barrier=barrier,
         git=git,
+        command_names=(
+            None
+            if "command-names" not in table
+            else frozenset(_strings(name, "command-names", table["command-names"]))
+        ),
         when=dict(when),
         subcommands=subcommands,
         source=dict(table),

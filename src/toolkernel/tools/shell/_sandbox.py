@@ -1,13 +1,16 @@
-"""Landlock: confine a command's writes to given paths, then run it. Standard library only.
+"""Landlock: confine a command's writes to given paths, then run it, and let nothing it starts
+outlive it. Standard library only.
 
 Run as a script, before the command::
 
-    python -I -S _sandbox.py --dir DIR... --file FILE... -- /bin/sh -c COMMAND
+    python -I -S _sandbox.py --dir DIR... --file FILE... -- /bin/bash -c COMMAND
 
 it makes every write-like access (writing or truncating a file, creating, removing or renaming an
 entry, making a device, socket, fifo or link) fail with ``EACCES`` except beneath each ``--dir``
-and on each ``--file``, then ``exec``-s the command: the process keeps its pid (the Bash tool's
-process group) and every process it starts inherits the restriction, which can never be lifted.
+and on each ``--file`` (with neither, nothing is restricted), then runs the command as its child
+(:func:`supervise`): every process the command starts inherits the restriction, which can never
+be lifted, and when the command exits, or the launcher gets SIGTERM, every process it left behind
+is killed, even one that left the Bash tool's process group.
 Reads and execution stay open. It is started as a script, not as ``-m toolkernel...``, so that
 confining a command costs a Python start-up and three system calls, not an import of the package.
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import sys
 
 SYS_CREATE_RULESET = 444
@@ -31,6 +35,7 @@ SYS_RESTRICT_SELF = 446
 CREATE_RULESET_VERSION = 1
 RULE_PATH_BENEATH = 1
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
 
 EXECUTE = 1 << 0
 WRITE_FILE = 1 << 1
@@ -138,6 +143,75 @@ def restrict(dirs: list[str], files: list[str]) -> None:
         os.close(ruleset)
 
 
+def _children() -> list[int]:
+    """The processes whose parent this one is (zombies included)."""
+    me = os.getpid()
+    found: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{me}/task"):
+            with open(f"/proc/{me}/task/{task}/children", encoding="ascii") as stream:
+                found.extend(int(pid) for pid in stream.read().split())
+        return found
+    except OSError:
+        pass
+    # A kernel without /proc/PID/task/TID/children: read every process's parent.
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stream:
+                text = stream.read()
+        except OSError:
+            continue
+        if int(text[text.rindex(")") + 2 :].split()[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def _kill_all() -> None:
+    """Kill and reap every descendant: those orphaned on the way are reparented here."""
+    while True:
+        for pid in _children():
+            try:  # noqa: SIM105 - no contextlib: this script imports as little as it can
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def supervise(command: list[str]) -> None:
+    """Run ``command`` as a child; when it exits, or this process is asked to stop (SIGTERM),
+    kill every process it left, even one that left its session (``setsid``), and exit with its
+    status.
+
+    This process is a *child subreaper*: a descendant whose parent dies is reparented here, not
+    to init, so nothing the command starts can get away. Where that is not possible, the
+    command simply replaces this process.
+    """
+    if not sys.platform.startswith("linux") or _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0):
+        os.execv(command[0], command)
+    child = os.fork()
+    if child == 0:
+        try:
+            os.execv(command[0], command)
+        finally:
+            os._exit(127)
+
+    def stop(number: int, frame: object) -> None:
+        _kill_all()
+        os._exit(128 + number)
+
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, stop)
+    _, status = os.waitpid(child, 0)
+    _kill_all()
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(128 - code if code < 0 else code)
+
+
 def main(argv: list[str]) -> None:
     dirs: list[str] = []
     files: list[str] = []
@@ -147,12 +221,13 @@ def main(argv: list[str]) -> None:
         (dirs if option == "--dir" else files).append(value)
         at += 2
     command = argv[at + 1 :]
-    try:
-        restrict(dirs, files)
-    except OSError as error:
-        print(f"toolkernel sandbox: {error}", file=sys.stderr)
-        os._exit(126)
-    os.execv(command[0], command)
+    if dirs or files:
+        try:
+            restrict(dirs, files)
+        except OSError as error:
+            print(f"toolkernel sandbox: {error}", file=sys.stderr)
+            os._exit(126)
+    supervise(command)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,10 @@ MISSING_PARSER: Final = (
     "tree-sitter-bash)"
 )
 
+MAX_NODES: Final = 20_000
+"""Syntax nodes a command may have before it is a barrier unread: the walk costs some tens of
+microseconds a node, and claims are computed before the command can start."""
+
 _local = threading.local()  # a tree-sitter Parser is not safe to share between threads
 
 
@@ -52,6 +56,8 @@ def parse(source: bytes) -> tuple[Any, str | None]:
     root = tree.root_node
     if root.has_error:
         return None, "the command does not parse as bash"
+    if root.descendant_count > MAX_NODES:
+        return None, f"the command has more than {MAX_NODES} syntax nodes"
     return tree, None
 
 

@@ -107,7 +107,11 @@ def _word_of(node: Node) -> Word:
         return _unquoted(node)
     if kind == "raw_string":
         return Word.known(_text(node)[1:-1])
-    if kind in ("string", "translated_string"):
+    if kind in ("ansi_c_string", "translated_string"):
+        # `$'a'` is `a` to bash but `$a` to dash (/bin/sh here, and the Bash tool runs /bin/sh):
+        # not known from the text.
+        return Word(None, "")
+    if kind == "string":
         parts: list[str] = []
         for child in node.named_children:
             if child.type != "string_content":
@@ -115,16 +119,9 @@ def _word_of(node: Node) -> Word:
             parts.append(_unescape_double_quoted(_text(child)))
         # A string whose content sits directly between its quotes (no string_content child).
         if not node.named_children:
-            inner = _text(node)
-            inner = inner[2:-1] if kind == "translated_string" else inner[1:-1]
-            parts.append(_unescape_double_quoted(inner))
+            parts.append(_unescape_double_quoted(_text(node)[1:-1]))
         value = "".join(parts)
         return Word(value, value)
-    if kind == "ansi_c_string":
-        body = _text(node)[2:-1]
-        if "\\" in body:
-            return Word(None, "")
-        return Word(body, body)
     if kind == "concatenation":
         prefix = ""
         children = node.children
