@@ -44,9 +44,11 @@ from ..kernel import KeyFunction, ToolContext
 from ..locks import Claim
 from ._declare import FunctionTool
 from ._file_tools import fs_of
+from ._workspace import Workspace
 from .shell import ShellRules, analyse
-from .shell._claims import keyed_claims
+from .shell._claims import barrier_claims, keyed_claims
 from .shell._confine import Confinement, unenforced_note
+from .shell._git_config import repository_programs
 
 __all__ = ["BASH_OUTPUT_LIMIT", "HeadAndTail", "bash_tool", "make_bash_tool"]
 
@@ -205,7 +207,15 @@ class BashTool(FunctionTool):
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         # Keyed here rather than re-keyed from lexical paths: an absolute path, or one under ~,
         # inside the workspace is then a claim on what it names, not on the whole workspace.
-        return keyed_claims(analyse(arguments["command"], self.rules), key)
+        analysis = analyse(arguments["command"], self.rules)
+        if analysis.git == "read" and analysis.barrier is None:
+            # Reading git commands run whatever diff and filter drivers the repository
+            # configures; then they are not read-only (``shell._git_config``). The key of a
+            # kernel with a workspace is its ``Workspace.key``; checked again after the grant.
+            workspace = getattr(key, "__self__", None)
+            if isinstance(workspace, Workspace) and repository_programs(workspace.root):
+                return barrier_claims()
+        return keyed_claims(analysis, key)
 
 
 def make_bash_tool(rules: ShellRules | None = None) -> BashTool:

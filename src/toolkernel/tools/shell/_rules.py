@@ -82,7 +82,9 @@ Fields of a rule (all optional):
     ``"read"`` for git subcommands that only read (``"write"``, the default, undoes it in a
     ``when`` table): the command then runs with
     ``GIT_OPTIONAL_LOCKS=0`` and the programs a repository can name (fsmonitor, hooks, pager,
-    external diff) disabled, if every git command in it only reads.
+    external diff) disabled, if every git command in it only reads. In a repository whose own
+    configuration names diff or filter drivers (programs git would run even to read), the
+    Bash tool makes it a barrier instead (``_git_config``).
 ``when``
     A table of option name to a partial rule: with that option present, its fields replace the
     rule's (``[ruff.check.when."--fix"] operands = "write..."``).
