@@ -208,6 +208,9 @@ def verdict(ok: bool) -> str:
 
 
 def report_replay(traces: pathlib.Path) -> None:
+    if not traces.exists():  # the recorded sessions live beside the repository, not in it
+        print(f"Traces: none at {traces} (pass --traces FILE); no replay.")
+        return
     loaded = scheduling.load_traces(traces)
     capped = scheduling.capped(loaded)
     multi = [b for b in capped if len(b.calls) > 1]
