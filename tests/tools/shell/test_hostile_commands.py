@@ -292,3 +292,45 @@ def test_a_command_too_large_to_read_quickly_is_a_barrier_unread() -> None:
         "the command has more than 20000 syntax nodes"
     )
     assert shell_claims("cat " + "a " * 5_000) == [tk.shared(tk.path("a"))]
+
+
+PROGRAMS_OF_THE_REPOSITORY = [
+    # a path into the workspace names the repository's own program, not the one the rule knows
+    "bin/pytest",
+    "sub/bin/cat a",
+    "./ls",
+    "./scripts/ls sub",
+    "scripts/bin/grep x a",
+    ".bin/eslint src",
+    "~/bin/cat a",
+    "/opt/tools/bin/cat a",
+    "../.venv/bin/pytest",
+    ".venv/bin/rm -rf sub",
+    "node_modules/.bin/cat a",
+    "timeout 5 bin/cat a",
+    "xargs bin/cat < list",
+    "find . -exec ./cat {} \\;",
+    "env A=1 ./bin/grep x a",
+]
+
+
+@pytest.mark.parametrize("command", PROGRAMS_OF_THE_REPOSITORY)
+def test_a_program_named_by_a_path_in_the_workspace_is_a_barrier(command: str) -> None:
+    assert shell_claims(command) == BARRIER, analyse(command)
+
+
+INSTALLED_PROGRAMS = {
+    ".venv/bin/pytest -q": {"shared .", "exclusive .pytest_cache"},
+    "./.venv/bin/python -m mypy src": {"shared .", "exclusive .mypy_cache"},
+    "sub/.venv/bin/ruff check": {"shared .", "exclusive .ruff_cache"},
+    "node_modules/.bin/eslint src": {"shared ."},
+    "/usr/bin/grep x a": {"shared a"},
+    "/bin/cat a": {"shared a"},
+}
+
+
+@pytest.mark.parametrize(("command", "expected"), list(INSTALLED_PROGRAMS.items()))
+def test_system_programs_and_installed_tools_named_by_path_keep_their_rule(
+    command: str, expected: set[str]
+) -> None:
+    assert {str(c) for c in shell_claims(command)} == expected, analyse(command).barrier
