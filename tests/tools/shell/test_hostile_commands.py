@@ -334,3 +334,50 @@ def test_system_programs_and_installed_tools_named_by_path_keep_their_rule(
     command: str, expected: set[str]
 ) -> None:
     assert {str(c) for c in shell_claims(command)} == expected, analyse(command).barrier
+
+
+CURL_FILES = {
+    # -w %output{f} (curl 8.3) writes what follows to f; -w @f reads a format that may say so
+    "curl -w '%output{sub/f}x' https://example.org": BARRIER,
+    "curl -sw '%output{>>f}x' https://example.org": BARRIER,
+    "curl --write-out=%output{f} https://example.org": BARRIER,
+    "curl --write %output{f} https://example.org": BARRIER,
+    "curl -w @format.txt https://example.org": BARRIER,
+    'curl -w "$FORMAT" https://example.org': BARRIER,
+    # -o with #1 names a file by each URL's glob; --create-dirs and --no-clobber write more
+    "curl -o 'page_#1' 'https://example.org/[1-3]'": BARRIER,
+    "curl --create-dirs -o sub/d/f https://example.org": BARRIER,
+    "curl --no-clobber -o f https://example.org": BARRIER,
+}
+
+
+@pytest.mark.parametrize(("command", "expected"), list(CURL_FILES.items()))
+def test_curl_values_that_write_files_are_barriers(command: str, expected: list[tk.Claim]) -> None:
+    assert shell_claims(command) == expected, analyse(command)
+
+
+CURL_READS = {
+    "curl -d @body.json https://example.org": ["body.json"],
+    "curl --data-binary @sub/body https://example.org": ["sub/body"],
+    "curl --json @body.json https://example.org": ["body.json"],
+    "curl -F file=@upload.bin https://example.org": ["upload.bin"],
+    "curl -F 'text=<notes.txt' https://example.org": ["notes.txt"],
+    "curl --data-urlencode name@value.txt https://example.org": ["value.txt"],
+    "curl -H @headers.txt https://example.org": ["headers.txt"],
+    "curl --cacert ca.pem https://example.org": ["ca.pem"],
+}
+
+
+@pytest.mark.parametrize(("command", "reads"), list(CURL_READS.items()))
+def test_curl_values_that_read_files_are_claimed(command: str, reads: list[str]) -> None:
+    claims = shell_claims(command)
+    assert claims != BARRIER
+    for target in reads:
+        assert covered(target, claims, exclusive=False), (command, target, claims)
+
+
+def test_curl_that_only_prints_stays_understood() -> None:
+    assert shell_claims("curl -sS -w '%{http_code}' -d 'a=1' https://example.org") == []
+    assert {str(c) for c in shell_claims("curl -o out.html https://example.org")} == {
+        "exclusive out.html"
+    }

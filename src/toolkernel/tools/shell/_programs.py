@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from ._access import Access, Cwds, join
+from ._curl import curl
 from ._rules import Rule
 from ._sed import sed
 from ._words import Word
@@ -81,6 +82,8 @@ class _Invocation:
             raise self.fail("without a subcommand it is not described")
         if self.rule.name == "sed":
             sed(self.walk, self.values, self.operands, self.cwds)
+        elif self.rule.name == "curl":
+            curl(self.walk, self.present, self.values, self.operands, self.cwds)
         rule = self.rule.with_options(self.present)
         cwds = self.cwds
         for kind, option, value in self.values:
