@@ -7,10 +7,13 @@ understand (a barrier) declares.
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 import toolkernel as tk
-from toolkernel.tools import ShellRules, shell_claims
+from toolkernel.tools import ShellRules, Workspace, builtin_tools, shell_claims
+from toolkernel.tools._bash import BashTool
 from toolkernel.tools.shell import analyse
 
 BARRIER = {"exclusive ."}
@@ -352,3 +355,20 @@ def test_a_rule_that_cant_be_understood_is_refused_by_name(text: str, message: s
 def test_empty_rules_know_no_program() -> None:
     assert claims("ls", ShellRules.empty()) == BARRIER
     assert claims("echo hi > a", ShellRules.empty()) == BARRIER
+
+
+def test_shell_claims_keys_paths_as_spelled_and_the_bash_tool_through_its_workspace(
+    tmp_path: pathlib.Path,
+) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a").write_text("A\n")
+    (tmp_path / "link").symlink_to("src")
+    bash = next(t for t in builtin_tools(bash=True) if t.name == "Bash")
+    assert isinstance(bash, BashTool)
+    key = Workspace(tmp_path).key
+    assert claims("cat link/a") == {"shared link/a"}
+    assert {str(c) for c in bash.claims({"command": "cat link/a"}, key)} == {"shared src/a"}
+    assert claims(f"cat {tmp_path}/src/a") == {"shared ."}
+    assert {str(c) for c in bash.claims({"command": f"cat {tmp_path}/src/a"}, key)} == {
+        "shared src/a"
+    }
