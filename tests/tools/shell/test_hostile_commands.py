@@ -59,6 +59,13 @@ WRITES = {
     "git reflog expire --all": [".git"],
     "git reflog delete HEAD@{1}": [".git"],
     "git config --file sub/settings a.b c": ["sub/settings"],
+    # a backup is a new entry beside the copy (b~, b.~1~, b.x)
+    "cp -b a sub/b": ["sub/b~"],
+    "cp --backup=numbered a sub/b": ["sub/b.~1~"],
+    "cp --back a sub/b": ["sub/b~"],
+    "cp -S .x a sub/b": ["sub/b.x"],
+    "cp --suffix=.x a sub/b": ["sub/b.x"],
+    "cp -fb a sub/b": ["sub/b~"],
     # programs run without a subcommand: `yarn` installs, `mix` runs the default task
     "yarn": ["node_modules"],
     "yarn --frozen-lockfile": ["node_modules"],
