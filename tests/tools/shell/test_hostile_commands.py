@@ -59,6 +59,16 @@ WRITES = {
     "git reflog expire --all": [".git"],
     "git reflog delete HEAD@{1}": [".git"],
     "git config --file sub/settings a.b c": ["sub/settings"],
+    # tools find their project's root upward: its caches, environment and lock file
+    "cd sub && pytest": [".pytest_cache"],
+    "cd sub/deep && python -m pytest": [".pytest_cache", "sub/.pytest_cache"],
+    "cd sub && uv run pytest": [".venv", "uv.lock"],
+    "uv run pytest": ["uv.lock"],
+    "uv run --frozen ruff check": [".ruff_cache"],
+    "cargo -C crates/x build": ["target"],
+    "cd sub && ruff check": [".ruff_cache"],
+    "cd sub && mypy .": [".mypy_cache"],
+    "cd sub && go mod tidy": ["go.mod", "go.sum"],
     # a backup is a new entry beside the copy (b~, b.~1~, b.x)
     "cp -b a sub/b": ["sub/b~"],
     "cp --backup=numbered a sub/b": ["sub/b.~1~"],

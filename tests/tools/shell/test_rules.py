@@ -136,7 +136,12 @@ CASES = {
     "sh -c 'cd sub && ls'": {"shared sub"},
     "command -v git": set(),
     "command cat a": {"shared a"},
-    "uv run pytest": {"shared .", "exclusive .pytest_cache", "exclusive .venv"},
+    "uv run pytest": {
+        "shared .",
+        "exclusive .pytest_cache",
+        "exclusive .venv",
+        "exclusive uv.lock",
+    },
     "npx eslint src": {"shared ."},
     "(source .venv/bin/activate && pytest)": {
         "shared .",

@@ -285,7 +285,14 @@ class _Invocation:
                             self.walk.touch(kind, place, frozenset({"."}), rule.name, optional=True)
                 else:
                     create = "dir" if text.endswith("/") and kind == "write" else None
-                    self.walk.touch(kind, text.rstrip("/") or ".", cwds, rule.name, create=create)
+                    place = text.rstrip("/") or "."
+                    self.walk.touch(kind, place, cwds, rule.name, create=create)
+                    if kind == "write":
+                        # Tools find their project's root upward (`cd sub && pytest` writes the
+                        # root's .pytest_cache when the root holds the configuration, `uv run`
+                        # the root's .venv): the same place in each parent is claimed too.
+                        above = frozenset(a for cwd in cwds for a in _ancestors(cwd))
+                        self.walk.touch(kind, place, above, rule.name, optional=True)
 
     def script(self, value: Word, cwds: Cwds) -> None:
         if value.text is None:
@@ -305,6 +312,16 @@ class _Invocation:
 
 def _cd(cwd: str, rule: str) -> Access:
     return Access("cd", cwd, rule)
+
+
+def _ancestors(cwd: str) -> list[str]:
+    """Each directory above ``cwd``, up to the workspace root (or ``/``)."""
+    found = []
+    while cwd not in (".", "/", "~", ""):
+        head, _, _ = cwd.rpartition("/")
+        cwd = head or ("/" if cwd.startswith("/") else ".")
+        found.append(cwd)
+    return found
 
 
 def _git_dirs(cwd: str) -> list[str]:
