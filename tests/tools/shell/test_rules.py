@@ -170,7 +170,11 @@ CASES = {
     "git clone https://example.org/r.git dest": {"exclusive dest"},
     # test runners, linters, type checkers, formatters, build tools
     "pytest": {"shared .", "exclusive .pytest_cache"},
-    "pytest -x -k 'not slow' tests/test_a.py": {"shared .", "exclusive .pytest_cache"},
+    "pytest -x -k 'not slow' tests/test_a.py": {
+        "shared .",
+        "exclusive .pytest_cache",
+        "exclusive tests/.pytest_cache",
+    },
     "pytest --junitxml=report.xml": {"shared .", "exclusive .pytest_cache", "exclusive report.xml"},
     "python -m pytest -q": {"shared .", "exclusive .pytest_cache"},
     "python3 -m mypy src": {"shared .", "exclusive .mypy_cache"},

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final
 
 from ._access import Access, Cwds, join
 from ._curl import curl
+from ._pytest_rule import pytest
 from ._rules import Rule
 from ._sed import sed
 from ._words import Word
@@ -84,6 +85,8 @@ class _Invocation:
             sed(self.walk, self.values, self.operands, self.cwds)
         elif self.rule.name == "curl":
             curl(self.walk, self.present, self.values, self.operands, self.cwds)
+        elif self.rule.name in ("pytest", "py.test"):
+            pytest(self.walk, self.values, self.operands, self.cwds)
         rule = self.rule.with_options(self.present)
         cwds = self.cwds
         for kind, option, value in self.values:
