@@ -191,6 +191,13 @@ RUNS_ANYTHING = [
     # zsh runs code in glob qualifiers and expansions a bash parse does not see
     "zsh -c 'ls *(e:\"rm -rf x\":)'",
     "zsh -c 'ls'",
+    # an option whose `when` table says the command is not described
+    "git branch --edit-description",
+    "git branch --edit-desc",
+    # git config --global and --system write outside the workspace
+    "git config --global user.name x",
+    "git config --global core.pager 'rm -rf x'",
+    "git config --system a.b c",
     # abbreviations of options a rule refuses
     "rg --pr=./filter x",
     "pytest --basete=/tmp/x",

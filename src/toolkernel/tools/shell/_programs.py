@@ -88,6 +88,8 @@ class _Invocation:
         elif self.rule.name in ("pytest", "py.test"):
             pytest(self.walk, self.values, self.operands, self.cwds)
         rule = self.rule.with_options(self.present)
+        if rule.barrier is not None and rule.barrier != self.rule.barrier:
+            raise self.fail(rule.barrier)  # an option's `when` table says it is not described
         cwds = self.cwds
         for kind, option, value in self.values:
             if kind == "cd":
