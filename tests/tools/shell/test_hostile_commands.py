@@ -87,6 +87,22 @@ WRITES = {
     "pytest -o log_file=x.log": ["x.log"],
     "pytest -o addopts=--basetemp=sub/x": ["sub/x"],
     "pytest -o $OPTION": ["anything"],
+    # npm --prefix and pnpm -C run the scripts of the package there
+    "npm --prefix sub test": ["sub/node_modules/.cache"],
+    "npm test --prefix sub": ["sub/node_modules/.cache"],
+    "pnpm -C sub test": ["sub/node_modules/.cache"],
+    "pnpm --dir=sub lint": ["sub/node_modules/.cache", "sub/.eslintcache"],
+    # go build without -o writes the program of a main package where it runs
+    "go build": ["app"],
+    "go build .": ["app"],
+    "go build ./cmd/app": ["app"],
+    "go build main.go util.go": ["main"],
+    "cd sub && go build": ["sub/app"],
+    # cargo writes Cargo.lock when it is missing or out of date
+    "cargo test": ["Cargo.lock"],
+    "cargo build --release": ["Cargo.lock"],
+    "cargo tree": ["Cargo.lock"],
+    "cargo metadata --format-version 1": ["Cargo.lock"],
     # a backup is a new entry beside the copy (b~, b.~1~, b.x)
     "cp -b a sub/b": ["sub/b~"],
     "cp --backup=numbered a sub/b": ["sub/b.~1~"],
@@ -191,6 +207,15 @@ RUNS_ANYTHING = [
     # zsh runs code in glob qualifiers and expansions a bash parse does not see
     "zsh -c 'ls *(e:\"rm -rf x\":)'",
     "zsh -c 'ls'",
+    # scripts of packages the text does not name; settings that move cargo's writes
+    "npm -w pkg test",
+    "npm test --workspaces",
+    "pnpm --filter web test",
+    "pnpm -r test",
+    "pnpm test --recursive",
+    "cargo --config 'build.target-dir=\"elsewhere\"' build",
+    "cargo --config=build.rustc-wrapper=/tmp/evil test",
+    "go test -fuzz=FuzzX",
     # an option whose `when` table says the command is not described
     "git branch --edit-description",
     "git branch --edit-desc",
@@ -285,7 +310,7 @@ STILL_UNDERSTOOD = {
     "for f in a b; do cat $f; done": {"shared ."},
     "echo $((1 + 2))": set(),
     "PYTHONPATH=src pytest -q": {"shared .", "exclusive .pytest_cache"},
-    "RUST_BACKTRACE=1 cargo test": {"shared .", "exclusive target"},
+    "RUST_BACKTRACE=1 cargo test": {"shared .", "exclusive target", "exclusive Cargo.lock"},
     "LC_ALL=C sort a": {"shared a"},
     "for file in a b; do cat $file; done": {"shared ."},
     '[ "$n" -gt 0 ] && cat a': {"shared a"},

@@ -87,6 +87,8 @@ class _Invocation:
             curl(self.walk, self.present, self.values, self.operands, self.cwds)
         elif self.rule.name in ("pytest", "py.test"):
             pytest(self.walk, self.values, self.operands, self.cwds)
+        elif self.rule.name == "go build" and "-o" not in self.present:
+            _go_build(self.walk, self.operands, self.cwds)
         rule = self.rule.with_options(self.present)
         if rule.barrier is not None and rule.barrier != self.rule.barrier:
             raise self.fail(rule.barrier)  # an option's `when` table says it is not described
@@ -313,6 +315,27 @@ class _Invocation:
         if self.rest_kind == "command+input":
             words = _with_input(words, self.values)
         self.walk.nested(lambda: self.walk.run(words, cwds))
+
+
+def _go_build(walk: Walk, operands: Sequence[Word], cwds: Cwds) -> None:
+    """``go build`` without ``-o`` writes the program of one main package where it runs, named
+    after the package's directory or its first file (``go build ./cmd/app`` writes ``app``);
+    for ``./...`` it writes nothing. Which package is a main one is not known from the text."""
+    names = []
+    for word in operands or [Word.known(".")]:
+        text = word.text
+        if text is not None and text.endswith("..."):
+            continue
+        if text is not None and text.endswith(".go"):
+            names.append(text.rpartition("/")[2].removesuffix(".go"))
+            break  # files make one package, named after the first
+        name = None if text is None else text.rstrip("/").rpartition("/")[2]
+        if name in (None, "", ".", ".."):
+            walk.touch("write", ".", cwds, "go build")  # named after a directory not known
+            return
+        names.append(name)
+    for name in names:
+        walk.touch("write", name, cwds, "go build", create="file")
 
 
 def _cd(cwd: str, rule: str) -> Access:
