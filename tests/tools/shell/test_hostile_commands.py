@@ -378,6 +378,11 @@ PROGRAMS_OF_THE_REPOSITORY = [
     "xargs bin/cat < list",
     "find . -exec ./cat {} \\;",
     "env A=1 ./bin/grep x a",
+    # only a virtualenv's activate script is known; another is the repository's own
+    "source bin/activate && ls",
+    ". tools/bin/activate; ls",
+    "source ../.venv/bin/activate && ls",
+    "source /opt/x/bin/activate && ls",
 ]
 
 

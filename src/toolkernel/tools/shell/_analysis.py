@@ -13,7 +13,7 @@ a loop or a condition, to a directory not known from the text, or out of the wor
 command a barrier.
 
 Anything the walk does not know (a node type, a builtin that changes how later words are read,
-``eval``, a function definition, ``source`` of anything but a virtualenv's ``activate``, an
+``eval``, a function definition, ``source`` of anything but ``.venv/bin/activate``, an
 assignment to ``PATH``, ``LD_PRELOAD``, a ``GIT_`` variable, a program named by a path into the
 workspace such as ``./build`` or ``bin/test``...) makes the command a barrier.
 """
@@ -629,7 +629,10 @@ def _operator(redirect: Node) -> str:
 
 
 def _is_activate(path: str) -> bool:
-    return path == "bin/activate" or path.endswith("/bin/activate")
+    """A virtualenv's activate script, where tools make one (``.venv/bin/activate``); another
+    ``bin/activate`` is the repository's own script."""
+    head, _, name = path.rpartition("/")
+    return name == "activate" and _installed_program(f"{head}/python") is not None
 
 
 def _is_statement(node: Node) -> bool:
