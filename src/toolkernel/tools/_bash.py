@@ -46,9 +46,11 @@ from ._declare import FunctionTool
 from ._file_tools import fs_of
 from ._workspace import Workspace
 from .shell import ShellRules, analyse
+from .shell._analysis import Analysis
 from .shell._claims import barrier_claims, keyed_claims
 from .shell._confine import Confinement, unenforced_note
 from .shell._git_config import repository_programs
+from .shell._tool_config import moved_writes, tools_of
 
 __all__ = ["BASH_OUTPUT_LIMIT", "HeadAndTail", "bash_tool", "make_bash_tool"]
 
@@ -208,14 +210,47 @@ class BashTool(FunctionTool):
         # Keyed here rather than re-keyed from lexical paths: an absolute path, or one under ~,
         # inside the workspace is then a claim on what it names, not on the whole workspace.
         analysis = analyse(arguments["command"], self.rules)
-        if analysis.git == "read" and analysis.barrier is None:
-            # Reading git commands run whatever diff and filter drivers the repository
-            # configures; then they are not read-only (``shell._git_config``). The key of a
-            # kernel with a workspace is its ``Workspace.key``; checked again after the grant.
-            workspace = getattr(key, "__self__", None)
-            if isinstance(workspace, Workspace) and repository_programs(workspace.root):
-                return barrier_claims()
+        # The key of a kernel with a workspace is its ``Workspace.key``.
+        workspace = getattr(key, "__self__", None)
+        if isinstance(workspace, Workspace) and _configured_elsewhere(analysis, workspace):
+            return barrier_claims()
         return keyed_claims(analysis, key)
+
+
+def _configured_elsewhere(analysis: Analysis, workspace: Workspace) -> str | None:
+    """Why the project's configuration makes ``analysis`` wrong, or None. The kernel computes
+    a call's claims again once they are granted, and requeues it if they changed, so a
+    configuration changed while it waited is seen.
+
+    Reading git commands run whatever diff and filter drivers the repository configures; then
+    they are not read-only (``shell._git_config``). ruff, mypy and pytest write where their
+    configuration says (``shell._tool_config``).
+    """
+    if analysis.barrier is not None:
+        return None
+    if analysis.git == "read":
+        why = repository_programs(workspace.root)
+        if why is not None:
+            return why
+    tools = tools_of(analysis.rules)
+    if not tools:
+        return None
+    return moved_writes(tools, _directories(analysis, workspace), os.environ)
+
+
+def _directories(analysis: Analysis, workspace: Workspace) -> list[str]:
+    """The workspace root and each directory a path of ``analysis`` lies in or names."""
+    found = [str(workspace.root)]
+    for access in analysis.accesses:
+        if access.path is None or access.path.startswith("~"):
+            continue
+        parts = access.path.split("/")
+        for end in range(1, len(parts) + 1):
+            with contextlib.suppress(Exception):  # not in the workspace: not its configuration
+                real = workspace.real_path(workspace.key("/".join(parts[:end]) or "/"))
+                if real.is_dir():
+                    found.append(str(real))
+    return found
 
 
 def make_bash_tool(rules: ShellRules | None = None) -> BashTool:

@@ -2,12 +2,15 @@
 exclusive claims (and a private temporary directory), a wrong rule gets an error naming the
 denied path and the rule, and the workspace outside the claims is untouched.
 
-The commands are a small script, ``bin/writer``, run under project rules that describe it
-(``writer``): telling it wrong is how a rule that is wrong is made on purpose.
+The commands are a small script, ``writer``, found on PATH (in a directory outside the
+workspace: a program named by a path into the workspace is the repository's own, under no rule)
+and run under project rules that describe it: telling it wrong is how a rule that is wrong is
+made on purpose.
 """
 
 from __future__ import annotations
 
+import os
 import pathlib
 import sys
 from collections.abc import AsyncIterator
@@ -24,12 +27,19 @@ WRITER = '#!/bin/sh\necho mine > "$1"\necho other > other.txt\n'
 
 
 def workspace(root: pathlib.Path) -> pathlib.Path:
-    (root / "bin").mkdir()
-    writer = root / "bin" / "writer"
-    writer.write_text(WRITER)
-    writer.chmod(0o755)
     (root / "a.txt").write_text("A\n")
     return root
+
+
+@pytest.fixture(autouse=True)
+def writer_on_path(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    programs = tmp_path_factory.mktemp("programs")
+    writer = programs / "writer"
+    writer.write_text(WRITER)
+    writer.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{programs}{os.pathsep}{os.environ['PATH']}")
 
 
 def exists(place: pathlib.Path) -> bool:
@@ -62,12 +72,9 @@ async def writing_kernel(tmp_path: pathlib.Path) -> AsyncIterator[tk.Kernel]:
 async def test_a_command_declared_read_only_cannot_write(
     reading_kernel: tk.Kernel, tmp_path: pathlib.Path
 ) -> None:
-    assert set(shell_claims("bin/writer a.txt", rules("read"))) == {
-        tk.shared(tk.path("a.txt")),
-        tk.shared(tk.path("bin/writer")),
-    }
+    assert shell_claims("writer a.txt", rules("read")) == [tk.shared(tk.path("a.txt"))]
     before = snapshot(tmp_path)
-    result = await run_bash(reading_kernel, "bin/writer a.txt")
+    result = await run_bash(reading_kernel, "writer a.txt")
     assert result.status is tk.Status.ERROR
     assert changed(before, snapshot(tmp_path)) == set()
     assert result.error is not None
@@ -80,7 +87,7 @@ async def test_a_command_cannot_write_outside_its_claims(
     writing_kernel: tk.Kernel, tmp_path: pathlib.Path
 ) -> None:
     before = snapshot(tmp_path)
-    result = await run_bash(writing_kernel, "bin/writer mine.txt")
+    result = await run_bash(writing_kernel, "writer mine.txt")
     # Its claim let it write mine.txt; other.txt, outside its claims, was refused.
     assert changed(before, snapshot(tmp_path)) == {"mine.txt"}
     assert (tmp_path / "mine.txt").read_text() == "mine\n"
@@ -131,7 +138,7 @@ async def test_without_landlock_the_claims_go_unenforced_and_the_tool_says_so_on
 ) -> None:
     monkeypatch.setattr(_confine, "landlock_abi", lambda: 0)
     monkeypatch.setattr(_confine, "_noted", False)
-    first = await run_bash(writing_kernel, "bin/writer mine.txt")
+    first = await run_bash(writing_kernel, "writer mine.txt")
     second = await run_bash(writing_kernel, "cat a.txt")
     assert first.status is tk.Status.OK, first.error
     assert first.output == (
@@ -154,3 +161,26 @@ def test_without_the_parser_every_command_is_a_barrier(monkeypatch: pytest.Monke
         )
     finally:
         _analysis._analyse.cache_clear()
+
+
+@needs_landlock
+async def test_a_conftest_that_writes_outside_the_claims_of_pytest_is_refused_by_name(
+    reading_kernel: tk.Kernel, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pytest runs the repository's conftest.py under the rule of pytest: shared workspace, its
+    # cache exclusive. A conftest that writes elsewhere is a rule that is wrong, and is refused.
+    monkeypatch.setenv(
+        "PATH", f"{pathlib.Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    )
+    (tmp_path / "conftest.py").write_text("open('made.txt', 'w').write('x')\n")
+    (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
+    before = snapshot(tmp_path)
+    result = await run_bash(reading_kernel, "pytest -q -p no:randomly test_a.py")
+    assert result.status is tk.Status.ERROR
+    assert changed(before, snapshot(tmp_path)) <= {".pytest_cache"} | {
+        p for p in snapshot(tmp_path) if p.startswith(".pytest_cache/")
+    }
+    assert not (tmp_path / "made.txt").exists()
+    assert result.error is not None
+    assert "the command was refused writing made.txt" in result.error, result.error
+    assert "as the shell rules for pytest say" in result.error

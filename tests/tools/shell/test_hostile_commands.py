@@ -59,6 +59,57 @@ WRITES = {
     "git reflog expire --all": [".git"],
     "git reflog delete HEAD@{1}": [".git"],
     "git config --file sub/settings a.b c": ["sub/settings"],
+    # tools find their project's root upward: its caches, environment and lock file
+    "cd sub && pytest": [".pytest_cache"],
+    "cd sub/deep && python -m pytest": [".pytest_cache", "sub/.pytest_cache"],
+    "cd sub && uv run pytest": [".venv", "uv.lock"],
+    "uv run pytest": ["uv.lock"],
+    "uv run --frozen ruff check": [".ruff_cache"],
+    "cargo -C crates/x build": ["target"],
+    "cd sub && ruff check": [".ruff_cache"],
+    "cd sub && mypy .": [".mypy_cache"],
+    "cd sub && go mod tidy": ["go.mod", "go.sum"],
+    # pytest's rootdir (its cache) is found upward from its arguments, or named
+    "pytest sub/tests": ["sub/.pytest_cache", "sub/tests/.pytest_cache"],
+    "pytest sub/deep/test_a.py::test_x": ["sub/.pytest_cache", "sub/deep/.pytest_cache"],
+    "pytest sub/test_*.py": ["sub/.pytest_cache"],
+    "pytest --rootdir=sub": ["sub/.pytest_cache"],
+    "pytest -c sub/pytest.ini": ["sub/.pytest_cache"],
+    "python -m pytest --config-file sub/tox.ini": ["sub/.pytest_cache"],
+    "pytest $TESTS": ["sub/.pytest_cache"],
+    "pytest --log-file=out.log": ["out.log"],
+    "pytest --log-file out.log": ["out.log"],
+    "py.test --log-file=out.log": ["out.log"],
+    "pytest --debug": ["pytestdebug.log"],
+    "pytest --debug=sub/x.log": ["sub/x.log"],
+    "pytest -o cache_dir=elsewhere": ["elsewhere"],
+    "pytest --override-ini=cache_dir=elsewhere": ["elsewhere"],
+    "pytest -o log_file=x.log": ["x.log"],
+    "pytest -o addopts=--basetemp=sub/x": ["sub/x"],
+    "pytest -o $OPTION": ["anything"],
+    # npm --prefix and pnpm -C run the scripts of the package there
+    "npm --prefix sub test": ["sub/node_modules/.cache"],
+    "npm test --prefix sub": ["sub/node_modules/.cache"],
+    "pnpm -C sub test": ["sub/node_modules/.cache"],
+    "pnpm --dir=sub lint": ["sub/node_modules/.cache", "sub/.eslintcache"],
+    # go build without -o writes the program of a main package where it runs
+    "go build": ["app"],
+    "go build .": ["app"],
+    "go build ./cmd/app": ["app"],
+    "go build main.go util.go": ["main"],
+    "cd sub && go build": ["sub/app"],
+    # cargo writes Cargo.lock when it is missing or out of date
+    "cargo test": ["Cargo.lock"],
+    "cargo build --release": ["Cargo.lock"],
+    "cargo tree": ["Cargo.lock"],
+    "cargo metadata --format-version 1": ["Cargo.lock"],
+    # a backup is a new entry beside the copy (b~, b.~1~, b.x)
+    "cp -b a sub/b": ["sub/b~"],
+    "cp --backup=numbered a sub/b": ["sub/b.~1~"],
+    "cp --back a sub/b": ["sub/b~"],
+    "cp -S .x a sub/b": ["sub/b.x"],
+    "cp --suffix=.x a sub/b": ["sub/b.x"],
+    "cp -fb a sub/b": ["sub/b~"],
     # programs run without a subcommand: `yarn` installs, `mix` runs the default task
     "yarn": ["node_modules"],
     "yarn --frozen-lockfile": ["node_modules"],
@@ -156,6 +207,22 @@ RUNS_ANYTHING = [
     # zsh runs code in glob qualifiers and expansions a bash parse does not see
     "zsh -c 'ls *(e:\"rm -rf x\":)'",
     "zsh -c 'ls'",
+    # scripts of packages the text does not name; settings that move cargo's writes
+    "npm -w pkg test",
+    "npm test --workspaces",
+    "pnpm --filter web test",
+    "pnpm -r test",
+    "pnpm test --recursive",
+    "cargo --config 'build.target-dir=\"elsewhere\"' build",
+    "cargo --config=build.rustc-wrapper=/tmp/evil test",
+    "go test -fuzz=FuzzX",
+    # an option whose `when` table says the command is not described
+    "git branch --edit-description",
+    "git branch --edit-desc",
+    # git config --global and --system write outside the workspace
+    "git config --global user.name x",
+    "git config --global core.pager 'rm -rf x'",
+    "git config --system a.b c",
     # abbreviations of options a rule refuses
     "rg --pr=./filter x",
     "pytest --basete=/tmp/x",
@@ -243,7 +310,7 @@ STILL_UNDERSTOOD = {
     "for f in a b; do cat $f; done": {"shared ."},
     "echo $((1 + 2))": set(),
     "PYTHONPATH=src pytest -q": {"shared .", "exclusive .pytest_cache"},
-    "RUST_BACKTRACE=1 cargo test": {"shared .", "exclusive target"},
+    "RUST_BACKTRACE=1 cargo test": {"shared .", "exclusive target", "exclusive Cargo.lock"},
     "LC_ALL=C sort a": {"shared a"},
     "for file in a b; do cat $file; done": {"shared ."},
     '[ "$n" -gt 0 ] && cat a': {"shared a"},
@@ -292,3 +359,97 @@ def test_a_command_too_large_to_read_quickly_is_a_barrier_unread() -> None:
         "the command has more than 20000 syntax nodes"
     )
     assert shell_claims("cat " + "a " * 5_000) == [tk.shared(tk.path("a"))]
+
+
+PROGRAMS_OF_THE_REPOSITORY = [
+    # a path into the workspace names the repository's own program, not the one the rule knows
+    "bin/pytest",
+    "sub/bin/cat a",
+    "./ls",
+    "./scripts/ls sub",
+    "scripts/bin/grep x a",
+    ".bin/eslint src",
+    "~/bin/cat a",
+    "/opt/tools/bin/cat a",
+    "../.venv/bin/pytest",
+    ".venv/bin/rm -rf sub",
+    "node_modules/.bin/cat a",
+    "timeout 5 bin/cat a",
+    "xargs bin/cat < list",
+    "find . -exec ./cat {} \\;",
+    "env A=1 ./bin/grep x a",
+    # only a virtualenv's activate script is known; another is the repository's own
+    "source bin/activate && ls",
+    ". tools/bin/activate; ls",
+    "source ../.venv/bin/activate && ls",
+    "source /opt/x/bin/activate && ls",
+]
+
+
+@pytest.mark.parametrize("command", PROGRAMS_OF_THE_REPOSITORY)
+def test_a_program_named_by_a_path_in_the_workspace_is_a_barrier(command: str) -> None:
+    assert shell_claims(command) == BARRIER, analyse(command)
+
+
+INSTALLED_PROGRAMS = {
+    ".venv/bin/pytest -q": {"shared .", "exclusive .pytest_cache"},
+    "./.venv/bin/python -m mypy src": {"shared .", "exclusive .mypy_cache"},
+    "sub/.venv/bin/ruff check": {"shared .", "exclusive .ruff_cache"},
+    "node_modules/.bin/eslint src": {"shared ."},
+    "/usr/bin/grep x a": {"shared a"},
+    "/bin/cat a": {"shared a"},
+}
+
+
+@pytest.mark.parametrize(("command", "expected"), list(INSTALLED_PROGRAMS.items()))
+def test_system_programs_and_installed_tools_named_by_path_keep_their_rule(
+    command: str, expected: set[str]
+) -> None:
+    assert {str(c) for c in shell_claims(command)} == expected, analyse(command).barrier
+
+
+CURL_FILES = {
+    # -w %output{f} (curl 8.3) writes what follows to f; -w @f reads a format that may say so
+    "curl -w '%output{sub/f}x' https://example.org": BARRIER,
+    "curl -sw '%output{>>f}x' https://example.org": BARRIER,
+    "curl --write-out=%output{f} https://example.org": BARRIER,
+    "curl --write %output{f} https://example.org": BARRIER,
+    "curl -w @format.txt https://example.org": BARRIER,
+    'curl -w "$FORMAT" https://example.org': BARRIER,
+    # -o with #1 names a file by each URL's glob; --create-dirs and --no-clobber write more
+    "curl -o 'page_#1' 'https://example.org/[1-3]'": BARRIER,
+    "curl --create-dirs -o sub/d/f https://example.org": BARRIER,
+    "curl --no-clobber -o f https://example.org": BARRIER,
+}
+
+
+@pytest.mark.parametrize(("command", "expected"), list(CURL_FILES.items()))
+def test_curl_values_that_write_files_are_barriers(command: str, expected: list[tk.Claim]) -> None:
+    assert shell_claims(command) == expected, analyse(command)
+
+
+CURL_READS = {
+    "curl -d @body.json https://example.org": ["body.json"],
+    "curl --data-binary @sub/body https://example.org": ["sub/body"],
+    "curl --json @body.json https://example.org": ["body.json"],
+    "curl -F file=@upload.bin https://example.org": ["upload.bin"],
+    "curl -F 'text=<notes.txt' https://example.org": ["notes.txt"],
+    "curl --data-urlencode name@value.txt https://example.org": ["value.txt"],
+    "curl -H @headers.txt https://example.org": ["headers.txt"],
+    "curl --cacert ca.pem https://example.org": ["ca.pem"],
+}
+
+
+@pytest.mark.parametrize(("command", "reads"), list(CURL_READS.items()))
+def test_curl_values_that_read_files_are_claimed(command: str, reads: list[str]) -> None:
+    claims = shell_claims(command)
+    assert claims != BARRIER
+    for target in reads:
+        assert covered(target, claims, exclusive=False), (command, target, claims)
+
+
+def test_curl_that_only_prints_stays_understood() -> None:
+    assert shell_claims("curl -sS -w '%{http_code}' -d 'a=1' https://example.org") == []
+    assert {str(c) for c in shell_claims("curl -o out.html https://example.org")} == {
+        "exclusive out.html"
+    }

@@ -7,10 +7,13 @@ understand (a barrier) declares.
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 import toolkernel as tk
-from toolkernel.tools import ShellRules, shell_claims
+from toolkernel.tools import ShellRules, Workspace, builtin_tools, shell_claims
+from toolkernel.tools._bash import BashTool
 from toolkernel.tools.shell import analyse
 
 BARRIER = {"exclusive ."}
@@ -133,7 +136,12 @@ CASES = {
     "sh -c 'cd sub && ls'": {"shared sub"},
     "command -v git": set(),
     "command cat a": {"shared a"},
-    "uv run pytest": {"shared .", "exclusive .pytest_cache", "exclusive .venv"},
+    "uv run pytest": {
+        "shared .",
+        "exclusive .pytest_cache",
+        "exclusive .venv",
+        "exclusive uv.lock",
+    },
     "npx eslint src": {"shared ."},
     "(source .venv/bin/activate && pytest)": {
         "shared .",
@@ -162,7 +170,11 @@ CASES = {
     "git clone https://example.org/r.git dest": {"exclusive dest"},
     # test runners, linters, type checkers, formatters, build tools
     "pytest": {"shared .", "exclusive .pytest_cache"},
-    "pytest -x -k 'not slow' tests/test_a.py": {"shared .", "exclusive .pytest_cache"},
+    "pytest -x -k 'not slow' tests/test_a.py": {
+        "shared .",
+        "exclusive .pytest_cache",
+        "exclusive tests/.pytest_cache",
+    },
     "pytest --junitxml=report.xml": {"shared .", "exclusive .pytest_cache", "exclusive report.xml"},
     "python -m pytest -q": {"shared .", "exclusive .pytest_cache"},
     "python3 -m mypy src": {"shared .", "exclusive .mypy_cache"},
@@ -178,8 +190,8 @@ CASES = {
     "npm run lint": {"shared .", "exclusive .eslintcache", "exclusive node_modules/.cache"},
     "pnpm test": {"shared .", "exclusive node_modules/.cache"},
     "tsc --noEmit": {"shared ."},
-    "cargo test": {"shared .", "exclusive target"},
-    "cargo build --release": {"shared .", "exclusive target"},
+    "cargo test": {"shared .", "exclusive target", "exclusive Cargo.lock"},
+    "cargo build --release": {"shared .", "exclusive target", "exclusive Cargo.lock"},
     "go test ./...": {"shared ."},
     "go vet ./...": {"shared ."},
     "mix test": {"shared .", "exclusive _build"},
@@ -352,3 +364,20 @@ def test_a_rule_that_cant_be_understood_is_refused_by_name(text: str, message: s
 def test_empty_rules_know_no_program() -> None:
     assert claims("ls", ShellRules.empty()) == BARRIER
     assert claims("echo hi > a", ShellRules.empty()) == BARRIER
+
+
+def test_shell_claims_keys_paths_as_spelled_and_the_bash_tool_through_its_workspace(
+    tmp_path: pathlib.Path,
+) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a").write_text("A\n")
+    (tmp_path / "link").symlink_to("src")
+    bash = next(t for t in builtin_tools(bash=True) if t.name == "Bash")
+    assert isinstance(bash, BashTool)
+    key = Workspace(tmp_path).key
+    assert claims("cat link/a") == {"shared link/a"}
+    assert {str(c) for c in bash.claims({"command": "cat link/a"}, key)} == {"shared src/a"}
+    assert claims(f"cat {tmp_path}/src/a") == {"shared ."}
+    assert {str(c) for c in bash.claims({"command": f"cat {tmp_path}/src/a"}, key)} == {
+        "shared src/a"
+    }

@@ -13,8 +13,9 @@ a loop or a condition, to a directory not known from the text, or out of the wor
 command a barrier.
 
 Anything the walk does not know (a node type, a builtin that changes how later words are read,
-``eval``, a function definition, ``source`` of anything but a virtualenv's ``activate``, an
-assignment to ``PATH``, ``LD_PRELOAD``, a ``GIT_`` variable...) makes the command a barrier.
+``eval``, a function definition, ``source`` of anything but ``.venv/bin/activate``, an
+assignment to ``PATH``, ``LD_PRELOAD``, a ``GIT_`` variable, a program named by a path into the
+workspace such as ``./build`` or ``bin/test``...) makes the command a barrier.
 """
 
 from __future__ import annotations
@@ -516,15 +517,59 @@ class Walk:
     def rule_for(self, name: str, word: Word, cwds: Cwds) -> Rule:
         program = name
         if "/" in name:
-            # `.venv/bin/pytest`, `node_modules/.bin/eslint`: the rule of the program's name.
-            head, _, program = name.rpartition("/")
-            if not (head == "bin" or head.endswith(("/bin", "/.bin")) or head == ".bin"):
-                raise self.fail(f"{name} is a program the rules can't know")
-            self.touch("read", word, cwds, name)
+            installed = _installed_program(name)
+            if installed is None:
+                raise self.fail(
+                    f"{name} is a program named by its path, which the rules can't know (only "
+                    f"programs found on PATH are described by the rule of their name)"
+                )
+            program = installed
+            if name.rpartition("/")[0] not in _SYSTEM_BIN:
+                self.touch("read", word, cwds, name)
         rule = self.rules.get(program)
         if rule is None:
             raise self.fail(f"{program} is not in the shell rules")
         return rule
+
+
+def _installed_program(name: str) -> str | None:
+    """The rule a program named by its path runs under, or None if no rule may describe it.
+
+    A path into the workspace (``bin/x``, ``./x``, ``scripts/build``) names the repository's own
+    program, which may do anything: it is not the program of the same name that the rules
+    describe. Only a system directory's program (``/usr/bin/grep``), or a well-known tool that a
+    package manager installs into a virtualenv or ``node_modules`` (``.venv/bin/pytest``,
+    ``node_modules/.bin/eslint``: the same programs an activated environment puts on PATH), has
+    the rule of its name.
+    """
+    head, _, program = name.rpartition("/")
+    if head in _SYSTEM_BIN:
+        return program
+    parts = head.split("/")
+    if ".." in parts or "" in parts[1:]:
+        return None
+    for place, programs in _INSTALLED_TOOLS.items():
+        tail = tuple(place.split("/"))
+        if tuple(parts[-len(tail) :]) == tail and program in programs:
+            return program
+    return None
+
+
+_SYSTEM_BIN: Final = frozenset(
+    "/bin /usr/bin /usr/local/bin /sbin /usr/sbin /usr/local/sbin".split()
+)
+# Programs that pip, uv and npm install, by where they install them.
+_INSTALLED_TOOLS: Final = {
+    ".venv/bin": frozenset(
+        "python python3 pytest py.test mypy ruff black isort pyright basedpyright ty pip "
+        "pip3".split()
+    ),
+    "venv/bin": frozenset(
+        "python python3 pytest py.test mypy ruff black isort pyright basedpyright ty pip "
+        "pip3".split()
+    ),
+    "node_modules/.bin": frozenset("eslint prettier tsc".split()),
+}
 
 
 _UNESCAPED_DOLLAR: Final = re.compile(r"(?<!\\)(?:\\\\)*\$([({\[])")
@@ -584,7 +629,10 @@ def _operator(redirect: Node) -> str:
 
 
 def _is_activate(path: str) -> bool:
-    return path == "bin/activate" or path.endswith("/bin/activate")
+    """A virtualenv's activate script, where tools make one (``.venv/bin/activate``); another
+    ``bin/activate`` is the repository's own script."""
+    head, _, name = path.rpartition("/")
+    return name == "activate" and _installed_program(f"{head}/python") is not None
 
 
 def _is_statement(node: Node) -> bool:

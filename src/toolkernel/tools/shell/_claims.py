@@ -43,6 +43,17 @@ def shell_claims(command: str, rules: ShellRules | None = None) -> list[Claim]:
     understand returns the exclusive workspace claim; ``[]`` means it touches no file
     (``echo hi``). ``rules`` defaults to the built-in table (see :class:`ShellRules` for how to
     extend it).
+
+    Paths are keyed *by their spelling*, with no workspace to resolve them against: ``cat
+    link/a`` claims ``link/a`` even where ``link`` is a symbolic link to ``src``, and an
+    absolute path or one under ``~`` is a shared claim on the whole workspace (a write there,
+    a barrier). The Bash tool keys the same analysis through its kernel's workspace
+    (``Workspace.key``), which resolves links and absolute paths inside the workspace, so its
+    claims can differ (a reading git command in a repository whose configuration names
+    programs is a barrier there, too). For the claims a call will really hold, ask the tool::
+
+        bash = next(t for t in builtin_tools(bash=True) if t.name == "Bash")
+        bash.claims({"command": "cat link/a"}, Workspace(root).key)   # [shared src/a]
     """
     return keyed_claims(analyse(command, rules), path)
 

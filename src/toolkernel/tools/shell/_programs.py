@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from ._access import Access, Cwds, join
+from ._curl import curl
+from ._pytest_rule import pytest
 from ._rules import Rule
 from ._sed import sed
 from ._words import Word
@@ -81,7 +83,15 @@ class _Invocation:
             raise self.fail("without a subcommand it is not described")
         if self.rule.name == "sed":
             sed(self.walk, self.values, self.operands, self.cwds)
+        elif self.rule.name == "curl":
+            curl(self.walk, self.present, self.values, self.operands, self.cwds)
+        elif self.rule.name in ("pytest", "py.test"):
+            pytest(self.walk, self.values, self.operands, self.cwds)
+        elif self.rule.name == "go build" and "-o" not in self.present:
+            _go_build(self.walk, self.operands, self.cwds)
         rule = self.rule.with_options(self.present)
+        if rule.barrier is not None and rule.barrier != self.rule.barrier:
+            raise self.fail(rule.barrier)  # an option's `when` table says it is not described
         cwds = self.cwds
         for kind, option, value in self.values:
             if kind == "cd":
@@ -282,7 +292,14 @@ class _Invocation:
                             self.walk.touch(kind, place, frozenset({"."}), rule.name, optional=True)
                 else:
                     create = "dir" if text.endswith("/") and kind == "write" else None
-                    self.walk.touch(kind, text.rstrip("/") or ".", cwds, rule.name, create=create)
+                    place = text.rstrip("/") or "."
+                    self.walk.touch(kind, place, cwds, rule.name, create=create)
+                    if kind == "write":
+                        # Tools find their project's root upward (`cd sub && pytest` writes the
+                        # root's .pytest_cache when the root holds the configuration, `uv run`
+                        # the root's .venv): the same place in each parent is claimed too.
+                        above = frozenset(a for cwd in cwds for a in _ancestors(cwd))
+                        self.walk.touch(kind, place, above, rule.name, optional=True)
 
     def script(self, value: Word, cwds: Cwds) -> None:
         if value.text is None:
@@ -300,8 +317,39 @@ class _Invocation:
         self.walk.nested(lambda: self.walk.run(words, cwds))
 
 
+def _go_build(walk: Walk, operands: Sequence[Word], cwds: Cwds) -> None:
+    """``go build`` without ``-o`` writes the program of one main package where it runs, named
+    after the package's directory or its first file (``go build ./cmd/app`` writes ``app``);
+    for ``./...`` it writes nothing. Which package is a main one is not known from the text."""
+    names = []
+    for word in operands or [Word.known(".")]:
+        text = word.text
+        if text is not None and text.endswith("..."):
+            continue
+        if text is not None and text.endswith(".go"):
+            names.append(text.rpartition("/")[2].removesuffix(".go"))
+            break  # files make one package, named after the first
+        name = None if text is None else text.rstrip("/").rpartition("/")[2]
+        if name in (None, "", ".", ".."):
+            walk.touch("write", ".", cwds, "go build")  # named after a directory not known
+            return
+        names.append(name)
+    for name in names:
+        walk.touch("write", name, cwds, "go build", create="file")
+
+
 def _cd(cwd: str, rule: str) -> Access:
     return Access("cd", cwd, rule)
+
+
+def _ancestors(cwd: str) -> list[str]:
+    """Each directory above ``cwd``, up to the workspace root (or ``/``)."""
+    found = []
+    while cwd not in (".", "/", "~", ""):
+        head, _, _ = cwd.rpartition("/")
+        cwd = head or ("/" if cwd.startswith("/") else ".")
+        found.append(cwd)
+    return found
 
 
 def _git_dirs(cwd: str) -> list[str]:

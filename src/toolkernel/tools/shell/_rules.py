@@ -67,7 +67,10 @@ Fields of a rule (all optional):
     the command is then not understood (``rg --pre``, ``find -exec`` is handled by ``find``).
 ``reads``, ``writes``
     Fixed paths it reads or writes, relative to the directory it runs in (a program's own apply
-    when no subcommand is named: ``git stash`` but not ``git stash list``). A path ending in
+    when no subcommand is named: ``git stash`` but not ``git stash list``). A path it writes is
+    claimed in each parent of that directory too, up to the workspace root, since tools find
+    their project's root upward (``cd sub && pytest`` writes the root's ``.pytest_cache`` when
+    the root holds pytest's configuration). A path ending in
     ``/`` is a directory (``.pytest_cache/``); the Bash tool creates a missing one before the
     command runs, so that it can be confined to it. ``{workspace}`` is the whole workspace;
     ``{git-dir}`` is ``.git`` in the directory it runs in and in each parent up to the root.
