@@ -74,6 +74,9 @@ class Batch:
     # Whether any call of this batch waits through ``after=``; only then can holding a call
     # back for an earlier one close a cycle (see ``_order.holds_back``).
     has_deps: bool = False
+    # True while its ``CallQueued`` events are given: a call a listener cancels then finishes
+    # after the last of them, so that every call of a batch is queued before any finishes.
+    announcing: bool = False
     # Set by the scheduler when ``unfinished`` reaches 0, if someone (``run``) waits for that.
     done: Signal | None = None
 

@@ -191,12 +191,19 @@ class Scheduler(NestedCalls):
             if failure is not None:
                 failures[record.uid] = (ERROR, failure)
         link_dependencies(records, failures, self._names)
-        if self.report.listeners or sink is not None:  # build no events when nobody listens
-            for record in records:
-                claims = record.claims or ()
-                self.report.emit(record, CallQueued(record.call.id, record.name, now, claims))
+        announced = bool(self.report.listeners) or sink is not None
+        if announced:  # build no events when nobody listens
+            batch.announcing = True  # a listener cancelling a call now is heard after this
+            try:
+                for record in records:
+                    claims = record.claims or ()
+                    self.report.emit(record, CallQueued(record.call.id, record.name, now, claims))
+            finally:
+                batch.announcing = False
         for record in records:
             failed = failures.get(record.uid)
+            if failed is None and announced and record.cancel_reason is not None:
+                failed = (CANCELLED, messages.cancelled(record.cancel_reason))
             if failed is not None:
                 self.finish_failed(record, *failed)
         self._admitting = batch
@@ -227,6 +234,8 @@ class Scheduler(NestedCalls):
             return
         if record.cancel_reason is None:
             record.cancel_reason = reason
+        if record.batch.announcing:
+            return  # its batch is being announced: it finishes once every call is (``_submit``)
         if record.scope is not None:
             record.scope.cancel()  # the pre-phase or running task finishes it
         else:
