@@ -387,6 +387,8 @@ class Kernel(metaclass=_NoPublicConstructor):
                 return False
             if record.result is not None or not scheduler.take_before_answer(record, answer):
                 return False
+        if record.provisional:
+            scheduler.hooks_answered(record)
         decision = scheduler.decide(record)
         if decision is None:
             return False

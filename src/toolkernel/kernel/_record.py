@@ -100,6 +100,8 @@ class CallRecord:
     arguments: Mapping[str, Any] = NO_ARGUMENTS
     claims: tuple[Claim, ...] | None = None
     ready: bool = False  # hooks and policy done: may request leases when its turn comes
+    # Its before-hooks have not all answered: they may still rewrite its arguments and claims.
+    provisional: bool = False
     # Granted in the very step that computed its claims: nothing ran in between, so its keys
     # need no second look before it runs (see ``Scheduler.confirm_keys``).
     keys_fresh: bool = False

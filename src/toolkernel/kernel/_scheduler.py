@@ -182,6 +182,9 @@ class Scheduler(NestedCalls):
             and not any(call.after for call in calls)
         )
         records = [self._new_record(call, batch, now, in_order) for call in calls]
+        if self._has_before_hooks:
+            for record in records:
+                record.provisional = True
         if sink is not None:
             for record in records:
                 record.sinks = (sink,)
@@ -335,6 +338,13 @@ class Scheduler(NestedCalls):
             verdict = (ERROR, failure)
         self.finish_failed(record, *verdict)
         return False
+
+    def hooks_answered(self, record: CallRecord) -> None:
+        """Every before-hook has answered: ``record``'s claims are final, so later calls of its
+        batch that do not conflict with them need not wait for it any more."""
+        record.provisional = False
+        if record.parent is None and record.batch.unrequested:
+            self._issue_requests(record.batch)
 
     def decide(self, record: CallRecord) -> Decision | None:
         """Ask the policy; None if that finished the call (denied, or the policy failed)."""
