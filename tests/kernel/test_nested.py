@@ -274,3 +274,42 @@ async def test_a_child_waiting_outside_its_parent_times_out(autojump_clock, rec)
     assert result.output == (
         "timed out after waiting 2 s for its leases behind holder (edit) on b; try again later"
     )
+
+
+@pytest.mark.parametrize("where", ["inside", "outside"])
+async def test_a_child_still_in_flight_when_its_parent_returns_ends_before_the_parent_leases(
+    autojump_clock, rec, where
+) -> None:
+    # The parent starts a nested call from a background task and returns without awaiting it:
+    # the child must not go on running (or waiting) inside leases that have gone.
+    children: list[tk.ToolResult] = []
+
+    async with anyio.create_task_group() as background:
+
+        @tk.tool(writes=["path"])
+        async def spawner(ctx: tk.ToolContext, path: str) -> str:
+            async def child() -> None:
+                target = path if where == "inside" else "elsewhere"
+                children.append(await ctx.call("edit", path=target, duration=5))
+
+            background.start_soon(child)
+            await anyio.sleep(1)
+            return "returned"
+
+        async with tk.open_kernel(tools=[*make_tools(rec), spawner]) as kernel:
+            blocker = kernel.submit(edit("blocker", "elsewhere", 3))  # the outside child waits
+            parent, after = await kernel.run(
+                [tk.ToolCall("p", "spawner", {"path": "a"}), edit("c2", "a", 1)]
+            )
+            await blocker.wait_finished()
+            await wait_all_tasks_blocked()
+            assert_leases_returned(kernel)
+    (child,) = children
+    assert parent.ok and after.ok
+    assert (child.status, child.finished_at) == (tk.Status.CANCELLED, 1)
+    assert child.error is not None and "its parent call p (spawner) ended first" in child.error
+    assert after.started_at == 1
+    if where == "inside":
+        assert rec.spans["p.1"].cancelled and rec.spans["p.1"].end == 1
+    else:
+        assert not rec.ran("p.1")

@@ -466,6 +466,8 @@ class Kernel(metaclass=_NoPublicConstructor):
                     limit = scheduler.run_timeout(record) or 0.0
                     status, failure = Status.TIMEOUT, messages.run_timed_out(limit)
         scheduler.release(record)
+        if record.result is not None:
+            return  # finished while its tool ran on (its parent ended first): no after-hooks
         result = scheduler.make_result(record, status, output, failure)
         if self._after_hooks:
             if scheduler.report.release_listeners:

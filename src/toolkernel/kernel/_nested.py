@@ -104,6 +104,20 @@ class NestedCalls:
             reason = record.cancel_reason or f"cancelled with its parent call {parent.call.id}"
             self.finish_failed(record, CANCELLED, messages.cancelled(reason))
 
+    def end_children(self, parent: CallRecord) -> None:
+        """``parent``'s leases are going while nested calls it started are still in flight (its
+        tool returned without awaiting them, say from a background task): they ran inside
+        those leases, so they end now, CANCELLED, before the leases go."""
+        for child in sorted(parent.awaiting or (), key=lambda r: r.uid):
+            if child.cancel_reason is None:
+                child.cancel_reason = (
+                    f"cancelled: its parent call {parent.call.id} ({parent.name}) ended first; "
+                    f"a tool must await the calls it makes before it returns"
+                )
+            if child.scope is not None:
+                child.scope.cancel()  # its task unwinds; its result is given now
+            self.finish_failed(child, CANCELLED, messages.cancelled(child.cancel_reason))
+
     def _break_wait_cycles(self) -> None:
         """Fail every waiting nested call whose wait closes a cycle, whenever a request starts
         waiting: a cycle can close after a nested call began its wait (a higher-priority

@@ -423,6 +423,8 @@ class Scheduler(NestedCalls):
     def release(self, record: CallRecord) -> None:
         """Revoke the call's context, give back every lease and withdraw every request; whoever
         is next is granted (and started) before this returns. Idempotent."""
+        if record.awaiting:
+            self.end_children(record)
         context = record.context
         if context is not None:
             record.context = None
