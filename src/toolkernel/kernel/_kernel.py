@@ -212,11 +212,18 @@ class Kernel(metaclass=_NoPublicConstructor):
         """
         calls = calls if isinstance(calls, list) else list(calls)
         if len(calls) == 1:
-            self._inline = []  # ``_spawn_call`` hands a call granted now to this task
+            self._inline = []  # ``_spawn_call`` hands the calls granted now to this task
+            records: list[CallRecord] = []
             try:
                 records = self._scheduler.submit(calls, None)
             finally:
-                inline, self._inline = self._inline, None
+                granted, self._inline = self._inline, None
+                # Only this batch's own call runs here: a listener may have submitted others,
+                # or cancelled a call whose leases went to another, while it was admitted.
+                inline = [r for r in granted if records and r is records[0]]
+                for record in granted:
+                    if record not in inline:
+                        self._spawn_call(record)
         else:
             records = self._scheduler.submit(calls, None)
             inline = None
@@ -322,7 +329,7 @@ class Kernel(metaclass=_NoPublicConstructor):
 
     def _spawn_call(self, record: CallRecord) -> None:
         inline = self._inline
-        if inline is not None and not inline:
+        if inline is not None:
             inline.append(record)  # ``run`` of a lone call runs it in its own task
             return
         assert self._spawn is not None
