@@ -313,3 +313,30 @@ async def test_a_child_still_in_flight_when_its_parent_returns_ends_before_the_p
         assert rec.spans["p.1"].cancelled and rec.spans["p.1"].end == 1
     else:
         assert not rec.ran("p.1")
+
+
+@pytest.mark.parametrize("limit", [None, 1])
+async def test_a_tool_running_calls_on_its_own_kernel_gets_a_deadlock_error_not_a_hang(
+    autojump_clock, rec, limit
+) -> None:
+    # A tool awaiting kernel.run of a call that waits behind the tool's own lease would wait
+    # forever; the wait-for graph sees the tool's wait, so the inner call fails at once. A call
+    # that needs nothing the tool holds runs, even with a single concurrency slot (the tool's).
+    kernels: list[tk.Kernel] = []
+
+    @tk.tool(writes=["path"])
+    async def again(ctx: tk.ToolContext, path: str) -> list[str]:
+        blocked, free = await kernels[0].run([edit("inner", path, 1), edit("free", "other", 1)])
+        return [blocked.status.value, blocked.error or "", free.status.value]
+
+    async with tk.open_kernel(tools=[*make_tools(rec), again], max_concurrency=limit) as kernel:
+        kernels.append(kernel)
+        with anyio.fail_after(100):
+            (outer,) = await kernel.run([tk.ToolCall("o", "again", {"path": "a"})])
+        assert_leases_returned(kernel)
+    status, error, free = outer.output
+    assert (status, free) == ("error", "ok")
+    assert error.startswith(
+        "DeadlockError: waiting for its leases would deadlock: inner (edit) -> o (again) -> inner"
+    )
+    assert not rec.ran("inner") and rec.ran("free")

@@ -15,6 +15,7 @@ docstring describes a call's lifecycle. This module only does what needs an even
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import logging
 import math
@@ -47,6 +48,12 @@ _log = logging.getLogger("toolkernel")
 _CALL_TASK_NAME = "toolkernel.kernel._kernel.Kernel._run_task"
 """The name of every call's task. Given, not derived: trio would format one for every spawn."""
 _PREPHASE_TASK_NAME = "toolkernel.kernel._kernel.Kernel._prephase_task"
+
+_running_call: contextvars.ContextVar[CallRecord | None] = contextvars.ContextVar(
+    "toolkernel_running_call", default=None
+)
+"""The call whose tool this task runs (tasks it starts inherit it): a tool that calls
+``kernel.run`` on its own kernel waits for those calls, which the wait-for graph must know."""
 
 
 class _NoPublicConstructor(type):
@@ -215,7 +222,7 @@ class Kernel(metaclass=_NoPublicConstructor):
             self._inline = []  # ``_spawn_call`` hands the calls granted now to this task
             records: list[CallRecord] = []
             try:
-                records = self._scheduler.submit(calls, None)
+                records = self._scheduler.submit(calls, None, self._caller())
             finally:
                 granted, self._inline = self._inline, None
                 # Only this batch's own call runs here: a listener may have submitted others,
@@ -225,7 +232,7 @@ class Kernel(metaclass=_NoPublicConstructor):
                     if record not in inline:
                         self._spawn_call(record)
         else:
-            records = self._scheduler.submit(calls, None)
+            records = self._scheduler.submit(calls, None, self._caller())
             inline = None
         if not records:
             await anyio.lowlevel.checkpoint()
@@ -248,6 +255,13 @@ class Kernel(metaclass=_NoPublicConstructor):
             await self._unwound(batch)
             raise
         return [cast(ToolResult, record.result) for record in records]
+
+    def _caller(self) -> CallRecord | None:
+        """The running call of this kernel whose tool (or a task it started) is submitting."""
+        record = _running_call.get()
+        if record is None or record.result is not None:
+            return None
+        return record if self._scheduler.is_live(record) else None
 
     async def _unwound(self, batch: Batch) -> None:
         """Wait, shielded, until every call of a cancelled batch has finished: when ``run`` or
@@ -282,7 +296,7 @@ class Kernel(metaclass=_NoPublicConstructor):
         if not calls:
             send.close()
         # Attached before admission, so the batch's first events (CallQueued) are not missed.
-        records = self._scheduler.submit(calls, sink)
+        records = self._scheduler.submit(calls, sink, self._caller())
         try:
             async with receive:
                 yield receive
@@ -452,7 +466,11 @@ class Kernel(metaclass=_NoPublicConstructor):
                     scope.deadline = deadline
                 if record.cancel_reason is not None:
                     scope.cancel()
-                output = await tool.invoke(context, record.arguments)
+                running = _running_call.set(record)
+                try:
+                    output = await tool.invoke(context, record.arguments)
+                finally:
+                    _running_call.reset(running)
         except BaseException as exc:
             record.scope = None
             if self._loop.propagates(exc):

@@ -4,7 +4,8 @@ about them, kept apart from those about top-level calls. Pure: no event loop.
 A nested call is admitted like any call but runs inline, in its parent's task (the async layer
 awaits its grant, then runs it). Claims its parent's leases cover are requested in the parent's
 own lease group, so siblings still exclude each other; the rest from the kernel at a raised
-priority. Only nested waits can close a wait-for cycle (a waiting top-level request holds
+priority. Only the waits of calls a running call awaits (nested calls, and calls its tool
+submitted to its own kernel) can close a wait-for cycle (a waiting top-level request holds
 nothing), so only they are checked, whenever any request starts waiting.
 """
 
@@ -109,6 +110,8 @@ class NestedCalls:
         tool returned without awaiting them, say from a background task): they ran inside
         those leases, so they end now, CANCELLED, before the leases go."""
         for child in sorted(parent.awaiting or (), key=lambda r: r.uid):
+            if child.parent is not parent:
+                continue  # a call of a batch its tool submitted: it holds leases of its own
             if child.cancel_reason is None:
                 child.cancel_reason = (
                     f"cancelled: its parent call {parent.call.id} ({parent.name}) ended first; "
@@ -119,9 +122,10 @@ class NestedCalls:
             self.finish_failed(child, CANCELLED, messages.cancelled(child.cancel_reason))
 
     def _break_wait_cycles(self) -> None:
-        """Fail every waiting nested call whose wait closes a cycle, whenever a request starts
-        waiting: a cycle can close after a nested call began its wait (a higher-priority
-        request queues ahead of someone in it). Only nested calls can close one."""
+        """Fail every awaited waiting call whose wait closes a cycle, whenever a request starts
+        waiting: a cycle can close after such a call began its wait (a higher-priority
+        request queues ahead of someone in it). Only awaited calls can close one."""
         for record, chain in self.leasing.deadlocked():
-            parent_id = record.parent.call.id if record.parent is not None else None
+            owner = record.parent or record.batch.awaited_by
+            parent_id = owner.call.id if owner is not None else None
             self.finish_failed(record, ERROR, messages.deadlock(chain, parent_id))

@@ -77,6 +77,9 @@ class Batch:
     # True while its ``CallQueued`` events are given: a call a listener cancels then finishes
     # after the last of them, so that every call of a batch is queued before any finishes.
     announcing: bool = False
+    # The running call whose tool submitted this batch (``kernel.run`` from inside a tool) and
+    # awaits it: the wait-for graph has an edge from it to each of the batch's calls.
+    awaited_by: CallRecord | None = None
     # Set by the scheduler when ``unfinished`` reaches 0, if someone (``run``) waits for that.
     done: Signal | None = None
 
@@ -128,7 +131,8 @@ class CallRecord:
     unfilled: Any = None
     sources: dict[str, CallRecord] | None = None
     dependents: list[CallRecord] | None = None  # calls waiting for it through ``after=``
-    awaiting: set[CallRecord] | None = None  # nested calls it is waiting for
+    # Nested calls it is waiting for, and calls of batches its tool submitted and awaits.
+    awaiting: set[CallRecord] | None = None
     sinks: tuple[Callable[[CallEvent], None], ...] = ()  # ``stream`` listeners
     nested_count: int = 0
     requeues: int = 0

@@ -154,17 +154,24 @@ class Scheduler(NestedCalls):
     # -- submitting and cancelling ----------------------------------------------------------------
 
     def submit(
-        self, calls: Iterable[ToolCall], sink: Callable[[CallEvent], None] | None
+        self,
+        calls: Iterable[ToolCall],
+        sink: Callable[[CallEvent], None] | None,
+        awaited_by: CallRecord | None = None,
     ) -> list[CallRecord]:
-        """Admit a batch; every call is queued (and says so) before any of them can finish."""
+        """Admit a batch; every call is queued (and says so) before any of them can finish.
+        ``awaited_by``: the running call whose tool submits the batch and waits for it."""
         if self.closed:
             raise KernelClosedError("can't submit calls: the kernel is closed")
         calls = list(calls)
         with gc_paused_for(len(calls)):
-            return self._submit(calls, sink)
+            return self._submit(calls, sink, awaited_by)
 
     def _submit(
-        self, calls: list[ToolCall], sink: Callable[[CallEvent], None] | None
+        self,
+        calls: list[ToolCall],
+        sink: Callable[[CallEvent], None] | None,
+        awaited_by: CallRecord | None,
     ) -> list[CallRecord]:
         for call in calls:  # all or nothing: check everything before admitting anything
             if not isinstance(call, ToolCall):
@@ -182,6 +189,11 @@ class Scheduler(NestedCalls):
             and not any(call.after for call in calls)
         )
         records = [self._new_record(call, batch, now, in_order) for call in calls]
+        if awaited_by is not None and awaited_by.result is None:
+            # A tool waiting for calls of its own kernel: if one of them waits for its leases,
+            # a cycle through it is found and broken like a nested call's (``_nested``).
+            batch.awaited_by = awaited_by
+            awaited_by.awaiting = (awaited_by.awaiting or set()) | set(records)
         if self._has_before_hooks:
             for record in records:
                 record.provisional = True
@@ -226,6 +238,10 @@ class Scheduler(NestedCalls):
         finally:
             self._admitting = None
         return records
+
+    def is_live(self, record: CallRecord) -> bool:
+        """Whether ``record`` is an unfinished call of this scheduler's."""
+        return self._live.get(record.uid) is record
 
     def live_call(self, call_id: str) -> CallRecord | None:
         """The unfinished top-level call with this id, if any."""
@@ -399,7 +415,9 @@ class Scheduler(NestedCalls):
         waited, record.waiting_in = record.waiting_in is not None, None
         if record.batch is self._admitting:
             record.keys_fresh = True
-        if self.slots.take(record):
+        # A call a running call's tool awaits takes no slot: it runs in the slot of the call
+        # waiting for it (which would otherwise wait for a slot it holds itself).
+        if record.batch.awaited_by is not None or self.slots.take(record):
             if record.wait_token:
                 self.leasing.stop_wait_clock(record)
             self._move(record, RUNNING, self._now())
@@ -574,6 +592,8 @@ class Scheduler(NestedCalls):
             record.finished.set()
         if record.granted is not None:
             record.granted.set()  # a nested call: its parent's task goes on
+        if batch.awaited_by is not None and batch.awaited_by.awaiting:
+            batch.awaited_by.awaiting.discard(record)
         batch.unfinished -= 1
         if batch.unfinished == 0 and batch.done is not None:
             batch.done.set()
