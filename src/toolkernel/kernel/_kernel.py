@@ -498,17 +498,20 @@ class Kernel(metaclass=_NoPublicConstructor):
             if scheduler.report.release_listeners:
                 scheduler.report.leases_returned(record)
             try:
-                result = await self._after(record, result)
+                result = await self._after(record, result, deadline)
             except BaseException:
                 scheduler.finish_failed(record, CANCELLED, messages.cancelled("cancelled"))
                 raise
         scheduler.finish(record, result)
 
-    async def _after(self, record: CallRecord, result: ToolResult) -> ToolResult:
-        """After-hooks, in a scope the scheduler can cancel like the tool's own."""
+    async def _after(self, record: CallRecord, result: ToolResult, deadline: float) -> ToolResult:
+        """After-hooks, in a scope the scheduler can cancel like the tool's own, and under the
+        same run deadline: the run limit bounds the tool and its after-hooks together."""
         scheduler = self._scheduler
         with self._loop.CancelScope() as scope:
             record.scope = scope
+            if deadline != math.inf:
+                scope.deadline = deadline
             if record.cancel_reason is not None:
                 scope.cancel()
             for hook in self._after_hooks:
@@ -525,8 +528,11 @@ class Kernel(metaclass=_NoPublicConstructor):
                 result = scheduler.take_after_answer(record, result, answer)
         record.scope = None
         if scope.cancelled_caught:
-            reason = record.cancel_reason or "cancelled"
-            result = scheduler.make_result(record, CANCELLED, None, messages.cancelled(reason))
+            if record.cancel_reason is not None:
+                failure = messages.cancelled(record.cancel_reason)
+                return scheduler.make_result(record, CANCELLED, None, failure)
+            failure = messages.run_timed_out(scheduler.run_timeout(record) or 0.0)
+            return scheduler.make_result(record, Status.TIMEOUT, None, failure)
         return result
 
     # -- nested calls ----------------------------------------------------------------------------
