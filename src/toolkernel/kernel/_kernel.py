@@ -529,10 +529,10 @@ class Kernel(metaclass=_NoPublicConstructor):
         record.scope = None
         if scope.cancelled_caught:
             if record.cancel_reason is not None:
-                failure = messages.cancelled(record.cancel_reason)
-                return scheduler.make_result(record, CANCELLED, None, failure)
-            failure = messages.run_timed_out(scheduler.run_timeout(record) or 0.0)
-            return scheduler.make_result(record, Status.TIMEOUT, None, failure)
+                cancelled = messages.cancelled(record.cancel_reason)
+                return scheduler.make_result(record, CANCELLED, None, cancelled)
+            timed_out = messages.run_timed_out(scheduler.run_timeout(record) or 0.0)
+            return scheduler.make_result(record, Status.TIMEOUT, None, timed_out)
         return result
 
     # -- nested calls ----------------------------------------------------------------------------
