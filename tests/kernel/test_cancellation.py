@@ -288,3 +288,24 @@ async def test_a_call_started_while_a_lone_call_is_admitted_is_not_run_by_its_ca
         kernel.cancel_all()
     assert result.ok, result
     assert not rec.spans["other"].cancelled
+
+
+@pytest.mark.parametrize("batch", ["lone", "with a follower"])
+async def test_a_call_cancelled_by_a_listener_of_its_call_started_never_runs(
+    autojump_clock, rec, batch
+) -> None:
+    # Cancelled between its start and its tool: its leases return at once, so its tool must
+    # not run after all (it would run beside the next call on its file).
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+
+        def listener(event: tk.CallEvent) -> None:
+            if isinstance(event, tk.CallStarted) and event.call_id == "c1":
+                kernel.cancel("c1")
+
+        kernel.add_listener(listener)
+        calls = [edit("c1", "a", 1), edit("c2", "a", 1)]
+        results = await kernel.run(calls[:1] if batch == "lone" else calls)
+        assert_leases_returned(kernel)
+    assert results[0].status is tk.Status.CANCELLED
+    assert not rec.ran("c1")
+    assert all(r.ok for r in results[1:]) and rec.max_running <= 1

@@ -452,6 +452,8 @@ class Kernel(metaclass=_NoPublicConstructor):
         tool = record.tool
         assert tool is not None and record.claims is not None
         deadline = scheduler.start(record)
+        if record.result is not None:
+            return  # a listener of its CallStarted cancelled it: its leases are gone already
         call = record.call
         # Positionally: call_id, tool_name, claims, depth, environment, kernel, record.
         context = ToolContext(
