@@ -340,3 +340,28 @@ async def test_a_failing_after_hook_turns_the_result_into_an_error(autojump_cloc
         (result,) = await kernel.run([edit("c1", "a")])
     assert result.status is tk.Status.ERROR
     assert result.error == "an after-hook failed: ValueError: bad hook"
+
+
+async def test_a_call_cancelled_as_its_leases_return_runs_no_after_hook(
+    autojump_clock, rec
+) -> None:
+    seen: list[str] = []
+
+    def hook(call: tk.ToolCall, result: tk.ToolResult) -> None:
+        seen.append(call.id)
+
+    async with tk.open_kernel(tools=make_tools(rec), after_hooks=[hook]) as kernel:
+
+        class CancelOnReturn:
+            def __call__(self, event: tk.CallEvent) -> None:
+                pass
+
+            def leases_returned(self, call_id: str) -> None:
+                if call_id == "c1":
+                    kernel.cancel(call_id)
+
+        kernel.add_listener(CancelOnReturn())
+        c1, c2 = await kernel.run([edit("c1", "a"), edit("c2", "b")])
+        assert_leases_returned(kernel)
+    assert c1.status is tk.Status.CANCELLED and c2.ok
+    assert seen == ["c2"]

@@ -499,6 +499,8 @@ class Kernel(metaclass=_NoPublicConstructor):
         if self._after_hooks:
             if scheduler.report.release_listeners:
                 scheduler.report.leases_returned(record)
+                if record.result is not None:
+                    return  # that listener cancelled it: its after-hooks are not run
             try:
                 result = await self._after(record, result, deadline)
             except BaseException:
