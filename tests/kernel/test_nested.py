@@ -340,3 +340,33 @@ async def test_a_tool_running_calls_on_its_own_kernel_gets_a_deadlock_error_not_
         "DeadlockError: waiting for its leases would deadlock: inner (edit) -> o (again) -> inner"
     )
     assert not rec.ran("inner") and rec.ran("free")
+
+
+async def test_a_call_started_from_a_tool_task_is_not_taken_for_that_tools_own_calls(
+    autojump_clock, rec
+) -> None:
+    # x is granted when p's nested call releases b, in p's task, so its task starts there; the
+    # run() its after-hook makes is not p's own, so it waits for p's lease on a (no deadlock).
+    kernels: list[tk.Kernel] = []
+    inner: list[tk.ToolResult] = []
+
+    @tk.tool(writes=["path"])
+    async def outer(ctx: tk.ToolContext, path: str) -> str:
+        await ctx.call("edit", path="b", duration=2)
+        await anyio.sleep(8)
+        return "done"
+
+    async def after(call: tk.ToolCall, result: tk.ToolResult) -> None:
+        if call.id == "x":
+            inner.extend(await kernels[0].run([edit("inner", "a", 1)]))
+
+    async with tk.open_kernel(tools=[*make_tools(rec), outer], after_hooks=[after]) as kernel:
+        kernels.append(kernel)
+        parent = kernel.submit(tk.ToolCall("p", "outer", {"path": "a"}))
+        await anyio.sleep(1)
+        x = kernel.submit(edit("x", "b", 1))
+        assert (await parent.wait_finished()).ok
+        assert (await x.wait_finished()).ok
+        assert_leases_returned(kernel)
+    (result,) = inner
+    assert (result.status, result.started_at) == (tk.Status.OK, 10), result

@@ -346,12 +346,23 @@ class Kernel(metaclass=_NoPublicConstructor):
         if inline is not None:
             inline.append(record)  # ``run`` of a lone call runs it in its own task
             return
-        assert self._spawn is not None
-        self._spawn(self._call_task, record, _CALL_TASK_NAME)
+        self._spawn_task(self._call_task, record, _CALL_TASK_NAME)
 
     def _spawn_prephase(self, record: CallRecord) -> None:
-        assert self._spawn is not None
-        self._spawn(self._prephase_task, record, _PREPHASE_TASK_NAME)
+        self._spawn_task(self._prephase_task, record, _PREPHASE_TASK_NAME)
+
+    def _spawn_task(self, function: Any, record: CallRecord, name: str) -> None:
+        spawn = self._spawn
+        assert spawn is not None
+        if _running_call.get() is None:
+            spawn(function, record, name)
+            return
+        # Spawned from inside a tool's task (its nested call released leases another call was
+        # waiting for): a task inherits its spawner's context, and this one must not take that
+        # tool's call for its own (``_caller``).
+        context = contextvars.copy_context()
+        context.run(_running_call.set, None)
+        context.run(spawn, function, record, name)
 
     def _deadline_changed(self, deadline: float) -> None:
         scope = self._timer_scope
