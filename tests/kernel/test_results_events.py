@@ -206,11 +206,14 @@ async def test_progress_is_emitted_as_events(autojump_clock) -> None:
     assert progress == [(1, "1 of 3", 1), (2, "2 of 3", 2), (3, "3 of 3", 3)]
 
 
-async def test_a_listener_that_raises_is_dropped_and_breaks_nothing(autojump_clock, rec) -> None:
+@pytest.mark.parametrize("error", [ValueError("listener bug"), SystemExit(2)])
+async def test_a_listener_that_raises_is_dropped_and_breaks_nothing(
+    autojump_clock, rec, error
+) -> None:
     seen: list[tk.CallEvent] = []
 
     def broken(event: tk.CallEvent) -> None:
-        raise ValueError("listener bug")
+        raise error
 
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         kernel.add_listener(broken)
