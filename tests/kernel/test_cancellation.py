@@ -254,3 +254,58 @@ async def test_cancelling_a_call_while_its_approver_waits_cancels_the_question(
     assert (c1.status, c1.started_at, c1.finished_at) == (tk.Status.CANCELLED, None, 2)
     # The call held back behind it goes as soon as it is gone.
     assert (c2.status, c2.started_at) == (tk.Status.OK, 2)
+
+
+@pytest.mark.parametrize("how", ["submits a call", "cancels a call"])
+async def test_a_call_started_while_a_lone_call_is_admitted_is_not_run_by_its_caller(
+    autojump_clock, rec, how
+) -> None:
+    # run() of one call runs it in the caller's task; a listener submitting another call, or
+    # freeing the leases another waits for, during that admission must not hand that call
+    # to the caller's task too, where cancelling the caller would cancel it.
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        others: list[tk.CallHandle] = []
+        if how == "cancels a call":
+            # other waits only behind blocker, which waits behind holder: withdrawing blocker
+            # grants other at once.
+            kernel.submit(edit("holder", "z/sub", 10))
+            blocker = kernel.submit(edit("blocker", "z", 1))
+            others.append(kernel.submit(read("other", "z/other", 5)))
+            await anyio.sleep(1)
+
+        def listener(event: tk.CallEvent) -> None:
+            if isinstance(event, tk.CallQueued) and event.call_id == "c1":
+                if how == "submits a call":
+                    others.append(kernel.submit(edit("other", "z", 5)))
+                else:
+                    blocker.cancel()
+
+        kernel.add_listener(listener)
+        with anyio.move_on_after(2):
+            await kernel.run([edit("c1", "a", 10)])
+        (other,) = others
+        result = await other.wait_finished()
+        kernel.cancel_all()
+    assert result.ok, result
+    assert not rec.spans["other"].cancelled
+
+
+@pytest.mark.parametrize("batch", ["lone", "with a follower"])
+async def test_a_call_cancelled_by_a_listener_of_its_call_started_never_runs(
+    autojump_clock, rec, batch
+) -> None:
+    # Cancelled between its start and its tool: its leases return at once, so its tool must
+    # not run after all (it would run beside the next call on its file).
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+
+        def listener(event: tk.CallEvent) -> None:
+            if isinstance(event, tk.CallStarted) and event.call_id == "c1":
+                kernel.cancel("c1")
+
+        kernel.add_listener(listener)
+        calls = [edit("c1", "a", 1), edit("c2", "a", 1)]
+        results = await kernel.run(calls[:1] if batch == "lone" else calls)
+        assert_leases_returned(kernel)
+    assert results[0].status is tk.Status.CANCELLED
+    assert not rec.ran("c1")
+    assert all(r.ok for r in results[1:]) and rec.max_running <= 1

@@ -70,6 +70,29 @@ async def test_a_dependent_of_a_failed_call_is_skipped_with_the_reason(autojump_
     assert c4.ok
 
 
+@pytest.mark.parametrize("head", ["fails running", "fails admission"])
+async def test_a_long_chain_behind_a_failed_call_is_skipped_whole(
+    autojump_clock, rec, head
+) -> None:
+    # Skipping walks the chain in a loop: 2,000 links are far past Python's recursion limit.
+    first = failing("c0", "a") if head == "fails running" else tk.ToolCall("c0", "nope")
+    calls = [first, *(read(f"c{i}", f"f{i}", 1, after=(f"c{i - 1}",)) for i in range(1, 2000))]
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        results = await kernel.run(calls)
+        assert_leases_returned(kernel)
+    assert results[0].status is tk.Status.ERROR
+    assert {r.status for r in results[1:]} == {tk.Status.SKIPPED}
+    # Each names its own dependency and the failure at the head of the chain, not every link.
+    reason = "c0 (edit) ended error: RuntimeError: c0 failed on purpose"
+    if head == "fails admission":
+        reason = "c0 (nope) ended error: UnknownToolError: there is no tool named 'nope'"
+    assert results[2].error is not None and results[2].error.startswith(
+        f"skipped: it had to run after c1 (read), which was skipped because {reason}"
+    )
+    assert results[-1].error == results[2].error.replace("c1 (read)", "c1998 (read)")
+    assert rec.order == (["c0"] if head == "fails running" else [])
+
+
 async def test_a_dependency_that_failed_at_admission_skips_its_dependents(
     autojump_clock, rec
 ) -> None:

@@ -274,3 +274,99 @@ async def test_a_child_waiting_outside_its_parent_times_out(autojump_clock, rec)
     assert result.output == (
         "timed out after waiting 2 s for its leases behind holder (edit) on b; try again later"
     )
+
+
+@pytest.mark.parametrize("where", ["inside", "outside"])
+async def test_a_child_still_in_flight_when_its_parent_returns_ends_before_the_parent_leases(
+    autojump_clock, rec, where
+) -> None:
+    # The parent starts a nested call from a background task and returns without awaiting it:
+    # the child must not go on running (or waiting) inside leases that have gone.
+    children: list[tk.ToolResult] = []
+
+    async with anyio.create_task_group() as background:
+
+        @tk.tool(writes=["path"])
+        async def spawner(ctx: tk.ToolContext, path: str) -> str:
+            async def child() -> None:
+                target = path if where == "inside" else "elsewhere"
+                children.append(await ctx.call("edit", path=target, duration=5))
+
+            background.start_soon(child)
+            await anyio.sleep(1)
+            return "returned"
+
+        async with tk.open_kernel(tools=[*make_tools(rec), spawner]) as kernel:
+            blocker = kernel.submit(edit("blocker", "elsewhere", 3))  # the outside child waits
+            parent, after = await kernel.run(
+                [tk.ToolCall("p", "spawner", {"path": "a"}), edit("c2", "a", 1)]
+            )
+            await blocker.wait_finished()
+            await wait_all_tasks_blocked()
+            assert_leases_returned(kernel)
+    (child,) = children
+    assert parent.ok and after.ok
+    assert (child.status, child.finished_at) == (tk.Status.CANCELLED, 1)
+    assert child.error is not None and "its parent call p (spawner) ended first" in child.error
+    assert after.started_at == 1
+    if where == "inside":
+        assert rec.spans["p.1"].cancelled and rec.spans["p.1"].end == 1
+    else:
+        assert not rec.ran("p.1")
+
+
+@pytest.mark.parametrize("limit", [None, 1])
+async def test_a_tool_running_calls_on_its_own_kernel_gets_a_deadlock_error_not_a_hang(
+    autojump_clock, rec, limit
+) -> None:
+    # A tool awaiting kernel.run of a call that waits behind the tool's own lease would wait
+    # forever; the wait-for graph sees the tool's wait, so the inner call fails at once. A call
+    # that needs nothing the tool holds runs, even with a single concurrency slot (the tool's).
+    kernels: list[tk.Kernel] = []
+
+    @tk.tool(writes=["path"])
+    async def again(ctx: tk.ToolContext, path: str) -> list[str]:
+        blocked, free = await kernels[0].run([edit("inner", path, 1), edit("free", "other", 1)])
+        return [blocked.status.value, blocked.error or "", free.status.value]
+
+    async with tk.open_kernel(tools=[*make_tools(rec), again], max_concurrency=limit) as kernel:
+        kernels.append(kernel)
+        with anyio.fail_after(100):
+            (outer,) = await kernel.run([tk.ToolCall("o", "again", {"path": "a"})])
+        assert_leases_returned(kernel)
+    status, error, free = outer.output
+    assert (status, free) == ("error", "ok")
+    assert error.startswith(
+        "DeadlockError: waiting for its leases would deadlock: inner (edit) -> o (again) -> inner"
+    )
+    assert not rec.ran("inner") and rec.ran("free")
+
+
+async def test_a_call_started_from_a_tool_task_is_not_taken_for_that_tools_own_calls(
+    autojump_clock, rec
+) -> None:
+    # x is granted when p's nested call releases b, in p's task, so its task starts there; the
+    # run() its after-hook makes is not p's own, so it waits for p's lease on a (no deadlock).
+    kernels: list[tk.Kernel] = []
+    inner: list[tk.ToolResult] = []
+
+    @tk.tool(writes=["path"])
+    async def outer(ctx: tk.ToolContext, path: str) -> str:
+        await ctx.call("edit", path="b", duration=2)
+        await anyio.sleep(8)
+        return "done"
+
+    async def after(call: tk.ToolCall, result: tk.ToolResult) -> None:
+        if call.id == "x":
+            inner.extend(await kernels[0].run([edit("inner", "a", 1)]))
+
+    async with tk.open_kernel(tools=[*make_tools(rec), outer], after_hooks=[after]) as kernel:
+        kernels.append(kernel)
+        parent = kernel.submit(tk.ToolCall("p", "outer", {"path": "a"}))
+        await anyio.sleep(1)
+        x = kernel.submit(edit("x", "b", 1))
+        assert (await parent.wait_finished()).ok
+        assert (await x.wait_finished()).ok
+        assert_leases_returned(kernel)
+    (result,) = inner
+    assert (result.status, result.started_at) == (tk.Status.OK, 10), result

@@ -187,6 +187,35 @@ async def test_an_approver_that_raises_gives_an_error(autojump_clock, rec) -> No
 # -- before-hooks ---------------------------------------------------------------------------------
 
 
+async def test_a_call_rewritten_onto_a_later_calls_file_still_runs_first(
+    autojump_clock, rec
+) -> None:
+    # c1's hook takes 2 s and moves it from a to b, where c2 (ready at once) writes: until the
+    # hook answers, c1 may claim anything, so c2 waits for it, and then runs after it. c3
+    # conflicts with neither: it waits only for c1's hook, not for c1's slow approval.
+    async def move(call: tk.ToolCall) -> RewriteArguments | None:
+        if call.id == "c1":
+            await anyio.sleep(2)
+            return RewriteArguments({**call.arguments, "path": "b"})
+        return None
+
+    def policy(call: tk.ToolCall) -> tk.Decision:
+        return tk.Decision.ask("check") if call.id == "c1" else tk.Decision.allow()
+
+    async def approver(call: tk.ToolCall, reason: str) -> bool:
+        await anyio.sleep(3)
+        return True
+
+    async with tk.open_kernel(
+        tools=make_tools(rec), before_hooks=[move], policy=policy, approver=approver
+    ) as kernel:
+        c1, c2, c3 = await kernel.run([edit("c1", "a"), edit("c2", "b"), edit("c3", "c")])
+        assert_leases_returned(kernel)
+    assert c1.output == "edited b" and c2.ok and c3.ok
+    assert rec.order == ["c3", "c1", "c2"]
+    assert (c1.started_at, c2.started_at, c3.started_at) == (5, 6, 2)
+
+
 async def test_rewrite_arguments_changes_the_arguments_and_the_claims(autojump_clock, rec) -> None:
     seen: list[tk.ToolCall] = []
 
@@ -311,3 +340,28 @@ async def test_a_failing_after_hook_turns_the_result_into_an_error(autojump_cloc
         (result,) = await kernel.run([edit("c1", "a")])
     assert result.status is tk.Status.ERROR
     assert result.error == "an after-hook failed: ValueError: bad hook"
+
+
+async def test_a_call_cancelled_as_its_leases_return_runs_no_after_hook(
+    autojump_clock, rec
+) -> None:
+    seen: list[str] = []
+
+    def hook(call: tk.ToolCall, result: tk.ToolResult) -> None:
+        seen.append(call.id)
+
+    async with tk.open_kernel(tools=make_tools(rec), after_hooks=[hook]) as kernel:
+
+        class CancelOnReturn:
+            def __call__(self, event: tk.CallEvent) -> None:
+                pass
+
+            def leases_returned(self, call_id: str) -> None:
+                if call_id == "c1":
+                    kernel.cancel(call_id)
+
+        kernel.add_listener(CancelOnReturn())
+        c1, c2 = await kernel.run([edit("c1", "a"), edit("c2", "b")])
+        assert_leases_returned(kernel)
+    assert c1.status is tk.Status.CANCELLED and c2.ok
+    assert seen == ["c2"]

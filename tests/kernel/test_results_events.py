@@ -86,6 +86,49 @@ async def test_every_call_queued_comes_before_the_first_call_finished(autojump_c
     ]
 
 
+@pytest.mark.parametrize("how", ["its own call", "a later call", "cancel_all", "a new batch"])
+@pytest.mark.parametrize("entry", ["run", "stream"])
+async def test_a_listener_cancelling_calls_as_they_are_queued_keeps_every_queued_first(
+    autojump_clock, rec, how, entry
+) -> None:
+    events: list[tk.CallEvent] = []
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        inner: list[tk.CallHandle] = []
+
+        def listener(event: tk.CallEvent) -> None:
+            events.append(event)
+            if not isinstance(event, tk.CallQueued) or event.call_id != "c1":
+                return
+            if how == "its own call":
+                kernel.cancel("c1")
+            elif how == "a later call":
+                kernel.cancel("c3")
+            elif how == "cancel_all":
+                kernel.cancel_all()
+            else:  # a batch submitted from the callback, which cancels the outer batch's c1
+                inner.append(kernel.submit(tk.ToolCall("x1", "nope")))
+                kernel.cancel("c1")
+
+        kernel.add_listener(listener)
+        calls = [edit("c1", "a"), edit("c2", "a"), read("c3", "b")]
+        if entry == "run":
+            results = by_id(await kernel.run(calls))
+        else:
+            async with kernel.stream(calls) as stream:
+                finished = [e.result async for e in stream if isinstance(e, tk.CallFinished)]
+            results = by_id(finished)
+        assert_leases_returned(kernel)
+    mine = [e for e in events if e.call_id in ("c1", "c2", "c3")]
+    queued = [i for i, e in enumerate(mine) if isinstance(e, tk.CallQueued)]
+    done = [i for i, e in enumerate(mine) if isinstance(e, tk.CallFinished)]
+    assert len(queued) == len(done) == 3 and max(queued) < min(done), mine
+    cancelled = {"its own call": {"c1"}, "a later call": {"c3"}, "a new batch": {"c1"}}.get(
+        how, {"c1", "c2", "c3"}
+    )
+    assert {i for i, r in results.items() if r.status is tk.Status.CANCELLED} == cancelled
+    assert not set(rec.order) & cancelled
+
+
 async def test_stream_yields_the_batch_events_in_order_and_ends(autojump_clock, rec) -> None:
     calls = [edit("c1", "a", 1), failing("c2", "b", 0), read("c3", "a", 1)]
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
@@ -163,11 +206,14 @@ async def test_progress_is_emitted_as_events(autojump_clock) -> None:
     assert progress == [(1, "1 of 3", 1), (2, "2 of 3", 2), (3, "3 of 3", 3)]
 
 
-async def test_a_listener_that_raises_is_dropped_and_breaks_nothing(autojump_clock, rec) -> None:
+@pytest.mark.parametrize("error", [ValueError("listener bug"), SystemExit(2)])
+async def test_a_listener_that_raises_is_dropped_and_breaks_nothing(
+    autojump_clock, rec, error
+) -> None:
     seen: list[tk.CallEvent] = []
 
     def broken(event: tk.CallEvent) -> None:
-        raise ValueError("listener bug")
+        raise error
 
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         kernel.add_listener(broken)

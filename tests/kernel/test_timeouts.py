@@ -127,3 +127,25 @@ def test_timeouts_must_be_non_negative_numbers() -> None:
         tk.ToolCall("c1", "edit", {}, wait_timeout=-1)
     with pytest.raises(ValueError, match="run_timeout must be a non-negative number"):
         tk.ToolCall("c1", "edit", {}, run_timeout="3")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("limit_from", ["kernel", "call"])
+async def test_a_run_timeout_expiring_in_an_after_hook_times_the_call_out(
+    autojump_clock, rec, limit_from
+) -> None:
+    # The run limit bounds the tool and its after-hooks together: a hook that never returns
+    # can't keep the call (and run()) waiting forever.
+    async def stuck(call: tk.ToolCall, result: tk.ToolResult) -> None:
+        await anyio.sleep_forever()
+
+    kernel_limit = 5.0 if limit_from == "kernel" else None
+    call_limit = 5.0 if limit_from == "call" else None
+    async with tk.open_kernel(
+        tools=make_tools(rec), after_hooks=[stuck], run_timeout=kernel_limit
+    ) as kernel:
+        with anyio.fail_after(100):
+            (result,) = await kernel.run([edit("c1", "a", 1, run_timeout=call_limit)])
+        assert_leases_returned(kernel)
+    assert (result.status, result.started_at, result.finished_at) == (tk.Status.TIMEOUT, 0, 5)
+    assert result.error_type == "RunTimeoutError"
+    assert not rec.spans["c1"].cancelled  # the tool itself finished in time

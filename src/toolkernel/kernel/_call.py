@@ -83,7 +83,8 @@ class ToolCall:
     validates it when the call is admitted, so a malformed one becomes an ERROR result.
     ``after`` names calls that must finish (successfully) first. ``priority`` lets a call
     overtake waiting calls of other batches, never conflicting earlier calls of its own.
-    ``wait_timeout`` / ``run_timeout`` override the tool's defaults (seconds; None = no limit).
+    ``wait_timeout`` / ``run_timeout`` override the tool's and the kernel's limits, in seconds
+    (None: keep theirs; ``math.inf``: no limit). The run limit covers the after-hooks too.
     """
 
     id: str

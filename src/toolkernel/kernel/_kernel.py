@@ -15,6 +15,7 @@ docstring describes a call's lifecycle. This module only does what needs an even
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import logging
 import math
@@ -47,6 +48,12 @@ _log = logging.getLogger("toolkernel")
 _CALL_TASK_NAME = "toolkernel.kernel._kernel.Kernel._run_task"
 """The name of every call's task. Given, not derived: trio would format one for every spawn."""
 _PREPHASE_TASK_NAME = "toolkernel.kernel._kernel.Kernel._prephase_task"
+
+_running_call: contextvars.ContextVar[CallRecord | None] = contextvars.ContextVar(
+    "toolkernel_running_call", default=None
+)
+"""The call whose tool this task runs (tasks it starts inherit it): a tool that calls
+``kernel.run`` on its own kernel waits for those calls, which the wait-for graph must know."""
 
 
 class _NoPublicConstructor(type):
@@ -212,13 +219,20 @@ class Kernel(metaclass=_NoPublicConstructor):
         """
         calls = calls if isinstance(calls, list) else list(calls)
         if len(calls) == 1:
-            self._inline = []  # ``_spawn_call`` hands a call granted now to this task
+            self._inline = []  # ``_spawn_call`` hands the calls granted now to this task
+            records: list[CallRecord] = []
             try:
-                records = self._scheduler.submit(calls, None)
+                records = self._scheduler.submit(calls, None, self._caller())
             finally:
-                inline, self._inline = self._inline, None
+                granted, self._inline = self._inline, None
+                # Only this batch's own call runs here: a listener may have submitted others,
+                # or cancelled a call whose leases went to another, while it was admitted.
+                inline = [r for r in granted if records and r is records[0]]
+                for record in granted:
+                    if record not in inline:
+                        self._spawn_call(record)
         else:
-            records = self._scheduler.submit(calls, None)
+            records = self._scheduler.submit(calls, None, self._caller())
             inline = None
         if not records:
             await anyio.lowlevel.checkpoint()
@@ -241,6 +255,13 @@ class Kernel(metaclass=_NoPublicConstructor):
             await self._unwound(batch)
             raise
         return [cast(ToolResult, record.result) for record in records]
+
+    def _caller(self) -> CallRecord | None:
+        """The running call of this kernel whose tool (or a task it started) is submitting."""
+        record = _running_call.get()
+        if record is None or record.result is not None:
+            return None
+        return record if self._scheduler.is_live(record) else None
 
     async def _unwound(self, batch: Batch) -> None:
         """Wait, shielded, until every call of a cancelled batch has finished: when ``run`` or
@@ -275,7 +296,7 @@ class Kernel(metaclass=_NoPublicConstructor):
         if not calls:
             send.close()
         # Attached before admission, so the batch's first events (CallQueued) are not missed.
-        records = self._scheduler.submit(calls, sink)
+        records = self._scheduler.submit(calls, sink, self._caller())
         try:
             async with receive:
                 yield receive
@@ -322,15 +343,26 @@ class Kernel(metaclass=_NoPublicConstructor):
 
     def _spawn_call(self, record: CallRecord) -> None:
         inline = self._inline
-        if inline is not None and not inline:
+        if inline is not None:
             inline.append(record)  # ``run`` of a lone call runs it in its own task
             return
-        assert self._spawn is not None
-        self._spawn(self._call_task, record, _CALL_TASK_NAME)
+        self._spawn_task(self._call_task, record, _CALL_TASK_NAME)
 
     def _spawn_prephase(self, record: CallRecord) -> None:
-        assert self._spawn is not None
-        self._spawn(self._prephase_task, record, _PREPHASE_TASK_NAME)
+        self._spawn_task(self._prephase_task, record, _PREPHASE_TASK_NAME)
+
+    def _spawn_task(self, function: Any, record: CallRecord, name: str) -> None:
+        spawn = self._spawn
+        assert spawn is not None
+        if _running_call.get() is None:
+            spawn(function, record, name)
+            return
+        # Spawned from inside a tool's task (its nested call released leases another call was
+        # waiting for): a task inherits its spawner's context, and this one must not take that
+        # tool's call for its own (``_caller``).
+        context = contextvars.copy_context()
+        context.run(_running_call.set, None)
+        context.run(spawn, function, record, name)
 
     def _deadline_changed(self, deadline: float) -> None:
         scope = self._timer_scope
@@ -387,6 +419,8 @@ class Kernel(metaclass=_NoPublicConstructor):
                 return False
             if record.result is not None or not scheduler.take_before_answer(record, answer):
                 return False
+        if record.provisional:
+            scheduler.hooks_answered(record)
         decision = scheduler.decide(record)
         if decision is None:
             return False
@@ -429,6 +463,8 @@ class Kernel(metaclass=_NoPublicConstructor):
         tool = record.tool
         assert tool is not None and record.claims is not None
         deadline = scheduler.start(record)
+        if record.result is not None:
+            return  # a listener of its CallStarted cancelled it: its leases are gone already
         call = record.call
         # Positionally: call_id, tool_name, claims, depth, environment, kernel, record.
         context = ToolContext(
@@ -443,7 +479,11 @@ class Kernel(metaclass=_NoPublicConstructor):
                     scope.deadline = deadline
                 if record.cancel_reason is not None:
                     scope.cancel()
-                output = await tool.invoke(context, record.arguments)
+                running = _running_call.set(record)
+                try:
+                    output = await tool.invoke(context, record.arguments)
+                finally:
+                    _running_call.reset(running)
         except BaseException as exc:
             record.scope = None
             if self._loop.propagates(exc):
@@ -464,22 +504,29 @@ class Kernel(metaclass=_NoPublicConstructor):
                     limit = scheduler.run_timeout(record) or 0.0
                     status, failure = Status.TIMEOUT, messages.run_timed_out(limit)
         scheduler.release(record)
+        if record.result is not None:
+            return  # finished while its tool ran on (its parent ended first): no after-hooks
         result = scheduler.make_result(record, status, output, failure)
         if self._after_hooks:
             if scheduler.report.release_listeners:
                 scheduler.report.leases_returned(record)
+                if record.result is not None:
+                    return  # that listener cancelled it: its after-hooks are not run
             try:
-                result = await self._after(record, result)
+                result = await self._after(record, result, deadline)
             except BaseException:
                 scheduler.finish_failed(record, CANCELLED, messages.cancelled("cancelled"))
                 raise
         scheduler.finish(record, result)
 
-    async def _after(self, record: CallRecord, result: ToolResult) -> ToolResult:
-        """After-hooks, in a scope the scheduler can cancel like the tool's own."""
+    async def _after(self, record: CallRecord, result: ToolResult, deadline: float) -> ToolResult:
+        """After-hooks, in a scope the scheduler can cancel like the tool's own, and under the
+        same run deadline: the run limit bounds the tool and its after-hooks together."""
         scheduler = self._scheduler
         with self._loop.CancelScope() as scope:
             record.scope = scope
+            if deadline != math.inf:
+                scope.deadline = deadline
             if record.cancel_reason is not None:
                 scope.cancel()
             for hook in self._after_hooks:
@@ -496,8 +543,11 @@ class Kernel(metaclass=_NoPublicConstructor):
                 result = scheduler.take_after_answer(record, result, answer)
         record.scope = None
         if scope.cancelled_caught:
-            reason = record.cancel_reason or "cancelled"
-            result = scheduler.make_result(record, CANCELLED, None, messages.cancelled(reason))
+            if record.cancel_reason is not None:
+                cancelled = messages.cancelled(record.cancel_reason)
+                return scheduler.make_result(record, CANCELLED, None, cancelled)
+            timed_out = messages.run_timed_out(scheduler.run_timeout(record) or 0.0)
+            return scheduler.make_result(record, Status.TIMEOUT, None, timed_out)
         return result
 
     # -- nested calls ----------------------------------------------------------------------------

@@ -41,7 +41,9 @@ class Leasing:
         self._wait_timeout = wait_timeout
         self._deadline_changed = deadline_changed
         self._deadlines: Deadlines[CallRecord] = Deadlines(lambda record: record.wait_token)
-        self._waiting_nested: dict[int, CallRecord] = {}
+        # Waits that may close a wait-for cycle: of nested calls, and of calls a running call
+        # awaits (``Batch.awaited_by``). Entries whose wait ended are dropped when checked.
+        self._watched: dict[int, CallRecord] = {}
 
     # -- requesting --------------------------------------------------------------------------------
 
@@ -69,8 +71,6 @@ class Leasing:
         else:
             priority = record.call.priority + NESTED_PRIORITY_BOOST
             self._request(record, self.main, claims, priority, ("nested", record.uid))
-        if record.waiting_in is not None:
-            self._waiting_nested[record.uid] = record
 
     def _request(
         self,
@@ -92,8 +92,13 @@ class Leasing:
         if table.is_held(lease_id):
             self._granted(record)
         else:
-            record.waiting_in = group
-            self.start_wait_clock(record)
+            self._wait(record, group)
+
+    def _wait(self, record: CallRecord, group: LeaseGroup) -> None:
+        record.waiting_in = group
+        self.start_wait_clock(record)
+        if record.parent is not None or record.batch.awaited_by is not None:
+            self._watched[record.uid] = record
 
     def requeue(self, record: CallRecord, claims: tuple[Claim, ...]) -> bool:
         """Replace a granted top-level call's claims keeping its place in the queue. Returns
@@ -103,8 +108,7 @@ class Leasing:
         assert group is self.main
         granted = group.table.requeue(lease_id, claims, owner=record)
         if lease_id not in granted:
-            record.waiting_in = group
-            self.start_wait_clock(record)  # a fresh wait, with a fresh limit
+            self._wait(record, group)  # a fresh wait, with a fresh limit
         for granted_id in granted:
             if granted_id != lease_id:
                 self._granted(group.records[granted_id])
@@ -117,7 +121,7 @@ class Leasing:
         record.waiting_in = None
         self.stop_wait_clock(record)
         if record.parent is not None:
-            self._waiting_nested.pop(record.uid, None)
+            self._watched.pop(record.uid, None)
 
     def stop_wait_clock(self, record: CallRecord) -> None:
         if record.wait_token:
@@ -168,6 +172,9 @@ class Leasing:
         return due
 
     def deadlocked(self) -> Iterator[tuple[CallRecord, list[str]]]:
-        """Waiting nested calls whose wait closes a cycle (see ``_waits.deadlocked``)."""
-        if self._waiting_nested:
-            yield from waits.deadlocked(list(self._waiting_nested.values()))
+        """Watched waits that close a cycle (see ``_waits.deadlocked``)."""
+        watched = self._watched
+        if watched:
+            for uid in [uid for uid, r in watched.items() if r.waiting_in is None]:
+                del watched[uid]  # granted, or withdrawn, since
+            yield from waits.deadlocked(list(watched.values()))

@@ -147,12 +147,24 @@ def dependency_cycle(call_ids: list[str]) -> DependencyCycleError:
     return DependencyCycleError(f"calls wait for each other through after=: {names}")
 
 
+_SKIPPED = "skipped: it had to run after "
+_SKIPPED_BECAUSE = ", which was skipped because "
+
+
 def dependency_failed(
     call_id: str, name: str, status: Status, error: str | None
 ) -> DependencyFailedError:
+    if status is Status.SKIPPED and error and error.startswith(_SKIPPED):
+        # Its dependency was skipped in turn: name the failure at the head of the chain, not
+        # every link, so the message stays short however long the chain (each link quoting
+        # the one before made a chain of n calls cost n^2 characters).
+        if _SKIPPED_BECAUSE in error:
+            root = error.split(_SKIPPED_BECAUSE, 1)[1]
+        else:
+            root = error[len(_SKIPPED) :].replace(", which ended ", " ended ", 1)
+        return DependencyFailedError(f"{_SKIPPED}{call_id} ({name}){_SKIPPED_BECAUSE}{root}")
     return DependencyFailedError(
-        f"skipped: it had to run after {call_id} ({name}), which ended "
-        f"{status.value}: {error or status.value}"
+        f"{_SKIPPED}{call_id} ({name}), which ended {status.value}: {error or status.value}"
     )
 
 

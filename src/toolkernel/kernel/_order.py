@@ -7,6 +7,9 @@ earlier call of its batch that may conflict with it is still pending: an approva
 never lets a later conflicting call jump ahead of it. Calls that cannot conflict with anything
 earlier and pending request at once.
 
+A call whose before-hooks have not all answered may conflict with anything: a hook may rewrite
+its arguments, and with them its claims.
+
 One exception: ``after=`` wins over emission order. If holding a call back for an earlier one
 would make the earlier one wait (through ``after=`` and this very rule) for the held-back call,
 as in ``[edit(a, after=c2), c2: edit(a)]``, the later call goes first.
@@ -66,7 +69,7 @@ def holds_back(earlier: CallRecord, record: CallRecord) -> bool:
     It does if they may conflict, unless ``earlier`` may itself be waiting for ``record``
     (through ``after=`` and this very rule): holding ``record`` back would then deadlock.
     """
-    if not may_conflict(record.claims, earlier.claims):
+    if not may_conflict(record.claims, _known_claims(earlier)):
         return False
     return not (record.batch.has_deps and _may_wait_for(earlier, record))
 
@@ -86,7 +89,9 @@ def _may_wait_for(start: CallRecord, target: CallRecord) -> bool:
         for other in batch.unrequested.values():
             if other.uid >= current.uid:
                 break
-            if other.state is PENDING and may_conflict(current.claims, other.claims):
+            if other.state is PENDING and may_conflict(
+                _known_claims(current), _known_claims(other)
+            ):
                 following.append(other)
         for nxt in following:
             if nxt is target:
@@ -95,6 +100,12 @@ def _may_wait_for(start: CallRecord, target: CallRecord) -> bool:
                 seen.add(nxt.uid)
                 stack.append(nxt)
     return False
+
+
+def _known_claims(record: CallRecord) -> tuple[Claim, ...] | None:
+    """A pending call's claims, or None while a before-hook may still rewrite its arguments
+    (and so its claims): until then it may conflict with anything."""
+    return None if record.provisional else record.claims
 
 
 def may_conflict(claims: tuple[Claim, ...] | None, earlier: tuple[Claim, ...] | None) -> bool:

@@ -74,6 +74,12 @@ class Batch:
     # Whether any call of this batch waits through ``after=``; only then can holding a call
     # back for an earlier one close a cycle (see ``_order.holds_back``).
     has_deps: bool = False
+    # True while its ``CallQueued`` events are given: a call a listener cancels then finishes
+    # after the last of them, so that every call of a batch is queued before any finishes.
+    announcing: bool = False
+    # The running call whose tool submitted this batch (``kernel.run`` from inside a tool) and
+    # awaits it: the wait-for graph has an edge from it to each of the batch's calls.
+    awaited_by: CallRecord | None = None
     # Set by the scheduler when ``unfinished`` reaches 0, if someone (``run``) waits for that.
     done: Signal | None = None
 
@@ -97,6 +103,8 @@ class CallRecord:
     arguments: Mapping[str, Any] = NO_ARGUMENTS
     claims: tuple[Claim, ...] | None = None
     ready: bool = False  # hooks and policy done: may request leases when its turn comes
+    # Its before-hooks have not all answered: they may still rewrite its arguments and claims.
+    provisional: bool = False
     # Granted in the very step that computed its claims: nothing ran in between, so its keys
     # need no second look before it runs (see ``Scheduler.confirm_keys``).
     keys_fresh: bool = False
@@ -123,7 +131,8 @@ class CallRecord:
     unfilled: Any = None
     sources: dict[str, CallRecord] | None = None
     dependents: list[CallRecord] | None = None  # calls waiting for it through ``after=``
-    awaiting: set[CallRecord] | None = None  # nested calls it is waiting for
+    # Nested calls it is waiting for, and calls of batches its tool submitted and awaits.
+    awaiting: set[CallRecord] | None = None
     sinks: tuple[Callable[[CallEvent], None], ...] = ()  # ``stream`` listeners
     nested_count: int = 0
     requeues: int = 0

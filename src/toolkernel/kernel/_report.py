@@ -57,7 +57,9 @@ class Reporter:
         for listener in [*self.listeners, *record.sinks]:
             try:
                 listener(event)
-            except Exception:
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # SystemExit too: a listener's exit is not the kernel's
                 # A broken listener must not break the calls it watches; drop it, say so.
                 if listener in self.listeners:
                     self.listeners.remove(listener)
@@ -102,7 +104,9 @@ class Reporter:
         for listener in list(self.release_listeners):
             try:
                 listener(record.call.id)
-            except Exception:
+            except KeyboardInterrupt:
+                raise
+            except BaseException:
                 if listener in self.release_listeners:
                     self.release_listeners.remove(listener)
                 _log.exception("toolkernel: removed a lease listener that raised")
@@ -113,7 +117,9 @@ class Reporter:
         for listener in list(self.access_listeners):
             try:
                 listener(access)
-            except Exception:
+            except KeyboardInterrupt:
+                raise
+            except BaseException:
                 if listener in self.access_listeners:
                     self.access_listeners.remove(listener)
                 _log.exception("toolkernel: removed a file-access listener that raised")

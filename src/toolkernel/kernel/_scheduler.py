@@ -38,13 +38,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 import attrs
 
 from .._errors import InvalidCallError, InvalidClaimError, KernelClosedError
-from ..locks import Claim, Path
+from ..locks import Path
 from . import _messages as messages
 from . import _waits as waits
 from ._admission import (
@@ -71,6 +71,7 @@ from ._call import (
 )
 from ._events import CallEvent, CallProgress, CallQueued, CallStarted
 from ._leasing import Leasing
+from ._nested import NestedCalls
 from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions
 from ._order import next_requests
@@ -97,7 +98,7 @@ def _limit(own: float | None, tool: Any, name: str, default: float | None) -> fl
     return default if by_tool is None else by_tool
 
 
-class Scheduler:
+class Scheduler(NestedCalls):
     """All of a kernel's state and every decision about its calls. See the module docstring."""
 
     def __init__(
@@ -153,17 +154,24 @@ class Scheduler:
     # -- submitting and cancelling ----------------------------------------------------------------
 
     def submit(
-        self, calls: Iterable[ToolCall], sink: Callable[[CallEvent], None] | None
+        self,
+        calls: Iterable[ToolCall],
+        sink: Callable[[CallEvent], None] | None,
+        awaited_by: CallRecord | None = None,
     ) -> list[CallRecord]:
-        """Admit a batch; every call is queued (and says so) before any of them can finish."""
+        """Admit a batch; every call is queued (and says so) before any of them can finish.
+        ``awaited_by``: the running call whose tool submits the batch and waits for it."""
         if self.closed:
             raise KernelClosedError("can't submit calls: the kernel is closed")
         calls = list(calls)
         with gc_paused_for(len(calls)):
-            return self._submit(calls, sink)
+            return self._submit(calls, sink, awaited_by)
 
     def _submit(
-        self, calls: list[ToolCall], sink: Callable[[CallEvent], None] | None
+        self,
+        calls: list[ToolCall],
+        sink: Callable[[CallEvent], None] | None,
+        awaited_by: CallRecord | None,
     ) -> list[CallRecord]:
         for call in calls:  # all or nothing: check everything before admitting anything
             if not isinstance(call, ToolCall):
@@ -181,6 +189,14 @@ class Scheduler:
             and not any(call.after for call in calls)
         )
         records = [self._new_record(call, batch, now, in_order) for call in calls]
+        if awaited_by is not None and awaited_by.result is None:
+            # A tool waiting for calls of its own kernel: if one of them waits for its leases,
+            # a cycle through it is found and broken like a nested call's (``_nested``).
+            batch.awaited_by = awaited_by
+            awaited_by.awaiting = (awaited_by.awaiting or set()) | set(records)
+        if self._has_before_hooks:
+            for record in records:
+                record.provisional = True
         if sink is not None:
             for record in records:
                 record.sinks = (sink,)
@@ -190,12 +206,19 @@ class Scheduler:
             if failure is not None:
                 failures[record.uid] = (ERROR, failure)
         link_dependencies(records, failures, self._names)
-        if self.report.listeners or sink is not None:  # build no events when nobody listens
-            for record in records:
-                claims = record.claims or ()
-                self.report.emit(record, CallQueued(record.call.id, record.name, now, claims))
+        announced = bool(self.report.listeners) or sink is not None
+        if announced:  # build no events when nobody listens
+            batch.announcing = True  # a listener cancelling a call now is heard after this
+            try:
+                for record in records:
+                    claims = record.claims or ()
+                    self.report.emit(record, CallQueued(record.call.id, record.name, now, claims))
+            finally:
+                batch.announcing = False
         for record in records:
             failed = failures.get(record.uid)
+            if failed is None and announced and record.cancel_reason is not None:
+                failed = (CANCELLED, messages.cancelled(record.cancel_reason))
             if failed is not None:
                 self.finish_failed(record, *failed)
         self._admitting = batch
@@ -216,6 +239,10 @@ class Scheduler:
             self._admitting = None
         return records
 
+    def is_live(self, record: CallRecord) -> bool:
+        """Whether ``record`` is an unfinished call of this scheduler's."""
+        return self._live.get(record.uid) is record
+
     def live_call(self, call_id: str) -> CallRecord | None:
         """The unfinished top-level call with this id, if any."""
         return self._names.live.get(call_id)
@@ -226,6 +253,8 @@ class Scheduler:
             return
         if record.cancel_reason is None:
             record.cancel_reason = reason
+        if record.batch.announcing:
+            return  # its batch is being announced: it finishes once every call is (``_submit``)
         if record.scope is not None:
             record.scope.cancel()  # the pre-phase or running task finishes it
         else:
@@ -326,6 +355,13 @@ class Scheduler:
         self.finish_failed(record, *verdict)
         return False
 
+    def hooks_answered(self, record: CallRecord) -> None:
+        """Every before-hook has answered: ``record``'s claims are final, so later calls of its
+        batch that do not conflict with them need not wait for it any more."""
+        record.provisional = False
+        if record.parent is None and record.batch.unrequested:
+            self._issue_requests(record.batch)
+
     def decide(self, record: CallRecord) -> Decision | None:
         """Ask the policy; None if that finished the call (denied, or the policy failed)."""
         # The default policy ignores the call: don't copy its arguments for it.
@@ -379,7 +415,9 @@ class Scheduler:
         waited, record.waiting_in = record.waiting_in is not None, None
         if record.batch is self._admitting:
             record.keys_fresh = True
-        if self.slots.take(record):
+        # A call a running call's tool awaits takes no slot: it runs in the slot of the call
+        # waiting for it (which would otherwise wait for a slot it holds itself).
+        if record.batch.awaited_by is not None or self.slots.take(record):
             if record.wait_token:
                 self.leasing.stop_wait_clock(record)
             self._move(record, RUNNING, self._now())
@@ -403,6 +441,8 @@ class Scheduler:
     def release(self, record: CallRecord) -> None:
         """Revoke the call's context, give back every lease and withdraw every request; whoever
         is next is granted (and started) before this returns. Idempotent."""
+        if record.awaiting:
+            self.end_children(record)
         context = record.context
         if context is not None:
             record.context = None
@@ -500,9 +540,41 @@ class Scheduler:
         self.finish(record, self.make_result(record, status, None, exception))
 
     def finish(self, record: CallRecord, result: ToolResult) -> None:
-        """Give ``record`` its result: release, record, tell, wake, move dependents on."""
+        """Give ``record`` its result: release, record, tell, wake, move dependents on.
+
+        Dependents skipped because it failed are finished in this same loop, not by recursion:
+        a chain of thousands of ``after=`` calls whose head fails ends in one pass."""
         if record.result is not None:
             return
+        self._settle(record, result)
+        done = [record]
+        while done:
+            record = done.pop()
+            result = cast(ToolResult, record.result)
+            for dependent in record.dependents or ():
+                if dependent.result is not None:
+                    continue
+                if result.status is not OK:
+                    why = messages.dependency_failed(
+                        record.call.id, record.name, result.status, result.error
+                    )
+                    self._settle(dependent, self.make_result(dependent, Status.SKIPPED, None, why))
+                    done.append(dependent)
+                else:
+                    assert dependent.deps_left is not None
+                    dependent.deps_left.discard(record.uid)
+                    if dependent.deps_left:
+                        continue
+                    if dependent.unfilled is None or self._fill_in(dependent):
+                        self._begin_prephase(dependent)
+            if record.parent is None:
+                self._names.forget(record, result.status, result.error)
+                batch = record.batch
+                if batch.unrequested:  # else every call of the batch has asked already
+                    self._issue_requests(batch)
+
+    def _settle(self, record: CallRecord, result: ToolResult) -> None:
+        """Release, record, tell and wake for one call (``finish`` moves its dependents on)."""
         if record.slot:  # first, so a call waiting for a slot goes before those granted now
             self._hand_slot_on(record)
         if record.lease_group or record.waiting_in or record.context is not None:
@@ -520,88 +592,11 @@ class Scheduler:
             record.finished.set()
         if record.granted is not None:
             record.granted.set()  # a nested call: its parent's task goes on
+        if batch.awaited_by is not None and batch.awaited_by.awaiting:
+            batch.awaited_by.awaiting.discard(record)
         batch.unfinished -= 1
         if batch.unfinished == 0 and batch.done is not None:
             batch.done.set()
-        for dependent in record.dependents or ():
-            if dependent.result is not None:
-                continue
-            if result.status is not OK:
-                why = messages.dependency_failed(
-                    record.call.id, record.name, result.status, result.error
-                )
-                self.finish_failed(dependent, Status.SKIPPED, why)
-            else:
-                assert dependent.deps_left is not None
-                dependent.deps_left.discard(record.uid)
-                if dependent.deps_left:
-                    continue
-                if dependent.unfilled is None or self._fill_in(dependent):
-                    self._begin_prephase(dependent)
-        if record.parent is None:
-            self._names.forget(record, result.status, result.error)
-            if batch.unrequested:  # else every call of the batch has asked already
-                self._issue_requests(batch)
-
-    # -- nested calls ----------------------------------------------------------------------------
-
-    def admit_nested(
-        self, parent: CallRecord, name: str, arguments: Mapping[str, Any]
-    ) -> CallRecord:
-        """Admit a call made from inside ``parent``'s tool; it may come back finished."""
-        parent.nested_count += 1
-        call = ToolCall(
-            f"{parent.call.id}.{parent.nested_count}",
-            name,
-            dict(arguments),
-            priority=parent.call.priority,
-        )
-        self._serial += 1
-        batch = Batch(self._serial, 1, self._serial + 1)
-        record = self._new_record(call, batch, self._now(), True, parent)
-        failure = self._admit(record)
-        if self.report.listeners:
-            event = CallQueued(call.id, name, record.queued_at, record.claims or (), parent.call.id)
-            self.report.emit(record, event)
-        if failure is None and record.depth > self._max_depth:
-            failure = messages.too_deep(parent.call.id, parent.name, name, self._max_depth)
-        if failure is not None:
-            self.finish_failed(record, ERROR, failure)
-            return record
-        if parent.awaiting is None:
-            parent.awaiting = set()
-        parent.awaiting.add(record)
-        return record
-
-    def request_nested(self, record: CallRecord, claims: tuple[Claim, ...], inside: bool) -> None:
-        """Request a nested call's claims: within its parent's lease group, or from the kernel
-        at a raised priority. Its ``granted`` signal is set when the parent's task may go on:
-        granted, or finished (a wait that would deadlock fails at once)."""
-        if record.state is PENDING:
-            self._move(record, QUEUED, self._now())
-        self.leasing.request_nested(record, claims, inside)
-        if record.waiting_in is not None:
-            self._break_wait_cycles()  # this wait may close a cycle: then it fails at once
-            if record.waiting_in is not None:
-                self.report.blocked(record, self._now())
-
-    def end_nested(self, record: CallRecord) -> None:
-        """The parent's task is done with this nested call, whatever happened to it."""
-        parent = record.parent
-        assert parent is not None
-        if parent.awaiting is not None:
-            parent.awaiting.discard(record)
-        if record.result is None:  # the parent was cancelled while this call waited or ran
-            reason = record.cancel_reason or f"cancelled with its parent call {parent.call.id}"
-            self.finish_failed(record, CANCELLED, messages.cancelled(reason))
-
-    def _break_wait_cycles(self) -> None:
-        """Fail every waiting nested call whose wait closes a cycle, whenever a request starts
-        waiting: a cycle can close after a nested call began its wait (a higher-priority
-        request queues ahead of someone in it). Only nested calls can close one."""
-        for record, chain in self.leasing.deadlocked():
-            parent_id = record.parent.call.id if record.parent is not None else None
-            self.finish_failed(record, ERROR, messages.deadlock(chain, parent_id))
 
     # -- timeouts ----------------------------------------------------------------------------------
 

@@ -1,9 +1,10 @@
 """Who waits for whom: the wait-for graph of calls, its cycles, and how a wait is described.
 
 A queued call waits for the calls whose leases (held, or requested earlier) it conflicts with; a
-running call waits for the nested calls it is awaiting. Top-level calls alone can never deadlock
-(a waiting request holds nothing), so every cycle passes through a running call awaiting a
-nested call, and a cycle means nobody in it can ever move. Pure: it reads the lease tables.
+running call waits for the nested calls it is awaiting, and for the calls of batches its tool
+submitted to its own kernel and awaits. Top-level calls alone can never deadlock (a waiting
+request holds nothing), so every cycle passes through a running call awaiting one of those, and
+a cycle means nobody in it can ever move. Pure: it reads the lease tables.
 """
 
 from __future__ import annotations
