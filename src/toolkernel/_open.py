@@ -75,7 +75,8 @@ async def open_kernel(
       result, or rewrite its result.
     - ``max_depth``: how deep ``ctx.call`` may nest.
     - ``wait_timeout`` / ``run_timeout``: default limits (seconds, None for none) on waiting for
-      leases and on running; tools and calls may set their own.
+      leases and on running (the run limit covers the tool and its after-hooks together);
+      tools and calls may set their own.
 
     A bad option raises ``TypeError`` or ``ValueError`` here, before anything runs. Leaving the
     block cancels whatever still runs; every call still gets its result.
