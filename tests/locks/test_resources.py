@@ -14,9 +14,11 @@ from toolkernel._errors import InvalidClaimError, PathEscapeError, ToolkernelErr
 from toolkernel.locks import (
     EVERYTHING,
     Claim,
+    Device,
     LeaseTable,
     Mode,
     Path,
+    Pool,
     canonical_claims,
     claims_overlap,
     device,
@@ -244,3 +246,42 @@ def test_canonical_form_ignores_order_and_repetition(
     assert canonical_claims(canonical) == canonical  # idempotent
     nodes = [claim.node for claim in canonical]
     assert nodes == sorted(set(nodes))  # one claim per resource, sorted
+
+
+# -- hostile inputs -------------------------------------------------------------------------------
+
+
+def test_an_exclusive_pool_claim_takes_no_unit_count() -> None:
+    # It holds the whole pool; a count would make two equal-looking claims compare unequal.
+    assert Claim(pool("net"), Mode.EXCLUSIVE, units=1) == exclusive(pool("net"))
+    for count in (0, 2, 7):
+        with pytest.raises(InvalidClaimError, match="whole pool"):
+            Claim(pool("net"), Mode.EXCLUSIVE, units=count)
+
+
+@pytest.mark.parametrize("target", [5, None, 1.5, ["a"], device("phone"), pool("net")])
+def test_a_path_of_the_wrong_type_is_an_invalid_claim(target: object) -> None:
+    for make in (path, reads, writes):
+        with pytest.raises(InvalidClaimError, match="path must be a string"):
+            make(target)  # type: ignore[arg-type]
+    if not isinstance(target, Device | Pool):  # shared() and exclusive() take those as they are
+        for make in (shared, exclusive):
+            with pytest.raises(InvalidClaimError, match="path must be a string"):
+                make(target)  # type: ignore[arg-type]
+
+
+def test_climbing_above_the_root_quotes_the_whole_path() -> None:
+    with pytest.raises(PathEscapeError, match=r"'a/\.\./\.\.'"):
+        path("a", "..", "..")
+
+
+@pytest.mark.parametrize("claims", [writes("a"), "a/b"])
+def test_a_lone_claim_or_a_string_in_place_of_a_claim_list_is_refused(claims: object) -> None:
+    with pytest.raises(InvalidClaimError, match="a list of claims"):
+        canonical_claims(claims)  # type: ignore[arg-type]
+    table = LeaseTable()
+    with pytest.raises(InvalidClaimError, match="a list of claims"):
+        table.request(claims)  # type: ignore[arg-type]
+    with pytest.raises(InvalidClaimError, match="a list of claims"):
+        table.request_nowait(claims)  # type: ignore[arg-type]
+    assert table.statistics().held == 0

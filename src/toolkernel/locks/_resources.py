@@ -166,10 +166,9 @@ def path(*segments: str | PathLike[str]) -> Path:
             and "\x00" not in text
         ):
             return Path(tuple(components))
+    texts = [_path_text(segment) for segment in segments]
     parts: list[str] = []
-    for segment in segments:
-        text = fspath(segment)
-        _check_component_text(text, "path")
+    for text in texts:
         if text.startswith("/"):
             raise PathEscapeError(
                 f"path {text!r} is absolute; lease keys are relative to the workspace root"
@@ -179,11 +178,30 @@ def path(*segments: str | PathLike[str]) -> Path:
                 continue
             if component == "..":
                 if not parts:
-                    raise PathEscapeError(f"path {text!r} climbs above the root with '..'")
+                    whole = "/".join(texts)
+                    raise PathEscapeError(f"path {whole!r} climbs above the root with '..'")
                 parts.pop()
             else:
                 parts.append(component)
     return Path(tuple(parts))
+
+
+def _path_text(segment: object) -> str:
+    if isinstance(segment, str):
+        text = segment
+    elif isinstance(segment, PathLike):
+        text = fspath(segment)
+    else:
+        raise InvalidClaimError(
+            f"path must be a string or an os.PathLike, not {type(segment).__name__}"
+            + (
+                "; use shared() or exclusive() for a device or a pool"
+                if isinstance(segment, Device | Pool | Everything)
+                else ""
+            )
+        )
+    _check_component_text(text, "path")
+    return text
 
 
 def device(name: str) -> Device:
@@ -208,6 +226,12 @@ def _check_units(instance: Claim, attribute: attrs.Attribute[int], value: int) -
     if isinstance(instance.resource, Pool):
         if instance.mode is Mode.SHARED and value < 1:
             raise InvalidClaimError(f"a claim on {instance.resource} needs at least 1 unit")
+        if instance.mode is Mode.EXCLUSIVE and value != 1:
+            # It holds the whole pool; a count would only make equal claims compare unequal.
+            raise InvalidClaimError(
+                f"an exclusive claim on {instance.resource} holds the whole pool and takes no "
+                f"unit count (got {value}); for n units use units(pool(...), n)"
+            )
     elif value != 1:
         raise InvalidClaimError(
             f"only pool claims count units; {instance.resource} was given {value}"
@@ -311,13 +335,23 @@ def claims_overlap(a: Claim, b: Claim) -> bool:
     return na[:n] == nb[:n]
 
 
+def claim_tuple(claims: Iterable[Claim]) -> tuple[Claim, ...]:
+    """``tuple(claims)``, refusing the two things easily passed by mistake for a list of claims:
+    a lone claim (not iterable) and a string (iterable, by character)."""
+    if isinstance(claims, Claim | str):
+        raise InvalidClaimError(
+            f"claims must be a list of claims, not {claims!r}; wrap a single claim in [...]"
+        )
+    return tuple(claims)
+
+
 def canonical_claims(claims: Iterable[Claim]) -> tuple[Claim, ...]:
     """Merge a claim set into its canonical form, sorted by resource.
 
     Duplicates of one resource merge to the strongest mode (units on a pool add up); a claim
     covered by an exclusive claim on an ancestor is dropped, since the ancestor already holds it.
     """
-    given = tuple(claims)
+    given = claim_tuple(claims)
     if len(given) == 1 and isinstance(given[0], Claim):
         return given  # one claim is canonical as it is: the common case, spared the merge
     merged: dict[tuple[str, ...], Claim] = {}
