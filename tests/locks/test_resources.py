@@ -285,3 +285,46 @@ def test_a_lone_claim_or_a_string_in_place_of_a_claim_list_is_refused(claims: ob
     with pytest.raises(InvalidClaimError, match="a list of claims"):
         table.request_nowait(claims)  # type: ignore[arg-type]
     assert table.statistics().held == 0
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        "src/a.py",
+        PurePosixPath("src/a.py"),
+        ["src", "a.py"],
+        ("src/a.py",),
+        ("src", "", "a.py"),
+        ("src", ".", "a.py/"),
+        ("src", "pkg", "..", "a.py"),
+    ],
+)
+def test_a_path_key_built_by_hand_is_keyed_like_the_one_path_builds(parts: object) -> None:
+    # Path("src/a.py") used to take the string as its tuple: the key ('s', 'r', 'c', '/', ...)
+    # overlapped nothing the file's real key overlaps, so two writers could hold it at once.
+    key = Path(parts)  # type: ignore[arg-type]
+    assert key == path("src/a.py") and key.parts == ("src", "a.py")
+    table = LeaseTable()
+    table.request([writes("src")])
+    assert not table.is_held(table.request([exclusive(key)]))
+
+
+@pytest.mark.parametrize("parts", [("..",), ("a", "..", ".."), ("a\x00",), (1,), ("/etc",), 5])
+def test_a_path_key_built_by_hand_is_refused_where_path_would_be(parts: object) -> None:
+    with pytest.raises(InvalidClaimError):
+        Path(parts)  # type: ignore[arg-type]
+
+
+def test_a_path_key_built_by_hand_equals_the_one_path_builds() -> None:
+    assert Path(("src", "a.py")) == path("src/a.py")
+    assert Path(()) == path(".") == Path([]) == Path("")  # type: ignore[arg-type]
+    assert hash(Path(("é",))) == hash(path("é"))
+
+
+@pytest.mark.parametrize("name", ["", "n\x00", 3, None])
+def test_device_and_pool_names_are_checked_when_built_by_hand(name: object) -> None:
+    with pytest.raises(InvalidClaimError):
+        Device(name)  # type: ignore[arg-type]
+    with pytest.raises(InvalidClaimError):
+        Pool(name)  # type: ignore[arg-type]
+    assert Device("gpu") == device("gpu") and Pool("net") == pool("net")

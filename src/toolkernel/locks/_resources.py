@@ -67,14 +67,43 @@ class Mode(enum.Enum):
 SHARED, EXCLUSIVE = Mode.SHARED, Mode.EXCLUSIVE
 
 
-@attrs.frozen(order=True)
+_new_object = object.__new__
+_set_field = object.__setattr__
+
+
+@attrs.frozen(order=True, init=False)
 class Path:
     """A workspace-relative path key: a tuple of components, ``()`` being the workspace root.
 
-    Build it with :func:`path`, which normalizes the spelling.
+    Build it with :func:`path`, which normalizes the spelling. Built by hand, it normalizes the
+    same way, so that one file has one key whichever way the key was made::
+
+        >>> Path(("src/pkg", "..", "a.py")) == Path("src/a.py") == path("src/a.py")
+        True
     """
 
     parts: tuple[str, ...]
+
+    def __init__(self, parts: tuple[str, ...] | str | PathLike[str]) -> None:
+        # A key is built for every call: canonical components (no "/", ".", "..", "", NUL) are
+        # kept as they are, the "/" counted in one joined string rather than looked for one by
+        # one; anything else is spelled out again through path().
+        if type(parts) is tuple:
+            try:
+                joined = "/".join(parts)
+            except TypeError:  # a component that is not a string: path() says which
+                joined = None
+            if not (
+                joined is None
+                or "" in parts
+                or "." in parts
+                or ".." in parts
+                or joined.count("/") >= max(len(parts), 1)
+                or "\x00" in joined
+            ):
+                _set_field(self, "parts", parts)
+                return
+        _set_field(self, "parts", _normalized_parts(parts))
 
     @property
     def node(self) -> tuple[str, ...]:
@@ -88,11 +117,15 @@ class Path:
         return self.parts[: len(other.parts)] == other.parts
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, init=False)
 class Device:
     """A flat, named resource: a phone, a browser, a PTY, a GPU."""
 
     name: str
+
+    def __init__(self, name: str) -> None:
+        _check_name(name, "device name")
+        _set_field(self, "name", name)
 
     @property
     def node(self) -> tuple[str, ...]:
@@ -102,11 +135,15 @@ class Device:
         return f"device:{self.name}"
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, init=False)
 class Pool:
     """A counted resource; its capacity is set on the lease table (``pools={"network": 5}``)."""
 
     name: str
+
+    def __init__(self, name: str) -> None:
+        _check_name(name, "pool name")
+        _set_field(self, "name", name)
 
     @property
     def node(self) -> tuple[str, ...]:
@@ -140,6 +177,30 @@ def _check_component_text(text: str, what: str) -> None:
         raise InvalidClaimError(f"{what} {text!r} contains a NUL byte")
 
 
+def _check_name(name: str, what: str) -> None:
+    _check_component_text(name, what)
+    if not name:
+        raise InvalidClaimError(f"{what} must not be empty")
+
+
+def _normalized_parts(parts: object) -> tuple[str, ...]:
+    if isinstance(parts, str | PathLike):
+        return path(parts).parts
+    if isinstance(parts, tuple | list):
+        return path(*parts).parts
+    raise InvalidClaimError(
+        f"a Path takes a tuple of components or a string, not {type(parts).__name__}; "
+        f"path() builds one"
+    )
+
+
+def _valid_path(parts: tuple[str, ...]) -> Path:
+    """``Path(parts)`` for components :func:`path` has just made canonical (skips the checks)."""
+    key = _new_object(Path)
+    _set_field(key, "parts", parts)
+    return key
+
+
 def path(*segments: str | PathLike[str]) -> Path:
     """Return the canonical key of a relative POSIX path, normalized lexically.
 
@@ -165,7 +226,7 @@ def path(*segments: str | PathLike[str]) -> Path:
             and ".." not in components
             and "\x00" not in text
         ):
-            return Path(tuple(components))
+            return _valid_path(tuple(components))
     texts = [_path_text(segment) for segment in segments]
     parts: list[str] = []
     for text in texts:
@@ -183,7 +244,7 @@ def path(*segments: str | PathLike[str]) -> Path:
                 parts.pop()
             else:
                 parts.append(component)
-    return Path(tuple(parts))
+    return _valid_path(tuple(parts))
 
 
 def _path_text(segment: object) -> str:
@@ -206,17 +267,11 @@ def _path_text(segment: object) -> str:
 
 def device(name: str) -> Device:
     """Return the flat resource named ``name`` (``device("android")``)."""
-    _check_component_text(name, "device name")
-    if not name:
-        raise InvalidClaimError("device name must not be empty")
     return Device(name)
 
 
 def pool(name: str) -> Pool:
     """Return the counted resource named ``name``; set its capacity on the table or manager."""
-    _check_component_text(name, "pool name")
-    if not name:
-        raise InvalidClaimError("pool name must not be empty")
     return Pool(name)
 
 
@@ -274,10 +329,6 @@ class Claim:
         if isinstance(self.resource, Pool) and self.mode is Mode.SHARED:
             return f"{self.units} of {self.resource}"
         return f"{self.mode.value} {self.resource}"
-
-
-_new_object = object.__new__
-_set_field = object.__setattr__
 
 
 def _valid_claim(resource: Resource, mode: Mode, units: int = 1) -> Claim:
