@@ -417,10 +417,13 @@ def canonical_claims(claims: Iterable[Claim]) -> tuple[Claim, ...]:
         elif isinstance(claim.resource, Pool):
             merged[claim.node] = units(claim.resource, previous.units + claim.units)
     exclusive_nodes = {node for node, claim in merged.items() if claim.is_exclusive}
+    # Only prefixes as long as an exclusive node can be one: testing those lengths, not every
+    # prefix, keeps a path thousands of components deep linear rather than quadratic.
+    depths = sorted({len(node) for node in exclusive_nodes})
     kept = [
         claim
         for node, claim in merged.items()
-        if not any(node[:i] in exclusive_nodes for i in range(len(node)))
+        if not any(node[:i] in exclusive_nodes for i in depths if i < len(node))
     ]
     kept.sort(key=lambda claim: claim.node)
     return tuple(kept)
