@@ -9,6 +9,9 @@ those tests run on trio only.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 import anyio
 import anyio.lowlevel
 import pytest
@@ -470,3 +473,61 @@ async def test_priorities_order_the_waiters_of_different_groups_but_not_within_o
                 await wait_all_tasks_blocked()
             holder.release()
     assert log == ["high-2", "low-1", "high-1"]
+
+
+# -- threads --------------------------------------------------------------------------------------
+
+
+def in_another_thread(attempts: list[Callable[[], object]]) -> list[BaseException | None]:
+    """Run each attempt in a fresh thread, one after another; return what each raised."""
+    outcomes: list[BaseException | None] = []
+
+    def run(attempt: Callable[[], object]) -> None:
+        try:
+            attempt()
+        except BaseException as exc:  # handed back to the test
+            outcomes.append(exc)
+        else:
+            outcomes.append(None)
+
+    for attempt in attempts:
+        thread = threading.Thread(target=run, args=(attempt,))
+        thread.start()
+        thread.join()
+    return outcomes
+
+
+def test_a_manager_in_use_in_one_thread_refuses_other_threads_clearly() -> None:
+    # The table is not thread-safe and a waiter's wake-up belongs to its own event loop: a
+    # second thread used to corrupt trio's run queue and hang the first. Now it is told at once.
+    manager = LockManager()
+    lease = manager.acquire_nowait([writes("a")])
+    before = manager.snapshot()
+
+    async def acquire_in_trio() -> None:
+        with trio.fail_after(DEADLOCK_AFTER):
+            async with manager.acquire([writes("b")]):
+                pass
+
+    def run_trio() -> None:
+        trio.run(acquire_in_trio, clock=MockClock(autojump_threshold=0))
+
+    outcomes = in_another_thread(
+        [
+            lambda: manager.acquire_nowait([writes("b")]),
+            lease.release,
+            run_trio,
+            lambda: manager.set_capacity("net", 2),
+        ]
+    )
+    for outcome in outcomes:
+        assert isinstance(outcome, RuntimeError)
+        assert "in use in another thread" in str(outcome)
+    assert manager.snapshot() == before and lease.held
+    lease.release()
+
+    # Once nothing is held or waiting, any thread may take the manager over.
+    (outcome,) = in_another_thread([run_trio])
+    assert outcome is None
+    assert_idle(manager)
+    manager.acquire_nowait([writes("a")]).release()

@@ -14,9 +14,11 @@ from toolkernel._errors import InvalidClaimError, PathEscapeError, ToolkernelErr
 from toolkernel.locks import (
     EVERYTHING,
     Claim,
+    Device,
     LeaseTable,
     Mode,
     Path,
+    Pool,
     canonical_claims,
     claims_overlap,
     device,
@@ -244,3 +246,93 @@ def test_canonical_form_ignores_order_and_repetition(
     assert canonical_claims(canonical) == canonical  # idempotent
     nodes = [claim.node for claim in canonical]
     assert nodes == sorted(set(nodes))  # one claim per resource, sorted
+
+
+# -- hostile inputs -------------------------------------------------------------------------------
+
+
+def test_an_exclusive_pool_claim_takes_no_unit_count() -> None:
+    # It holds the whole pool; a count would make two equal-looking claims compare unequal.
+    assert Claim(pool("net"), Mode.EXCLUSIVE, units=1) == exclusive(pool("net"))
+    for count in (0, 2, 7):
+        with pytest.raises(InvalidClaimError, match="whole pool"):
+            Claim(pool("net"), Mode.EXCLUSIVE, units=count)
+
+
+@pytest.mark.parametrize("target", [5, None, 1.5, ["a"], device("phone"), pool("net")])
+def test_a_path_of_the_wrong_type_is_an_invalid_claim(target: object) -> None:
+    for make in (path, reads, writes):
+        with pytest.raises(InvalidClaimError, match="path must be a string"):
+            make(target)  # type: ignore[arg-type]
+    if not isinstance(target, Device | Pool):  # shared() and exclusive() take those as they are
+        for make in (shared, exclusive):
+            with pytest.raises(InvalidClaimError, match="path must be a string"):
+                make(target)  # type: ignore[arg-type]
+
+
+def test_climbing_above_the_root_quotes_the_whole_path() -> None:
+    with pytest.raises(PathEscapeError, match=r"'a/\.\./\.\.'"):
+        path("a", "..", "..")
+
+
+@pytest.mark.parametrize("claims", [writes("a"), "a/b"])
+def test_a_lone_claim_or_a_string_in_place_of_a_claim_list_is_refused(claims: object) -> None:
+    with pytest.raises(InvalidClaimError, match="a list of claims"):
+        canonical_claims(claims)  # type: ignore[arg-type]
+    table = LeaseTable()
+    with pytest.raises(InvalidClaimError, match="a list of claims"):
+        table.request(claims)  # type: ignore[arg-type]
+    with pytest.raises(InvalidClaimError, match="a list of claims"):
+        table.request_nowait(claims)  # type: ignore[arg-type]
+    assert table.statistics().held == 0
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        "src/a.py",
+        PurePosixPath("src/a.py"),
+        ["src", "a.py"],
+        ("src/a.py",),
+        ("src", "", "a.py"),
+        ("src", ".", "a.py/"),
+        ("src", "pkg", "..", "a.py"),
+    ],
+)
+def test_a_path_key_built_by_hand_is_keyed_like_the_one_path_builds(parts: object) -> None:
+    # Path("src/a.py") used to take the string as its tuple: the key ('s', 'r', 'c', '/', ...)
+    # overlapped nothing the file's real key overlaps, so two writers could hold it at once.
+    key = Path(parts)  # type: ignore[arg-type]
+    assert key == path("src/a.py") and key.parts == ("src", "a.py")
+    table = LeaseTable()
+    table.request([writes("src")])
+    assert not table.is_held(table.request([exclusive(key)]))
+
+
+@pytest.mark.parametrize("parts", [("..",), ("a", "..", ".."), ("a\x00",), (1,), ("/etc",), 5])
+def test_a_path_key_built_by_hand_is_refused_where_path_would_be(parts: object) -> None:
+    with pytest.raises(InvalidClaimError):
+        Path(parts)  # type: ignore[arg-type]
+
+
+def test_a_path_key_built_by_hand_equals_the_one_path_builds() -> None:
+    assert Path(("src", "a.py")) == path("src/a.py")
+    assert Path(()) == path(".") == Path([]) == Path("")  # type: ignore[arg-type]
+    assert hash(Path(("é",))) == hash(path("é"))
+
+
+@pytest.mark.parametrize("name", ["", "n\x00", 3, None])
+def test_device_and_pool_names_are_checked_when_built_by_hand(name: object) -> None:
+    with pytest.raises(InvalidClaimError):
+        Device(name)  # type: ignore[arg-type]
+    with pytest.raises(InvalidClaimError):
+        Pool(name)  # type: ignore[arg-type]
+    assert Device("gpu") == device("gpu") and Pool("net") == pool("net")
+
+
+def test_canonical_claims_of_a_very_deep_path_are_worked_out_in_linear_time() -> None:
+    # Every prefix of every claim used to be sliced and hashed: at 50,000 components that
+    # was seconds of work for one request (a model can send such a path); now milliseconds.
+    deep = "/".join(["d"] * 50_000)
+    claims = [reads(deep + "/x"), writes(deep), reads("e"), units(pool("net"), 1)]
+    assert canonical_claims(claims) == (writes(deep), reads("e"), units(pool("net"), 1))

@@ -4,10 +4,16 @@ It runs on trio and on asyncio (through anyio). The manager only acts on what
 :class:`LeaseTable` returns ("these requests are now granted"): it wakes their tasks. Whatever
 way a waiting task leaves — granted, cancelled, or an exception — it tells the table, so a lease
 can never leak (a grant that races with a cancellation is released).
+
+A manager serves one thread at a time (one event loop): the table is not thread-safe, and a
+waiter's wake-up must happen on its own loop. While anything is held or waiting, a call from
+another thread raises ``RuntimeError`` rather than corrupting the loop that owns the waiters;
+once the manager is idle, any thread may take it over (sequential ``trio.run`` calls, tests).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Hashable, Iterable, Mapping
 from contextlib import asynccontextmanager
 
@@ -67,6 +73,8 @@ class LockManager:
     def __init__(self, pools: Mapping[str, int] | None = None) -> None:
         self._table = LeaseTable(pools)
         self._waiters: dict[int, anyio.Event] = {}
+        # The thread using the manager (see the module docstring); checked on every change.
+        self._thread = threading.get_ident()
 
     @property
     def table(self) -> LeaseTable:
@@ -104,6 +112,7 @@ class LockManager:
     ) -> Lease:
         """Like :meth:`acquire` but return the :class:`Lease`; the caller must release it."""
         await anyio.lowlevel.checkpoint_if_cancelled()
+        self._check_thread()
         lease_id = self._table.request(claims, priority=priority, group=group, owner=self)
         lease = Lease(lease_id, self._table.claims(lease_id), manager=self)
         if self._table.is_held(lease_id):
@@ -140,6 +149,7 @@ class LockManager:
         It fails whenever it would have to wait, including when an earlier waiter has been granted
         the resources but has not resumed yet.
         """
+        self._check_thread()
         lease_id = self._table.request_nowait(claims, priority=priority, group=group, owner=self)
         if lease_id is None:
             raise WouldBlock
@@ -155,6 +165,7 @@ class LockManager:
 
     def set_capacity(self, pool_name: str, capacity: int) -> None:
         """Change a pool's capacity, waking whoever that lets in."""
+        self._check_thread()
         self._wake(self._table.set_capacity(pool_name, capacity))
 
     def statistics(self) -> LeaseTableStatistics:
@@ -165,7 +176,22 @@ class LockManager:
         """The full state of the table as an immutable value."""
         return self._table.snapshot()
 
+    def _check_thread(self) -> None:
+        thread = threading.get_ident()
+        if thread == self._thread:
+            return
+        stats = self._table.statistics()
+        if stats.held or stats.waiting:
+            raise RuntimeError(
+                f"can't use this LockManager here: it is in use in another thread "
+                f"({stats.held} held, {stats.waiting} waiting); a LockManager serves one event "
+                f"loop at a time, so give each thread its own, or release from the thread that "
+                f"acquired"
+            )
+        self._thread = thread
+
     def _release(self, lease: Lease) -> None:
+        self._check_thread()
         granted = self._table.release(lease.id, owner=self)
         lease._released = True
         self._wake(granted)

@@ -67,14 +67,43 @@ class Mode(enum.Enum):
 SHARED, EXCLUSIVE = Mode.SHARED, Mode.EXCLUSIVE
 
 
-@attrs.frozen(order=True)
+_new_object = object.__new__
+_set_field = object.__setattr__
+
+
+@attrs.frozen(order=True, init=False)
 class Path:
     """A workspace-relative path key: a tuple of components, ``()`` being the workspace root.
 
-    Build it with :func:`path`, which normalizes the spelling.
+    Build it with :func:`path`, which normalizes the spelling. Built by hand, it normalizes the
+    same way, so that one file has one key whichever way the key was made::
+
+        >>> Path(("src/pkg", "..", "a.py")) == Path("src/a.py") == path("src/a.py")
+        True
     """
 
     parts: tuple[str, ...]
+
+    def __init__(self, parts: tuple[str, ...] | str | PathLike[str]) -> None:
+        # A key is built for every call: canonical components (no "/", ".", "..", "", NUL) are
+        # kept as they are, the "/" counted in one joined string rather than looked for one by
+        # one; anything else is spelled out again through path().
+        if type(parts) is tuple:
+            try:
+                joined = "/".join(parts)
+            except TypeError:  # a component that is not a string: path() says which
+                joined = None
+            if not (
+                joined is None
+                or "" in parts
+                or "." in parts
+                or ".." in parts
+                or joined.count("/") >= max(len(parts), 1)
+                or "\x00" in joined
+            ):
+                _set_field(self, "parts", parts)
+                return
+        _set_field(self, "parts", _normalized_parts(parts))
 
     @property
     def node(self) -> tuple[str, ...]:
@@ -88,11 +117,15 @@ class Path:
         return self.parts[: len(other.parts)] == other.parts
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, init=False)
 class Device:
     """A flat, named resource: a phone, a browser, a PTY, a GPU."""
 
     name: str
+
+    def __init__(self, name: str) -> None:
+        _check_name(name, "device name")
+        _set_field(self, "name", name)
 
     @property
     def node(self) -> tuple[str, ...]:
@@ -102,11 +135,15 @@ class Device:
         return f"device:{self.name}"
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, init=False)
 class Pool:
     """A counted resource; its capacity is set on the lease table (``pools={"network": 5}``)."""
 
     name: str
+
+    def __init__(self, name: str) -> None:
+        _check_name(name, "pool name")
+        _set_field(self, "name", name)
 
     @property
     def node(self) -> tuple[str, ...]:
@@ -140,6 +177,30 @@ def _check_component_text(text: str, what: str) -> None:
         raise InvalidClaimError(f"{what} {text!r} contains a NUL byte")
 
 
+def _check_name(name: str, what: str) -> None:
+    _check_component_text(name, what)
+    if not name:
+        raise InvalidClaimError(f"{what} must not be empty")
+
+
+def _normalized_parts(parts: object) -> tuple[str, ...]:
+    if isinstance(parts, str | PathLike):
+        return path(parts).parts
+    if isinstance(parts, tuple | list):
+        return path(*parts).parts
+    raise InvalidClaimError(
+        f"a Path takes a tuple of components or a string, not {type(parts).__name__}; "
+        f"path() builds one"
+    )
+
+
+def _valid_path(parts: tuple[str, ...]) -> Path:
+    """``Path(parts)`` for components :func:`path` has just made canonical (skips the checks)."""
+    key = _new_object(Path)
+    _set_field(key, "parts", parts)
+    return key
+
+
 def path(*segments: str | PathLike[str]) -> Path:
     """Return the canonical key of a relative POSIX path, normalized lexically.
 
@@ -165,11 +226,10 @@ def path(*segments: str | PathLike[str]) -> Path:
             and ".." not in components
             and "\x00" not in text
         ):
-            return Path(tuple(components))
+            return _valid_path(tuple(components))
+    texts = [_path_text(segment) for segment in segments]
     parts: list[str] = []
-    for segment in segments:
-        text = fspath(segment)
-        _check_component_text(text, "path")
+    for text in texts:
         if text.startswith("/"):
             raise PathEscapeError(
                 f"path {text!r} is absolute; lease keys are relative to the workspace root"
@@ -179,26 +239,39 @@ def path(*segments: str | PathLike[str]) -> Path:
                 continue
             if component == "..":
                 if not parts:
-                    raise PathEscapeError(f"path {text!r} climbs above the root with '..'")
+                    whole = "/".join(texts)
+                    raise PathEscapeError(f"path {whole!r} climbs above the root with '..'")
                 parts.pop()
             else:
                 parts.append(component)
-    return Path(tuple(parts))
+    return _valid_path(tuple(parts))
+
+
+def _path_text(segment: object) -> str:
+    if isinstance(segment, str):
+        text = segment
+    elif isinstance(segment, PathLike):
+        text = fspath(segment)
+    else:
+        raise InvalidClaimError(
+            f"path must be a string or an os.PathLike, not {type(segment).__name__}"
+            + (
+                "; use shared() or exclusive() for a device or a pool"
+                if isinstance(segment, Device | Pool | Everything)
+                else ""
+            )
+        )
+    _check_component_text(text, "path")
+    return text
 
 
 def device(name: str) -> Device:
     """Return the flat resource named ``name`` (``device("android")``)."""
-    _check_component_text(name, "device name")
-    if not name:
-        raise InvalidClaimError("device name must not be empty")
     return Device(name)
 
 
 def pool(name: str) -> Pool:
     """Return the counted resource named ``name``; set its capacity on the table or manager."""
-    _check_component_text(name, "pool name")
-    if not name:
-        raise InvalidClaimError("pool name must not be empty")
     return Pool(name)
 
 
@@ -208,6 +281,12 @@ def _check_units(instance: Claim, attribute: attrs.Attribute[int], value: int) -
     if isinstance(instance.resource, Pool):
         if instance.mode is Mode.SHARED and value < 1:
             raise InvalidClaimError(f"a claim on {instance.resource} needs at least 1 unit")
+        if instance.mode is Mode.EXCLUSIVE and value != 1:
+            # It holds the whole pool; a count would only make equal claims compare unequal.
+            raise InvalidClaimError(
+                f"an exclusive claim on {instance.resource} holds the whole pool and takes no "
+                f"unit count (got {value}); for n units use units(pool(...), n)"
+            )
     elif value != 1:
         raise InvalidClaimError(
             f"only pool claims count units; {instance.resource} was given {value}"
@@ -250,10 +329,6 @@ class Claim:
         if isinstance(self.resource, Pool) and self.mode is Mode.SHARED:
             return f"{self.units} of {self.resource}"
         return f"{self.mode.value} {self.resource}"
-
-
-_new_object = object.__new__
-_set_field = object.__setattr__
 
 
 def _valid_claim(resource: Resource, mode: Mode, units: int = 1) -> Claim:
@@ -311,13 +386,23 @@ def claims_overlap(a: Claim, b: Claim) -> bool:
     return na[:n] == nb[:n]
 
 
+def claim_tuple(claims: Iterable[Claim]) -> tuple[Claim, ...]:
+    """``tuple(claims)``, refusing the two things easily passed by mistake for a list of claims:
+    a lone claim (not iterable) and a string (iterable, by character)."""
+    if isinstance(claims, Claim | str):
+        raise InvalidClaimError(
+            f"claims must be a list of claims, not {claims!r}; wrap a single claim in [...]"
+        )
+    return tuple(claims)
+
+
 def canonical_claims(claims: Iterable[Claim]) -> tuple[Claim, ...]:
     """Merge a claim set into its canonical form, sorted by resource.
 
     Duplicates of one resource merge to the strongest mode (units on a pool add up); a claim
     covered by an exclusive claim on an ancestor is dropped, since the ancestor already holds it.
     """
-    given = tuple(claims)
+    given = claim_tuple(claims)
     if len(given) == 1 and isinstance(given[0], Claim):
         return given  # one claim is canonical as it is: the common case, spared the merge
     merged: dict[tuple[str, ...], Claim] = {}
@@ -332,10 +417,13 @@ def canonical_claims(claims: Iterable[Claim]) -> tuple[Claim, ...]:
         elif isinstance(claim.resource, Pool):
             merged[claim.node] = units(claim.resource, previous.units + claim.units)
     exclusive_nodes = {node for node, claim in merged.items() if claim.is_exclusive}
+    # Only prefixes as long as an exclusive node can be one: testing those lengths, not every
+    # prefix, keeps a path thousands of components deep linear rather than quadratic.
+    depths = sorted({len(node) for node in exclusive_nodes})
     kept = [
         claim
         for node, claim in merged.items()
-        if not any(node[:i] in exclusive_nodes for i in range(len(node)))
+        if not any(node[:i] in exclusive_nodes for i in depths if i < len(node))
     ]
     kept.sort(key=lambda claim: claim.node)
     return tuple(kept)

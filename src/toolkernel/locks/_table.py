@@ -80,7 +80,7 @@ from .._errors import (
     UnknownPoolError,
 )
 from ._keyqueue import KeyQueue
-from ._resources import Claim, Mode, Pool, canonical_claims
+from ._resources import Claim, Mode, Pool, canonical_claims, claim_tuple
 from ._trie import (
     BELOW,
     EXCLUSIVE_BELOW,
@@ -430,7 +430,7 @@ class LeaseTable:
     ) -> _Request:
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise InvalidClaimError(f"priority must be an int, not {priority!r}")
-        given = tuple(claims)
+        given = claim_tuple(claims)
         canonical: tuple[Claim, ...]
         if len(given) == 1 and isinstance(given[0], Claim):
             canonical = given  # a lone claim is already canonical; skip the merge
