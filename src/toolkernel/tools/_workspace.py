@@ -59,6 +59,7 @@ from typing import Final
 
 from .._errors import InvalidClaimError, PathEscapeError
 from ..locks import Path
+from ..locks._resources import _valid_path
 from . import _beneath
 
 __all__ = ["Workspace"]
@@ -242,7 +243,7 @@ class Workspace:
         if fd >= 0 and type(p) is str:
             parts = _fast_parts(fd, p)
             if parts is not None:
-                return Path(parts)
+                return _valid_path(parts)  # canonical already: skip Path's own checks
         return self._resolve_key(p)[0]
 
     def locate(self, p: str | os.PathLike[str]) -> tuple[Path, pathlib.Path]:
@@ -261,7 +262,7 @@ class Workspace:
         if fd >= 0 and type(p) is str:
             parts = _fast_parts(fd, p)
             if parts is not None:
-                return Path(parts), parts
+                return _valid_path(parts), parts
         return self._resolve_key(p)
 
     def _resolve_key(self, p: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...]]:
