@@ -63,6 +63,18 @@ async def test_cancelling_a_finished_call_by_id_changes_nothing(autojump_clock) 
     assert done.ok
 
 
+async def test_cancelling_by_an_id_that_is_not_a_string_says_so_and_cancels_nothing(
+    autojump_clock,
+) -> None:
+    import pytest
+
+    async with tk.open_kernel(tools=[step]) as kernel:
+        handle = kernel.submit(call("c1", "a", 1.0))
+        with pytest.raises(TypeError, match="call ids are strings, not list"):
+            kernel.cancel("c1", ["c1"])  # type: ignore[arg-type]
+        assert (await handle.wait_finished()).ok
+
+
 async def test_waiting_on_a_finished_call_is_a_checkpoint(autojump_clock) -> None:
     async with tk.open_kernel(tools=[step]) as kernel:
         handle = kernel.submit(call("c1", "a"))

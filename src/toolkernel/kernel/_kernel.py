@@ -313,8 +313,12 @@ class Kernel(metaclass=_NoPublicConstructor):
     def cancel(self, *call_ids: str) -> None:
         """Cancel calls by id (synchronous); unknown or finished ids are ignored.
 
-        Each cancelled call gets a CANCELLED result and its leases return.
+        Each cancelled call gets a CANCELLED result and its leases return. Raises
+        ``TypeError`` (cancelling nothing) if an id is not a string.
         """
+        for call_id in call_ids:
+            if not isinstance(call_id, str):
+                raise TypeError(f"call ids are strings, not {type(call_id).__name__}")
         for call_id in call_ids:
             record = self._scheduler.live_call(call_id)
             if record is not None:
