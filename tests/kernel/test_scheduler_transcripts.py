@@ -228,6 +228,10 @@ PACKAGE = FilePath(toolkernel.__file__).parent
 PURE = [
     "locks/_resources.py",
     "locks/_table.py",
+    "locks/_table_values.py",
+    "locks/_requests.py",
+    "locks/_trie.py",
+    "locks/_keyqueue.py",
     "kernel/_admission.py",
     "kernel/_call.py",
     "kernel/_deadlines.py",

@@ -68,9 +68,6 @@ and holds resources while waiting).
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from typing import NamedTuple
-
-import attrs
 
 from .._errors import (
     CapacityError,
@@ -80,7 +77,9 @@ from .._errors import (
     UnknownPoolError,
 )
 from ._keyqueue import KeyQueue
-from ._resources import Claim, Mode, Pool, canonical_claims, claim_tuple
+from ._requests import ARRIVALS, Entry, Request, blockers, priority_of, queue_key, strictly_below
+from ._resources import Claim, Mode, Pool, canonical_claims, check_capacity, claim_tuple
+from ._table_values import LeaseInfo, LeaseTableSnapshot, LeaseTableStatistics
 from ._trie import (
     BELOW,
     EXCLUSIVE_BELOW,
@@ -107,100 +106,6 @@ __all__ = ["LeaseTable", "LeaseInfo", "LeaseTableStatistics", "LeaseTableSnapsho
 # the enum metaclass's ``__getattr__`` hook (~0.1 us a time).
 _EXCLUSIVE = Mode.EXCLUSIVE
 
-# A request's place in the queue: its arrival number (which is also its id) less its effective
-# priority times _ARRIVALS, so keys sort by priority (highest first), then arrival. An int rather
-# than a pair: it compares faster, and at priority 0 the key is the id itself, so a waiting request
-# costs no key object of its own.
-_ARRIVALS = 1 << 62  # more requests than any table will see
-
-
-def _queue_key(effective_priority: int, lease_id: int) -> Key:
-    return lease_id - effective_priority * _ARRIVALS if effective_priority else lease_id
-
-
-def _priority_of(key: Key) -> int:
-    return -(key // _ARRIVALS)
-
-
-def _strictly_below(node_key: tuple[str, ...], ancestor: tuple[str, ...]) -> bool:
-    return len(node_key) > len(ancestor) and node_key[: len(ancestor)] == ancestor
-
-
-@attrs.frozen
-class LeaseInfo:
-    """One request in a :class:`LeaseTableSnapshot`."""
-
-    id: int
-    """The lease id, which is also its arrival number."""
-    claims: tuple[Claim, ...]
-    """The canonical claim set."""
-    held: bool
-    """True once granted; False while waiting."""
-    priority: int
-    """The priority it was requested with."""
-    effective_priority: int
-    """The priority it queues at, after the cap by earlier waiting requests of its group."""
-    group: Hashable
-    """The group (batch) it was requested in, or None."""
-    waits_for: tuple[int, ...]
-    """While waiting: the ids of the requests it waits behind directly (see
-    :meth:`LeaseTable.waits_for`)."""
-
-
-@attrs.frozen
-class LeaseTableSnapshot:
-    """The whole state of a :class:`LeaseTable` as an immutable value (compares with ``==``)."""
-
-    held: tuple[LeaseInfo, ...]
-    """Granted leases, by id."""
-    waiting: tuple[LeaseInfo, ...]
-    """Waiting requests, in queue order (the order in which they will be considered)."""
-    capacities: tuple[tuple[str, int], ...]
-    """Pool capacities, by name."""
-
-
-@attrs.frozen
-class LeaseTableStatistics:
-    """Cheap counts describing a :class:`LeaseTable`."""
-
-    held: int
-    """Number of granted leases."""
-    waiting: int
-    """Number of requests waiting for a grant."""
-    shared_claims_held: int
-    """Number of shared claims (including pool unit claims) inside granted leases."""
-    exclusive_claims_held: int
-    """Number of exclusive claims inside granted leases."""
-    pool_units_held: tuple[tuple[str, int], ...]
-    """For each pool with a capacity, the units held, by name."""
-    requests_examined: int = 0
-    """Waiting requests looked at by grant checks and grant scans since the table was made, each
-    time one is looked at: a count of work, not of state. Guarantee 9 bounds it: queuing n
-    requests and running or withdrawing them all adds O(n)."""
-
-
-class _Entry(NamedTuple):
-    """One canonical claim with what the hot paths ask of it, worked out once per request."""
-
-    claim: Claim
-    node_key: tuple[str, ...]
-    exclusive: bool
-    pool_units: int
-    """The units a shared pool claim counts against its pool; 0 for every other claim."""
-
-
-@attrs.define(eq=False)
-class _Request:
-    id: int
-    claims: tuple[Claim, ...]
-    entries: tuple[_Entry, ...]
-    exclusive_count: int
-    key: Key
-    priority: int
-    group: Hashable
-    owner: object
-    held: bool = False
-
 
 class LeaseTable:
     """Grants shared and exclusive leases on sets of resources, fairly and all at once.
@@ -219,7 +124,7 @@ class LeaseTable:
 
     def __init__(self, pools: Mapping[str, int] | None = None) -> None:
         self._root = Node(None)
-        self._requests: dict[int, _Request] = {}
+        self._requests: dict[int, Request] = {}
         self._capacity: dict[str, int] = {}
         self._last_id = 0
         self._held_count = 0
@@ -229,7 +134,7 @@ class LeaseTable:
         # For each group, the ids of its waiting requests (the last one caps priority).
         self._group_waiting: dict[Hashable, KeyQueue] = {}
         for name, capacity in (pools or {}).items():
-            self._check_capacity_value(name, capacity)
+            check_capacity(name, capacity)
             self._capacity[name] = capacity
 
     # -- public queries ----------------------------------------------------------------------
@@ -270,7 +175,7 @@ class LeaseTable:
             return ()
         found: set[int] = set()
         for entry in request.entries:
-            self._blockers(entry, request.key, found)
+            blockers(self._root, self._requests, entry, request.key, found)
         found.discard(lease_id)
         return tuple(sorted(found, key=lambda i: self._requests[i].key))
 
@@ -396,7 +301,7 @@ class LeaseTable:
         Lowering it below the units held, or below what a waiting request asks for, raises
         :class:`CapacityError` and changes nothing.
         """
-        self._check_capacity_value(pool_name, capacity)
+        check_capacity(pool_name, capacity)
         node = self._pool_node(pool_name) if self._has_node(pool_name) else None
         if node is not None:
             if node.units_held > capacity:
@@ -419,7 +324,7 @@ class LeaseTable:
 
     # -- requests ----------------------------------------------------------------------------
 
-    def _get(self, lease_id: int, verb: str) -> _Request:
+    def _get(self, lease_id: int, verb: str) -> Request:
         request = self._requests.get(lease_id)
         if request is None:
             raise LeaseReleaseError(f"can't {verb} lease {lease_id}: it is not held or waiting")
@@ -427,7 +332,7 @@ class LeaseTable:
 
     def _make_request(
         self, claims: Iterable[Claim], priority: int, group: Hashable, owner: object
-    ) -> _Request:
+    ) -> Request:
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise InvalidClaimError(f"priority must be an int, not {priority!r}")
         given = claim_tuple(claims)
@@ -456,33 +361,33 @@ class LeaseTable:
                             f"its capacity is {capacity}"
                         )
                     pool_units = claim.units
-            entries.append(_Entry(claim, resource.node, exclusive, pool_units))
+            entries.append(Entry(claim, resource.node, exclusive, pool_units))
             exclusive_count += exclusive
         effective = priority
         if group is not None:
             waiting = self._group_waiting.get(group)
             if waiting is not None:
                 latest = self._requests[waiting.last()]
-                effective = min(priority, _priority_of(latest.key))
+                effective = min(priority, priority_of(latest.key))
         lease_id = self._last_id + 1
-        return _Request(
+        return Request(
             lease_id,
             canonical,
             tuple(entries),
             exclusive_count,
-            _queue_key(effective, lease_id),
+            queue_key(effective, lease_id),
             priority,
             group,
             owner,
         )
 
-    def _info(self, request: _Request) -> LeaseInfo:
+    def _info(self, request: Request) -> LeaseInfo:
         return LeaseInfo(
             id=request.id,
             claims=request.claims,
             held=request.held,
             priority=request.priority,
-            effective_priority=_priority_of(request.key),
+            effective_priority=priority_of(request.key),
             group=request.group,
             waits_for=self.waits_for(request.id),
         )
@@ -496,7 +401,7 @@ class LeaseTable:
     def _pool_node(self, pool_name: str) -> Node:
         return self._root.children["pool"].children[pool_name]
 
-    def _index(self, request: _Request, *, held: bool) -> None:
+    def _index(self, request: Request, *, held: bool) -> None:
         request.held = held
         for _, node_key, exclusive, pool_units in request.entries:
             chain = chain_to(self._root, node_key, create=True)
@@ -523,7 +428,7 @@ class LeaseTable:
             else:
                 waiting.add(request.id)
 
-    def _unindex(self, request: _Request) -> None:
+    def _unindex(self, request: Request) -> None:
         for _, node_key, exclusive, pool_units in request.entries:
             chain = chain_to(self._root, node_key, create=False)
             node = chain[-1]
@@ -547,7 +452,7 @@ class LeaseTable:
 
     # -- granting ----------------------------------------------------------------------------
 
-    def _grantable(self, request: _Request) -> bool:
+    def _grantable(self, request: Request) -> bool:
         key = request.key
         for entry in request.entries:
             exclusive = entry.exclusive
@@ -590,7 +495,7 @@ class LeaseTable:
                     return False
         return True
 
-    def _units_short(self, node: Node, entry: _Entry, key: Key) -> bool:
+    def _units_short(self, node: Node, entry: Entry, key: Key) -> bool:
         """Would the units held, those reserved by earlier waiters, and ``entry``'s exceed the
         pool's capacity?"""
         resource = entry.claim.resource
@@ -607,7 +512,7 @@ class LeaseTable:
                 if reserved > capacity or not earlier < key:
                     break
                 self._examined += 1
-                reserved += wait_units[earlier % _ARRIVALS]
+                reserved += wait_units[earlier % ARRIVALS]
         return reserved > capacity
 
     def _grant(self, candidates: set[Key]) -> tuple[int, ...]:
@@ -620,15 +525,15 @@ class LeaseTable:
         self._examined += len(candidates)
         requests = self._requests
         granted = [
-            requests[key % _ARRIVALS]
+            requests[key % ARRIVALS]
             for key in sorted(candidates)
-            if self._grantable(requests[key % _ARRIVALS])
+            if self._grantable(requests[key % ARRIVALS])
         ]
         if granted:
             self._promote(granted)
         return tuple(request.id for request in granted)
 
-    def _promote(self, requests: list[_Request]) -> None:
+    def _promote(self, requests: list[Request]) -> None:
         """Turn waiting requests into held leases (what ``_unindex`` then ``_index`` would)."""
         # The lines taken from, each with the first key it had before: (node id, mode) ->
         # (chain, mode, first key).
@@ -671,7 +576,7 @@ class LeaseTable:
             elif queue.first != old:
                 move_first(chain, exclusive + BELOW, old, queue.first)
 
-    def _let_through(self, request: _Request) -> set[Key]:
+    def _let_through(self, request: Request) -> set[Key]:
         """The keys of the waiting requests that taking ``request`` out may have let through.
 
         Call it after unindexing ``request``: for each claim, the fronts of the queues at its
@@ -683,7 +588,7 @@ class LeaseTable:
             self._let_through_claim(entry, after, candidates)
         return candidates
 
-    def _let_through_claim(self, entry: _Entry, after: Key | None, found: set[Key]) -> None:
+    def _let_through_claim(self, entry: Entry, after: Key | None, found: set[Key]) -> None:
         exclusive, node_key = entry.exclusive, entry.node_key
         # A shared claim held back only exclusive claims, except unit claims on its own pool.
         frees_shared = exclusive or entry.pool_units > 0
@@ -745,8 +650,8 @@ class LeaseTable:
                 if bound is not None and bound < key:
                     break
                 self._examined += 1
-                for other in self._requests[key % _ARRIVALS].entries:
-                    if other.exclusive is not shared and _strictly_below(other.node_key, node_key):
+                for other in self._requests[key % ARRIVALS].entries:
+                    if other.exclusive is not shared and strictly_below(other.node_key, node_key):
                         self._front_at(other.node_key, exclusive, after, found, seen)
 
     def _front_at(
@@ -825,7 +730,7 @@ class LeaseTable:
                 if limit is not None and limit < key:
                     break
                 self._examined += 1
-                reserved += node.wait_units[key % _ARRIVALS]
+                reserved += node.wait_units[key % ARRIVALS]
                 if reserved > capacity:
                     break
                 if after is None or after < key:
@@ -836,94 +741,3 @@ class LeaseTable:
                 break
             self._examined += 1
             found.add(key)
-
-    # -- whom a request waits for ------------------------------------------------------------
-
-    def _blockers(self, entry: _Entry, key: Key, found: set[int]) -> None:
-        """Add to ``found`` whom one claim of the waiting request ``key`` waits behind directly.
-
-        See :meth:`waits_for`. The latest exclusive request waiting ahead of it anywhere on its
-        path overlaps everything the claim overlaps, so it waits (directly or through others)
-        for every holder and every earlier waiter the claim conflicts with: with it named, only
-        the waiters after it need naming too.
-        """
-        exclusive, units = entry.exclusive, entry.pool_units > 0
-        chain = chain_to(self._root, entry.node_key, create=False)
-        node = chain[-1]  # the request waits here, so the node exists
-        latest: Key | None = None
-        for step in chain:
-            queue = None if step.waits is None else step.waits[EXCLUSIVE_HERE]
-            ahead = None if queue is None else queue.last_before(key)
-            if ahead is not None and (latest is None or latest < ahead):
-                latest = ahead
-        if latest is not None:
-            found.add(latest % _ARRIVALS)
-        for step in chain:
-            queue = None if step.waits is None else step.waits[SHARED_HERE]
-            if queue is not None and step is node and units:
-                # Each unit claim waits for the one before it, which waits for the units held.
-                ahead = queue.last_before(key)
-                if ahead is not None and (latest is None or latest < ahead):
-                    found.add(ahead % _ARRIVALS)
-            elif queue is not None and exclusive:
-                for ahead in queue.after(latest):
-                    if not ahead < key:
-                        break
-                    found.add(ahead % _ARRIVALS)
-            if latest is None:
-                found.update(step.held_exclusive)
-                if exclusive or (units and step is node):
-                    found.update(step.held_shared)
-        # Below the claim's node: on each node with a conflicting request ahead, the nearest.
-        waits = node.waits
-        if waits is not None:
-            seen: set[int] = set()
-            for index in (EXCLUSIVE_BELOW, SHARED_BELOW):
-                shared = index == SHARED_BELOW
-                firsts = waits[index]
-                if firsts is None or (shared and not exclusive):
-                    continue
-                for first in firsts.after(None):
-                    if not first < key:
-                        break
-                    for other in self._requests[first % _ARRIVALS].entries:
-                        if other.exclusive is shared or not _strictly_below(
-                            other.node_key, entry.node_key
-                        ):
-                            continue
-                        below = chain_to(self._root, other.node_key, create=False)[-1]
-                        if id(below) not in seen:
-                            seen.add(id(below))
-                            self._nearest_at(below, exclusive, key, latest, found)
-        if latest is None:
-            found.update(node.held_below(exclusive_only=not exclusive))
-
-    @staticmethod
-    def _nearest_at(
-        node: Node, exclusive: bool, key: Key, latest: Key | None, found: set[int]
-    ) -> None:
-        """Add the requests waiting at ``node`` (below a claim) between ``latest`` and ``key``
-        that the claim waits behind directly: the last exclusive one, and the shared ones after
-        it if the claim is exclusive."""
-        waits = node.waits
-        assert waits is not None
-        queue = waits[EXCLUSIVE_HERE]
-        nearest = None if queue is None else queue.last_before(key)
-        if nearest is not None and (latest is None or latest < nearest):
-            found.add(nearest % _ARRIVALS)
-            latest = nearest
-        queue = waits[SHARED_HERE]
-        if exclusive and queue is not None:
-            for ahead in queue.after(latest):
-                if not ahead < key:
-                    break
-                found.add(ahead % _ARRIVALS)
-
-    @staticmethod
-    def _check_capacity_value(name: str, capacity: int) -> None:
-        if not isinstance(name, str) or not name:
-            raise InvalidClaimError(f"pool name must be a non-empty string, not {name!r}")
-        if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
-            raise CapacityError(
-                f"capacity of pool {name!r} must be a positive int, not {capacity!r}"
-            )
