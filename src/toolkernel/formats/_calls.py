@@ -28,7 +28,7 @@ from ..kernel import Status, ToolCall, ToolResult
 from ._dependencies import resolve_dependencies
 from ._names import NameMap
 from ._nulls import drop_nulls
-from ._schema import DEPENDS_ON, declares, tool_schema
+from ._schema import DEPENDS_ON, declares, tool_schema, with_dependencies
 
 __all__ = ["WireCall", "to_tool_calls", "Answer", "answers", "field", "tool_objects"]
 
@@ -45,6 +45,28 @@ def tool_objects(tools: Iterable[object] | Mapping[str, object]) -> list[object]
     if isinstance(tools, Mapping):
         return list(tools.values())
     return list(tools)
+
+
+def exported_tools(
+    tools: Iterable[object] | Mapping[str, object], dependencies: bool
+) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """What every format exports of each tool: ``(name, name on the wire, description,
+    parameters schema)``, the schema offering ``depends_on`` if ``dependencies``. Objects
+    without a string name are left out."""
+    toolset = tool_objects(tools)
+    names = NameMap(toolset)
+    exported = []
+    for tool in toolset:
+        name = getattr(tool, "name", None)
+        if not isinstance(name, str):
+            continue
+        schema = tool_schema(tool)
+        if dependencies:
+            schema = with_dependencies(schema)
+        description = getattr(tool, "description", "")
+        description = description if isinstance(description, str) else ""
+        exported.append((name, names.wire(name), description, schema))
+    return exported
 
 
 @attrs.frozen

@@ -26,9 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..kernel import ToolCall, ToolResult
-from ._calls import WireCall, answers, field, to_tool_calls, tool_objects
-from ._names import NameMap
-from ._schema import tool_schema, with_dependencies
+from ._calls import WireCall, answers, exported_tools, field, to_tool_calls
 
 __all__ = ["tools", "calls_from_message", "tool_results"]
 
@@ -41,19 +39,10 @@ def tools(tools: Tools, *, dependencies: bool = False) -> list[dict[str, Any]]:
     With ``dependencies=True`` every tool also offers the optional ``depends_on`` argument
     (see :mod:`toolkernel.formats`).
     """
-    toolset = tool_objects(tools)
-    names = NameMap(toolset)
     exported = []
-    for tool in toolset:
-        name = getattr(tool, "name", None)
-        if not isinstance(name, str):
-            continue
-        schema = tool_schema(tool)
-        if dependencies:
-            schema = with_dependencies(schema)
-        spec: dict[str, Any] = {"name": names.wire(name)}
-        description = getattr(tool, "description", "")
-        if isinstance(description, str) and description:
+    for _, wire_name, description, schema in exported_tools(tools, dependencies):
+        spec: dict[str, Any] = {"name": wire_name}
+        if description:
             spec["description"] = description
         spec["input_schema"] = schema
         exported.append(spec)

@@ -26,9 +26,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..kernel import ToolCall, ToolResult
-from ._calls import WireCall, answers, field, to_tool_calls, tool_objects
-from ._names import NameMap
-from ._schema import strict_schema, tool_schema, with_dependencies
+from ._calls import WireCall, answers, exported_tools, field, to_tool_calls
+from ._schema import strict_schema
 
 __all__ = [
     "chat_tools",
@@ -43,23 +42,12 @@ Tools = Iterable[object] | Mapping[str, object]
 
 
 def _functions(tools: Tools, strict: bool, dependencies: bool) -> list[dict[str, Any]]:
-    toolset = tool_objects(tools)
-    names = NameMap(toolset)
     functions = []
-    for tool in toolset:
-        name = getattr(tool, "name", None)
-        if not isinstance(name, str):
-            continue
-        schema = tool_schema(tool)
-        if dependencies:
-            schema = with_dependencies(schema)
-        if strict:
-            schema = strict_schema(schema, name)
-        function: dict[str, Any] = {"name": names.wire(name)}
-        description = getattr(tool, "description", "")
-        if isinstance(description, str) and description:
+    for name, wire_name, description, schema in exported_tools(tools, dependencies):
+        function: dict[str, Any] = {"name": wire_name}
+        if description:
             function["description"] = description
-        function["parameters"] = schema
+        function["parameters"] = strict_schema(schema, name) if strict else schema
         function["strict"] = strict
         functions.append(function)
     return functions
