@@ -1,16 +1,19 @@
 """MCP servers' tools as kernel tools, through the official ``mcp`` SDK (2.x; the
 ``toolkernel[mcp]`` extra).
 
-- :func:`stdio_tools`: start a server over stdio and yield its tools, for ``open_kernel``.
-- :class:`MCPTool`: one such tool; its claims follow the tool's ``readOnlyHint`` (a shared lease
-  on the server's device for read-only tools, exclusive otherwise), or the finer claims you
-  declare from its arguments.
+- :func:`stdio_tools`: start a server over stdio and yield its tools, for ``open_kernel``;
+  :func:`http_tools`: the same for a server reached over streamable HTTP.
+- :class:`MCPTool`: one such tool. What its calls claim: the finer claims you declare from its
+  arguments, else a preset's (the reference servers), else what its schema's path arguments
+  say, else the whole workspace and the server (a barrier: shared for a read-only tool,
+  exclusive otherwise), so it is ordered against the kernel's file tools.
 - :class:`~toolkernel.MCPToolError`: the server answered a call with an error;
   :class:`~toolkernel.MCPServerGoneError`: the server exited, so its calls fail.
 """
 
 from .._errors import MCPServerGoneError as MCPServerGoneError
 from .._errors import MCPToolError as MCPToolError
+from ._http import http_tools as http_tools
 from ._stdio import stdio_tools as stdio_tools
 from ._tool import ClaimsFunction as ClaimsFunction
 from ._tool import MCPTool as MCPTool

@@ -1,18 +1,10 @@
 """One tool of an MCP server as a kernel tool: checked arguments, claims, the call, its result.
 
-Claims follow the tool's annotations, which the spec calls hints, with its defaults:
-
-- ``readOnlyHint: true``: a shared lease on the server's device (``device("mcp:<server>")``),
-  so read-only calls of one server run together;
-- anything else (``readOnlyHint`` false or missing: the spec's default is "not read-only"): an
-  exclusive lease on it, so a call that may change the server's world runs alone among that
-  server's calls, after the calls emitted before it.
-
-Finer claims replace the exclusive lease when the user declares them for a tool (``reads=``,
-``writes=`` or ``claims=`` of :func:`~toolkernel.mcp.stdio_tools`): such a call takes a shared
-lease on the server's device plus the claims declared, so two writes of different files run
-together, while a tool of the same server that declares nothing (exclusive on the device) still
-excludes them all.
+What a call claims is decided in ``_claims``: the user's ``reads=``/``writes=``/``claims=``, a
+preset for the reference servers, inference from the tool's schema, or else a barrier (the
+workspace and the server's device, shared for a tool whose ``readOnlyHint`` says so, exclusive
+otherwise). Calls of one server that claim finer resources share its device, so they serialize
+only where their claims conflict, unless the server was opened with ``serial=True``.
 """
 
 from __future__ import annotations
@@ -29,7 +21,9 @@ from ..kernel import KeyFunction, ToolContext
 from ..locks import Claim, Resource, device, exclusive, shared
 from ..tools import Tool
 from ._arguments import ArgumentsSchema
+from ._claims import ServerPlace, barrier_claims, effect_claims, infer_effects
 from ._content import error_text_of, first_problem, output_of
+from ._presets import Effects, Preset
 
 if TYPE_CHECKING:
     import mcp
@@ -39,20 +33,34 @@ __all__ = ["MCPTool", "ServerConnection", "ClaimsFunction", "ToolClaimsFunction"
 ClaimsFunction = Callable[[Mapping[str, Any]], Iterable[Claim]]
 """Claims of one tool's call from its arguments, as ``@tool(claims=...)`` takes them."""
 ToolClaimsFunction = Callable[["MCPTool", Mapping[str, Any]], Iterable[Claim] | None]
-"""Claims of any tool's call from the tool and the arguments; None keeps the hints' claims."""
+"""Claims of any tool's call from the tool and the arguments; None leaves the call to the
+preset, inference or the barrier."""
 
 _CONNECTION_CLOSED = -32000  # mcp_types.CONNECTION_CLOSED: the transport ended
 _STDERR_TAIL = 600  # characters of the server's stderr quoted when it goes away
 
 
 class ServerConnection:
-    """One MCP server as its tools share it: its name, its client, and whether it is gone."""
+    """One MCP server as its tools share it: its name, its client, whether it is gone, where it
+    reads paths, its preset, and whether its calls must run one at a time."""
 
-    def __init__(self, name: str, command: Sequence[str], errlog: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        command: Sequence[str] = (),
+        errlog: Any = None,
+        *,
+        place: ServerPlace | None = None,
+        preset: Preset | None = None,
+        serial: bool = False,
+    ) -> None:
         self.command = tuple(command)
         self.rename(name)
         self.client: mcp.Client | None = None
         self.gone = False
+        self.place = place or ServerPlace()
+        self.preset = preset
+        self.serial = serial
         self._errlog = errlog
         self._own_errlog = False
 
@@ -95,19 +103,20 @@ class ServerConnection:
 
 class MCPTool(Tool):
     """A tool of an MCP server, run through the kernel; :func:`~toolkernel.mcp.stdio_tools`
-    makes them.
+    and :func:`~toolkernel.mcp.http_tools` make them.
 
     Its arguments are checked against the tool's ``inputSchema`` (``jsonschema``) when a call is
-    admitted; its claims follow the tool's annotations (see the module docstring); its output is
-    the server's structured content, its text, or its content blocks; an ``isError`` result is
-    an ERROR result carrying the server's text (:class:`~toolkernel.MCPToolError`), and a server
-    that has gone away fails the call with :class:`~toolkernel.MCPServerGoneError`.
+    admitted; its claims are the user's, a preset's, inferred, or a barrier (see ``_claims``);
+    its output is the server's text, or a :class:`~toolkernel.Content` when there is more (images,
+    resources, structured content); an ``isError`` result is an ERROR result carrying the
+    server's text (:class:`~toolkernel.MCPToolError`), and a server that has gone away fails the
+    call with :class:`~toolkernel.MCPServerGoneError`.
 
     Attributes: ``name`` (what models call it: the server's name for it, after ``prefix``),
     ``remote_name`` (the server's name for it), ``server`` (the server's name), ``device`` (the
-    server's device), ``server_claim`` (the claim its calls take on that device),
-    ``read_only_hint``, ``annotations`` (as the server sent them), ``input_schema``,
-    ``output_schema``.
+    server's device), ``read_only_hint``, ``annotations`` (as the server sent them),
+    ``input_schema``, ``output_schema``, ``effects`` (what a call touches, from the server's
+    preset or inferred from the schema; None when unknown).
     """
 
     def __init__(
@@ -160,6 +169,15 @@ class MCPTool(Tool):
         self.reads, self.writes = tuple(reads), tuple(writes)
         self._claims_of_arguments = claims
         self._claims_of_call = tool_claims
+        self.effects: Effects | None = None
+        self._relative_to_root = False  # how the server reads a relative path: see _claims
+        preset = connection.preset
+        entry = preset.tools.get(self.remote_name) if preset is not None else None
+        properties = self._schema.properties
+        if entry is not None and all(name in properties for name in entry.path_arguments):
+            self.effects, self._relative_to_root = entry, bool(preset and preset.relative_to_root)
+        else:
+            self.effects = infer_effects(properties, self.read_only_hint)
 
     # -- the kernel's side -----------------------------------------------------------------------
 
@@ -169,31 +187,49 @@ class MCPTool(Tool):
         self._schema.check(arguments)
         return dict(arguments)
 
-    def declare(self, arguments: Mapping[str, Any]) -> list[Claim]:
-        """The server's device (shared or exclusive, see the module docstring) and the claims
-        the user declared from the arguments."""
+    def declare(self, arguments: Mapping[str, Any]) -> list[Claim] | None:
+        """What the user declared for this call (``claims=``, a function for this tool or one
+        for every tool; ``reads=``/``writes=`` are added by ``claims``) beside a share of the
+        server's device; None if the user declared nothing for it."""
         finer: Iterable[Claim] | None = None
         if self._claims_of_arguments is not None:
             finer = self._claims_of_arguments(arguments)
         elif self._claims_of_call is not None:
             finer = self._claims_of_call(self, arguments)
-        if finer is None:
-            return [self.server_claim]
-        return [shared(self.device), *finer]
+        if finer is not None:
+            return [self._server_share, *finer]
+        return [self._server_share] if self.reads or self.writes else None
 
     @property
-    def server_claim(self) -> Claim:
-        """The claim a call takes on the server's device, unless a claims function for every
-        tool declares finer claims for it: shared for a read-only tool or one with finer claims
-        declared (``reads``, ``writes``, its own ``claims``), exclusive otherwise."""
-        finer = bool(self.reads or self.writes) or self._claims_of_arguments is not None
-        return shared(self.device) if self.read_only_hint or finer else exclusive(self.device)
+    def _server_share(self) -> Claim:
+        """The server's device as calls with finer claims hold it: shared, unless the server
+        takes one call at a time."""
+        return exclusive(self.device) if self._connection.serial else shared(self.device)
 
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
-        # A path argument the call leaves out claims nothing (as a default of None would).
+        """The user's claims, else the preset's or inferred ones, else a barrier."""
         if self.reads or self.writes:
+            # A path argument the call leaves out claims nothing (as a default of None would).
             arguments = {**dict.fromkeys((*self.reads, *self.writes)), **arguments}
-        return super().claims(arguments, key)
+        found = super().claims(arguments, key)
+        if found is not None:
+            return found
+        connection = self._connection
+        if self.effects is not None:
+            found = effect_claims(
+                self.effects,
+                arguments,
+                key,
+                connection.place,
+                relative_to_root=self._relative_to_root,
+                server=self.device,
+                serial=connection.serial,
+            )
+            if found is not None:
+                return found
+        return barrier_claims(
+            key, self.device, read_only=self.read_only_hint, serial=connection.serial
+        )
 
     def parameters_schema(self) -> dict[str, Any]:
         """The tool's ``inputSchema``, as the server sent it (a copy)."""
