@@ -10,12 +10,22 @@ default).
 from __future__ import annotations
 
 import os
+import socket
 import sys
+from typing import Annotated
 
 import anyio
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.server.mcpserver.resolve import ListRoots, Resolve
+from mcp.types import (
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ListRootsResult,
+    ResourceLink,
+    ToolAnnotations,
+)
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
@@ -64,6 +74,36 @@ async def picture() -> Image:
     return Image(data=b"\x89PNG\r\n\x1a\n", format="png")
 
 
+@server.tool()
+async def greet(name: str) -> str:
+    """Greet someone (structured output: the SDK sends ``{"result": ...}`` beside the text)."""
+    return f"hello, {name}"
+
+
+@server.tool(structured_output=False)
+async def report() -> list[object]:
+    """A caption, a chart (PNG), the report as a PDF, and a link to its data."""
+    return [
+        "the quarter in one chart:",
+        Image(data=b"\x89PNG\r\n\x1a\n", format="png"),
+        EmbeddedResource(
+            type="resource",
+            resource=BlobResourceContents(
+                uri="file:///reports/q3.pdf", mime_type="application/pdf", blob="JVBERi0xLjQK"
+            ),
+        ),
+        ResourceLink(type="resource_link", uri="file:///reports/q3.csv", name="q3.csv"),
+    ]
+
+
+@server.tool()
+async def conflict() -> CallToolResult:
+    """Fail with structured content and no text."""
+    return CallToolResult(
+        content=[], structured_content={"code": 409, "reason": "stale"}, is_error=True
+    )
+
+
 @server.tool(structured_output=False)
 async def refuse(reason: str) -> str:
     """Fail with ``reason``."""
@@ -92,6 +132,23 @@ async def stall(seconds: float = 60.0) -> str:
     return "stalled"
 
 
+def ask_for_roots() -> ListRoots:
+    return ListRoots()
+
+
+@server.tool(annotations=READ_ONLY, structured_output=False)
+async def roots(given: Annotated[ListRootsResult, Resolve(ask_for_roots)]) -> str:
+    """The roots the client gave this server, one URI a line (asked over stdio's back channel,
+    or as an input the client answers over HTTP)."""
+    return "\n".join(str(root.uri) for root in given.roots)
+
+
+@server.tool(annotations=READ_ONLY, structured_output=False)
+async def header(name: str, ctx: Context) -> str:
+    """The value of an HTTP request header of this call (empty over stdio)."""
+    return (ctx.headers or {}).get(name.lower(), "")
+
+
 @server.tool(structured_output=False)
 async def crash(message: str) -> str:
     """Write ``message`` on stderr and exit at once, mid-call."""
@@ -100,5 +157,23 @@ async def crash(message: str) -> str:
     os._exit(3)
 
 
+async def serve_http() -> None:
+    """Serve streamable HTTP on a free loopback port, printing its URL on stdout once it
+    listens."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
+    web = uvicorn.Server(config)
+    sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
+    print(f"http://127.0.0.1:{port}/mcp", flush=True)
+    await web.serve(sockets=[sock])
+
+
 if __name__ == "__main__":
-    server.run()
+    if sys.argv[1:] == ["--http"]:
+        anyio.run(serve_http)
+    else:
+        server.run()
