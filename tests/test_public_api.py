@@ -27,6 +27,7 @@ PROMISED = {
         "ToolContext",
         "ToolCall",
         "ToolResult",
+        "Content",
         "Status",
         "open_kernel",
         "Kernel",
@@ -113,7 +114,7 @@ PROMISED = {
     toolkernel.trace: ["Timeline", "ChromeTrace", "format_statistics"],
     toolkernel.trace.otel: ["ToolCallSpans"],
     toolkernel.replay: ["load_turns", "compare", "format_table", "timeline_svg"],
-    toolkernel.kernel: ["ResourceContention", "KernelStatistics", "ToolStatistics"],
+    toolkernel.kernel: ["ResourceContention", "KernelStatistics", "ToolStatistics", "Content"],
 }
 
 

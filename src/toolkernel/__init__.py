@@ -45,6 +45,7 @@ from .kernel import CallProgress as CallProgress
 from .kernel import CallQueued as CallQueued
 from .kernel import CallStarted as CallStarted
 from .kernel import CallState as CallState
+from .kernel import Content as Content
 from .kernel import Decision as Decision
 from .kernel import Kernel as Kernel
 from .kernel import KernelSnapshot as KernelSnapshot

@@ -99,10 +99,10 @@ async def test_structured_text_image_and_progress_become_outputs_and_events() ->
         async for event in stream:
             events.append(event)
     results = {e.call_id: e.result for e in events if isinstance(e, tk.CallFinished)}
-    assert results["c1"].output == {"words": 2, "characters": 9}
-    assert results["c2"].output == [
-        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
-    ]
+    assert results["c1"].output.structured == {"words": 2, "characters": 9}
+    assert results["c2"].output == tk.Content(
+        [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]
+    )
     assert results["c3"].output == "done"
     progress = [e.message for e in events if isinstance(e, CallProgress)]
     assert progress == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]

@@ -174,15 +174,22 @@ def result(*content: Any, structured: Any = None, error: bool = False) -> Any:
     )
 
 
-def test_outputs_are_structured_content_text_or_content_blocks() -> None:
+def test_outputs_are_text_or_content_with_every_block_and_the_structured_content() -> None:
     text = mcp_types.TextContent(type="text", text="line 1")
     more = mcp_types.TextContent(type="text", text="line 2")
     image = mcp_types.ImageContent(type="image", data="AAAA", mime_type="image/png")
-    assert output_of(result(text, structured={"n": 1})) == {"n": 1}
     assert output_of(result(text, more)) == "line 1\nline 2"
     assert output_of(result()) == ""
-    assert output_of(result(text, image)) == [
-        {"type": "text", "text": "line 1"},
-        {"type": "image", "data": "AAAA", "mimeType": "image/png"},
-    ]
+    with_structured = output_of(result(text, structured={"n": 1}))
+    assert with_structured == tk.Content([{"type": "text", "text": "line 1"}], structured={"n": 1})
+    assert with_structured.text() == "line 1"  # the model reads the server's text
+    assert output_of(result(structured={"n": 1})).text() == '{"n": 1}'  # or, with none, the JSON
+    assert output_of(result(text, image)) == tk.Content(
+        [
+            {"type": "text", "text": "line 1"},
+            {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+        ]
+    )
     assert error_text_of(result(text, image, more, error=True)) == "line 1\nline 2"
+    assert error_text_of(result(structured={"n": 1}, error=True)) == '{"n": 1}'
+    assert error_text_of(result(image, error=True)) == ""

@@ -24,7 +24,8 @@ from typing import Any, cast
 
 import attrs
 
-from ..kernel import Status, ToolCall, ToolResult
+from ..kernel import Content, Status, ToolCall, ToolResult
+from ._attachments import Attachment, attachment
 from ._dependencies import resolve_dependencies
 from ._names import NameMap
 from ._nulls import drop_nulls
@@ -145,6 +146,8 @@ class Answer:
 
     call_id: str
     parts: tuple[tuple[Status, str], ...]
+    content: Content | None = None
+    """The output of the call, when it succeeded with a :class:`~toolkernel.Content`."""
 
     @property
     def ok(self) -> bool:
@@ -159,6 +162,25 @@ class Answer:
         error flag of their own): ``error: ...``, ``timeout: ...``."""
         return "\n\n".join(_labelled(status, text) for status, text in self.parts)
 
+    def segments(self, *, labelled: bool = False) -> list[str | Attachment] | None:
+        """The answer as runs of text and the images and documents between them, in order,
+        for formats that carry those; None when it has none (send :attr:`text` or
+        :meth:`labelled`). Blocks between attachments read as in ``Content.text()``; the
+        parts of a repeated id follow as one more run of text."""
+        if self.content is None:
+            return None
+        segments: list[str | Attachment] = []
+        for segment in self.content.segments(lambda block: attachment(block) is not None):
+            found = segment if isinstance(segment, str) else attachment(segment)
+            if found is not None:
+                segments.append(found)
+        if all(isinstance(segment, str) for segment in segments):
+            return None
+        rest = [_labelled(s, t) if labelled else t for s, t in self.parts[1:]]
+        if rest:
+            segments.append("\n\n".join(rest))
+        return segments
+
 
 def _labelled(status: Status, text: str) -> str:
     if status is Status.OK or text.startswith(status.value):
@@ -170,9 +192,16 @@ def answers(results: Iterable[ToolResult]) -> list[Answer]:
     """One answer per call id, in the order of the results; a later result with an id already
     answered (a repeat the kernel refused) adds its message to that answer."""
     found: dict[str, list[tuple[Status, str]]] = {}
+    contents: dict[str, Content] = {}
     for result in results:
         text = result.text() if result.ok else (result.error or result.status.value)
         if result.ok and not text:
             text = "(no output)"
-        found.setdefault(str(result.call_id), []).append((result.status, text))
-    return [Answer(call_id, tuple(parts)) for call_id, parts in found.items()]
+        call_id = str(result.call_id)
+        parts = found.setdefault(call_id, [])
+        if not parts and result.ok and isinstance(result.output, Content):
+            contents[call_id] = result.output
+        parts.append((result.status, text))
+    return [
+        Answer(call_id, tuple(parts), contents.get(call_id)) for call_id, parts in found.items()
+    ]

@@ -26,7 +26,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..kernel import ToolCall, ToolResult
-from ._calls import WireCall, answers, exported_tools, field, to_tool_calls
+from ._attachments import Attachment
+from ._calls import Answer, WireCall, answers, exported_tools, field, to_tool_calls
 
 __all__ = ["tools", "calls_from_message", "tool_results"]
 
@@ -72,13 +73,39 @@ def tool_results(results: Iterable[ToolResult]) -> list[dict[str, Any]]:
 
     Every id is answered exactly once (a repeated id's error joins the first answer). The list
     holds only ``tool_result`` blocks, so text you add goes after them, as the API requires.
+
+    A block's ``content`` is the result's text; for an output that is a
+    :class:`~toolkernel.Content` with images (PNG, JPEG, GIF, WebP) or PDF documents, it is a
+    list of ``text``, ``image`` and ``document`` blocks, in the content's order.
     """
     return [
         {
             "type": "tool_result",
             "tool_use_id": answer.call_id,
-            "content": answer.text,
+            "content": _content(answer),
             "is_error": not answer.ok,
         }
         for answer in answers(results)
     ]
+
+
+def _content(answer: Answer) -> str | list[dict[str, Any]]:
+    segments = answer.segments()
+    if segments is None:
+        return answer.text
+    # The API refuses text blocks with nothing but white space in them.
+    return [
+        _block(segment) for segment in segments if not isinstance(segment, str) or segment.strip()
+    ]
+
+
+def _block(segment: str | Attachment) -> dict[str, Any]:
+    if isinstance(segment, str):
+        return {"type": "text", "text": segment}
+    source = {"type": "base64", "media_type": segment.media_type, "data": segment.data}
+    if segment.kind == "image":
+        return {"type": "image", "source": source}
+    document: dict[str, Any] = {"type": "document", "source": source}
+    if segment.name:
+        document["title"] = segment.name
+    return document

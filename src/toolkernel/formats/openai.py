@@ -26,7 +26,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..kernel import ToolCall, ToolResult
-from ._calls import WireCall, answers, exported_tools, field, to_tool_calls
+from ._attachments import Attachment
+from ._calls import Answer, WireCall, answers, exported_tools, field, to_tool_calls
 from ._schema import strict_schema
 
 __all__ = [
@@ -171,7 +172,10 @@ def calls_from_chat(message: object, tools: Tools = ()) -> list[ToolCall]:
 
 def chat_tool_messages(results: Iterable[ToolResult]) -> list[dict[str, Any]]:
     """One ``role: "tool"`` message per call, in call order, each answering its call's id. A
-    call that did not succeed says so first (``error: ...``, ``skipped: ...``)."""
+    call that did not succeed says so first (``error: ...``, ``skipped: ...``).
+
+    Tool messages take text only: the images and files of a :class:`~toolkernel.Content`
+    output read as their placeholders (``[image: image/png, 12 KiB]``)."""
     return [
         {"role": "tool", "tool_call_id": answer.call_id, "content": answer.labelled()}
         for answer in answers(results)
@@ -197,8 +201,34 @@ def calls_from_responses(output_items: object, tools: Tools = ()) -> list[ToolCa
 
 
 def responses_outputs(results: Iterable[ToolResult]) -> list[dict[str, Any]]:
-    """One ``function_call_output`` input item per call, in call order."""
+    """One ``function_call_output`` input item per call, in call order. A call that did not
+    succeed says so first (``error: ...``, ``skipped: ...``).
+
+    An item's ``output`` is the result's text; for an output that is a
+    :class:`~toolkernel.Content` with images (PNG, JPEG, GIF, WebP) or PDF documents, it is a
+    list of ``input_text``, ``input_image`` and ``input_file`` items (as ``data:`` URLs), in
+    the content's order.
+    """
     return [
-        {"type": "function_call_output", "call_id": answer.call_id, "output": answer.labelled()}
+        {"type": "function_call_output", "call_id": answer.call_id, "output": _output(answer)}
         for answer in answers(results)
     ]
+
+
+def _output(answer: Answer) -> str | list[dict[str, Any]]:
+    segments = answer.segments(labelled=True)
+    if segments is None:
+        return answer.labelled()
+    return [_item(segment) for segment in segments if not isinstance(segment, str) or segment]
+
+
+def _item(segment: str | Attachment) -> dict[str, Any]:
+    if isinstance(segment, str):
+        return {"type": "input_text", "text": segment}
+    if segment.kind == "image":
+        return {"type": "input_image", "image_url": segment.data_url(), "detail": "auto"}
+    return {
+        "type": "input_file",
+        "file_data": segment.data_url(),
+        "filename": segment.name or "document.pdf",
+    }

@@ -5,6 +5,7 @@ from ._call import CallState as CallState
 from ._call import Status as Status
 from ._call import ToolCall as ToolCall
 from ._call import ToolResult as ToolResult
+from ._content import Content as Content
 from ._context import ToolContext as ToolContext
 from ._events import CallBlocked as CallBlocked
 from ._events import CallEvent as CallEvent

@@ -11,16 +11,19 @@ from typing import Any
 import attrs
 
 from .._errors import IllegalTransitionError
+from ._content import Content
 
 __all__ = ["ToolCall", "ToolResult", "Status", "CallState", "check_transition"]
 
 
 def output_text(output: object) -> str:
-    """A tool's output as the model reads it: text as it is, bytes as UTF-8 text, anything
-    else as JSON (sets as lists, attrs classes, dataclasses and pydantic models as objects,
-    anything JSON can't spell as its ``str``)."""
+    """A tool's output as the model reads it: text as it is, a :class:`Content` as its
+    ``text()``, bytes as UTF-8 text, anything else as JSON (sets as lists, attrs classes,
+    dataclasses and pydantic models as objects, anything JSON can't spell as its ``str``)."""
     if isinstance(output, str):
         return output
+    if isinstance(output, Content):
+        return output.text()
     if output is None:
         return ""
     if isinstance(output, (bytes, bytearray, memoryview)):
@@ -32,6 +35,8 @@ def output_text(output: object) -> str:
 
 
 def _jsonable(value: object) -> object:
+    if isinstance(value, Content):  # inside a list or a dict: what the model reads of it
+        return value.text()
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", errors="replace")
     if isinstance(value, (set, frozenset)):

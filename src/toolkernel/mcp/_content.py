@@ -1,19 +1,28 @@
 """What an MCP ``CallToolResult`` becomes: the output of an OK result, or the text of an error.
 
-- Structured content (a JSON object, for tools with an ``outputSchema``) is the output as it is.
-- Otherwise, content that is all text is the output as one string (blocks joined by newlines).
-- Otherwise (images, audio, resource links, embedded resources) the output is the list of
-  content blocks as plain dicts, in MCP's own shape (``{"type": "image", "data": ...,
-  "mimeType": "image/png"}``), so nothing the server sent is lost.
+- Content that is all text, with no structured content, is the output as one string (blocks
+  joined by newlines): what most tools answer, and what the model reads.
+- Anything else is a :class:`~toolkernel.Content`: every content block as a plain dict in MCP's
+  own shape (``{"type": "image", "data": ..., "mimeType": "image/png"}``), and the structured
+  content (``structuredContent``, for programs) as it came. The model reads the blocks: a tool
+  with an ``outputSchema`` should send its JSON as text too (the spec says so, and the SDK's
+  servers do), so a FastMCP tool returning a string reaches the model as that string, not as
+  ``{"result": ...}``; with no blocks at all, the model reads the structured content's JSON.
+  Images and documents reach the model as images and files in the wire formats that carry
+  them (see :class:`~toolkernel.Content`).
 
-An ``isError`` result's text is the error message; a result with no text says so.
+An ``isError`` result's text is the error message; with no text, its structured content's
+JSON; a result with neither says so.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pydantic
+
+from ..kernel import Content
 
 __all__ = ["output_of", "error_text_of", "first_problem"]
 
@@ -30,27 +39,34 @@ def _text(block: Any) -> str | None:
     return None
 
 
-def output_of(result: Any) -> Any:
+def _plain(block: Any) -> Any:
+    """A block as the spec spells it: camelCase keys, nothing the server left out."""
+    if hasattr(block, "model_dump"):
+        return block.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return block
+
+
+def output_of(result: Any) -> str | Content:
     """The output of a successful call from its ``CallToolResult``."""
     structured = getattr(result, "structured_content", None)
-    if structured is not None:
-        return structured
     blocks = _blocks(result)
-    texts = [_text(block) for block in blocks]
-    if all(text is not None for text in texts):
-        return "\n".join(text for text in texts if text is not None)
-    return [
-        block.model_dump(mode="json", by_alias=True, exclude_none=True)
-        if hasattr(block, "model_dump")
-        else block
-        for block in blocks
-    ]
+    if structured is None:
+        texts = [_text(block) for block in blocks]
+        if all(text is not None for text in texts):
+            return "\n".join(text for text in texts if text is not None)
+    return Content([_plain(block) for block in blocks], structured=structured)
 
 
 def error_text_of(result: Any) -> str:
-    """The message of an ``isError`` result: its text blocks, joined."""
+    """The message of an ``isError`` result: its text blocks, joined; else its structured
+    content as JSON; else ``""``."""
     texts = [text for block in _blocks(result) if (text := _text(block))]
-    return "\n".join(texts)
+    if texts:
+        return "\n".join(texts)
+    structured = getattr(result, "structured_content", None)
+    if structured is None:
+        return ""
+    return json.dumps(structured, ensure_ascii=False, default=str)
 
 
 def first_problem(error: pydantic.ValidationError) -> str:
