@@ -2,6 +2,7 @@
 by hand (the SDK's server would not misbehave). ``python tests/mcp/hostile_server.py MODE``:
 
 - ``twice``: lists two tools with one name (``lookup``), then a third, ``other``;
+- ``empty-name``: lists tools named ``""`` and ``" "`` beside ``lookup``;
 - ``malformed``: answers every call with a result whose ``content`` is not a list;
 - ``untyped``: lists ``help`` with the input schema ``{}`` (which the MCP SDK refuses: the spec
   says ``type: object``);
@@ -26,6 +27,12 @@ def tools() -> list[dict[str, object]]:
             {"name": "lookup", "description": "the first", "inputSchema": SCHEMA},
             {"name": "lookup", "description": "the second", "inputSchema": SCHEMA},
             {"name": "other", "description": "another", "inputSchema": SCHEMA},
+        ]
+    if MODE == "empty-name":
+        return [
+            {"name": "", "description": "nameless", "inputSchema": SCHEMA},
+            {"name": " ", "description": "blank", "inputSchema": SCHEMA},
+            {"name": "lookup", "description": "look a key up", "inputSchema": SCHEMA},
         ]
     if MODE == "untyped":
         return [{"name": "help", "inputSchema": {}}]

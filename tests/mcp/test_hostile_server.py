@@ -68,3 +68,15 @@ async def test_a_tool_list_the_sdk_refuses_is_a_declaration_error_naming_server_
         "the MCP server 'hostile' lists its tools in a form that is not valid MCP "
         "(tools.0.inputSchema.type: Field required)"
     )
+
+
+async def test_a_tool_with_an_empty_name_is_left_out_with_a_warning_and_the_others_work(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="toolkernel.mcp"):
+        async with stdio_tools([*SERVER, "empty-name"]) as tools, tk.open_kernel(tools) as kernel:
+            assert [t.name for t in tools] == ["lookup"]
+            (result,) = await kernel.run([tk.ToolCall("c1", "lookup", {"key": "k"})])
+    assert result.output == "lookup answered"
+    assert "lists a tool with an empty name ('')" in caplog.text
+    assert "lists a tool with an empty name (' ')" in caplog.text

@@ -295,9 +295,10 @@ def _make_tools(
 
 
 async def _list_tools(client: Any, server: str) -> list[Any]:
-    """The server's tools, each usable name once. A tool with an empty name can't be called,
-    and a name listed twice (the spec says names are unique) would stop the kernel from
-    opening: each is left out with a warning, and the server's other tools are kept."""
+    """The server's tools, each usable name once. A tool with an empty name (it can't be
+    called) and a name listed before (the spec says names are unique; two would stop the
+    kernel from opening) are each left out with a warning naming it; the server's other tools
+    are kept."""
     specs: dict[str, Any] = {}
     cursor = None
     for _ in range(_MAX_PAGES):
@@ -323,4 +324,3 @@ async def _list_tools(client: Any, server: str) -> list[Any]:
         if cursor is None:
             break
     return list(specs.values())
-
