@@ -58,66 +58,7 @@ def message(tool: MCPTool, arguments: dict[str, Any]) -> str:
     return str(raised.value)
 
 
-# -- claims ----------------------------------------------------------------------------------
-
-
-def test_read_only_hint_shares_the_servers_device_and_anything_else_holds_it_alone() -> None:
-    read_only = mcp_types.ToolAnnotations(read_only_hint=True)
-    not_read_only = mcp_types.ToolAnnotations(read_only_hint=False, destructive_hint=False)
-    arguments = {"path": "a.txt", "edits": []}
-    assert make(annotations=read_only).claims(arguments, tk.path) == [tk.shared(SERVER)]
-    assert make(annotations=not_read_only).claims(arguments, tk.path) == [tk.exclusive(SERVER)]
-    # Hints missing: the spec's default is "not read-only".
-    assert make().claims(arguments, tk.path) == [tk.exclusive(SERVER)]
-    assert make().server_claim == tk.exclusive(SERVER)
-    assert make(writes=["path"]).server_claim == tk.shared(SERVER)
-    assert make(annotations=mcp_types.ToolAnnotations(title="t")).claims(arguments, tk.path) == [
-        tk.exclusive(SERVER)
-    ]
-
-
-def test_declared_paths_are_keyed_through_the_workspace_beside_a_shared_server_lease(
-    tmp_path: Any,
-) -> None:
-    tool = make(writes=["path"])
-    (tmp_path / "src").mkdir()
-    with tk.Workspace(tmp_path) as workspace:
-        spelled = str(tmp_path / "src" / ".." / "src" / "a.py")  # absolute, with ..
-        claims = tool.claims({"path": spelled, "edits": []}, workspace.key)
-    assert set(claims) == {tk.shared(SERVER), tk.writes("src/a.py")}
-    # A path argument the call leaves out claims nothing.
-    reader = make(
-        "search", {"type": "object", "properties": {"root": {"type": "string"}}}, reads=["root"]
-    )
-    assert reader.claims({}, tk.path) == [tk.shared(SERVER)]
-    assert set(reader.claims({"root": "docs"}, tk.path) or ()) == {
-        tk.shared(SERVER),
-        tk.reads("docs"),
-    }
-
-
-def test_claims_functions_per_tool_or_for_every_tool() -> None:
-    per_tool = make(claims=lambda args: [tk.exclusive(tk.device(f"file:{args['path']}"))])
-    assert per_tool.claims({"path": "a", "edits": []}, tk.path) == [
-        tk.shared(SERVER),
-        tk.exclusive(tk.device("file:a")),
-    ]
-
-    def every_tool(tool: MCPTool, args: Any) -> list[tk.Claim] | None:
-        return [tk.writes(args["path"])] if tool.remote_name == "edit_file" else None
-
-    assert make(tool_claims=every_tool).claims({"path": "b", "edits": []}, tk.path) == [
-        tk.shared(SERVER),
-        tk.writes("b"),
-    ]
-    # None keeps what the hints say.
-    assert make("other", tool_claims=every_tool).claims({"path": "b", "edits": []}, tk.path) == [
-        tk.exclusive(SERVER)
-    ]
-    # An empty list: the call needs nothing but its share of the server.
-    assert make(claims=lambda args: []).claims({"path": "b", "edits": []}, tk.path) == [
-        tk.shared(SERVER)
-    ]
+# -- declarations (what calls claim: test_claims.py) ----------------------------------------
 
 
 def test_declaring_an_argument_the_tool_does_not_have_is_refused() -> None:
