@@ -1,12 +1,12 @@
 # What to watch: an MCP server's tools through the kernel, beside the built-in file tools.
 #
 # mcp-server-git (the reference MCP server for git, from PyPI) runs over stdio on a scratch
-# repository. Left alone, its tools' hints decide their claims: git_status, git_log and the
-# diffs say readOnlyHint, so they share the server; git_add and git_commit hold it alone. Those
-# hints say nothing about files, though, and git reads the working tree: an Edit could change a
-# file under a running git_diff. So this example declares finer claims, one function for every
-# tool of the server: git reads the whole workspace, and its writes go to .git. Now, in the
-# batch below, as a model might emit it:
+# repository. Left alone, the kernel's preset for it decides its claims: git_status, git_log and
+# the diffs read the repository (repo_path) and git_add and git_commit write all of it, so an
+# Edit of a file in it is ordered against them. This example declares finer claims instead, one
+# function for every tool of the server, as you would for a server with no preset: git reads
+# the whole workspace, and its writes go to .git. Now, in the batch below, as a model might
+# emit it:
 #
 # - git_status and git_log run together (both read);
 # - the Edit of notes.txt waits for them (it writes a file they read), and git_diff_unstaged,
