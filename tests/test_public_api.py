@@ -76,7 +76,7 @@ PROMISED = {
         "responses_tools",
     ],
     toolkernel.formats.anthropic: ["calls_from_message", "tool_results", "tools"],
-    toolkernel.mcp: ["stdio_tools", "MCPTool", "MCPToolError", "MCPServerGoneError"],
+    toolkernel.mcp: ["stdio_tools", "http_tools", "MCPTool", "MCPToolError", "MCPServerGoneError"],
     toolkernel.agent: [
         "run_agent",
         "AgentOutcome",
