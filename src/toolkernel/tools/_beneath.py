@@ -43,7 +43,7 @@ __all__ = [
     "changed",
     "open_directory",
     "probe_no_links",
-    "remove_tree",
+    "remove_opened_tree",
     "rename_no_replace",
 ]
 
@@ -244,22 +244,28 @@ def open_directory(
     return fd
 
 
-def remove_tree(parent_fd: int, name: str, gate: contextlib.AbstractContextManager[object]) -> None:
-    """Delete directory ``name`` of ``parent_fd`` and everything in it, never following a link.
+def remove_opened_tree(
+    top: int, parent_fd: int, name: str, gate: contextlib.AbstractContextManager[object]
+) -> None:
+    """Delete directory ``top`` and everything in it, never following a link; ``top`` is a
+    descriptor of it (this function closes it), ``name`` its entry in ``parent_fd``.
 
-    Each directory is opened with ``O_NOFOLLOW`` relative to its parent, so a link inside the
-    tree (or a directory swapped for one while the tree is deleted) is removed as a link and what
-    it points to is never entered. Every ``unlink`` and ``rmdir`` runs inside ``gate``. Iterative,
-    so a deep tree cannot exhaust the recursion limit; at most one descriptor per level is open.
+    Each directory below is opened with ``O_NOFOLLOW`` relative to its parent, so a link inside
+    the tree (or a directory swapped for one while the tree is deleted) is removed as a link and
+    what it points to is never entered. Every ``unlink`` and ``rmdir`` runs inside ``gate``.
+    Iterative, so a deep tree cannot exhaust the recursion limit; at most one descriptor per
+    level is open.
+
+    Not atomic: stopped part-way, it leaves part of the tree. ``_fileops.delete`` first moves
+    the tree aside under a hidden name, so what it leaves is never half a tree under its name.
     """
-    try:
-        top = os.open(name, DIRECTORY_FLAGS, dir_fd=parent_fd)
-    except OSError as exc:
-        if exc.errno in LINK_ERRNOS:
-            raise not_a_directory(parent_fd, (name,), 0) from None
-        raise
     # Each frame: a directory's descriptor, its name, and the entries still to delete.
-    frames: list[tuple[int, str, list[os.DirEntry[str]]]] = [(top, name, _entries(top))]
+    frames: list[tuple[int, str, list[os.DirEntry[str]]]] = []
+    try:
+        frames.append((top, name, _entries(top)))
+    except BaseException:
+        os.close(top)
+        raise
     try:
         while frames:
             fd, directory, entries = frames[-1]

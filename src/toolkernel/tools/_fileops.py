@@ -9,14 +9,19 @@ with ``dir_fd=`` and without following a link either.
 Each mutating system call (creating the temporary file, the final rename, ``mkdir``, ``unlink``,
 ``rmdir``) runs inside ``gate``, a context manager that refuses once the call has ended. They run
 in worker threads; blocking is expected.
+
+What changes files is whole or nothing: a write is a temporary file renamed over the old one, a
+tree's deletion a rename aside followed by a removal that a cancellation does not stop.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import io
 import os
+import re
 import secrets
 import stat
 from collections.abc import Callable, Sequence
@@ -27,11 +32,14 @@ import anyio.from_thread
 import anyio.to_thread
 import attrs
 
+from .._errors import PathChangedError
 from ._beneath import (
     DIRECTORY_FLAGS,
+    LINK_ERRNOS,
     changed,
+    not_a_directory,
     open_directory,
-    remove_tree,
+    remove_opened_tree,
     rename_no_replace,
 )
 from ._workspace import MAX_PATH_BYTES
@@ -44,6 +52,7 @@ __all__ = [
     "listdir",
     "make_directory",
     "move",
+    "moved_aside",
     "read_regular",
     "replace_atomically",
     "status",
@@ -55,6 +64,9 @@ Gate = contextlib.AbstractContextManager[object]
 CHUNK: Final = 1 << 20
 """Bytes written between cancellation checks, so a big write can still be cancelled."""
 TEMP_SUFFIX: Final = ".tktmp"
+_ASIDE_INFIX: Final = ".toolkernel-deleted-"
+# What delete() names a tree it moved aside: ".<up to 32 characters of its name>" + infix + hex.
+_MOVED_ASIDE: Final = re.compile(r"\..*" + re.escape(_ASIDE_INFIX) + r"[0-9a-f]{12}", re.DOTALL)
 
 # O_NONBLOCK: opening a fifo must not wait for a writer (it is refused right after, by fstat).
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -192,20 +204,21 @@ def status(root: int, parts: Sequence[str]) -> os.stat_result:
 
 
 def listdir(root: int, parts: Sequence[str]) -> list[str]:
-    """The sorted names in directory ``parts``."""
+    """The sorted names in directory ``parts``, but trees being deleted (:func:`moved_aside`)."""
     fd = open_directory(root, parts)
     try:
-        return sorted(os.listdir(fd))
+        return sorted(name for name in os.listdir(fd) if not moved_aside(name))
     finally:
         os.close(fd)
 
 
 def entries(root: int, parts: Sequence[str]) -> list[Entry]:
-    """The entries of directory ``parts``, sorted by name, no link followed."""
+    """The entries of directory ``parts``, sorted by name, no link followed; trees being
+    deleted (:func:`moved_aside`) are left out."""
     fd = open_directory(root, parts)
     try:
         with os.scandir(fd) as iterator:
-            found = [_entry(fd, item) for item in iterator]
+            found = [_entry(fd, item) for item in iterator if not moved_aside(item.name)]
     finally:
         os.close(fd)
     found.sort(key=lambda entry: entry.name)
@@ -232,8 +245,9 @@ def walk(root: int, parts: Sequence[str], linked_file: Callable[[str], bool]) ->
     Directories are entered with ``O_NOFOLLOW``, so a link never leads the walk out of the tree;
     a symbolic link is listed iff ``linked_file(its path)`` says so. A regular file ``parts``
     gives itself; a fifo or device gives nothing. Paths too long to be a key
-    (``MAX_PATH_BYTES``) are left out. Must run in a worker thread
-    (``anyio.to_thread``): it checks for cancellation before entering each directory.
+    (``MAX_PATH_BYTES``) and trees being deleted (:func:`moved_aside`) are left out. Must run
+    in a worker thread (``anyio.to_thread``): it checks for cancellation before entering each
+    directory.
     """
     base = "/".join(parts)
     try:
@@ -257,6 +271,8 @@ def walk(root: int, parts: Sequence[str], linked_file: Callable[[str], bool]) ->
                 # No key can name it (nor anything below it), so no call could read it: skip
                 # it, which also bounds the descriptors a deep tree holds open.
                 continue
+            if moved_aside(item.name):
+                continue  # deleted: a Grep must not find what a Delete removed
             if item.is_dir(follow_symlinks=False):
                 # A tree can be huge: the call's cancellation (its run timeout) stops the walk.
                 anyio.from_thread.check_cancelled()
@@ -412,8 +428,13 @@ def make_directory(
         os.close(parent)
 
 
-def delete(root: int, parts: Sequence[str], gate: Gate) -> None:
-    """Delete file ``parts``, or directory ``parts`` with everything in it (no link followed)."""
+def delete(root: int, parts: Sequence[str], gate: Gate, committed: Gate) -> None:
+    """Delete file ``parts``, or directory ``parts`` with everything in it (no link followed).
+
+    A file is one ``unlink``. A directory is old or gone, never half: see :func:`_delete_tree`.
+    ``committed`` guards the removals made once that deletion is committed: like ``gate`` it
+    refuses once the call has ended, but it does not stop for the call's cancellation.
+    """
     if not parts:
         raise PermissionError(errno.EPERM, "can't delete the workspace root", ".")
     parent = open_directory(root, parts[:-1])
@@ -423,12 +444,103 @@ def delete(root: int, parts: Sequence[str], gate: Gate) -> None:
         if stat.S_ISLNK(mode):
             raise changed(parts, len(parts) - 1)
         if stat.S_ISDIR(mode):
-            remove_tree(parent, name, gate)
+            _delete_tree(parent, parts, gate, committed)
         else:
             with gate:
                 os.unlink(name, dir_fd=parent)
     finally:
         os.close(parent)
+
+
+def moved_aside(name: str) -> bool:
+    """True iff ``name`` is a tree :func:`delete` moved aside to remove it (listings skip it)."""
+    return _ASIDE_INFIX in name and _MOVED_ASIDE.fullmatch(name) is not None
+
+
+def _delete_tree(parent: int, parts: Sequence[str], gate: Gate, committed: Gate) -> None:
+    """Delete directory ``parts`` (in ``parent``): rename it aside, then remove it.
+
+    The rename to a hidden unique name in the same directory is atomic, and it is the commit
+    point. A cancellation (or the call's end) before it leaves the tree as it was. After it, the
+    removal finishes in this worker thread whatever the cancellation, and only then is the
+    cancellation raised, so the call reports it and the tree is gone. Finishing, not rolling
+    back: once a file is unlinked nothing can bring it back, and the call still holds its lease
+    while the thread runs (the kernel waits for it), so no call ordered against this one sees
+    the tree aside. The cost is that a cancelled or timed-out Delete of a huge tree returns
+    when the removal is done. Only the call's end stops the removal (no write after it): the
+    tree is gone from its name, and its remains wait aside, hidden, like a crash's.
+
+    A tree left aside (by a crash, or by a call that ended mid-removal) is removed by the next
+    directory deletion in the same directory. A deletion under way holds ``flock`` on its
+    tree, so a sweep never races it, in this process or another. Sweeping a name no call holds
+    a lease on is safe: the listings hide such names, and any call whose lease covers the
+    directory conflicts with this one's.
+
+    A failure during the removal (a file that may not be removed) is not a cancellation: what is
+    left is put back under its name, where the model will look for it, and the error raised.
+    """
+    name = parts[-1]
+    _sweep_moved_aside(parent, gate)
+    try:
+        top = os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in LINK_ERRNOS:
+            raise not_a_directory(parent, parts, len(parts) - 1) from None
+        raise
+    try:
+        # Held until it is gone, so no sweep touches it. Where the file system has no flock,
+        # no sweep can lock anything either, and none is made.
+        with contextlib.suppress(OSError):
+            fcntl.flock(top, fcntl.LOCK_EX)
+        aside = f".{name[:32]}{_ASIDE_INFIX}{secrets.token_hex(6)}"
+        with gate:  # the last point at which a cancellation leaves the tree as it was
+            rename_no_replace(parent, name, parent, aside)
+        if not _same_directory(top, parent, aside):
+            # Another process swapped the entry between the open and the rename: put back
+            # what was moved, delete nothing.
+            with contextlib.suppress(OSError), committed:
+                rename_no_replace(parent, aside, parent, name)
+            where = "/".join(parts)
+            raise PathChangedError(f"{where!r} is another directory now")
+        try:
+            remove_opened_tree(os.dup(top), parent, aside, committed)
+        except OSError:
+            with contextlib.suppress(OSError), committed:
+                rename_no_replace(parent, aside, parent, name)
+            raise
+    finally:
+        os.close(top)
+    anyio.from_thread.check_cancelled()
+
+
+def _sweep_moved_aside(parent: int, gate: Gate) -> None:
+    """Finish the removal of the trees left aside in ``parent`` that no deletion is removing."""
+    with os.scandir(parent) as iterator:
+        names = [item.name for item in iterator if moved_aside(item.name)]
+    for name in names:
+        try:
+            fd = os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # Still there under that name once locked: its deletion did not just finish.
+            if _same_directory(fd, parent, name):
+                remove_opened_tree(os.dup(fd), parent, name, gate)
+        except OSError:
+            pass  # being removed (BlockingIOError), no flock here, or can't be: leave it
+        finally:
+            os.close(fd)
+
+
+def _same_directory(fd: int, parent: int, name: str) -> bool:
+    """True iff ``name`` in ``parent`` is the directory ``fd`` has open."""
+    try:
+        there = os.lstat(name, dir_fd=parent)
+    except OSError:
+        return False
+    mine = os.fstat(fd)
+    return (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def move(

@@ -24,6 +24,9 @@ Writes are atomic: the new content goes to a temporary file in the same director
 fsync-ed, takes the permission bits of the file it replaces, and is renamed over it with
 ``os.replace``. Readers (and a crash) see the old content or the new, never a mix; a failure or a
 cancellation before the rename removes the temporary file and leaves the old content whole.
+Deleting a tree is whole or nothing the same way: the tree is renamed aside to a hidden name in
+its directory, then removed, and a cancellation after the rename lets the removal finish
+(:meth:`FileAccess.delete`).
 
 Observing: a :class:`FileAccess` made with an ``observer`` calls it with a
 :class:`FileAccessed` for every access it checks, allowed or refused, in the worker thread
@@ -176,8 +179,8 @@ class FileAccess:
         if self._closed:
             raise self._ended(verb, path)
 
-    def _gate(self, verb: str, path: object) -> _Gate:
-        return _Gate(self, verb, path)
+    def _gate(self, verb: str, path: object, *, cancellable: bool = True) -> _Gate:
+        return _Gate(self, verb, path, cancellable)
 
     # -- access checks ---------------------------------------------------------------------------
 
@@ -401,13 +404,18 @@ class FileAccess:
         """Delete the file or the whole directory tree at ``path``. Needs an exclusive lease.
 
         The workspace root itself can't be deleted (``PermissionError``). Links inside a tree are
-        removed, never followed. Deleting a tree is not atomic: a failure part-way leaves part of
-        it.
+        removed, never followed. A tree is whole or gone, never half: it is first renamed to a
+        hidden name beside it (``.<name>.toolkernel-deleted-<hex>``), then removed. Cancelled
+        before that rename, nothing changed; after it, the removal finishes before the
+        cancellation is raised. A failure part-way (a file that may not be removed) puts what is
+        left back under ``path`` and raises. Listings leave such hidden names out, and deleting a
+        directory first removes any a crash left beside it. A file is one ``unlink``.
         """
         gate = self._gate("delete", path)
+        committed = self._gate("delete", path, cancellable=False)
 
         def io(root: int, parts: tuple[str, ...]) -> None:
-            _fileops.delete(root, parts, gate)
+            _fileops.delete(root, parts, gate, committed)
 
         await self._run("delete", path, True, io)
 
@@ -437,21 +445,24 @@ class FileAccess:
 
 class _Gate:
     """The context of one mutating system call: holds the access's lock, refuses once closed,
-    and stops the operation there if its call was cancelled.
+    and, if ``cancellable``, stops the operation there if its call was cancelled.
 
     Reusable, unlike a generator-based context manager: one operation passes through it for
     each of its mutations. Entered only in worker threads (``anyio.to_thread``), where a
-    cancelled call is seen with ``check_cancelled``: a delete of a huge tree or a ``mkdir -p``
-    stops between two system calls, each of which is whole.
+    cancelled call is seen with ``check_cancelled``: a ``mkdir -p`` stops between two system
+    calls, each of which is whole. A gate that is not ``cancellable`` guards the mutations that
+    finish what is committed already (removing a tree a delete moved aside).
     """
 
-    __slots__ = ("_access", "_path", "_verb")
+    __slots__ = ("_access", "_cancellable", "_path", "_verb")
 
-    def __init__(self, access: FileAccess, verb: str, path: object) -> None:
+    def __init__(self, access: FileAccess, verb: str, path: object, cancellable: bool) -> None:
         self._access, self._verb, self._path = access, verb, path
+        self._cancellable = cancellable
 
     def __enter__(self) -> None:
-        anyio.from_thread.check_cancelled()
+        if self._cancellable:
+            anyio.from_thread.check_cancelled()
         access = self._access
         access._lock.acquire()
         if access._closed:
