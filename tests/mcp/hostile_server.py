@@ -8,6 +8,8 @@ by hand (the SDK's server would not misbehave). ``python tests/mcp/hostile_serve
   says ``type: object``);
 - ``no-properties``: lists ``help`` with the input schema ``{"type": "object"}`` (as the Go SDK
   writes a tool without arguments).
+- ``catastrophic-pattern``: lists ``lookup`` and ``match``, whose ``name`` argument has the
+  pattern ``^(a+)+$`` (a backtracking engine takes exponential time on ``aaa…a!``).
 
 Calls are otherwise answered with the text ``<tool> answered``.
 """
@@ -38,6 +40,13 @@ def tools() -> list[dict[str, object]]:
         return [{"name": "help", "inputSchema": {}}]
     if MODE == "no-properties":
         return [{"name": "help", "inputSchema": {"type": "object"}}]
+    if MODE == "catastrophic-pattern":
+        name = {"type": "string", "pattern": "^(a+)+$"}
+        match = {"type": "object", "properties": {"name": name}, "required": ["name"]}
+        return [
+            {"name": "lookup", "description": "look a key up", "inputSchema": SCHEMA},
+            {"name": "match", "description": "a name of a's", "inputSchema": match},
+        ]
     return [{"name": "lookup", "description": "look a key up", "inputSchema": SCHEMA}]
 
 
