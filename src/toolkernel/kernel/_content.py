@@ -9,6 +9,7 @@ documents their APIs accept in their own shapes and fall back to that text for t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -174,9 +175,10 @@ class Content:
         if not self.blocks:
             if self.structured is None:
                 return ""
-            from ._call import output_text  # _call imports this module
-
-            return output_text(self.structured)
+            try:  # structured content is JSON: an MCP server's is, and so should one's own
+                return json.dumps(self.structured, ensure_ascii=False, default=str)
+            except (TypeError, ValueError, RecursionError):
+                return str(self.structured)
         return "\n".join(block_text(block) for block in self.blocks)
 
     def segments(
