@@ -150,9 +150,14 @@ CASES = {
     ".venv/bin/pytest -q": {"shared .", "exclusive .pytest_cache"},
     # git
     "git status": {"shared ."},
-    "git status --short && git diff --stat && git log --oneline -5": {"shared ."},
+    # git diff refreshes the index when it compares with the work tree
+    "git status --short && git diff --stat && git log --oneline -5": {
+        "shared .",
+        "exclusive .git",
+    },
+    "git diff --cached": {"shared ."},
     "git -C sub log": {"shared ."},
-    "git diff --output=patch.diff": {"shared .", "exclusive patch.diff"},
+    "git diff --output=patch.diff": {"shared .", "exclusive .git", "exclusive patch.diff"},
     "git branch -a": {"shared ."},
     "git branch --show-current": {"shared ."},
     "git stash list": {"shared ."},

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final
@@ -48,7 +49,8 @@ _DANGEROUS_NAMES: Final = frozenset(
     "GLOBIGNORE PS4 PROMPT_COMMAND HOME XDG_CONFIG_HOME NODE_OPTIONS PYTHONHOME PYTHONSTARTUP "
     "PYTHONINSPECT PERL5OPT PERL5LIB RUBYOPT TMPDIR".split()
 )
-_DANGEROUS_PREFIXES: Final = ("GIT_", "DYLD_", "LD_")
+# BASH_CMDS and BASH_ALIASES rename programs; BASH_XTRACEFD writes the trace to a descriptor.
+_DANGEROUS_PREFIXES: Final = ("GIT_", "DYLD_", "LD_", "BASH_")
 # Variables (upper case: what programs read) through which tools take where to write, what to
 # run, or more options, which a program's rule can't see (`PYTEST_ADDOPTS=--basetemp=x`,
 # `CARGO_TARGET_DIR`, `RUSTC_WRAPPER`, `LESSOPEN`, `RIPGREP_CONFIG_PATH`, `npm_config_cache`).
@@ -60,7 +62,7 @@ _CONFIGURING: Final = re.compile(
 )
 # Set often, and only change what a program prints or how fast.
 _HARMLESS: Final = frozenset(
-    "PYTHONPATH PYTHONUNBUFFERED PYTHONDONTWRITEBYTECODE PYTHONHASHSEED PYTHONWARNINGS "
+    "PYTHONUNBUFFERED PYTHONDONTWRITEBYTECODE PYTHONHASHSEED PYTHONWARNINGS "
     "PYTHONIOENCODING PYTHONUTF8 PYTHONFAULTHANDLER PYTHONDEVMODE CARGO_TERM_COLOR "
     "CARGO_INCREMENTAL GOOS GOARCH GOMAXPROCS".split()
 )
@@ -72,8 +74,22 @@ _SPECIAL_FILES: Final = frozenset(
 )
 # Builtins that change nothing a claim could describe.
 _QUIET_BUILTINS: Final = frozenset(
-    ": true false exit return set shopt wait read shift break continue getopts ulimit umask "
-    "type times jobs".split()
+    ": true false exit return wait read shift break continue getopts ulimit umask type times "
+    "jobs".split()
+)
+# Options of `set` that change how later commands are read: -k puts every `NAME=value` word
+# into the environment (`cmd PATH=/x`), -P makes `cd` physical (`cd link/..` is then not `.`).
+_SET_LETTERS: Final = frozenset("abefhmnptuvxBCEHT")
+_SET_NAMES: Final = frozenset(
+    "allexport braceexpand emacs errexit errtrace functrace hashall histexpand history "
+    "ignoreeof monitor noclobber noexec noglob nolog notify nounset onecmd pipefail posix "
+    "privileged verbose vi xtrace".split()
+)
+# shopt options that only change how globs match or what is printed (cdable_vars makes `cd x`
+# go to $x, lastpipe runs a pipeline's last stage in the shell itself, expand_aliases...).
+_SHOPT_NAMES: Final = frozenset(
+    "checkwinsize dotglob extglob failglob globasciiranges globstar histappend nocaseglob "
+    "nocasematch nullglob xpg_echo".split()
 )
 # Builtins that change how the rest is run, or run text as code: never understood.
 _OPAQUE_BUILTINS: Final = frozenset(
@@ -127,6 +143,27 @@ class Analysis:
     git: str | None = None
     """``read`` if it runs git and every git command in it only reads; ``write`` if some git
     command writes; None without git."""
+    git_directories: tuple[str, ...] = ()
+    """The directories its git commands run in (spelled as :attr:`Access.path` is): whose
+    repository's configuration and hooks decide what they run."""
+    unknown_effects: tuple[str, ...] = ()
+    """Why what it touches is not fully known from the text and the rules, one reason a rule
+    or construct (``"pytest: it runs the project's tests"``): it runs the project's own code
+    (tests, build scripts, hooks, an interpreter on a workspace file), or configuration that
+    is a program decides what it does. Empty for a command whose effects the rules describe
+    whole. The claims are the same either way: the best prediction of what it touches."""
+
+    @property
+    def effects_known(self) -> bool:
+        """True if the command is understood and everything it may touch is known from its
+        text and the rules: no barrier, no :attr:`unknown_effects`.
+
+        Where no sandbox can observe what a command really changes, the Bash tool makes every
+        command whose effects are not known a barrier; with one, its claims are what it waits
+        for, and the sandbox commits what it really changed. :func:`shell_claims` is the same
+        in both modes.
+        """
+        return self.barrier is None and not self.unknown_effects
 
 
 class _Barrier(Exception):
@@ -142,6 +179,9 @@ class Walk:
         self.matched: list[str] = []
         self.outside: list[str] = []
         self.git: list[str] = []
+        self.unknown: list[str] = []
+        self.git_directories: list[str] = []
+        self.links: list[str] = []  # the rules that made links
         self.depth = 0
         self.fixed_cwd = 0  # > 0 inside loops and conditions, where a cd can't be followed
         self.last_started: Cwds = frozenset({"."})
@@ -167,7 +207,9 @@ class Walk:
         if text is None:
             self.accesses.append(Access(kind, None, rule))
             return
-        if text in ("-", "") or text in _SPECIAL_FILES or text.startswith("/dev/fd/"):
+        # `-` is standard input or output to some programs, a file to others (`echo > -`, `cp a
+        # -`): claimed as a file, which costs nothing where it is a stream.
+        if text == "" or text in _SPECIAL_FILES or text.startswith("/dev/fd/"):
             return
         exact = isinstance(word, str) or (word is not None and word.text is not None)
         for cwd in sorted(cwds):
@@ -389,6 +431,9 @@ class Walk:
     def check_name(self, name: str) -> None:
         if name in _HARMLESS:
             return
+        if name == "PYTHONPATH":
+            self.unknown.append("PYTHONPATH: Python programs import modules from where it says")
+            return
         if (
             name in _DANGEROUS_NAMES
             or name.startswith(_DANGEROUS_PREFIXES)
@@ -461,11 +506,18 @@ class Walk:
     def cd(self, args: Sequence[Word], cwds: Cwds) -> tuple[Cwds, Cwds]:
         if self.fixed_cwd:
             raise self.fail("cd inside a loop or a condition")
-        targets = [a for a in args if a.text not in ("-P", "-L", "-e", "-@")]
+        if any(a.text is not None and a.text.startswith("-P") for a in args):
+            raise self.fail("cd -P follows links, and later `..` then climb from their targets")
+        targets = [a for a in args if a.text not in ("-L", "-e", "-@")]
         if len(targets) != 1 or targets[0].text is None or targets[0].text == "-":
             raise self.fail("cd to a directory not known from the text")
         target = targets[0].text
-        moved = frozenset(join(cwd, target) for cwd in cwds)
+        # bash's cd is logical: `cd link/..` is where the command started, not the parent of
+        # the link's target; where that fails, bash tries the path as the system resolves it.
+        # Both are claimed.
+        moved = frozenset(
+            place for cwd in cwds for place in (join(cwd, target), _logical(join(cwd, target)))
+        )
         for place in moved:
             self.accesses.append(Access("cd", place, "cd"))
         return moved, cwds
@@ -483,6 +535,12 @@ class Walk:
             raise self.fail(f"the program to run is not known from the text ({words[0].raw})")
         if name in _SETS_NAMES or name == "printf":
             self.set_names(name, words[1:])
+        if name == "set":
+            self.set_options(words[1:])
+            return
+        if name == "shopt":
+            self.shopt(words[1:])
+            return
         if name in _QUIET_BUILTINS:
             return
         if name in _OPAQUE_BUILTINS:
@@ -496,6 +554,47 @@ class Walk:
             raise self.fail("cd run as a program")
         rule = self.rule_for(name, words[0], cwds)
         self.nested(lambda: apply(self, rule, words[1:], cwds))
+
+    def set_options(self, args: Sequence[Word]) -> None:
+        """``set``: only options that leave how later commands are read as the walk reads
+        them; ``set -- a b`` and ``set`` alone are fine."""
+        at = 0
+        while at < len(args):
+            text = args[at].text
+            if text is None:
+                raise self.fail("set takes an option not known from the text")
+            if text in ("--", "-") or not text.startswith(("-", "+")):
+                return  # the rest are positional parameters
+            if text in ("-o", "+o"):
+                name = args[at + 1].text if at + 1 < len(args) else ""
+                if name is None or (name and name not in _SET_NAMES):
+                    raise self.fail(f"set -o {name or '...'} changes how commands are read")
+                at += 2
+                continue
+            letters = set(text[1:])
+            if "o" in letters:  # `set -euo pipefail`: the next word names an option
+                letters.discard("o")
+                name = args[at + 1].text if at + 1 < len(args) else ""
+                if name is None or (name and name not in _SET_NAMES):
+                    raise self.fail(f"set -o {name or '...'} changes how commands are read")
+                at += 1
+            if not letters <= _SET_LETTERS:
+                raise self.fail(f"set {text} changes how commands are read")
+            at += 1
+
+    def shopt(self, args: Sequence[Word]) -> None:
+        """``shopt``: printing, or setting options that only change how globs match."""
+        texts = [a.text for a in args]
+        if None in texts:
+            raise self.fail("shopt takes an option not known from the text")
+        flags = {t for t in texts if t is not None and t.startswith("-")}
+        if not flags & {"-s", "-u"}:
+            return  # printing or querying (-p, -q)
+        names = [t for t in texts if t is not None and not t.startswith("-")]
+        allowed = _SET_NAMES if "-o" in flags else _SHOPT_NAMES
+        for name in names:
+            if name not in allowed:
+                raise self.fail(f"shopt {name} changes how commands are read")
 
     def set_names(self, program: str, args: Sequence[Word]) -> None:
         """Check the variables ``read``, ``getopts`` and ``printf -v`` set."""
@@ -526,6 +625,10 @@ class Walk:
             program = installed
             if name.rpartition("/")[0] not in _SYSTEM_BIN:
                 self.touch("read", word, cwds, name)
+                self.unknown.append(
+                    f"{name}: a program in the workspace, which need not be the {program} "
+                    f"its rule describes"
+                )
         rule = self.rules.get(program)
         if rule is None:
             raise self.fail(f"{program} is not in the shell rules")
@@ -624,6 +727,14 @@ def _check_arithmetic(node: Node, fail: Callable[[str], _Barrier]) -> None:
         stack.extend(current.children)
 
 
+def _logical(path: str) -> str:
+    """``path`` with ``.`` and ``name/..`` taken away as text, as bash's logical ``cd`` does."""
+    if path.startswith("~"):
+        head, slash, rest = path.partition("/")
+        return head + slash + posixpath.normpath(rest) if rest else path
+    return posixpath.normpath(path)
+
+
 def _operator(redirect: Node) -> str:
     return next((c.type for c in redirect.children if not c.is_named), "")
 
@@ -676,11 +787,24 @@ def _analyse(command: str, rules: ShellRules) -> Analysis:
             raise walk.fail("the command is empty")
         walk.script(command.encode("utf-8", errors="surrogateescape"), frozenset({"."}))
     except _Barrier as barrier:
-        return Analysis(barrier=str(barrier), rules=tuple(walk.matched))
+        return Analysis(
+            barrier=str(barrier),
+            rules=tuple(walk.matched),
+            unknown_effects=tuple(dict.fromkeys(walk.unknown)),
+        )
     except RecursionError:
         return Analysis(barrier="the command nests too deeply", rules=tuple(walk.matched))
     except UnicodeError:  # a lone surrogate that is no undecodable byte: not a command line
         return Analysis(barrier="the command is not valid text", rules=tuple(walk.matched))
+    if walk.links and any(a.rule not in walk.links for a in walk.accesses):
+        return Analysis(
+            barrier=(
+                f"{walk.links[0]} makes links, and the rest of the command may go through them "
+                f"(its claims name the links, not where they lead)"
+            ),
+            rules=tuple(dict.fromkeys(walk.matched)),
+            unknown_effects=tuple(dict.fromkeys(walk.unknown)),
+        )
     git = None
     if walk.git:
         git = "read" if all(mode == "read" for mode in walk.git) else "write"
@@ -689,4 +813,6 @@ def _analyse(command: str, rules: ShellRules) -> Analysis:
         rules=tuple(dict.fromkeys(walk.matched)),
         outside_writes=tuple(dict.fromkeys(walk.outside)),
         git=git,
+        git_directories=tuple(dict.fromkeys(walk.git_directories)),
+        unknown_effects=tuple(dict.fromkeys(walk.unknown)),
     )

@@ -17,7 +17,9 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from ._access import Access, Cwds, join
+import attrs
+
+from ._access import Access, Cwds, join, parent_of, path_text
 from ._curl import curl
 from ._pytest_rule import pytest
 from ._rules import Rule
@@ -35,6 +37,9 @@ _VALUE_KINDS: Final = frozenset(
 _PATH_ROLES: Final = frozenset({"read", "write", "dir", "parent"})
 _FIND_PREFIX_FLAGS: Final = frozenset({"-H", "-L", "-P"})
 _FIND_EXEC: Final = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_FIND_IN_DIRECTORY: Final = frozenset({"-execdir", "-okdir"})
+_FOUND_DIRECTORY: Final = "\0found"
+"""Stands, while its command is walked, for the directory ``-execdir`` runs a command in."""
 _FIND_WRITES: Final = {"-fprint": 1, "-fprint0": 1, "-fls": 1, "-fprintf": 2}
 _FIND_READS: Final = frozenset({"-newer", "-anewer", "-cnewer", "-samefile"})
 
@@ -92,6 +97,10 @@ class _Invocation:
         rule = self.rule.with_options(self.present)
         if rule.barrier is not None and rule.barrier != self.rule.barrier:
             raise self.fail(rule.barrier)  # an option's `when` table says it is not described
+        if rule.unknown_effects is not None:
+            self.walk.unknown.append(f"{rule.name}: {rule.unknown_effects}")
+        if rule.makes_links:
+            self.walk.links.append(rule.name)
         cwds = self.cwds
         for kind, option, value in self.values:
             if kind == "cd":
@@ -110,6 +119,8 @@ class _Invocation:
         self.walk.outside.extend(rule.outside_writes)
         if rule.git is not None or (rule.name.split(" ")[0] == "git" and self.subcommand is None):
             self.walk.git.append(rule.git or "write")
+        if rule.name.split(" ")[0] == "git":
+            self.walk.git_directories.extend(sorted(cwds))
         if self.subcommand is not None:
             name, words = self.subcommand
             sub = rule.subcommands.get(name.text or "")
@@ -383,6 +394,32 @@ def _found(word: Word, start: Word) -> Word:
     return word
 
 
+def _run_in_found_directories(walk: Walk, inner: Sequence[Word], start: Word, cwds: Cwds) -> None:
+    """``find START -execdir CMD``: CMD runs in the directory of each file found, which is
+    START's own directory or one beneath START, with ``{}`` naming the file there. So each
+    path CMD names relative to where it runs is claimed as the whole of that place (one that
+    climbs with ``..`` is not understood); absolute ones stay as they are."""
+    text = path_text(start)
+    if text is None:
+        raise walk.fail("find -execdir starts from a directory not known from the text")
+    place = text if text.rstrip("/") in (".", "") else parent_of(text)
+    found = frozenset({_FOUND_DIRECTORY})
+    before = len(walk.accesses)
+    command = [Word.known(".") if w.text == "{}" else _found(w, start) for w in inner]
+    walk.nested(functools.partial(walk.run, command, found))
+    for index in range(before, len(walk.accesses)):
+        access = walk.accesses[index]
+        spelled = access.path
+        if spelled is None or not spelled.startswith(_FOUND_DIRECTORY):
+            continue
+        rest = spelled[len(_FOUND_DIRECTORY) :].lstrip("/")
+        if ".." in rest.split("/"):
+            raise walk.fail("find -execdir runs a command that climbs out of where it runs")
+        where = frozenset(join(cwd, place) for cwd in cwds)
+        walk.accesses[index] = attrs.evolve(access, path=min(where), create=None)
+        walk.accesses.extend(attrs.evolve(access, path=p, create=None) for p in sorted(where))
+
+
 def find(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
     """``find``: start paths are read; actions that write or run are followed."""
     words = list(args)
@@ -416,6 +453,9 @@ def find(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
             if not inner:
                 raise walk.fail(f"find {text} names no command")
             for start in starts:
+                if text in _FIND_IN_DIRECTORY:
+                    _run_in_found_directories(walk, inner, start, cwds)
+                    continue
                 command = [_found(w, start) for w in inner]
                 walk.nested(functools.partial(walk.run, command, cwds))
             at = end + 1

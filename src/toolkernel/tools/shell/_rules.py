@@ -81,6 +81,18 @@ Fields of a rule (all optional):
 ``barrier``
     A reason: the command is never understood (``make``, ``npm install``: they run whatever the
     project says).
+``unknown-effects``
+    A reason: the program runs code or reads configuration that the text and the rules don't
+    show (the project's tests, build scripts, hooks, a configuration file that is a program),
+    so what it reads and writes beyond its claims is not known: ``pytest``, ``cargo build``,
+    ``mix test``, ``git commit``. Its claims are still the best prediction (what the command
+    waits for); :attr:`Analysis.effects_known` is False for it, and where no sandbox can
+    observe what a command really does, the Bash tool makes such a command a barrier. An empty
+    string in a ``when`` table takes it back (``tsc --noEmit`` runs nothing of the project).
+``makes-links``
+    ``true`` for a program that makes links (``ln``, ``cp -s``): the rest of the command could
+    reach other paths through them than the ones its claims name, so a command that makes
+    links and touches anything else is not understood.
 ``git``
     ``"read"`` for git subcommands that only read (``"write"``, the default, undoes it in a
     ``when`` table): the command then runs with
@@ -154,6 +166,8 @@ _FIELDS: Final = frozenset(
         "writes",
         "outside-writes",
         "barrier",
+        "unknown-effects",
+        "makes-links",
         "git",
         "when",
         "text-options",
@@ -184,6 +198,9 @@ class Rule:
     writes: tuple[str, ...] = ()
     outside_writes: tuple[str, ...] = ()
     barrier: str | None = None
+    unknown_effects: str | None = None
+    """Why what it touches is not fully known from the text (it runs the project's code)."""
+    makes_links: bool = False
     git: str | None = None
     command_names: frozenset[str] | None = None
     """The programs its ``command`` operand or option may name (None: any in the table)."""
@@ -274,6 +291,12 @@ def _rule(name: str, table: Mapping[str, Any]) -> Rule:
     barrier = table.get("barrier")
     if barrier is not None and not isinstance(barrier, str):
         raise ShellRulesError(f"shell rule {name!r}: barrier must be a reason (a string)")
+    unknown_effects = table.get("unknown-effects")
+    if unknown_effects is not None and not isinstance(unknown_effects, str):
+        raise ShellRulesError(f"shell rule {name!r}: unknown-effects must be a reason (a string)")
+    makes_links = table.get("makes-links", False)
+    if not isinstance(makes_links, bool):
+        raise ShellRulesError(f"shell rule {name!r}: makes-links must be true or false")
     git = table.get("git")
     if git not in (None, "read", "write"):
         raise ShellRulesError(
@@ -306,6 +329,8 @@ def _rule(name: str, table: Mapping[str, Any]) -> Rule:
         writes=_strings(name, "writes", table.get("writes", [])),
         outside_writes=_strings(name, "outside-writes", table.get("outside-writes", [])),
         barrier=barrier,
+        unknown_effects=unknown_effects or None,
+        makes_links=makes_links,
         git=git,
         command_names=(
             None
