@@ -199,7 +199,7 @@ CASES = {
     "cargo build --release": {"shared .", "exclusive target", "exclusive Cargo.lock"},
     "go test ./...": {"shared ."},
     "go vet ./...": {"shared ."},
-    "mix test": {"shared .", "exclusive _build"},
+    "mix test": {"shared .", "exclusive _build", "exclusive tmp"},
     "python --version": set(),
     "node --version": set(),
     "gh pr view 12 --json url": set(),
@@ -317,20 +317,20 @@ def test_outside_writes_come_from_the_rules() -> None:
 def test_a_project_extends_the_rules() -> None:
     rules = ShellRules.default().extended(
         """
-        [bd.show]
-        reads = [".beads/"]
+        [tracker.show]
+        reads = [".tracker/"]
         operands = "text..."
-        [bd.create]
-        writes = [".beads/"]
+        [tracker.create]
+        writes = [".tracker/"]
         operands = "text..."
         [git.status]
         operands = "barrier..."
         """
     )
-    assert claims("bd show 12", rules) == {"shared .beads"}
-    assert claims("bd create 'fix it'", rules) == {"exclusive .beads"}
-    assert claims("bd close 12", rules) == BARRIER  # not in the project's rules
-    assert claims("bd show 12") == BARRIER  # not in the built-in ones
+    assert claims("tracker show 12", rules) == {"shared .tracker"}
+    assert claims("tracker create 'fix it'", rules) == {"exclusive .tracker"}
+    assert claims("tracker close 12", rules) == BARRIER  # not in the project's rules
+    assert claims("tracker show 12") == BARRIER  # not in the built-in ones
     # Merged subcommand by subcommand: git status changed, git log kept.
     assert claims("git status x", rules) == BARRIER
     assert claims("git log", rules) == {"shared ."}

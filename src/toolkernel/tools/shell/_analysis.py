@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -37,6 +38,8 @@ from ._words import Word, word_of
 
 if TYPE_CHECKING:
     from tree_sitter import Node
+
+    from ._project import Project
 
 __all__ = ["Access", "Analysis", "analyse"]
 
@@ -173,8 +176,10 @@ class _Barrier(Exception):
 class Walk:
     """One walk over one command (and the scripts it runs), collecting what it touches."""
 
-    def __init__(self, rules: ShellRules) -> None:
+    def __init__(self, rules: ShellRules, project: Project | None = None) -> None:
         self.rules = rules
+        self.project = project
+        """The workspace's own configuration, read where it decides what a program does."""
         self.accesses: list[Access] = []
         self.matched: list[str] = []
         self.outside: list[str] = []
@@ -182,6 +187,7 @@ class Walk:
         self.unknown: list[str] = []
         self.git_directories: list[str] = []
         self.links: list[str] = []  # the rules that made links
+        self.expanding: set[str] = set()  # project aliases being expanded (`mix test`)
         self.depth = 0
         self.fixed_cwd = 0  # > 0 inside loops and conditions, where a cd can't be followed
         self.last_started: Cwds = frozenset({"."})
@@ -624,11 +630,15 @@ class Walk:
                 )
             program = installed
             if name.rpartition("/")[0] not in _SYSTEM_BIN:
+                if self.project is not None:
+                    self.project.check_program(self, name, cwds)
                 self.touch("read", word, cwds, name)
                 self.unknown.append(
                     f"{name}: a program in the workspace, which need not be the {program} "
                     f"its rule describes"
                 )
+        elif self.project is not None:
+            self.project.check_program(self, name, cwds)
         rule = self.rules.get(program)
         if rule is None:
             raise self.fail(f"{program} is not in the shell rules")
@@ -671,7 +681,10 @@ _INSTALLED_TOOLS: Final = {
         "python python3 pytest py.test mypy ruff black isort pyright basedpyright ty pip "
         "pip3".split()
     ),
-    "node_modules/.bin": frozenset("eslint prettier tsc".split()),
+    "node_modules/.bin": frozenset("eslint prettier tsc jest vitest mocha biome".split()),
+    # Build wrappers a project keeps at its root, and the binstubs Rails and Bundler write.
+    ".": frozenset("gradlew mvnw".split()),
+    "bin": frozenset("rails rake rspec bundle".split()),
 }
 
 
@@ -773,15 +786,39 @@ def _text(node: Node) -> str:
     return raw.decode("utf-8", errors="surrogateescape") if raw is not None else ""
 
 
-def analyse(command: str, rules: ShellRules | None = None) -> Analysis:
+def analyse(
+    command: str,
+    rules: ShellRules | None = None,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Analysis:
     """What ``command`` reads, writes and runs according to ``rules`` (default: the built-in
-    ones), without running it."""
-    return _analyse(command, ShellRules.default() if rules is None else rules)
+    ones), without running it.
+
+    With ``root`` (the workspace's directory), the project's own configuration is read too,
+    where it decides what the command does (``_project``): its rules file
+    (``.toolkernel/shell.toml`` or ``[tool.toolkernel.shell]`` in ``pyproject.toml``),
+    package.json scripts, mix aliases and database paths, the repository's hooks and the
+    programs its git configuration names, build backends, workspace programs shadowing the
+    ones the rules describe. ``environ`` is the environment the command will run with
+    (default: this process's). Without ``root``, only the text and the rules count.
+    """
+    rules = ShellRules.default() if rules is None else rules
+    if root is None:
+        return _analyse(command, rules)
+    from ._project import analyse_in_project
+
+    return analyse_in_project(command, rules, root, os.environ if environ is None else environ)
 
 
 @functools.lru_cache(maxsize=1024)
 def _analyse(command: str, rules: ShellRules) -> Analysis:
-    walk = Walk(rules)
+    return walk_command(Walk(rules), command)
+
+
+def walk_command(walk: Walk, command: str) -> Analysis:
+    """Walk ``command`` with ``walk``; what it found."""
     try:
         if not command.strip():
             raise walk.fail("the command is empty")

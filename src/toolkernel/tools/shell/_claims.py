@@ -30,7 +30,12 @@ def barrier_claims() -> list[Claim]:
     return [exclusive(path())]
 
 
-def shell_claims(command: str, rules: ShellRules | None = None) -> list[Claim]:
+def shell_claims(
+    command: str,
+    rules: ShellRules | None = None,
+    *,
+    root: str | os.PathLike[str] | None = None,
+) -> list[Claim]:
     """The claims the Bash tool declares for ``command``, computed without running it.
 
     ::
@@ -54,8 +59,15 @@ def shell_claims(command: str, rules: ShellRules | None = None) -> list[Claim]:
 
         bash = next(t for t in builtin_tools(bash=True) if t.name == "Bash")
         bash.claims({"command": "cat link/a"}, Workspace(root).key)   # [shared src/a]
+
+    With ``root``, the project there is read where its configuration decides what the
+    command does (its rules file, package.json scripts, mix aliases and databases, the
+    repository's hooks...: see ``analyse``); paths are still keyed by their spelling.
+
+    The prediction is the same whether or not a sandbox will observe what the command really
+    does: ``analyse(command).effects_known`` says whether it can be trusted alone.
     """
-    return keyed_claims(analyse(command, rules), path)
+    return keyed_claims(analyse(command, rules, root=root), path)
 
 
 def keyed_claims(analysis: Analysis, key: Key) -> list[Claim]:

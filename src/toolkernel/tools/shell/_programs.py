@@ -14,6 +14,7 @@ the options, and options may follow operands. Parsing stops where a command star
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -29,12 +30,12 @@ from ._words import Word
 if TYPE_CHECKING:
     from ._analysis import Walk
 
-__all__ = ["apply"]
+__all__ = ["apply", "apply_rule"]
 
 _VALUE_KINDS: Final = frozenset(
-    {"value", "read", "write", "parent", "cd", "command", "script", "text"}
+    {"value", "read", "write", "parent", "dir", "database", "cd", "command", "script", "text"}
 )
-_PATH_ROLES: Final = frozenset({"read", "write", "dir", "parent"})
+_PATH_ROLES: Final = frozenset({"read", "write", "dir", "parent", "database"})
 _FIND_PREFIX_FLAGS: Final = frozenset({"-H", "-L", "-P"})
 _FIND_EXEC: Final = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _FIND_IN_DIRECTORY: Final = frozenset({"-execdir", "-okdir"})
@@ -45,7 +46,17 @@ _FIND_READS: Final = frozenset({"-newer", "-anewer", "-cnewer", "-samefile"})
 
 
 def apply(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
-    """Record what the program of ``rule`` does when run with ``args`` in any of ``cwds``."""
+    """Record what the program of ``rule`` does when run with ``args`` in any of ``cwds``.
+
+    Where the walk reads a project and the project's configuration decides what this program
+    does (a package.json script, a mix alias), the project's reader says it instead."""
+    if walk.project is not None and walk.project.apply(walk, rule, args, cwds):
+        return
+    apply_rule(walk, rule, args, cwds)
+
+
+def apply_rule(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
+    """:func:`apply` as the rule alone says."""
     walk.matched.append(rule.name)
     if rule.barrier is not None and not (
         args and args[0].text is not None and args[0].text in rule.subcommands
@@ -94,6 +105,10 @@ class _Invocation:
             pytest(self.walk, self.values, self.operands, self.cwds)
         elif self.rule.name == "go build" and "-o" not in self.present:
             _go_build(self.walk, self.operands, self.cwds)
+        elif self.rule.name == "sqlite3":
+            _sqlite(self.walk, self.operands)
+        elif self.rule.name in _COMPILERS and "-o" not in self.present:
+            _compiled(self.walk, self.rule.name, self.present, self.operands, self.cwds)
         rule = self.rule.with_options(self.present)
         if rule.barrier is not None and rule.barrier != self.rule.barrier:
             raise self.fail(rule.barrier)  # an option's `when` table says it is not described
@@ -109,7 +124,7 @@ class _Invocation:
                 cwds = frozenset(join(cwd, value.text) for cwd in cwds)
                 self.walk.accesses.extend(_cd(cwd, rule.name) for cwd in cwds)
         for kind, option, value in self.values:
-            if kind in ("read", "write", "dir", "parent"):
+            if kind in _PATH_ROLES:
                 self.path(kind, value, cwds, f"{rule.name} {option}")
             elif kind == "script":
                 self.script(value, cwds)
@@ -272,6 +287,12 @@ class _Invocation:
             self.walk.touch("write", word, cwds, rule, create="dir")
         elif role == "parent":
             self.walk.touch("write", word, cwds, rule, entry=True)
+        elif role == "database":
+            # SQLite keeps -wal, -shm and -journal beside a database it opens, even to read.
+            self.walk.touch("write", word, cwds, rule, create="file")
+            if word.text is not None:
+                for side in ("-wal", "-shm", "-journal"):
+                    self.walk.touch("write", word.text + side, cwds, rule)
 
     def operand_roles(self, rule: Rule, cwds: Cwds) -> None:
         self.rule = rule  # the rule with its `when` tables applied
@@ -305,7 +326,7 @@ class _Invocation:
                     create = "dir" if text.endswith("/") and kind == "write" else None
                     place = text.rstrip("/") or "."
                     self.walk.touch(kind, place, cwds, rule.name, create=create)
-                    if kind == "write":
+                    if kind == "write" and place != ".":
                         # Tools find their project's root upward (`cd sub && pytest` writes the
                         # root's .pytest_cache when the root holds the configuration, `uv run`
                         # the root's .venv): the same place in each parent is claimed too.
@@ -347,6 +368,60 @@ def _go_build(walk: Walk, operands: Sequence[Word], cwds: Cwds) -> None:
         names.append(name)
     for name in names:
         walk.touch("write", name, cwds, "go build", create="file")
+
+
+# Dot-commands of the sqlite3 shell that only print or set how it prints.
+_SQLITE_PRINTING: Final = frozenset(
+    ".tables .table .schema .fullschema .indexes .indices .headers .header .mode .dump .help "
+    ".show .databases .width .timer .eqp .explain .nullvalue .separator .print .quit .exit "
+    ".dbinfo .stats .changes .echo .bail .lint .count".split()
+)
+_SQLITE_REACHING: Final = re.compile(
+    r"\battach\b|\bvacuum\s+into\b|\bload_extension\b|\bwritefile\b|\breadfile\b|\bedit\s*\("
+    r"|\bfts3_tokenizer\b|\bzipfile\b|\bfsdir\b|\bsqlar",
+    re.IGNORECASE,
+)
+
+
+def _sqlite(walk: Walk, operands: Sequence[Word]) -> None:
+    """Refuse SQL given to ``sqlite3`` that reaches other files or programs."""
+    for word in operands[1:]:
+        text = word.text
+        if text is None:
+            raise walk.fail("sqlite3 runs SQL not known from the text")
+        for line in text.splitlines():
+            stripped = line.strip()
+            if stripped.startswith(".") and stripped.split()[0].lower() not in _SQLITE_PRINTING:
+                raise walk.fail(f"sqlite3 {stripped.split()[0]} reaches other files or programs")
+        if _SQLITE_REACHING.search(text):
+            raise walk.fail("sqlite3 SQL that attaches, writes or reads other files")
+
+
+_COMPILERS: Final = frozenset({"gcc", "cc", "g++", "c++", "clang", "clang++"})
+_SOURCE: Final = (".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".m", ".mm", ".s", ".S", ".i", ".ii")
+
+
+def _compiled(
+    walk: Walk, rule: str, present: set[str], operands: Sequence[Word], cwds: Cwds
+) -> None:
+    """A C compiler without ``-o``: ``a.out`` where it runs when it links; with ``-c`` (or
+    ``-S``) a ``.o`` (``.s``) named after each source, where it runs; with ``-E`` or
+    ``-fsyntax-only``, nothing."""
+    if present & {"-E", "-fsyntax-only", "-M", "-MM"}:
+        return
+    suffix = ".s" if "-S" in present else ".o" if "-c" in present else None
+    if suffix is None:
+        walk.touch("write", "a.out", cwds, rule, create="file")
+        return
+    for word in operands:
+        text = word.text
+        if text is None:
+            walk.touch("write", ".", cwds, rule)  # named after a source not known
+            return
+        name = text.rpartition("/")[2]
+        if name.endswith(_SOURCE):
+            stem = name.rpartition(".")[0]
+            walk.touch("write", stem + suffix, cwds, rule, create="file")
 
 
 def _cd(cwd: str, rule: str) -> Access:

@@ -31,6 +31,9 @@ Fields of a rule (all optional):
     - ``parent``: a path whose *entry* it creates, removes, renames or replaces through a new
       file (``mv``, ``rm``, ``mkdir``, ``sed -i``): an exclusive claim on the directory holding
       it, because that is what the change is visible in, and what Landlock can enforce;
+    - ``database``: a SQLite database it opens: the file, and the ``-wal``, ``-shm`` and
+      ``-journal`` files SQLite keeps beside it (exclusive claims, even to read: opening a
+      database in WAL mode writes its ``-shm``);
     - ``text``: not a path (a pattern, a script, a message, a number);
     - ``command``: this operand and every word after it are a command that is run (wrappers:
       ``timeout 10 pytest``); ``command+input``: the same, and the command also gets operands
@@ -53,10 +56,11 @@ Fields of a rule (all optional):
 ``optional-value-options``
     Options whose value, if any, is attached (``sed -i.bak``, ``--in-place=.bak``): the rest of
     a short-option cluster, never the next word.
-``value-options``, ``read-options``, ``write-options``, ``parent-options``, ``cd-options``,
-``command-options``, ``script-options``
+``value-options``, ``read-options``, ``write-options``, ``parent-options``, ``dir-options``,
+``database-options``, ``cd-options``, ``command-options``, ``script-options``
     Options that take a value (the next word, ``--name=value``, or the rest of a short-option
     cluster such as ``-n20``): plain text, a path read, written, or changed as an entry, a
+    directory made and written beneath (``cmake -B build``), a SQLite database opened, a
     directory the program works in (``git -C``), the start of a command that is run
     (``python -m pytest`` runs the ``pytest`` rule), or a shell script (``bash -c``).
 ``text-options``
@@ -142,7 +146,18 @@ from ..._errors import ShellRulesError
 __all__ = ["Rule", "ShellRules", "ROLES"]
 
 ROLES: Final = frozenset(
-    {"read", "write", "dir", "parent", "text", "command", "command+input", "script", "barrier"}
+    {
+        "read",
+        "write",
+        "dir",
+        "parent",
+        "database",
+        "text",
+        "command",
+        "command+input",
+        "script",
+        "barrier",
+    }
 )
 _OPTION_LISTS: Final = {
     "flag-options": "flag",
@@ -151,6 +166,8 @@ _OPTION_LISTS: Final = {
     "read-options": "read",
     "write-options": "write",
     "parent-options": "parent",
+    "dir-options": "dir",
+    "database-options": "database",
     "cd-options": "cd",
     "command-options": "command",
     "script-options": "script",
