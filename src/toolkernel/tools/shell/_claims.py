@@ -13,14 +13,14 @@ conflicts, never fewer:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..._errors import InvalidClaimError
 from ...locks import Claim, Mode, Path, canonical_claims, exclusive, path, shared
 from ._analysis import Analysis, analyse
 from ._rules import ShellRules
 
-__all__ = ["barrier_claims", "keyed_claims", "shell_claims"]
+__all__ = ["barrier_claims", "claim_sources", "describe_miss", "keyed_claims", "shell_claims"]
 
 Key = Callable[[str], Path]
 
@@ -86,6 +86,66 @@ def keyed_claims(analysis: Analysis, key: Key) -> list[Claim]:
         elif not access.optional:
             return barrier_claims()  # a write, or a cd, out of what the workspace can key
     return _without_covered_reads(canonical_claims(claims))
+
+
+def claim_sources(analysis: Analysis, key: Key = path) -> dict[Claim, tuple[str, ...]]:
+    """Each claim of ``keyed_claims(analysis, key)`` and the rules (or shell constructs) it
+    comes from, in the order they matched::
+
+        claim_sources(analyse("pytest -q > out.txt"))
+        # {shared .: ('pytest',), exclusive .pytest_cache: ('pytest',),
+        #  exclusive out.txt: ('redirection >',)}
+
+    A barrier's one claim comes from the reason the command is not understood. A claim that
+    covers another's path (``exclusive src`` over ``shared src/a.py``) takes its rules too.
+    """
+    claims = keyed_claims(analysis, key)
+    if analysis.barrier is not None:
+        return {claim: (analysis.barrier,) for claim in claims}
+    found: dict[Claim, list[str]] = {claim: [] for claim in claims}
+    for access in analysis.accesses:
+        if access.kind not in ("read", "write"):
+            continue  # where it runs: no claim of its own
+        resource = _key(access.path, key) or path()
+        for claim in claims:
+            held = claim.resource
+            if (
+                isinstance(held, Path)
+                and isinstance(resource, Path)
+                and resource.parts[: len(held.parts)] == held.parts
+                and (access.kind != "write" or claim.mode is Mode.EXCLUSIVE)
+                and access.rule not in found[claim]
+            ):
+                found[claim].append(access.rule)
+    return {claim: tuple(rules) for claim, rules in found.items()}
+
+
+def describe_miss(command: str, analysis: Analysis, paths: Sequence[str]) -> str:
+    """What to tell a user when ``command`` changed ``paths`` (workspace-relative) that its
+    claims did not cover: which rules it ran under, and the rule to add to the project's
+    ``.toolkernel/shell.toml`` so the next prediction covers them::
+
+        `pytest -q` changed reports/junit.xml, which its claims did not cover (it ran under
+        the rules pytest). To predict it, add to .toolkernel/shell.toml:
+            [pytest]
+            writes = ["reports/junit.xml"]
+    """
+    shown = ", ".join(paths) or "nothing"
+    rules = analysis.rules or ("no rule",)
+    # The rule to extend: the one whose program runs the project's code, or the last matched
+    # (the innermost program: `uv run pytest` ran pytest).
+    unknown = [reason.split(": ", 1)[0] for reason in analysis.unknown_effects]
+    target = next((r for r in reversed(rules) if r in unknown), rules[-1])
+    table = ".".join(
+        part if part.replace("-", "").replace("_", "").isalnum() else f'"{part}"'
+        for part in target.split(" ")
+    )
+    written = ", ".join(f'"{p}"' for p in paths)
+    return (
+        f"`{command}` changed {shown}, which its claims did not cover (it ran under the rules "
+        f"{', '.join(rules)}). To predict it, add to .toolkernel/shell.toml:\n"
+        f"    [{table}]\n    writes = [{written}]"
+    )
 
 
 def _without_covered_reads(claims: tuple[Claim, ...]) -> list[Claim]:
