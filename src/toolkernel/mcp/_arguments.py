@@ -76,6 +76,62 @@ _log = logging.getLogger("toolkernel.mcp")
 _SCHEMA_FORMATS = jsonschema.FormatChecker(formats=("regex",))
 
 
+# JSON Schema's types as Python's, for schemas that say nothing but an argument's type.
+_PLAIN_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+_PLAIN_KEYWORDS = frozenset({"type", "title", "description", "default", "examples"})
+_PLAIN_TOP = frozenset(
+    {"type", "properties", "required", "additionalProperties", "$schema", "title", "description"}
+)
+
+
+def _plain_types(schema: Mapping[str, Any]) -> dict[str, tuple[type, ...]] | None:
+    """For a schema that gives each argument only a scalar type (and maybe forbids others):
+    each argument's Python types, with ``""`` mapping to () when other arguments are refused.
+    None for any other schema."""
+    if not set(schema) <= _PLAIN_TOP or schema.get("type", "object") != "object":
+        return None
+    extra = schema.get("additionalProperties", True)
+    if not isinstance(extra, bool):
+        return None
+    properties = schema.get("properties", {})
+    if not isinstance(properties, Mapping):
+        return None
+    found: dict[str, tuple[type, ...]] = {}
+    for name, sub in properties.items():
+        if not isinstance(sub, Mapping) or not set(sub) <= _PLAIN_KEYWORDS:
+            return None
+        kind = sub.get("type")
+        if not isinstance(kind, str) or kind not in _PLAIN_TYPES:
+            return None
+        found[name] = _PLAIN_TYPES[kind]
+    if not extra:
+        found[""] = ()
+    return found
+
+
+def _plainly_valid(types: Mapping[str, tuple[type, ...]], arguments: Mapping[str, Any]) -> bool:
+    """Whether ``arguments`` surely match a schema :func:`_plain_types` read (False: ask
+    jsonschema, which also words the message)."""
+    closed = "" in types
+    for name, value in arguments.items():
+        wanted = types.get(name)
+        if wanted is None:
+            if closed or name == "":
+                return False
+            continue
+        if isinstance(value, bool) and bool not in wanted:
+            return False  # JSON's true is no number
+        if not isinstance(value, wanted):
+            return False
+    return True
+
+
 class ArgumentsSchema:
     """A tool's ``inputSchema``, compiled once, checking each call's arguments."""
 
@@ -91,6 +147,7 @@ class ArgumentsSchema:
             tuple(r for r in required if isinstance(r, str)) if isinstance(required, list) else ()
         )
         self._validator: Any = None
+        self._plain = _plain_types(self.schema)
         cls: Any = jsonschema.validators.validator_for(
             self.schema, default=jsonschema.Draft202012Validator
         )
@@ -142,6 +199,8 @@ class ArgumentsSchema:
             )
         if self._validator is None:
             return
+        if self._plain is not None and _plainly_valid(self._plain, arguments):
+            return  # what jsonschema would say, without it (a call's own cost, on the loop)
         work = _Work()
         token = _work.set(work)
         try:

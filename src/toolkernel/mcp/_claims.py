@@ -23,8 +23,10 @@ out) is a barrier: it is never refused, and never runs beside a conflicting call
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -96,14 +98,29 @@ def infer_effects(properties: Mapping[str, Any], read_only: bool) -> Effects | N
     return Effects(reads=found) if read_only else Effects(writes=found)
 
 
+# Whether a directory is a workspace's root, by workspace: asked for every call of a tool with
+# path arguments, and a key of an absolute path costs a few resolutions.
+_ROOTS: weakref.WeakKeyDictionary[object, dict[str, bool]] = weakref.WeakKeyDictionary()
+
+
 def _is_root(directory: str | None, key: KeyFunction) -> bool:
     """Whether ``directory`` (absolute) is the kernel's workspace root."""
     if directory is None:
         return False
+    owner = getattr(key, "__self__", None)  # the Workspace whose key this is
+    known = None
+    if owner is not None:
+        with contextlib.suppress(TypeError):  # not weakly referable: don't remember
+            known = _ROOTS.setdefault(owner, {})
+    if known is not None and directory in known:
+        return known[directory]
     try:
-        return key(directory) == key(".")
+        found = key(directory) == key(".")
     except (InvalidClaimError, ValueError, OSError):
-        return False  # outside the workspace, or no workspace to be inside of
+        found = False  # outside the workspace, or no workspace to be inside of
+    if known is not None:
+        known[directory] = found
+    return found
 
 
 def effect_claims(
