@@ -61,10 +61,10 @@ CASES: dict[str, tuple[set[str], bool]] = {
     "biome check src": ({"shared ."}, True),
     "biome check --write src": ({"shared .", "exclusive src"}, True),
     # Elixir
-    "mix test": ({"shared .", "exclusive _build", "exclusive tmp"}, False),
+    "mix test": ({"shared .", "exclusive _build/test", "exclusive tmp"}, False),
     "mix deps.get": ({"shared .", "exclusive deps", "exclusive mix.lock"}, False),
-    "mix ecto.migrate": ({"shared .", "exclusive _build"}, False),
-    "mix credo --strict": ({"shared .", "exclusive _build"}, False),
+    "mix ecto.migrate": ({"shared .", "exclusive _build/dev"}, False),
+    "mix credo --strict": ({"shared .", "exclusive _build/dev"}, False),
     "mix new demo": ({"exclusive demo"}, True),
     # Go
     "go mod init example.com/x": ({"exclusive go.mod"}, True),

@@ -153,9 +153,12 @@ def test_mix_test_opens_the_test_database_its_configuration_names(
     tmp_path: pathlib.Path,
 ) -> None:
     write(tmp_path, {"mix.exs": MIX_EXS, "config/test.exs": CONFIG_TEST})
+    # The alias's ecto steps run in the test environment too (_build/test); _build/dev is
+    # claimed beside it, where they would build alone.
     assert claims("mix test", tmp_path) == {
         "shared .",
-        "exclusive _build",
+        "exclusive _build/dev",
+        "exclusive _build/test",
         "exclusive tmp",
         *database("demo_test.db"),
     }
@@ -163,10 +166,31 @@ def test_mix_test_opens_the_test_database_its_configuration_names(
     assert claims("mix precommit", tmp_path) == claims("mix test", tmp_path)
     assert claims("mix setup", tmp_path) == {
         "shared .",
-        "exclusive _build",
+        "exclusive _build/dev",
         "exclusive deps",
         "exclusive mix.lock",
         *database("demo_test.db"),
+    }
+
+
+def test_each_mix_environment_builds_apart(tmp_path: pathlib.Path) -> None:
+    write(tmp_path, {"mix.exs": MIX_EXS.replace("aliases: aliases(),", "")})
+    assert claims("mix compile", tmp_path) == {"shared .", "exclusive _build/dev"}
+    assert claims("MIX_ENV=prod mix compile", tmp_path) == {
+        "shared .",
+        "exclusive _build/dev",
+        "exclusive _build/prod",
+    }
+    assert claims("MIX_ENV=$E mix compile", tmp_path) == {"shared .", "exclusive _build"}
+    preferring = MIX_EXS.replace(
+        "aliases: aliases(),", "preferred_envs: [credo: :test, dialyzer: :ci],"
+    )
+    write(tmp_path, {"mix.exs": preferring})
+    assert claims("mix dialyzer", tmp_path) == {
+        "shared .",
+        "exclusive _build/ci",
+        "exclusive _build/dev",
+        "exclusive priv/plts",
     }
 
 
@@ -204,7 +228,12 @@ def test_a_database_outside_the_workspace_is_not_claimed(tmp_path: pathlib.Path)
             "app/config/test.exs": CONFIG_TEST.replace("../demo_test.db", "../../demo.db"),
         },
     )
-    assert claims("mix test", tmp_path / "app") == {"shared .", "exclusive _build", "exclusive tmp"}
+    assert claims("mix test", tmp_path / "app") == {
+        "shared .",
+        "exclusive _build/dev",
+        "exclusive _build/test",
+        "exclusive tmp",
+    }
 
 
 # -- Rails ---------------------------------------------------------------------------------------

@@ -199,7 +199,7 @@ CASES = {
     "cargo build --release": {"shared .", "exclusive target", "exclusive Cargo.lock"},
     "go test ./...": {"shared ."},
     "go vet ./...": {"shared ."},
-    "mix test": {"shared .", "exclusive _build", "exclusive tmp"},
+    "mix test": {"shared .", "exclusive _build/test", "exclusive tmp"},
     "python --version": set(),
     "node --version": set(),
     "gh pr view 12 --json url": set(),

@@ -188,6 +188,8 @@ class Walk:
         self.git_directories: list[str] = []
         self.links: list[str] = []  # the rules that made links
         self.expanding: set[str] = set()  # project aliases being expanded (`mix test`)
+        self.variables: dict[str, set[str | None]] = {}
+        """Values the command may give a variable (None: one not known from the text)."""
         self.depth = 0
         self.fixed_cwd = 0  # > 0 inside loops and conditions, where a cd can't be followed
         self.last_started: Cwds = frozenset({"."})
@@ -452,6 +454,9 @@ class Walk:
             name = node.child_by_field_name("name")
             if name is not None:
                 self.check_name(_text(name))
+                value = node.child_by_field_name("value")
+                text: str | None = "" if value is None else word_of(value).text
+                self.variables.setdefault(_text(name), set()).add(text)
 
     def redirect(self, node: Node, cwds: Cwds) -> None:
         if node.type == "heredoc_redirect":
@@ -532,7 +537,9 @@ class Walk:
         """Run one program (or builtin) with its words, as the rules say."""
         words = list(words)
         while words and words[0].text is not None and _ASSIGNMENT.match(words[0].text):
-            self.check_name(words[0].text.split("=", 1)[0])  # `env A=1 cmd` reaches here
+            variable, _, value = words[0].text.partition("=")
+            self.check_name(variable)  # `env A=1 cmd` reaches here
+            self.variables.setdefault(variable, set()).add(value)
             words.pop(0)
         if not words:
             return

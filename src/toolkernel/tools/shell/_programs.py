@@ -315,7 +315,7 @@ class _Invocation:
 
     def fixed(self, rule: Rule, cwds: Cwds) -> None:
         for kind, paths in (("read", rule.reads), ("write", rule.writes)):
-            for text in paths:
+            for text in (t for given in paths for t in _expanded(self.walk, given)):
                 if text == "{workspace}":
                     self.walk.touch(kind, ".", frozenset({"."}), rule.name)
                 elif text == "{git-dir}":
@@ -422,6 +422,29 @@ def _compiled(
         if name.endswith(_SOURCE):
             stem = name.rpartition(".")[0]
             walk.touch("write", stem + suffix, cwds, rule, create="file")
+
+
+_VARIABLE: Final = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*):-(?P<default>[^}]*)\}")
+
+
+def _expanded(walk: Walk, text: str) -> list[str]:
+    """``text`` with each ``${NAME:-default}`` replaced by every value the variable may have:
+    one the command gives it, the environment's (where the walk reads a project), else the
+    default. A value not known from the text cuts the path there (its directory is claimed)."""
+    found = _VARIABLE.search(text)
+    if found is None:
+        return [text]
+    name = found.group("name")
+    values = set(walk.variables.get(name, set()))
+    environ = None if walk.project is None else walk.project.environ.get(name)
+    values.add(environ or found.group("default"))
+    places = []
+    for value in sorted(values, key=str):
+        if value is None or "/" in value or value in ("", ".", ".."):
+            places.append(text[: found.start()].rstrip("/") or ".")
+            continue
+        places.extend(_expanded(walk, text[: found.start()] + value + text[found.end() :]))
+    return places
 
 
 def _cd(cwd: str, rule: str) -> Access:

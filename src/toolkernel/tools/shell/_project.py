@@ -424,11 +424,14 @@ def _mix(project: Project, walk: Walk, rule: Rule, args: Sequence[Word], cwds: C
         if compiles and _MIX_COMPILERS.search(text):
             shown = project.shown(mix_exs)
             raise walk.fail(f"{shown} adds compilers (elixir_make runs a Makefile)")
+        env = _mix_preferred_env(walk, text, task or "")
         aliases = _mix_aliases(walk, project, mix_exs, text)
         here = frozenset({cwd})
         steps = aliases.get(task or "")
         expanding = f"mix {task}"
         if steps is not None and expanding not in walk.expanding:
+            # Every step runs in the environment of the task mix was asked for.
+            walk.variables.setdefault("MIX_ENV", set()).add(env)
             walk.expanding.add(expanding)  # the alias's own name in its steps is the task
             try:
                 for index, step in enumerate(steps):
@@ -448,6 +451,30 @@ def _mix(project: Project, walk: Walk, rule: Rule, args: Sequence[Word], cwds: C
             for database in _mix_databases(project, walk, where):
                 _database(walk, database, "mix")
     return True
+
+
+_PREFERRED: Final = re.compile(
+    r"\b(?:preferred_envs|preferred_cli_env)\s*:\s*(?P<value>\[[^\]]*\]|\S+)"
+)
+_ENV_PAIR: Final = re.compile(r'"?(?P<task>[\w.\-]+)"?\s*:\s*:(?P<env>\w+)')
+
+
+def _mix_preferred_env(walk: Walk, text: str, task: str) -> str | None:
+    """The environment ``task`` runs in (``test`` for ``mix test``, else ``dev``, unless
+    mix.exs prefers another: it builds into that one's ``_build/ENV``); None if mix.exs says
+    in a way not read here (then all of ``_build`` is claimed)."""
+    env: str | None = "test" if task == "test" else "dev"
+    for found in _PREFERRED.finditer(text):
+        value = found.group("value")
+        if not value.startswith("["):
+            env = None
+            continue
+        for pair in _ENV_PAIR.finditer(value):
+            if pair.group("task") == task:
+                env = pair.group("env")
+    if env not in ("test", "dev"):
+        walk.variables.setdefault("MIX_ENV", set()).add(env)
+    return env
 
 
 def _mix_aliases(
@@ -498,6 +525,92 @@ def _database(walk: Walk, spelled: str, rule: str) -> None:
     """A SQLite database a program opens, with the files SQLite keeps beside it."""
     for side in ("", *SQLITE_SIDES):
         walk.touch("write", spelled + side, frozenset({"."}), rule, optional=True)
+
+
+# -- mise tasks --------------------------------------------------------------------------------
+
+_MISE_FILES: Final = (
+    "mise.toml",
+    ".mise.toml",
+    "mise.local.toml",
+    ".config/mise.toml",
+    "mise/config.toml",
+)
+
+
+def _mise(project: Project, walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> bool:
+    """``mise run TASK``: the task's ``run`` scripts (after its ``depends``), from the
+    nearest ``mise.toml``, in the directory that holds it (or the task's ``dir``)."""
+    words = [w for w in args if w.text != "--"]
+    if not words or words[0].text is None or words[0].text.startswith("-"):
+        return False
+    task = words[0].text
+    extra = [w.text or "" for w in words[1:]]
+    walk.matched.append(rule.name)
+    walk.outside.extend(rule.outside_writes)
+    for cwd in sorted(cwds):
+        tasks, root = _mise_tasks(project, walk, cwd)
+        _mise_task(project, walk, tasks, root, task, extra, set())
+    return True
+
+
+def _mise_tasks(
+    project: Project, walk: Walk, cwd: str
+) -> tuple[dict[str, Any], pathlib.Path | None]:
+    where = project.place(cwd)
+    while where is not None:
+        for name in _MISE_FILES:
+            file = where / name
+            text = project.text(walk, file)
+            if text is not None:
+                walk.touch("read", project.spelled(file), frozenset({"."}), "mise")
+                tasks = _toml(text).get("tasks", {})
+                if not isinstance(tasks, dict):
+                    raise walk.fail(f"{project.shown(file)}: its tasks are not a table")
+                return tasks, where
+        if where == project.root:
+            break
+        where = where.parent
+    return {}, None
+
+
+def _mise_task(
+    project: Project,
+    walk: Walk,
+    tasks: Mapping[str, Any],
+    root: pathlib.Path | None,
+    name: str,
+    extra: Sequence[str],
+    seen: set[str],
+) -> None:
+    if name in seen:
+        raise walk.fail(f"mise task {name} depends on itself")
+    seen.add(name)
+    task = tasks.get(name)
+    if root is None or task is None:
+        raise walk.fail(f"mise task {name} is not in a mise.toml the walk reads (a file task?)")
+    if isinstance(task, str):
+        task = {"run": task}
+    if not isinstance(task, Mapping) or "file" in task:
+        raise walk.fail(f"mise task {name} runs a script file")
+    depends = task.get("depends", [])
+    for other in [depends] if isinstance(depends, str) else depends:
+        _mise_task(project, walk, tasks, root, str(other).split()[0], (), seen)
+    runs = task.get("run", [])
+    here = root
+    if "dir" in task:
+        here = root / str(task["dir"])
+    if project.place(str(here)) is None or "{{" in json.dumps(task):
+        raise walk.fail(f"mise task {name} runs where, or what, a template says")
+    cwd = frozenset({project.spelled(here)})
+    scripts = [runs] if isinstance(runs, str) else list(runs)
+    for index, script in enumerate(scripts):
+        if not isinstance(script, str):
+            raise walk.fail(f"mise task {name}: a run step that is not text")
+        if index == len(scripts) - 1 and extra:
+            script = f"{script} {shlex.join(extra)}"
+        source = script.encode("utf-8", errors="surrogateescape")
+        walk.nested(functools.partial(walk.script, source, cwd))
 
 
 # -- Rails ---------------------------------------------------------------------------------------
@@ -747,7 +860,8 @@ Reader = Callable[[Project, Walk, Rule, Sequence[Word], Cwds], bool]
 _READERS: Final[dict[str, Reader]] = {
     **dict.fromkeys(_SCRIPT_RUNNERS, _package_script),
     "mix": _mix,
+    "mise run": _mise,
     **dict.fromkeys(("rspec", "rails", "rake"), _rails),
-    **dict.fromkeys(("uv run", "uv sync", "build"), _python_build),
+    **dict.fromkeys(("uv run", "uv sync", "uv tool install", "build"), _python_build),
     **dict.fromkeys(("python", "python3"), _python_module),
 }

@@ -78,6 +78,8 @@ Fields of a rule (all optional):
     ``/`` is a directory (``.pytest_cache/``); the Bash tool creates a missing one before the
     command runs, so that it can be confined to it. ``{workspace}`` is the whole workspace;
     ``{git-dir}`` is ``.git`` in the directory it runs in and in each parent up to the root.
+    ``${NAME:-default}`` is a variable's value: each the command gives it, or the
+    environment's, or the default (``_build/${MIX_ENV:-dev}``).
 ``outside-writes``
     Places outside the workspace it may write (caches: ``~/.cache/uv``, ``$UV_CACHE_DIR``).
     They are not claims (the kernel does not lease what is outside the workspace); the Bash
