@@ -42,6 +42,7 @@ __all__ = [
     "ShellRulesError",
     "MCPToolError",
     "MCPServerGoneError",
+    "HoldMore",
 ]
 
 
@@ -216,3 +217,27 @@ class MCPServerGoneError(ToolError, ConnectionError):
 
 class ShellRulesError(ToolkernelError, ValueError):
     """A table of shell rules that can't be understood; the message names the rule and field."""
+
+
+# -- not a failure --------------------------------------------------------------------------
+
+
+class HoldMore(ToolkernelError):
+    """Raised by a running tool that learns it must hold more than its call claimed: the kernel
+    puts the call back in line, in its place (it holds nothing while it waits, so no deadlock),
+    and runs the tool again once the call holds ``claims`` as well as what it held. The tool
+    finds ``state`` in ``ctx.resumed`` then, to go on where it stopped. Not a failure; a nested
+    call can't ask it (its result is an error saying so).
+
+    ::
+
+        if not ctx.resumed:
+            draft = await prepare()
+            raise HoldMore([tk.writes(draft.extra_path)], state=draft)
+        await commit(ctx.resumed)
+    """
+
+    def __init__(self, claims: object, state: object = None) -> None:
+        super().__init__("the call must hold more claims")
+        self.claims = claims
+        self.state = state

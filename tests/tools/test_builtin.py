@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import stat
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 import toolkernel as tk
 from toolkernel.tools import builtin_tools, is_read_only_command
 
-from .processes import group_alive, wait_group_gone
+from .processes import running_with, wait_none_running
 
 # -- helpers --------------------------------------------------------------------------------------
 
@@ -353,7 +354,12 @@ async def test_bash_runs_in_the_workspace_root(kernel: tk.Kernel, tmp_path: path
 
 
 # The command's process group (the launcher's, which the shell joins; not the shell's pid).
-RECORD_GROUP = "read -r _ _ _ _ g _ < /proc/$$/stat; echo $g"
+
+
+def marked_sleep() -> tuple[str, str]:
+    """A ``sleep`` whose command line no other process has, and that line."""
+    marker = f"30.{uuid.uuid4().int % 10**9:09d}"
+    return f"sleep {marker}", marker
 
 
 async def test_bash_nonzero_exit_is_an_error_with_the_output(kernel: tk.Kernel) -> None:
@@ -362,41 +368,25 @@ async def test_bash_nonzero_exit_is_an_error_with_the_output(kernel: tk.Kernel) 
 
 
 @pytest.mark.skipif(not pathlib.Path("/proc").is_dir(), reason="needs /proc")
-async def test_bash_timeout_kills_the_whole_process_group(
-    kernel: tk.Kernel, tmp_path: pathlib.Path
-) -> None:
+async def test_bash_timeout_kills_the_whole_process_group(kernel: tk.Kernel) -> None:
+    sleep, marker = marked_sleep()
     with anyio.fail_after(10):
-        message = await error(
-            kernel,
-            "Bash",
-            command=f"{RECORD_GROUP} > pgid; sleep 30 & sleep 30",
-            timeout=300,
-        )
+        message = await error(kernel, "Bash", command=f"{sleep} & {sleep}", timeout=300)
     assert "timed out after 300 ms and was killed" in message
-    await wait_group_gone(int((tmp_path / "pgid").read_text()))
+    await wait_none_running(marker)
 
 
 @pytest.mark.skipif(not pathlib.Path("/proc").is_dir(), reason="needs /proc")
-async def test_cancelling_bash_kills_the_whole_process_group(
-    kernel: tk.Kernel, tmp_path: pathlib.Path
-) -> None:
-    pid_file = tmp_path / "pgid"
+async def test_cancelling_bash_kills_the_whole_process_group(kernel: tk.Kernel) -> None:
+    sleep, marker = marked_sleep()
     with anyio.fail_after(10):
-        handle = kernel.submit(
-            tk.ToolCall(
-                "c1",
-                "Bash",
-                {"command": f"{RECORD_GROUP} > pgid.tmp; mv pgid.tmp pgid; sleep 30 & sleep 30"},
-            )
-        )
-        while not pid_file.exists():  # noqa: ASYNC110 - written by the shell: nothing to wait on
+        handle = kernel.submit(tk.ToolCall("c1", "Bash", {"command": f"{sleep} & {sleep}"}))
+        while len(running_with(marker)) < 2:  # noqa: ASYNC110 - other processes: nothing to await
             await anyio.sleep(0.01)
-        pgid = int(pid_file.read_text())
-        assert group_alive(pgid)
         handle.cancel()
         result = await handle.wait_finished()
     assert result.status is tk.Status.CANCELLED
-    await wait_group_gone(pgid)
+    await wait_none_running(marker)
 
 
 async def test_bash_output_is_capped(kernel: tk.Kernel) -> None:
@@ -487,49 +477,34 @@ def test_risky_commands_are_not_read_only(command: str) -> None:
     assert not is_read_only_command(command)
 
 
-def fifo(tmp_path: pathlib.Path) -> pathlib.Path:
-    path = tmp_path / "pipe"
-    os.mkfifo(path)
-    return path
-
-
-async def feed(pipe: pathlib.Path, data: str) -> None:
-    """Write to the fifo (the open blocks until Bash's `cat` has it open)."""
-    # Abandoned if cancelled, so a `cat` that never came can't hang the test.
-    await anyio.to_thread.run_sync(pipe.write_text, data, abandon_on_cancel=True)
-
-
 async def test_a_read_only_bash_call_and_a_read_run_concurrently(
     kernel: tk.Kernel, tmp_path: pathlib.Path
 ) -> None:
-    pipe = fifo(tmp_path)
     write(tmp_path, "a.txt", "A\n")
     with anyio.fail_after(10):
         bash, read = kernel.submit_batch(
             [
-                tk.ToolCall("bash", "Bash", {"command": "cat pipe"}),
+                tk.ToolCall("bash", "Bash", {"command": "sleep 0.5; cat a.txt"}),
                 tk.ToolCall("read", "Read", {"file_path": "a.txt"}),
             ]
         )
         assert kernel.snapshot().queued == ()
-        # The Read finishes while `cat` is still blocked on the fifo: the two overlapped.
+        # The Read finishes while the command still sleeps: the two overlapped.
         assert (await read.wait_finished()).status is tk.Status.OK
         assert not bash.finished
-        await feed(pipe, "from the pipe\n")
         result = await bash.wait_finished()
     assert result.status is tk.Status.OK
-    assert result.output == "from the pipe\n"
+    assert result.output == "A\n"
 
 
 async def test_a_bash_call_writing_a_file_excludes_an_edit_of_it(
     kernel: tk.Kernel, tmp_path: pathlib.Path
 ) -> None:
-    pipe = fifo(tmp_path)
     target = write(tmp_path, "copy.txt", "old\n")
     with anyio.fail_after(10):
         bash, edit = kernel.submit_batch(
             [
-                tk.ToolCall("bash", "Bash", {"command": "cat pipe > copy.txt"}),
+                tk.ToolCall("bash", "Bash", {"command": "sleep 0.3; echo copied > copy.txt"}),
                 tk.ToolCall(
                     "edit",
                     "Edit",
@@ -539,9 +514,6 @@ async def test_a_bash_call_writing_a_file_excludes_an_edit_of_it(
         )
         (waiting,) = kernel.snapshot().queued
         assert (waiting.call_id, waiting.waits_for) == ("edit", ("bash",))
-        await anyio.sleep(0.05)
-        assert not edit.finished
-        await feed(pipe, "copied\n")
         bash_result = await bash.wait_finished()
         edit_result = await edit.wait_finished()
     assert bash_result.status is tk.Status.OK
@@ -554,12 +526,11 @@ async def test_a_bash_call_writing_a_file_excludes_an_edit_of_it(
 async def test_a_bash_call_writing_one_file_runs_beside_an_edit_of_another(
     kernel: tk.Kernel, tmp_path: pathlib.Path
 ) -> None:
-    pipe = fifo(tmp_path)
     target = write(tmp_path, "a.txt", "A\n")
     with anyio.fail_after(10):
         bash, edit = kernel.submit_batch(
             [
-                tk.ToolCall("bash", "Bash", {"command": "cat pipe > copy.txt"}),
+                tk.ToolCall("bash", "Bash", {"command": "sleep 0.5; echo copied > copy.txt"}),
                 tk.ToolCall(
                     "edit", "Edit", {"file_path": "a.txt", "old_string": "A", "new_string": "B"}
                 ),
@@ -569,7 +540,6 @@ async def test_a_bash_call_writing_one_file_runs_beside_an_edit_of_another(
         assert kernel.snapshot().queued == ()
         assert (await edit.wait_finished()).status is tk.Status.OK
         assert not bash.finished
-        await feed(pipe, "copied\n")
         assert (await bash.wait_finished()).status is tk.Status.OK
     assert target.read_text() == "B\n"
     assert (tmp_path / "copy.txt").read_text() == "copied\n"

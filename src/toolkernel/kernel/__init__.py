@@ -1,6 +1,7 @@
 """The kernel: tool calls in, one result per call out, each call run as soon as its leases are
 granted. The lifecycle of a call is described at the top of ``_kernel.py``."""
 
+from .._errors import HoldMore as HoldMore
 from ._call import CallState as CallState
 from ._call import Status as Status
 from ._call import ToolCall as ToolCall

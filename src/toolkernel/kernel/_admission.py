@@ -31,6 +31,7 @@ __all__ = [
     "load_arguments",
     "set_arguments",
     "compute_claims",
+    "with_more",
     "check_structure",
     "link_dependencies",
     "find_cycles",
@@ -199,6 +200,22 @@ def compute_claims(
     for claim in canonical:
         if isinstance(claim.resource, Pool):
             _check_pool(tool.name, claim, pools)
+    return canonical
+
+
+def with_more(
+    tool_name: str, claims: tuple[Claim, ...], more: object, pools: Mapping[str, int]
+) -> tuple[Claim, ...]:
+    """``claims`` and the claims ``more`` (what a tool asked to hold, ``HoldMore``), canonical.
+    Raises ``InvalidClaimError`` for anything in ``more`` that is not a valid claim."""
+    if isinstance(more, Claim) or not isinstance(more, list | tuple):
+        raise InvalidClaimError(
+            f"{tool_name} asked to hold more, but not as a list of claims: {more!r}"
+        )
+    canonical = canonical_claims([*claims, *more])
+    for claim in canonical:
+        if isinstance(claim.resource, Pool):
+            _check_pool(tool_name, claim, pools)
     return canonical
 
 

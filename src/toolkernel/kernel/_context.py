@@ -39,6 +39,9 @@ class ToolContext:
     _environment: Environment | None = attrs.field(repr=False, alias="environment")
     _kernel: Kernel = attrs.field(repr=False, alias="kernel")
     _record: CallRecord = attrs.field(repr=False, alias="record")
+    resumed: Any = attrs.field(default=None, init=False)
+    """What this tool's previous run of this call left, when it raised ``HoldMore`` (the
+    ``state`` it gave); None on a call's first run."""
     # Built on first use: most calls of some tools never touch a file.
     _fs: Any = attrs.field(default=None, init=False, repr=False)
     _ended: bool = attrs.field(default=False, init=False, repr=False)

@@ -27,6 +27,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from .._errors import HoldMore
 from ..locks import LeaseTableStatistics, path
 from . import _loop as loop
 from . import _messages as messages
@@ -474,6 +475,7 @@ class Kernel(metaclass=_NoPublicConstructor):
         context = ToolContext(
             call.id, call.name, record.claims, record.depth, self._environment, self, record
         )
+        context.resumed, record.resumed = record.resumed, None
         record.context = context
         status, output, failure = OK, None, None
         try:
@@ -496,6 +498,12 @@ class Kernel(metaclass=_NoPublicConstructor):
                 reason = record.cancel_reason or "cancelled: the task running it was cancelled"
                 scheduler.finish_failed(record, CANCELLED, messages.cancelled(reason))
                 raise
+            if isinstance(exc, HoldMore) and record.parent is None and not scope.cancel_called:
+                if scheduler.hold_more(record, exc.claims, exc.state):
+                    await self._execute(record)  # it holds them already: run it again
+                return  # else it is started again when granted, or it failed
+            if isinstance(exc, HoldMore):
+                exc = messages.nested_hold_more(call.name)
             status, output, failure = ERROR, None, exc
             _log.debug("toolkernel: call %s (%s) raised", call.id, call.name, exc_info=exc)
         else:

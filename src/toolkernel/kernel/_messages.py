@@ -254,6 +254,20 @@ def paths_kept_changing(times: int) -> PathChangedError:
     )
 
 
+def nested_hold_more(tool_name: str) -> InvalidCallError:
+    return InvalidCallError(
+        f"{tool_name} asked to hold more than its call claimed, which a call made from inside "
+        f"another tool (or one cancelled meanwhile) can't do; declare the claims on the call"
+    )
+
+
+def asked_too_often(times: int) -> PathChangedError:
+    return PathChangedError(
+        f"its tool asked to hold more than it claimed {times} times, and the paths it needed "
+        f"kept changing; nothing it did was kept: try again"
+    )
+
+
 def deadlock(chain: list[str], parent_id: str | None) -> DeadlockError:
     return DeadlockError(
         f"waiting for its leases would deadlock: {' -> '.join(chain)} wait for each other; it "

@@ -136,6 +136,10 @@ class CallRecord:
     sinks: tuple[Callable[[CallEvent], None], ...] = ()  # ``stream`` listeners
     nested_count: int = 0
     requeues: int = 0
+    # What its tool asked to hold beyond its claims (``HoldMore``), kept through re-keying, and
+    # the state the tool left for its next run.
+    more_claims: tuple[Claim, ...] = ()
+    resumed: Any = None
     # Set when it first has to wait (for leases or a slot): the resources it waits on, spelled
     # for people, and since when; its wait is tallied against them when it finishes.
     contested: tuple[str, ...] | None = None

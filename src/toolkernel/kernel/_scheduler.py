@@ -54,6 +54,7 @@ from ._admission import (
     gc_paused_for,
     link_dependencies,
     set_arguments,
+    with_more,
 )
 from ._call import (
     CANCELLED,
@@ -463,8 +464,11 @@ class Scheduler(NestedCalls):
         """
         if record.keys_fresh or record.cancel_reason is not None or record.tool is None:
             return True  # keyed a moment ago, or it will not run anyway
+        pools = self.leasing.pools
         try:
-            fresh = compute_claims(record.tool, record.arguments, self._key, self.leasing.pools)
+            fresh = compute_claims(record.tool, record.arguments, self._key, pools)
+            if record.more_claims:
+                fresh = with_more(record.name, fresh, record.more_claims, pools)
         except (InvalidCallError, InvalidClaimError) as exc:
             self.finish_failed(record, ERROR, exc)
             return False
@@ -475,6 +479,38 @@ class Scheduler(NestedCalls):
             self.finish_failed(record, ERROR, messages.paths_kept_changing(MAX_REQUEUES))
             return False
         record.claims = fresh
+        now = self._now()
+        self._move(record, QUEUED, now)
+        if self.leasing.requeue(record, fresh):
+            self._move(record, RUNNING, now)
+            return True
+        self._hand_slot_on(record)  # it waits again: its slot goes to the next in line
+        self.report.blocked(record, self._now())
+        self._break_wait_cycles()
+        return False
+
+    def hold_more(self, record: CallRecord, more: object, state: object) -> bool:
+        """The call's tool asked to hold ``more`` as well (``HoldMore``): its run ends, and the
+        call goes back in line, in its place, with its claims and ``more``. Returns True if it
+        holds them at once (its tool may run again now); else it waits (holding nothing), and
+        is started again when granted. A request that can't be met fails the call."""
+        self._running_tools -= 1
+        context, record.context = record.context, None
+        if context is not None:
+            context.close()
+        assert record.claims is not None
+        try:
+            fresh = with_more(record.name, record.claims, more, self.leasing.pools)
+        except InvalidClaimError as exc:
+            self.finish_failed(record, ERROR, exc)
+            return False
+        record.requeues += 1
+        if record.requeues > MAX_REQUEUES:
+            self.finish_failed(record, ERROR, messages.asked_too_often(MAX_REQUEUES))
+            return False
+        assert isinstance(more, list | tuple)
+        record.more_claims = (*record.more_claims, *more)
+        record.claims, record.resumed = fresh, state
         now = self._now()
         self._move(record, QUEUED, now)
         if self.leasing.requeue(record, fresh):

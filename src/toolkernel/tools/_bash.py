@@ -1,8 +1,9 @@
 """The built-in Bash tool: a shell command in the workspace root, bounded in time and output.
 
 The command runs as ``bash -c`` (``/bin/sh -c`` where there is no bash) in a session (and so a
-process group) of its own, on Linux under a small launcher (``shell/_sandbox.py``) that is a
-child subreaper. No process of it may outlive its call:
+process group) of its own, on Linux under a small launcher (``toolkernel/sandbox/_launcher.py``):
+in the sandbox, the first process of a PID namespace, whose end ends every process of it;
+otherwise a child subreaper. No process of it may outlive its call:
 
 - when the shell exits, the launcher kills every process the command left, even one that left
   the group (``setsid``), since orphans are reparented to it; then the group is killed:
@@ -20,9 +21,12 @@ Output (stdout and stderr together) is streamed, never buffered whole: the first
 ``cat /dev/zero`` costs a bounded amount of memory.
 
 What a command touches is the ``shell`` package's business: its claims come from
-``shell_claims`` (a parse and a rule table), and ``Confinement`` says how the child is launched
-(under Landlock, with the environment git needs) and cleans up after it. This module only runs
-the process.
+``shell_claims`` (a parse and a rule table). Where the system gives the sandbox
+(``toolkernel.sandbox.unavailable()`` is None), every command runs on a copy-on-write view of
+the workspace and what it changed is committed under leases (``_shell_commit``): its effects
+hold whatever the prediction missed. Elsewhere ``Confinement`` launches it under Landlock, and a
+command whose effects the rules can't fully know is a barrier. This module runs the process and
+picks the mode.
 """
 
 from __future__ import annotations
@@ -42,8 +46,10 @@ import sniffio
 from .._errors import ToolError
 from ..kernel import KeyFunction, ToolContext
 from ..locks import Claim
+from ..sandbox import unavailable as sandbox_unavailable
 from ._declare import FunctionTool
 from ._file_tools import fs_of
+from ._shell_commit import ShellStatistics, run_and_commit
 from ._workspace import Workspace
 from .shell import ShellRules, analyse
 from .shell._analysis import Analysis
@@ -184,11 +190,18 @@ async def _run(
 
 
 class BashTool(FunctionTool):
-    """The Bash tool, declaring each command's claims from a parse and a table of rules."""
+    """The Bash tool, declaring each command's claims from a parse and a table of rules.
 
-    def __init__(self, rules: ShellRules | None) -> None:
+    ``statistics`` counts what its sandbox saw: commands run, misses of the prediction (each
+    also a ``CallProgress`` event of its call, with the paths), runs again, changes thrown
+    away."""
+
+    def __init__(self, rules: ShellRules | None, writable: Sequence[str] = ()) -> None:
         self.rules = ShellRules.default() if rules is None else rules
+        self.writable = tuple(writable)
+        self.statistics = ShellStatistics()
         rules_of_this_tool = self.rules
+        this = self
 
         async def bash(
             ctx: ToolContext,
@@ -202,7 +215,7 @@ class BashTool(FunctionTool):
                 timeout: Milliseconds before the command and all its children are killed
                     (default 120000, at most 600000).
             """
-            return await _bash(ctx, command, timeout, rules_of_this_tool)
+            return await _bash(ctx, command, timeout, rules_of_this_tool, this)
 
         super().__init__(bash, name="Bash")
 
@@ -253,9 +266,13 @@ def _directories(analysis: Analysis, workspace: Workspace) -> list[str]:
     return found
 
 
-def make_bash_tool(rules: ShellRules | None = None) -> BashTool:
-    """A Bash tool whose commands' claims follow ``rules`` (default: the built-in table)."""
-    return BashTool(rules)
+def make_bash_tool(rules: ShellRules | None = None, *, writable: Sequence[str] = ()) -> BashTool:
+    """A Bash tool whose commands' claims follow ``rules`` (default: the built-in table).
+
+    ``writable``: directories outside the workspace its commands may write in the sandbox,
+    beside their temporary directory and the toolchains' caches (``~`` and ``$VARIABLES``
+    are expanded)."""
+    return BashTool(rules, writable)
 
 
 async def _bash(
@@ -263,6 +280,7 @@ async def _bash(
     command: str,
     timeout: int | None,  # noqa: ASYNC109 - the Bash tool's argument, in milliseconds
     rules: ShellRules,
+    tool: BashTool,
 ) -> str:
     fs = fs_of(ctx)
     limit = BASH_DEFAULT_TIMEOUT_MS if timeout is None else timeout
@@ -270,6 +288,10 @@ async def _bash(
         raise ToolError(f"timeout must be between 1 and {BASH_MAX_TIMEOUT_MS} ms, not {timeout}")
     root = str(fs.workspace.root)
     analysis = analyse(command, rules)
+    if await anyio.to_thread.run_sync(sandbox_unavailable) is None:
+        return await run_and_commit(
+            ctx, command, analysis, limit / 1000, _run, tool.statistics, tool.writable
+        )
     confinement = await Confinement.prepare(
         command, analysis, ctx.claims, fs, anyio.to_thread.run_sync
     )

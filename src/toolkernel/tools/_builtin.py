@@ -6,7 +6,9 @@ They live by kind: ``_file_tools`` (Read, Write, Edit, MultiEdit, ListDir, Move,
 
 from __future__ import annotations
 
-from ._bash import bash_tool, make_bash_tool
+from collections.abc import Sequence
+
+from ._bash import make_bash_tool
 from ._declare import Tool
 from ._file_tools import delete, edit, list_dir, move, multi_edit, read, write
 from ._read_only import is_read_only_command
@@ -17,14 +19,22 @@ from .shell import ShellRules
 __all__ = ["builtin_tools", "is_read_only_command"]
 
 
-def builtin_tools(bash: bool = False, *, shell_rules: ShellRules | None = None) -> list[Tool]:
+def builtin_tools(
+    bash: bool = False,
+    *,
+    shell_rules: ShellRules | None = None,
+    shell_writable: Sequence[str] = (),
+) -> list[Tool]:
     """The built-in coding tools (Bash only with ``bash=True``), ready for ``open_kernel``.
 
     ``shell_rules`` is the table Bash reads a command's claims from (default: the built-in
     rules); a project extends it with ``ShellRules.from_file("shell-rules.toml")`` or
-    ``ShellRules.default().extended(...)``.
+    ``ShellRules.default().extended(...)``. ``shell_writable``: directories outside the
+    workspace Bash's commands may write in the sandbox, beside their temporary directory and
+    the toolchains' caches.
 
-    Each call returns fresh tool objects, so a ``TodoWrite`` list belongs to one kernel.
+    Each call returns fresh tool objects, so a ``TodoWrite`` list belongs to one kernel, and
+    the Bash tool's ``statistics`` count that kernel's commands.
     """
     tools: list[Tool] = [
         read,
@@ -39,7 +49,7 @@ def builtin_tools(bash: bool = False, *, shell_rules: ShellRules | None = None) 
         TodoWrite(),
     ]
     if bash:
-        tools.append(bash_tool if shell_rules is None else make_bash_tool(shell_rules))
-    elif shell_rules is not None:
-        raise TypeError("shell_rules= is for the Bash tool: pass bash=True with it")
+        tools.append(make_bash_tool(shell_rules, writable=shell_writable))
+    elif shell_rules is not None or shell_writable:
+        raise TypeError("shell_rules= and shell_writable= are for the Bash tool: pass bash=True")
     return tools

@@ -1,6 +1,7 @@
-"""Bash holds a command to its claims: Landlock lets it write only where its call holds
-exclusive claims (and a private temporary directory), a wrong rule gets an error naming the
-denied path and the rule, and the workspace outside the claims is untouched.
+"""Without the sandbox, Bash holds a command to its claims: Landlock lets it write only where
+its call holds exclusive claims (and a private temporary directory), a wrong rule gets an error
+naming the denied path and the rule, and the workspace outside the claims is untouched. (In the
+sandbox a wrong rule costs no failure: tests/tools/test_sandboxed_bash.py.)
 
 The commands are a small script, ``writer``, found on PATH (in a directory outside the
 workspace: a program named by a path into the workspace is the repository's own, under no rule)
@@ -13,17 +14,27 @@ from __future__ import annotations
 import os
 import pathlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 import toolkernel as tk
+from toolkernel import sandbox
 from toolkernel.tools import ShellRules, builtin_tools, shell_claims
 from toolkernel.tools.shell import _analysis, _confine, _syntax, analyse
 
 from .helpers import changed, needs_landlock, run_bash, snapshot
 
 WRITER = '#!/bin/sh\necho mine > "$1"\necho other > other.txt\n'
+
+
+@pytest.fixture(autouse=True)
+def without_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """These tests are of the mode a system without the sandbox runs in."""
+    monkeypatch.setenv("TOOLKERNEL_SANDBOX", "off")
+    sandbox.unavailable.cache_clear()
+    yield
+    sandbox.unavailable.cache_clear()
 
 
 def workspace(root: pathlib.Path) -> pathlib.Path:

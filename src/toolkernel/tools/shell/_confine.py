@@ -1,24 +1,25 @@
-"""Holding a shell command to its claims: what the Bash tool sets up around one command.
+"""What the Bash tool sets up around one command, in either mode.
 
-A command the rules understand runs under Landlock (``_sandbox``): it may write only beneath
-the paths its call holds exclusively, a private temporary directory (``TMPDIR``), ``/dev/null``
-and ``/dev/shm``, and the places outside the workspace its rules name (tool caches). Reads stay
-open. Landlock attaches rights to existing files, so before the command runs:
+**In the sandbox** (``toolkernel.sandbox``, where the system gives user, mount and PID namespaces
+and overlayfs), :class:`SandboxedLaunch`: the workspace is an overlay, so the command may write
+anywhere in it (what it changed is committed under leases afterwards, ``tools._shell_commit``);
+outside it, Landlock lets it write only its private temporary directory (``TMPDIR``), the
+toolchains' caches (:data:`TOOLCHAIN_CACHES`), the places its rules name, the git directory a
+``.git`` file points to, ``/dev/null`` and ``/dev/shm``; a refused write is named in the error.
 
-- a claimed path the command would create as a regular file (a redirection's target, ``touch``,
-  ``cp``'s copy) or as a directory (``.pytest_cache/``) is created empty, and removed afterwards
-  if the command left it untouched;
-- a claimed ``.git`` that is a file (a linked worktree, a submodule) also lets the command write
-  the git directory it points to, outside the workspace.
-
-A command that is *not* understood holds the whole workspace exclusively and runs unconfined: it
-may need to write anywhere (a package cache, a tool's installation), and no other call can race
-it in the workspace.
-
-Where Landlock is missing (another OS, an older kernel) the same claims are used unenforced, and
-the tool says so once per process. Landlock reports nothing to the process that set it up, so a
-denied write is recognised in the command's output ("Permission denied" beside a path outside
-what it could write) and named in the error, with the rules that gave its claims.
+**Without it**, :class:`Confinement`: a command the rules understand runs under Landlock
+(``sandbox._launcher``): it may write only beneath the paths its call holds exclusively, and
+the same places outside. Landlock attaches rights to existing files, so before the command
+runs a claimed path the command would create as a regular file (a redirection's target,
+``touch``, ``cp``'s copy) or as a directory (``.pytest_cache/``) is created empty, and removed
+afterwards if the command left it untouched; a claimed ``.git`` that is a file (a linked
+worktree, a submodule) also lets the command write the git directory it points to. A command
+that is *not* understood holds the whole workspace exclusively and runs unconfined: it may need
+to write anywhere (a package cache, a tool's installation), and no other call can race it in
+the workspace. Where Landlock is missing too, the same claims are used unenforced, and the tool
+says so once per process. Landlock reports nothing to the process that set it up, so a denied
+write is recognised in the command's output ("Permission denied" beside a path outside what it
+could write) and named in the error, with the rules that gave its claims.
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ from typing import Any, Final
 import attrs
 
 from ...locks import Claim, Mode, Path
-from . import _sandbox
+from ...sandbox import _launcher as _sandbox
 from ._analysis import Analysis
 
-__all__ = ["Confinement", "ToThread", "landlock_abi", "unenforced_note"]
+__all__ = ["Confinement", "SandboxedLaunch", "ToThread", "landlock_abi", "unenforced_note"]
 
 ToThread = Callable[..., Awaitable[Any]]
 """Runs a blocking function in a worker thread: ``anyio.to_thread.run_sync``."""
@@ -65,6 +66,33 @@ GIT_READ_ONLY_CONFIG: Final = (
     ("core.fsmonitor", "false"),
     ("core.hooksPath", "/dev/null"),
     ("core.pager", "cat"),
+)
+# Where toolchains keep what they download and build, outside any project: a sandboxed command
+# may write there (what it writes is not ordered: no workspace file is there).
+TOOLCHAIN_CACHES: Final = (
+    "~/.cache",
+    "~/.cargo",
+    "~/.rustup",
+    "~/go",
+    "~/.npm",
+    "~/.yarn",
+    "~/.pnpm-store",
+    "~/.local/share/pnpm",
+    "~/.m2",
+    "~/.gradle",
+    "~/.mix",
+    "~/.hex",
+    "~/.gem",
+    "~/.bundle",
+    "~/.deno",
+    "~/.nuget",
+    "$GOPATH",
+    "$GOCACHE",
+    "$GOMODCACHE",
+    "$CARGO_HOME",
+    "$RUSTUP_HOME",
+    "$npm_config_cache",
+    "$XDG_CACHE_HOME",
 )
 _ALWAYS_WRITABLE_FILES: Final = ("/dev/null",)
 _ALWAYS_WRITABLE_DIRS: Final = ("/dev/shm",)
@@ -206,6 +234,89 @@ class Confinement:
             f"({allowed}), as the shell rules for {rules} say. If the command must write there, "
             f"its rule is wrong: say so in the project's shell rules (ShellRules), or run it "
             f"another way."
+        )
+
+
+@attrs.define
+class SandboxedLaunch:
+    """How a command starts in the sandbox (``toolkernel.sandbox``): its launcher line, with
+    the workspace an overlay and Landlock on the rest of the file system, and its environment.
+    Built by :meth:`prepare` (synchronous: run it in a worker thread), undone by
+    :meth:`finish`."""
+
+    argv: list[str]
+    env: dict[str, str]
+    allowed: list[str]
+    """Absolute paths outside the workspace the command may write (beneath), for messages."""
+    temporary: str
+    rules: tuple[str, ...] = ()
+
+    @classmethod
+    def prepare(
+        cls, command: str, analysis: Analysis, root: str, overlay_options: Sequence[str]
+    ) -> SandboxedLaunch:
+        """The launch of ``command`` on the overlay ``overlay_options`` describes, over
+        ``root``. In the workspace it may write anything (into the overlay); outside it, its
+        own temporary directory, the toolchains' caches, what its rules name, and the git
+        directory a ``.git`` file points to."""
+        env = _git_env(analysis) if analysis.git == "read" else _plain_env()
+        temporary = tempfile.mkdtemp(prefix="toolkernel-bash-")
+        dirs = [root, temporary]
+        dirs.extend(_outside(TOOLCHAIN_CACHES))
+        dirs.extend(_outside(analysis.outside_writes))
+        dot_git = os.path.join(root, ".git")
+        if os.path.isfile(dot_git):
+            dirs.extend(_git_dirs_of(dot_git))
+        dirs.extend(d for d in _ALWAYS_WRITABLE_DIRS if os.path.isdir(d))
+        files = [f for f in _ALWAYS_WRITABLE_FILES if os.path.exists(f)]
+        dirs = list(dict.fromkeys(dirs))
+        argv = [*_LAUNCHER, *overlay_options]
+        if landlock_abi() > 0:
+            for option, paths in (("--dir", dirs), ("--file", files)):
+                for place in paths:
+                    argv += [option, place]
+        env = {**env, "TMPDIR": temporary, "TMP": temporary, "TEMP": temporary}
+        return cls(
+            [*argv, "--", SHELL, "-c", command],
+            env,
+            allowed=[d for d in dirs if d != root],
+            temporary=temporary,
+            rules=analysis.rules,
+        )
+
+    def allow(self, places: Iterable[str]) -> None:
+        """Let the command write beneath ``places`` too (existing directories outside the
+        workspace), as ``make_bash_tool(writable=...)`` asks."""
+        found = [place for place in _outside(places) if place not in self.allowed]
+        if not found or landlock_abi() <= 0:
+            return
+        at = self.argv.index("--")
+        extra = [word for place in found for word in ("--dir", place)]
+        self.argv[at:at] = extra
+        self.allowed.extend(found)
+
+    def finish(self) -> None:
+        """Remove the command's temporary directory. Synchronous."""
+        shutil.rmtree(self.temporary, ignore_errors=True)
+
+    def explain(self, output: str, root: str) -> str | None:
+        """If ``output`` shows a write outside the workspace was refused, a message naming
+        the path and where the command may write."""
+        denied = [line for line in output.splitlines() if _DENIED.search(line)]
+        if not denied:
+            return None
+        places = [
+            p for p in _denied_places(denied, root, [root, *self.allowed]) if os.path.isabs(p)
+        ]
+        if not places:
+            return None
+        allowed = ", ".join(
+            "$TMPDIR" if p == self.temporary else p for p in _shown(self.allowed, root)
+        )
+        return (
+            f"the command was refused writing {', '.join(places)}: outside the workspace a "
+            f"command may write only its temporary directory and the toolchains' caches "
+            f"({allowed}); make_bash_tool(writable=[...]) lets it write more places"
         )
 
 

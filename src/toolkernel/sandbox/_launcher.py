@@ -1,0 +1,343 @@
+"""The launcher every shell command starts through: a copy-on-write view of the workspace,
+Landlock for the rest of the file system, and nothing left running after the command. Standard
+library only.
+
+Run as a script, before the command::
+
+    python -I -S _launcher.py [--overlay ROOT UPPER WORK] [--dir DIR]... [--file FILE]... \
+        -- /bin/bash -c COMMAND
+
+- ``--overlay``: the command runs in new user, mount and PID namespaces where ``ROOT`` is an
+  overlay: its files as they are (the lower layer), and every change the command makes written
+  to ``UPPER`` instead (``WORK`` is overlayfs' scratch directory, on the same file system). The
+  caller reads the change set from ``UPPER`` when the command has exited (``_changes``), and
+  ``ROOT`` itself is untouched until the caller commits it. The launcher's child is the PID
+  namespace's first process: when the command exits, or the launcher is sent SIGTERM, it ends,
+  and the kernel kills every process left in the namespace, whoever started it and whatever
+  session it moved to.
+- ``--dir`` / ``--file``: every write-like access (writing or truncating a file, creating,
+  removing or renaming an entry, making a device, socket, fifo or link) fails with ``EACCES``
+  except beneath each ``--dir`` and on each ``--file`` (with neither, nothing is restricted).
+  Reads and execution stay open. The restriction is inherited and can never be lifted.
+- Without ``--overlay`` the launcher is a *child subreaper* (:func:`supervise`): when the command
+  exits, or the launcher gets SIGTERM, it kills every process the command left behind, even one
+  that left the Bash tool's process group.
+
+It is started as a script, not as ``-m toolkernel...``, so that it costs a Python start-up and
+a few system calls, not an import of the package. The Landlock system calls are called through
+``ctypes`` (their numbers are the same on every architecture Linux gives them to);
+``PR_SET_NO_NEW_PRIVS`` comes first, as an unprivileged ``landlock_restrict_self`` requires. The
+rights asked for depend on the kernel's Landlock ABI: ``REFER`` from ABI 2, ``TRUNCATE`` from 3,
+``IOCTL_DEV`` from 5. Nothing here needs privilege.
+
+:func:`abi_version` is what the caller asks, once, to learn whether Landlock is there; exit
+status 125 with a line on stderr starting ``toolkernel sandbox:`` means the namespaces or the
+overlay could not be had (the caller then falls back, see ``toolkernel.sandbox``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
+MS_REC = 1 << 14
+MS_PRIVATE = 1 << 18
+CANT_ISOLATE = 125  # exit status: no namespaces or no overlay here
+
+SYS_CREATE_RULESET = 444
+SYS_ADD_RULE = 445
+SYS_RESTRICT_SELF = 446
+CREATE_RULESET_VERSION = 1
+RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
+
+EXECUTE = 1 << 0
+WRITE_FILE = 1 << 1
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
+REMOVE_DIR = 1 << 4
+REMOVE_FILE = 1 << 5
+MAKE_CHAR = 1 << 6
+MAKE_DIR = 1 << 7
+MAKE_REG = 1 << 8
+MAKE_SOCK = 1 << 9
+MAKE_FIFO = 1 << 10
+MAKE_BLOCK = 1 << 11
+MAKE_SYM = 1 << 12
+REFER = 1 << 13
+TRUNCATE = 1 << 14
+IOCTL_DEV = 1 << 15
+
+_FILE_RIGHTS = WRITE_FILE | TRUNCATE | IOCTL_DEV
+_DIR_ONLY_RIGHTS = (
+    REMOVE_DIR
+    | REMOVE_FILE
+    | MAKE_CHAR
+    | MAKE_DIR
+    | MAKE_REG
+    | MAKE_SOCK
+    | MAKE_FIFO
+    | MAKE_BLOCK
+    | MAKE_SYM
+    | REFER
+)
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1  # the kernel's struct is packed
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc
+
+
+def abi_version() -> int:
+    """The kernel's Landlock ABI version; 0 where there is none (another OS, an old kernel,
+    Landlock not enabled at boot)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        version = _libc().syscall(SYS_CREATE_RULESET, None, 0, CREATE_RULESET_VERSION)
+    except (OSError, AttributeError):
+        return 0
+    return max(int(version), 0)
+
+
+def handled_rights(abi: int) -> int:
+    """Every write-like right this ABI knows."""
+    rights = WRITE_FILE | _DIR_ONLY_RIGHTS & ~REFER
+    if abi >= 2:
+        rights |= REFER
+    if abi >= 3:
+        rights |= TRUNCATE
+    if abi >= 5:
+        rights |= IOCTL_DEV
+    return rights
+
+
+def _check(result: int, doing: str) -> int:
+    if result < 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"landlock: can't {doing}: {os.strerror(error)}")
+    return result
+
+
+def restrict(dirs: list[str], files: list[str]) -> None:
+    """Allow writes only beneath ``dirs`` and on ``files``, for this process and its children."""
+    libc = _libc()
+    abi = _check(libc.syscall(SYS_CREATE_RULESET, None, 0, CREATE_RULESET_VERSION), "learn the ABI")
+    handled = handled_rights(abi)
+    attr = _RulesetAttr(handled)
+    ruleset = _check(
+        libc.syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0),
+        "create a ruleset",
+    )
+    try:
+        for paths, rights in ((dirs, handled), (files, handled & _FILE_RIGHTS)):
+            for path in paths:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                try:
+                    rule = ctypes.byref(_PathBeneathAttr(rights, fd))
+                    _check(
+                        libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, rule, 0),
+                        f"allow writes to {path}",
+                    )
+                finally:
+                    os.close(fd)
+        _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "set no_new_privs")
+        _check(libc.syscall(SYS_RESTRICT_SELF, ruleset, 0), "restrict the process")
+    finally:
+        os.close(ruleset)
+
+
+def _children() -> list[int]:
+    """The processes whose parent this one is (zombies included)."""
+    me = os.getpid()
+    found: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{me}/task"):
+            with open(f"/proc/{me}/task/{task}/children", encoding="ascii") as stream:
+                found.extend(int(pid) for pid in stream.read().split())
+        return found
+    except OSError:
+        pass
+    # A kernel without /proc/PID/task/TID/children: read every process's parent.
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stream:
+                text = stream.read()
+        except OSError:
+            continue
+        if int(text[text.rindex(")") + 2 :].split()[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def _kill_all() -> None:
+    """Kill and reap every descendant: those orphaned on the way are reparented here."""
+    while True:
+        for pid in _children():
+            try:  # noqa: SIM105 - no contextlib: this script imports as little as it can
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def supervise(command: list[str]) -> None:
+    """Run ``command`` as a child; when it exits, or this process is asked to stop (SIGTERM),
+    kill every process it left, even one that left its session (``setsid``), and exit with its
+    status.
+
+    This process is a *child subreaper*: a descendant whose parent dies is reparented here, not
+    to init, so nothing the command starts can get away. Where that is not possible, the
+    command simply replaces this process.
+    """
+    if not sys.platform.startswith("linux") or _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0):
+        os.execv(command[0], command)
+    child = os.fork()
+    if child == 0:
+        try:
+            os.execv(command[0], command)
+        finally:
+            os._exit(127)
+
+    def stop(number: int, frame: object) -> None:
+        _kill_all()
+        os._exit(128 + number)
+
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, stop)
+    _, status = os.waitpid(child, 0)
+    _kill_all()
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(128 - code if code < 0 else code)
+
+
+def _fail(what: str, error: OSError | None = None) -> None:
+    """Say why the sandbox can't be had, and exit with :data:`CANT_ISOLATE`."""
+    number = ctypes.get_errno() if error is None else (error.errno or 0)
+    print(f"toolkernel sandbox: can't {what}: {os.strerror(number)}", file=sys.stderr)
+    os._exit(CANT_ISOLATE)
+
+
+def _escaped(path: str) -> str:
+    """``path`` as an overlay mount option spells it: ``,``, ``:`` and ``\\`` escaped."""
+    return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
+
+
+def isolate(root: str, upper: str, work: str) -> None:
+    """Enter new user, mount and PID namespaces (the PID one for the next child) and mount an
+    overlay of ``root`` over ``root``, its changes going to ``upper``. Exits with
+    :data:`CANT_ISOLATE` if the system refuses any of it."""
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    # Root needs no user namespace (and could map only itself in one, making files of other
+    # owners read-only); anyone else gets one that maps their own ids.
+    flags = CLONE_NEWNS | CLONE_NEWPID | (0 if uid == 0 else CLONE_NEWUSER)
+    if libc.unshare(flags) != 0:
+        _fail("make namespaces")
+    if uid != 0:
+        try:
+            with open("/proc/self/setgroups", "w") as stream:
+                stream.write("deny")
+            with open("/proc/self/uid_map", "w") as stream:
+                stream.write(f"{uid} {uid} 1")
+            with open("/proc/self/gid_map", "w") as stream:
+                stream.write(f"{gid} {gid} 1")
+        except OSError as error:
+            _fail("map the user's ids", error)
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        _fail("make the mounts private")
+    options = (
+        f"lowerdir={_escaped(root)},upperdir={_escaped(upper)},workdir={_escaped(work)},userxattr"
+    )
+    if libc.mount(b"overlay", root.encode(), b"overlay", 0, options.encode()) != 0:
+        _fail(f"mount an overlay on {root}")
+
+
+def run_as_first_process(command: list[str], cwd: str | None) -> None:
+    """Start the PID namespace's first process, which runs ``command`` and ends when it does
+    (taking every process of the namespace with it); exit with the command's status. SIGTERM
+    ends it at once."""
+    first = os.fork()
+    if first == 0:
+        try:
+            # Its own /proc, so `ps` shows the command's processes only (where allowed).
+            _libc().mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+            if cwd is not None:
+                os.chdir(cwd)  # the overlay, not the directory under it
+            child = os.fork()
+            if child == 0:
+                os.execv(command[0], command)
+            while True:
+                pid, status = os.wait()
+                if pid == child:
+                    code = os.waitstatus_to_exitcode(status)
+                    os._exit(128 - code if code < 0 else code)
+        finally:
+            os._exit(127)
+
+    def stop(number: int, frame: object) -> None:
+        try:  # noqa: SIM105 - no contextlib: this script imports as little as it can
+            os.kill(first, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(first, 0)
+        os._exit(128 + number)
+
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, stop)
+    _, status = os.waitpid(first, 0)
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(128 - code if code < 0 else code)
+
+
+def main(argv: list[str]) -> None:
+    dirs: list[str] = []
+    files: list[str] = []
+    overlay: list[str] = []
+    at = 0
+    while at < len(argv) and argv[at] != "--":
+        option = argv[at]
+        if option == "--overlay":
+            overlay = argv[at + 1 : at + 4]
+            at += 4
+            continue
+        (dirs if option == "--dir" else files).append(argv[at + 1])
+        at += 2
+    command = argv[at + 1 :]
+    if overlay:
+        isolate(*overlay)
+    if dirs or files:
+        try:
+            restrict(dirs, files)
+        except OSError as error:
+            print(f"toolkernel sandbox: {error}", file=sys.stderr)
+            os._exit(126)
+    if overlay:
+        run_as_first_process(command, os.getcwd())
+    supervise(command)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

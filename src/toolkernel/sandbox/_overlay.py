@@ -1,0 +1,175 @@
+"""One command's copy-on-write view of a directory: where its changes go, and what they are.
+
+:class:`Overlay` makes the upper and work directories for one run (on the root's file system
+where it can, so committing a file is a rename), gives the launcher its options, reads the
+change set when the command has exited, tells which changed paths something else changed
+meanwhile, commits, and cleans up.
+
+*Changed underneath.* overlayfs leaves changes to the lower layer during a mount undefined (a
+file replaced there may go on showing its old content, and a ``chmod`` inside copies the old
+content up), so the upper layer can't be committed blindly over what another process wrote
+meanwhile. The overlay notes the file system's time when the command starts (the change time
+of a file it makes); a path the command changed whose lower entry has changed since, or, for a
+path that is not there now, whose directory has, was changed underneath.
+
+:func:`unavailable` says once, by running the launcher on a scratch directory, whether this
+system gives the namespaces and overlays the sandbox needs (Docker's default seccomp profile
+refuses user namespaces, some systems restrict them, some kernels have no overlayfs).
+``TOOLKERNEL_SANDBOX=off`` in the environment turns the sandbox off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path as FilePath
+from typing import Final
+
+import attrs
+
+from . import _launcher
+from ._changes import Change, ChangeKind, read_changes
+from ._commit import apply_changes
+
+__all__ = ["LAUNCHER", "Overlay", "unavailable"]
+
+LAUNCHER: Final = (sys.executable, "-I", "-S", str(FilePath(_launcher.__file__).resolve()))
+"""The launcher's command line, before its options."""
+_SWITCH: Final = "TOOLKERNEL_SANDBOX"
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why commands can't run in the sandbox here, or None if they can. Asked once."""
+    if os.environ.get(_SWITCH, "").lower() in ("off", "0", "no", "false"):
+        return f"the sandbox is turned off ({_SWITCH}={os.environ[_SWITCH]})"
+    if not sys.platform.startswith("linux"):
+        return f"the sandbox needs Linux namespaces and overlayfs, not {sys.platform}"
+    scratch = tempfile.mkdtemp(prefix="toolkernel-probe-")
+    try:
+        root = os.path.join(scratch, "root")
+        os.mkdir(root)
+        overlay = Overlay.create(root, base=scratch)
+        argv = [*LAUNCHER, *overlay.launcher_options(), "--", "/bin/sh", "-c", "echo > probe"]
+        done = subprocess.run(
+            argv, cwd=root, capture_output=True, text=True, timeout=30, check=False
+        )
+        if done.returncode != 0:
+            said = done.stderr.strip().splitlines()
+            return said[-1] if said else f"the launcher exited with status {done.returncode}"
+        if [change.path for change in overlay.changes()] != ["probe"]:
+            return "the overlay's upper layer did not hold the probe's change"
+        return None
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the sandbox can't be started: {exc}"
+    finally:
+        _remove_tree(scratch)
+
+
+def _base_for(root: str) -> str:
+    """A directory on ``root``'s file system (outside it) for the upper layers, if there is
+    one this process may write; else the temporary directory."""
+    temporary = tempfile.gettempdir()
+    with contextlib.suppress(OSError):
+        device = os.stat(root).st_dev
+        if os.stat(temporary).st_dev == device:
+            return temporary
+        parent = os.path.dirname(os.path.abspath(root))
+        if os.stat(parent).st_dev == device and os.access(parent, os.W_OK | os.X_OK):
+            return parent
+    return temporary
+
+
+@attrs.define
+class Overlay:
+    """The upper layer of one run over ``root``. Make it with :meth:`create`; it is removed by
+    :meth:`discard`."""
+
+    root: str
+    place: str
+    """The directory holding ``upper`` and ``work``."""
+    started: int
+    """The file system's time (ns) when the overlay was made, from a file's change time."""
+
+    @classmethod
+    def create(cls, root: str | os.PathLike[str], *, base: str | None = None) -> Overlay:
+        """An empty upper layer for a run over ``root`` (absolute, a directory)."""
+        root = os.path.abspath(os.fspath(root))
+        place = tempfile.mkdtemp(prefix=".toolkernel-overlay-", dir=base or _base_for(root))
+        try:
+            os.mkdir(os.path.join(place, "upper"))
+            os.mkdir(os.path.join(place, "work"))
+            marker = os.path.join(place, "started")
+            with open(marker, "x"):
+                pass
+            started = os.lstat(marker).st_ctime_ns
+        except BaseException:
+            _remove_tree(place)
+            raise
+        return cls(root, place, started)
+
+    @property
+    def upper(self) -> str:
+        return os.path.join(self.place, "upper")
+
+    def launcher_options(self) -> list[str]:
+        """The launcher's ``--overlay`` option for this run."""
+        return ["--overlay", self.root, self.upper, os.path.join(self.place, "work")]
+
+    def changes(self) -> list[Change]:
+        """What the command changed, parents first. Synchronous."""
+        return read_changes(self.root, self.upper)
+
+    def changed_underneath(self, changes: Iterable[Change]) -> list[str]:
+        """The paths of ``changes`` that something else changed since the run started (or
+        whose directory it changed, for a path that is not there now). Synchronous."""
+        found = []
+        for change in changes:
+            lower = os.path.join(self.root, change.path)
+            try:
+                if os.lstat(lower).st_ctime_ns >= self.started:
+                    found.append(change.path)
+                continue
+            except (FileNotFoundError, NotADirectoryError):
+                pass
+            if change.kind is ChangeKind.DELETED:
+                found.append(change.path)  # it was there when the command deleted it
+                continue
+            directory = os.path.dirname(lower)
+            try:
+                if os.lstat(directory).st_ctime_ns >= self.started:
+                    found.append(change.path)
+            except (FileNotFoundError, NotADirectoryError):
+                pass  # its directory is new too: that directory's own change says so
+        return found
+
+    def commit(self, changes: Sequence[Change]) -> None:
+        """Apply ``changes`` to the root. Synchronous."""
+        apply_changes(self.root, self.upper, changes)
+
+    def discard(self) -> None:
+        """Remove the upper layer, whatever is in it. Synchronous; idempotent."""
+        _remove_tree(self.place)
+
+
+def _remove_tree(place: str) -> None:
+    def allow(function: object, path: str, info: object) -> None:
+        # overlayfs leaves its work directory unreadable (mode 000): open it up and go on.
+        with contextlib.suppress(OSError):
+            os.chmod(path, stat.S_IRWXU)
+            parent = os.path.dirname(path)
+            os.chmod(parent, stat.S_IRWXU)
+            if os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+
+    if os.path.lexists(place):
+        shutil.rmtree(place, onerror=allow)

@@ -1,0 +1,255 @@
+"""A shell command whose effects hold by construction: run on a copy-on-write view of the
+workspace (``toolkernel.sandbox``), its changes committed under leases.
+
+The prediction (``shell_claims``) decides what a call waits for up front; what the command
+really changed decides what is committed, and how:
+
+1. The command runs with the workspace an overlay. Nothing it does is visible to anyone yet.
+2. Its change set is read from the upper layer. Changes inside what its call holds exclusively
+   are its own. A change outside them is a *miss* of the prediction: it is reported (a
+   ``CallProgress`` event whose data has ``unpredicted``, and :attr:`ShellStatistics.misses`),
+   and the call takes leases on those paths too (a nested step of its own: it keeps its leases,
+   and waits behind conflicting calls emitted before it, not behind later ones).
+3. Holding everything it changed, it checks nothing else changed those paths since it started
+   (another agent, a person, a process outside the kernel). If none did, the changes are
+   applied, in one shielded step (a file by one rename), and the call's result is the output.
+   If some did, nothing of the attempt becomes visible: the command runs again, holding what
+   it holds now, and its result says so. After :data:`MAX_ATTEMPTS` attempts it fails, saying
+   which paths kept changing.
+
+A command that times out, or whose call is cancelled, commits nothing, and says so. What it
+writes outside the workspace is policy, not ordering: its temporary directory and the
+toolchains' caches (``shell._confine``).
+
+What is promised: for predicted effects, emission order, as for every call; for missed ones,
+serializability (the batch ends as if its calls had run one at a time in some order: no lost
+update, no torn file). A command reads the workspace as it is while it runs: a file it did not
+claim may change under it, which the overlay may or may not show (overlayfs leaves that
+undefined); what it changes is checked, what it only reads is not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Sequence
+from typing import Any, Final
+
+import anyio
+import anyio.to_thread
+import attrs
+
+from .._errors import HoldMore, ToolError
+from ..kernel import ToolContext
+from ..locks import Claim, Mode, covers, exclusive
+from ..sandbox import Change, Overlay
+from ._file_tools import fs_of
+from ._workspace import Workspace
+from .shell._analysis import Analysis
+from .shell._confine import SandboxedLaunch
+
+__all__ = ["MAX_ATTEMPTS", "ShellStatistics", "run_and_commit"]
+
+MAX_ATTEMPTS: Final = 3
+"""Runs of one command, at most, when what it changed keeps changing underneath it."""
+
+
+@attrs.define
+class ShellStatistics:
+    """What the Bash tool's sandbox has seen, since the tool was made (cheap counts)."""
+
+    commands: int = 0
+    """Commands run in the sandbox."""
+    committed: int = 0
+    """Of those, commands whose changes were committed."""
+    misses: int = 0
+    """Commands that changed a path their prediction did not claim exclusively."""
+    missed_paths: int = 0
+    """Paths changed outside the prediction, over all commands."""
+    reruns: int = 0
+    """Commands run again because a path they changed was changed underneath them."""
+    discarded: int = 0
+    """Commands whose changes were thrown away: they timed out or were cancelled."""
+
+
+RunProcess = Any
+"""``_bash._run``: runs an argv, returns (exit status or None on a timeout, output)."""
+
+
+def _held(claims: Sequence[Claim]) -> list[Claim]:
+    return [claim for claim in claims if claim.mode is Mode.EXCLUSIVE]
+
+
+def _uncovered(changes: Sequence[Change], held: Sequence[Claim], workspace: Workspace) -> list[str]:
+    """The paths of ``changes`` that no claim of ``held`` covers exclusively."""
+    found = []
+    for change in changes:
+        wanted = exclusive(workspace.key(change.path))
+        if not any(covers(claim, wanted) for claim in held):
+            found.append(change.path)
+    return found
+
+
+@attrs.frozen
+class _Run:
+    """One run of the command, done: its overlay, what it changed, its output and why it
+    failed (None if it exited 0)."""
+
+    overlay: Overlay
+    changes: list[Change]
+    text: str
+    failure: str | None
+    number: int
+
+
+class _Pending:
+    """A run waiting for the leases on what it changed outside its claims (``HoldMore``'s
+    state). Its overlay is removed when it is dropped, whether or not the call runs again (a
+    call cancelled while it waited never does)."""
+
+    def __init__(self, run: _Run, notes: list[str]) -> None:
+        self.run = run
+        self.notes = notes
+        self._cleanup = weakref.finalize(self, run.overlay.discard)
+
+    def close(self) -> None:
+        self._cleanup()
+
+
+async def run_and_commit(
+    ctx: ToolContext,
+    command: str,
+    analysis: Analysis,
+    seconds: float,
+    run_process: RunProcess,
+    statistics: ShellStatistics,
+    writable: Sequence[str] = (),
+) -> str:
+    """Run ``command`` in the sandbox and commit what it changed (see the module docstring);
+    its output, with notes on what happened beyond the plain run. Raises :class:`ToolError`
+    for a command that failed (after committing what it changed, as a shell would have), timed
+    out, or whose changes could not be committed; raises ``HoldMore`` for the leases on what it
+    changed outside its claims (the kernel runs it again holding them, and it goes on here)."""
+    workspace: Workspace = fs_of(ctx).workspace
+    root = str(workspace.root)
+    held = _held(ctx.claims)
+    pending = ctx.resumed if isinstance(ctx.resumed, _Pending) else None
+
+    async def once(number: int) -> _Run:
+        return await _run_once(
+            command, analysis, root, seconds, run_process, statistics, writable, number
+        )
+
+    notes: list[str] = [] if pending is None else pending.notes
+    owned: _Run | None = None  # the run whose overlay this call discards at the end
+    try:
+        run = owned = await once(1) if pending is None else pending.run
+        while True:
+            outside = _uncovered(run.changes, held, workspace)
+            if outside:
+                _report_miss(ctx, analysis, outside, statistics, notes)
+                more = [exclusive(workspace.key(path)) for path in outside]
+                owned = None  # the state owns it now
+                raise HoldMore(more, _Pending(run, notes))
+            underneath = await anyio.to_thread.run_sync(run.overlay.changed_underneath, run.changes)
+            if not underneath:
+                break
+            statistics.reruns += 1
+            shown = _listed(underneath)
+            if run.number >= MAX_ATTEMPTS:
+                raise ToolError(
+                    f"{shown} kept changing while the command ran ({run.number} runs); nothing "
+                    f"it changed was kept"
+                )
+            notes.append(
+                f"note: {shown} changed while the command ran, so nothing of that run was kept "
+                f"and the command ran again"
+            )
+            await _discard(run)
+            run = owned = await once(run.number + 1)
+        with anyio.CancelScope(shield=True):  # a commit is whole or not at all
+            await anyio.to_thread.run_sync(run.overlay.commit, run.changes)
+        statistics.committed += 1
+        if run.failure is not None:
+            raise ToolError("\n".join([*notes, run.failure]))
+        return "\n".join([*notes, run.text]) if notes else run.text
+    finally:
+        if owned is not None:
+            await _discard(owned)
+        if pending is not None:
+            pending.close()
+
+
+async def _discard(run: _Run) -> None:
+    with anyio.CancelScope(shield=True):
+        await anyio.to_thread.run_sync(run.overlay.discard)
+
+
+def _report_miss(
+    ctx: ToolContext,
+    analysis: Analysis,
+    outside: list[str],
+    statistics: ShellStatistics,
+    notes: list[str],
+) -> None:
+    statistics.misses += 1
+    statistics.missed_paths += len(outside)
+    shown = _listed(outside)
+    with contextlib.suppress(Exception):  # a listener's failure is not the command's
+        ctx.progress(
+            f"it changed {shown}, outside its predicted claims (shell rules: "
+            f"{', '.join(analysis.rules) or 'none'}); taking their leases",
+            {"unpredicted": outside, "rules": list(analysis.rules)},
+        )
+    notes.append(
+        f"note: the command also changed {shown}, which its claims did not cover; those "
+        f"changes were committed once their leases were taken (nothing else it changed was "
+        f"visible before)"
+    )
+
+
+async def _run_once(
+    command: str,
+    analysis: Analysis,
+    root: str,
+    seconds: float,
+    run_process: RunProcess,
+    statistics: ShellStatistics,
+    writable: Sequence[str],
+    number: int,
+) -> _Run:
+    """Run the command once on a fresh overlay; its run (the caller discards its overlay).
+    Raises :class:`ToolError` if it timed out (its overlay discarded: nothing is kept)."""
+    overlay = await anyio.to_thread.run_sync(Overlay.create, root)
+    try:
+        launch = await anyio.to_thread.run_sync(
+            SandboxedLaunch.prepare, command, analysis, root, overlay.launcher_options()
+        )
+        launch.allow(writable)
+        statistics.commands += 1
+        try:
+            status, output = await run_process(launch.argv, root, seconds, launch.env)
+        finally:
+            await anyio.to_thread.run_sync(launch.finish)
+        text = output.text()
+        if status is None:
+            raise ToolError(
+                f"command timed out after {round(seconds * 1000)} ms and was killed; nothing "
+                f"it changed in the workspace was kept: {command}\n{text}".rstrip()
+            )
+        failure = None
+        if status != 0:
+            refused = launch.explain(text, root)
+            failure = f"exit code {status}\n{text}".rstrip()
+            failure = f"{failure}\n{refused}" if refused else failure
+        changes = await anyio.to_thread.run_sync(overlay.changes)
+    except BaseException:
+        statistics.discarded += 1
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(overlay.discard)
+        raise
+    return _Run(overlay, changes, text, failure, number)
+
+
+def _listed(paths: Sequence[str]) -> str:
+    return ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
