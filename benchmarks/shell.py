@@ -1,24 +1,45 @@
 """Shell commands with their own claims: the recorded turns replayed, and Landlock's cost.
 
-Part 1 replays every recorded turn of ``../shared/data/traces/claude-code-log.jsonl`` (the
-inputs and the claims of the other tools are those of ``scheduling.py``) with each Bash call
-declaring ``toolkernel.tools.shell_claims(command)``, and compares, on the turns with several
-calls:
+Part 1 takes each set of recorded sessions (``../shared/data/traces/claude-code-log.jsonl``, and
+every ``*.jsonl`` in ``--sessions DIR``, default ``benchmarks/data/``: see its README for the
+sets and how ``normalize_sessions.py`` makes them) and reports, on each set separately:
 
-a. **kernel, shell claims** — measured: ``open_kernel`` with fake tools sleeping each call's
-   duration on ``MockClock``; its makespan must equal the critical path, and no two conflicting
-   calls may overlap;
-b. **all-serial**;
-c. **kernel, old barrier scheme** — the critical path when a command holds the whole workspace
-   (shared if the old allow-list, ``is_read_only_command``, calls it read-only, else exclusive);
-d. **coarse, every shell command alone** — consecutive read-only tool calls run together (at
-   most 10), every Bash call and every write alone;
-e. **coarse, reading shell commands with the reads** — the same, but a Bash call whose claims
-   are all shared counts as a read (what Claude Code does with its read-only command list).
+i. **barrier rate**: the share of its distinct Bash commands whose claims hold the whole
+   workspace exclusively (target <= 30%); also without the commands the recording cut
+   (``...<truncated N chars>``: not what ran), and in the **fallback mode** (no sandbox: a
+   command whose effects are not known whole, ``Analysis.effects_known``, is a barrier);
+ii. **replay** of its turns with several calls (the inputs and the claims of the other tools
+   are those of ``scheduling.py``), each Bash call declaring
+   ``toolkernel.tools.shell_claims(command)``:
 
-It also reports the share of Bash calls, and of Bash time, that no longer hold the whole
-workspace exclusively. Targets (multi-call turns, durations capped at 30 s): (a) >= 1.3x faster
-than (b) and >= 1.1x faster than (d), with no conflicting overlap.
+   a. **kernel, shell claims** — measured: ``open_kernel`` with fake tools sleeping each call's
+      duration on ``MockClock``; its makespan must equal the critical path, and no two
+      conflicting calls may overlap;
+   b. **all-serial**;
+   c. **kernel, fallback mode** — the same with every command whose effects are not known a
+      barrier (what the Bash tool declares where no sandbox can be had);
+   d. **Claude Code's scheme** — consecutive read-only calls run together (at most 10), every
+      other call alone; a Bash call is read-only if it is on the read-only list
+      (``is_read_only_command``, or ``git status|log|diff|show``);
+   e. **coarse, every shell command alone**;
+   f. **kernel, old barrier scheme** — a command holds the whole workspace (shared if the
+      read-only list calls it read-only, else exclusive).
+
+   Targets (multi-call turns, durations capped at 30 s): (a) >= 1.3x faster than (b) and
+   >= 1.15x faster than (d), with no conflicting overlap.
+
+With ``--project SET=DIR`` a set's commands are analysed with the project in DIR read
+(``shell_claims(command, root=DIR)``: its mise tasks, mix aliases, package.json scripts...),
+as the Bash tool would read a checkout of the project the sessions worked on.
+
+iii. **unsound predictions**: each class of effect the prediction must cover (the project's
+   configuration, hooks, caches beside the sources, shadowing programs, bash corners, fresh
+   cargo projects, SQLite's files...) has a representative command that is cheap and safe to
+   run for real: each runs in a scratch project made for it, and every path it changed must be
+   covered by an exclusive claim of the Bash tool's prediction (keyed through the workspace,
+   with the project read), or the prediction must be a barrier. Each recorded set is told how
+   many of its distinct commands fall under each class. Representatives whose program is not
+   installed here are reported as skipped.
 
 Part 2 runs a few commands through the real Bash tool, confined by Landlock and unconfined, in
 one run, interleaved, and reports the cost per command.
@@ -34,13 +55,18 @@ Prints PASS or MISS beside each target; never fails on a figure.
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import pathlib
+import shlex
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import trio
@@ -48,8 +74,9 @@ import trio.testing
 
 import toolkernel as tk
 from toolkernel.locks import Claim, Mode, Path, canonical_claims
-from toolkernel.tools import builtin_tools, is_read_only_command, shell_claims
-from toolkernel.tools.shell import _confine
+from toolkernel.tools import Workspace, builtin_tools, is_read_only_command
+from toolkernel.tools.shell import _confine, analyse, command_environment
+from toolkernel.tools.shell._claims import keyed_claims
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import scheduling
@@ -57,6 +84,9 @@ import scheduling
 WORKSPACE = tk.path()
 OLD_SHARED = (tk.shared(WORKSPACE),)
 OLD_EXCLUSIVE = (tk.exclusive(WORKSPACE),)
+BARRIER = (tk.exclusive(WORKSPACE),)
+DEFAULT_SESSIONS = pathlib.Path(__file__).resolve().parent / "data"
+TRUNCATED = "<truncated "
 
 
 # -- claims of each scheme ---------------------------------------------------------------------
@@ -74,8 +104,50 @@ def only_reads(claims: Sequence[Claim]) -> bool:
     return all(c.mode is Mode.SHARED for c in claims)
 
 
-def with_shell_claims(batch: scheduling.Batch, old: bool) -> scheduling.Batch:
-    """``batch`` with each Bash call declaring its shell claims (or the old scheme's)."""
+def session_key(cwd: str | None) -> Callable[[str], Path]:
+    """Keys paths as the Bash tool of a workspace rooted at ``cwd`` would: an absolute path
+    inside it is the path from the root (``/home/u/app/src`` is ``src`` in ``/home/u/app``)."""
+    base = (cwd or "").rstrip("/")
+
+    def key(spelled: str) -> Path:
+        if base and (spelled == base or spelled.startswith(base + "/")):
+            spelled = spelled[len(base) :].lstrip("/") or "."
+        return tk.path(spelled)
+
+    return key
+
+
+class Prediction:
+    """A set's Bash claims: from the text alone, or with a project read (``root``); paths
+    keyed from the recorded session's working directory when the set records it."""
+
+    def __init__(self, root: pathlib.Path | None = None) -> None:
+        self.root = root
+        self.cache: dict[tuple[str, str | None], tuple[tuple[Claim, ...], bool]] = {}
+
+    def __call__(self, command: str, cwd: str | None = None) -> tuple[tuple[Claim, ...], bool]:
+        """The claims of ``command``, and whether its effects are known whole."""
+        found = self.cache.get((command, cwd))
+        if found is None:
+            root, _, sub = (cwd or "").partition("\0")
+            # A command recorded in a directory beneath the root ran there.
+            text = f"cd {shlex.quote(sub)} && {command}" if sub else command
+            analysis = analyse(text, root=self.root)
+            claims = canonical_claims(keyed_claims(analysis, session_key(root or None)))
+            found = self.cache[(command, cwd)] = (claims, analysis.effects_known)
+        return found
+
+
+def with_shell_claims(
+    batch: scheduling.Batch,
+    old: bool,
+    predict: Prediction | None = None,
+    fallback: bool = False,
+    cwd: str | None = None,
+) -> scheduling.Batch:
+    """``batch`` with each Bash call declaring its shell claims (or the old scheme's, or the
+    fallback mode's)."""
+    predict = predict or Prediction()
     calls = []
     for call in batch.calls:
         if call.tool == "Bash":
@@ -83,14 +155,16 @@ def with_shell_claims(batch: scheduling.Batch, old: bool) -> scheduling.Batch:
             if old:
                 claims = OLD_SHARED if is_read_only_command(command) else OLD_EXCLUSIVE
             else:
-                claims = canonical_claims(shell_claims(command))
+                claims, known = predict(command, cwd)
+                if fallback and not known:
+                    claims = BARRIER
             call = call._replace(claims=claims, read_only=only_reads(claims))
         calls.append(call)
     return batch._replace(calls=tuple(calls))
 
 
 def shell_alone(batch: scheduling.Batch) -> scheduling.Batch:
-    """Coarse split (d): every Bash call counts as a write."""
+    """Coarse split (e): every Bash call counts as a write."""
     calls = tuple(c._replace(read_only=False) if c.tool == "Bash" else c for c in batch.calls)
     return batch._replace(calls=calls)
 
@@ -158,14 +232,55 @@ class Figures(NamedTuple):
     overlaps: int
 
 
-def replay(batches: Sequence[scheduling.Batch]) -> Figures:
+def overlapping(calls: Sequence[Any], run: Run) -> int:
+    """Conflicting pairs of ``calls`` that overlapped in ``run``."""
+    conflicts = scheduling.conflict_matrix(calls)
+    return sum(
+        1
+        for i in range(len(calls))
+        for j in range(i)
+        if conflicts[i][j] and run.starts[i] < run.finishes[j] and run.starts[j] < run.finishes[i]
+    )
+
+
+def load_cwds(traces: pathlib.Path) -> dict[str, str]:
+    """Each turn's working directory (by its label), where the set records it, as
+    ``ROOT`` or ``ROOT\0SUB``: the session's first directory is its workspace root, and a
+    later turn that ran in a directory beneath it (Claude Code's shell keeps a ``cd``) ran
+    there."""
+    found = {}
+    roots: dict[str, str] = {}
+    with open(traces, encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                turn = json.loads(line)
+                cwd = turn.get("cwd")
+                if not cwd:
+                    continue
+                root = roots.setdefault(str(turn["session"]), str(cwd))
+                sub = os.path.relpath(cwd, root)
+                where = root if sub == "." or sub.startswith("..") else f"{root}\0{sub}"
+                found[f"{turn['session']} turn {turn['turn']}"] = where
+    return found
+
+
+def replay(
+    batches: Sequence[scheduling.Batch], predict: Prediction, cwds: Mapping[str, str]
+) -> Figures:
     """Makespans of each scheme, summed over ``batches``."""
-    new = [with_shell_claims(b, old=False) for b in batches]
+    new = [with_shell_claims(b, False, predict, cwd=cwds.get(b.label)) for b in batches]
+    fallback = [
+        with_shell_claims(b, False, predict, fallback=True, cwd=cwds.get(b.label)) for b in batches
+    ]
     old = [with_shell_claims(b, old=True) for b in batches]
     runs = run_kernel(new)
-    totals = dict.fromkeys(("kernel", "cp", "serial", "old", "alone", "reads"), 0.0)
+    fallback_runs = run_kernel(fallback)
+    keys = ("kernel", "cp", "serial", "fallback", "cc", "alone", "old")
+    totals = dict.fromkeys(keys, 0.0)
     misses = overlaps = 0
-    for new_batch, old_batch, run in zip(new, old, runs, strict=True):
+    for batch, new_batch, fallback_batch, old_batch, run, fallback_run in zip(
+        batches, new, fallback, old, runs, fallback_runs, strict=True
+    ):
         calls = new_batch.calls
         conflicts = scheduling.conflict_matrix(calls)
         finish = ends(calls, scheduling.critical_path(calls, conflicts))
@@ -176,91 +291,467 @@ def replay(batches: Sequence[scheduling.Batch]) -> Figures:
         totals["kernel"] += run.makespan
         totals["cp"] += max(finish, default=0.0)
         totals["serial"] += sum(c.ms for c in calls)
-        totals["old"] += max(old_finish, default=0.0)
+        totals["fallback"] += fallback_run.makespan
+        totals["cc"] += scheduling.coarse(batch.calls)  # read_only as loaded: the list
         totals["alone"] += scheduling.coarse(shell_alone(new_batch).calls)
-        totals["reads"] += scheduling.coarse(calls)
+        totals["old"] += max(old_finish, default=0.0)
         misses += run.makespan != max(finish, default=0.0)
-        overlaps += sum(
-            1
-            for i in range(len(calls))
-            for j in range(i)
-            if conflicts[i][j]
-            and run.starts[i] < run.finishes[j]
-            and run.starts[j] < run.finishes[i]
-        )
+        overlaps += overlapping(calls, run) + overlapping(fallback_batch.calls, fallback_run)
     return Figures(totals, misses, overlaps)
 
 
-def shares(batches: Sequence[scheduling.Batch]) -> tuple[int, int, int, float, float, float]:
-    """Bash calls, barriers before and after, and Bash time (ms) and its barrier parts."""
-    bash = [c for b in batches for c in b.calls if c.tool == "Bash"]
-    commands = [str(c.args.get("command", "")) for c in bash]
-    old = [not is_read_only_command(command) for command in commands]
-    new = [is_barrier(shell_claims(command)) for command in commands]
-    time_all = sum(c.ms for c in bash)
-    time_old = sum(c.ms for c, barrier in zip(bash, old, strict=True) if barrier)
-    time_new = sum(c.ms for c, barrier in zip(bash, new, strict=True) if barrier)
-    return len(bash), sum(old), sum(new), time_all, time_old, time_new
+class Rates(NamedTuple):
+    commands: int
+    barriers: int
+    cut: int  # commands the recording cut
+    cut_barriers: int
+    unknown: int  # barriers in the fallback mode
+
+
+def rates(
+    batches: Sequence[scheduling.Batch], predict: Prediction, cwds: Mapping[str, str]
+) -> Rates:
+    """The barrier rates on the distinct Bash commands of ``batches`` (a command recorded in
+    several working directories counts once, a barrier if it is one in any)."""
+    where: dict[str, set[str | None]] = {}
+    for b in batches:
+        for c in b.calls:
+            if c.tool == "Bash":
+                where.setdefault(str(c.args.get("command", "")), set()).add(cwds.get(b.label))
+    commands = sorted(where)
+    barriers = cut = cut_barriers = unknown = 0
+    for command in commands:
+        found = [predict(command, cwd) for cwd in sorted(where[command], key=str)]
+        claims = next((c for c, _ in found if is_barrier(c)), found[0][0])
+        known = all(k for _, k in found)
+        barrier = is_barrier(claims)
+        barriers += barrier
+        unknown += barrier or not known
+        if TRUNCATED in command:
+            cut += 1
+            cut_barriers += barrier
+    return Rates(len(commands), barriers, cut, cut_barriers, unknown)
 
 
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
 
-def report_replay(traces: pathlib.Path) -> None:
-    if not traces.exists():  # the recorded sessions live beside the repository, not in it
-        print(f"Traces: none at {traces} (pass --traces FILE); no replay.")
-        return
+def report_set(name: str, traces: pathlib.Path, root: pathlib.Path | None) -> None:
     loaded = scheduling.load_traces(traces)
     capped = scheduling.capped(loaded)
     multi = [b for b in capped if len(b.calls) > 1]
-    count, old, new, time_all, time_old, time_new = shares(capped)
-    print(f"Traces: {traces}: {len(loaded)} turns, {len(multi)} with several calls.")
+    predict = Prediction(root)
+    cwds = load_cwds(traces)
+    found = rates(loaded, predict, cwds)
+    sessions = len({b.label.split(" ")[0] for b in loaded})
+    read = f", the project read from {root}" if root is not None else ""
     print(
-        f"Bash calls holding the whole workspace exclusively: {old} of {count} before "
-        f"(allow-list), {new} now; no longer a barrier: {(old - new) / count:.0%} of the calls, "
-        f"{(time_old - time_new) / time_all:.0%} of Bash time (capped at 30 s); "
-        f"{(count - new) / count:.0%} of the calls and {(time_all - time_new) / time_all:.0%} of "
-        f"the time are not barriers now."
+        f"\n== {name}: {traces.name}: {len(loaded)} turns of {sessions} sessions, {len(multi)} "
+        f"with several calls{read}"
     )
-    for title, batches in (
-        ("multi-call turns, durations capped at 30 s", multi),
-        ("multi-call turns, recorded durations", [b for b in loaded if len(b.calls) > 1]),
-        (
-            "multi-call turns, per-tool median durations",
-            [b for b in scheduling.per_tool_medians(loaded) if len(b.calls) > 1],
-        ),
-    ):
-        figures = replay(batches)
-        t = figures.totals
-        print(f"\n{title}: makespan, summed (s), and the kernel's speed-up over each")
-        rows = (
-            ("kernel, shell claims", "kernel"),
-            ("critical path", "cp"),
-            ("all-serial", "serial"),
-            ("kernel, old barrier scheme", "old"),
-            ("coarse, every shell command alone", "alone"),
-            ("coarse, reading shell commands with reads", "reads"),
-        )
-        for label, key in rows:
-            speed = t[key] / t["kernel"] if t["kernel"] else math.nan
-            print(f"  {label:<44}{t[key] / 1000:>10.1f} s   x{speed:.3f}")
+    share = found.barriers / found.commands if found.commands else 0.0
+    print(
+        f"  distinct Bash commands: {found.commands}; barriers: {found.barriers} ({share:.0%}) "
+        f"target <= 30%: {verdict(share <= 0.30)}"
+    )
+    if found.cut:
+        whole = found.commands - found.cut
+        kept = found.barriers - found.cut_barriers
         print(
-            f"  kernel makespan != critical path on {figures.misses} turns; conflicting calls "
-            f"overlapping: {figures.overlaps}"
+            f"  without the {found.cut} commands the recording cut (not what ran): {kept} of "
+            f"{whole} ({kept / whole:.0%})"
         )
-        if title.startswith("multi-call turns, durations capped"):
-            serial = t["serial"] / t["kernel"]
-            alone = t["alone"] / t["kernel"]
-            print(
-                f"  target >= 1.3x faster than all-serial: x{serial:.3f} {verdict(serial >= 1.3)}"
+    print(
+        f"  fallback mode (no sandbox; effects not known whole is a barrier): {found.unknown} "
+        f"({found.unknown / found.commands:.0%})"
+    )
+    figures = replay(multi, predict, cwds)
+    t = figures.totals
+    print("  multi-call turns, durations capped at 30 s: makespan (s), the kernel's speed-up")
+    rows = (
+        ("a. kernel, shell claims", "kernel"),
+        ("   critical path", "cp"),
+        ("b. all-serial", "serial"),
+        ("c. kernel, fallback mode", "fallback"),
+        ("d. Claude Code's scheme", "cc"),
+        ("e. coarse, every shell command alone", "alone"),
+        ("f. kernel, old barrier scheme", "old"),
+    )
+    for label, key in rows:
+        speed = t[key] / t["kernel"] if t["kernel"] else math.nan
+        print(f"    {label:<40}{t[key] / 1000:>10.1f} s   x{speed:.3f}")
+    serial = t["serial"] / t["kernel"] if t["kernel"] else math.nan
+    cc = t["cc"] / t["kernel"] if t["kernel"] else math.nan
+    fallback = t["serial"] / t["fallback"] if t["fallback"] else math.nan
+    fallback_cc = t["cc"] / t["fallback"] if t["fallback"] else math.nan
+    print(f"    target >= 1.3x over all-serial: x{serial:.3f} {verdict(serial >= 1.3)}")
+    print(f"    target >= 1.15x over Claude Code's scheme: x{cc:.3f} {verdict(cc >= 1.15)}")
+    print(
+        f"    fallback mode: x{fallback:.3f} over all-serial, x{fallback_cc:.3f} over Claude Code's"
+    )
+    print(
+        f"    conflicting calls overlapping: {figures.overlaps} "
+        f"{verdict(figures.overlaps == 0)}; makespan != critical path on {figures.misses} turns "
+        f"{verdict(figures.misses == 0)}"
+    )
+    counts = class_counts(loaded)
+    if counts:
+        shown = ", ".join(f"{name} {count}" for name, count in counts.items() if count)
+        print(f"  distinct commands in the classes of iii: {shown or 'none'}")
+
+
+def sets(sessions: pathlib.Path, traces: pathlib.Path) -> list[tuple[str, pathlib.Path]]:
+    found = []
+    if traces.exists():
+        found.append(("claude-code-log", traces))
+    else:  # the recorded sessions live beside the repository, not in it
+        print(f"Traces: none at {traces} (pass --traces FILE).")
+    if sessions.is_dir():
+        found.extend((f.stem, f) for f in sorted(sessions.glob("*.jsonl")))
+    return found
+
+
+def report_replay(
+    traces: pathlib.Path, sessions: pathlib.Path, projects: Mapping[str, pathlib.Path]
+) -> None:
+    found = sets(sessions, traces)
+    if not found:
+        print("No recorded sessions: no replay.")
+    for name, file in found:
+        report_set(name, file, None)
+        if name in projects:
+            report_set(name, file, projects[name])
+
+
+# -- unsound predictions: each class's representative, run for real ----------------------------
+
+
+class Case(NamedTuple):
+    name: str
+    """The class of effect."""
+    files: Mapping[str, str]
+    """The scratch project (path: text; a text starting with "->" makes a symbolic link)."""
+    command: str
+    needs: tuple[str, ...] = ()
+    """Programs it needs; without them it is skipped."""
+    setup: tuple[str, ...] = ()
+    """Shell commands that finish the scratch project (git init...), run before the snapshot."""
+    matches: Callable[[str], bool] | None = None
+    """Which recorded commands fall under this class."""
+
+
+HOOK = "#!/bin/sh\nsed -i 's/old/new/' a.txt\ngit add a.txt\n"
+GIT = ("git init -q -b main .", "git config user.email d@example.org", "git config user.name D")
+COMMIT = (*GIT, "git add -A", "git commit -qm start")
+MIX_EXS = (
+    "defmodule D.MixProject do\n  use Mix.Project\n  def project, do: [app: :d, aliases: aliases()]"
+    '\n  defp deps, do: [{:ecto_sqlite3, "~> 0.17"}]\n  defp aliases do\n    [test: '
+    '["ecto.create --quiet", "ecto.migrate --quiet", "test"]]\n  end\nend\n'
+)
+
+
+def _starts(*words: str) -> Callable[[str], bool]:
+    return lambda command: any(f" {w}" in f" {command}" for w in words)
+
+
+CASES: tuple[Case, ...] = (
+    Case(
+        "pre-commit hook rewriting and staging",
+        {"a.txt": "old\n", ".git-hooks/pre-commit": HOOK},
+        "echo more >> b.txt && git add b.txt && git commit -qm x",
+        ("git",),
+        (*COMMIT, "cp .git-hooks/pre-commit .git/hooks/ && chmod +x .git/hooks/pre-commit"),
+        _starts("git commit", "git push"),
+    ),
+    Case(
+        "core.hooksPath (husky)",
+        {"a.txt": "old\n", ".husky/_/pre-commit": HOOK},
+        "touch c.txt && git add c.txt && git commit -qm x",
+        ("git",),
+        (*COMMIT, "chmod +x .husky/_/pre-commit", "git config core.hooksPath .husky/_"),
+    ),
+    Case(
+        "git diff refreshing the index",
+        {"a.txt": "a\n"},
+        "git diff --stat",
+        ("git",),
+        (*COMMIT, "sleep 1", "touch a.txt"),
+        _starts("git diff"),
+    ),
+    Case(
+        "git describe --dirty",
+        {"a.txt": "a\n"},
+        "git describe --tags --always --dirty",
+        ("git",),
+        (*COMMIT, "git tag v1", "sleep 1", "touch a.txt"),
+        _starts("git describe"),
+    ),
+    Case(
+        "git config --file (its lock file)",
+        {"conf/x.cfg": "[a]\n\tb = 1\n"},
+        "git config --file conf/x.cfg a.c 2",
+        ("git",),
+        matches=_starts("git config"),
+    ),
+    Case(
+        "git init --bare", {}, "git init -q --bare store.git", ("git",), matches=_starts("git init")
+    ),
+    Case(
+        "git init --separate-git-dir",
+        {"store/.keep": ""},
+        "git init -q --separate-git-dir store/r.git repo",
+        ("git",),
+    ),
+    Case(
+        ".git file pointing elsewhere (linked worktree)",
+        {"a.txt": "a\n"},
+        "cd wt && echo x > n.txt && git add n.txt && git commit -qm n",
+        ("git",),
+        (*COMMIT, "git worktree add -q -b side wt"),
+    ),
+    Case(
+        "nested repository's driver",
+        {"lib/a.txt": "a\n", "lib/.gitattributes": "*.txt diff=x\n"},
+        "cd lib && git log -p -1",
+        ("git",),
+        (
+            "cd lib && git init -q -b main . && git config user.email d@e && git config "
+            "user.name D && git config diff.x.textconv 'sh -c \"touch ../written; cat $0\"' "
+            "&& git add -A && git commit -qm s",
+        ),
+    ),
+    Case(
+        "package.json test script",
+        {"package.json": '{"scripts": {"test": "echo ok > out/result.txt"}}', "out/.keep": ""},
+        "npm test --silent",
+        ("npm",),
+        matches=_starts("npm test", "npm run", "pnpm", "yarn", "bun run"),
+    ),
+    Case(
+        "npm install (package-lock.json, node_modules)",
+        {"package.json": '{"name": "x", "version": "1.0.0"}'},
+        "npm install --offline --no-audit --no-fund",
+        ("npm",),
+        matches=_starts("npm install", "npm ci", "pnpm install", "yarn install"),
+    ),
+    Case(
+        "pytest: caches and bytecode beside the sources",
+        {
+            "pkg/__init__.py": "def f():\n    return 1\n",
+            "tests/test_f.py": "from pkg import f\n\ndef test_f():\n    assert f() == 1\n",
+            "pyproject.toml": '[tool.pytest.ini_options]\npythonpath = ["."]\n',
+        },
+        "python3 -m pytest -q -p no:randomly",
+        ("python3",),
+        matches=_starts("pytest", "python -m pytest", "python3 -m pytest"),
+    ),
+    Case(
+        "python -m finding ./pip.py",
+        {"pip.py": "open('pwned.txt', 'w').write('x')\n"},
+        "python3 -m pip --version",
+        ("python3",),
+        matches=_starts("python -m", "python3 -m"),
+    ),
+    Case(
+        ".venv/bin/* that is not what installs it",
+        {".venv/bin/pytest": "#!/bin/sh\necho x > src.txt\n"},
+        ".venv/bin/pytest -q",
+        setup=("chmod +x .venv/bin/pytest",),
+        matches=_starts(".venv/bin/"),
+    ),
+    Case(
+        "setuptools build backend (*.egg-info)",
+        {
+            "pyproject.toml": (
+                '[project]\nname = "demo"\nversion = "0"\n[build-system]\n'
+                'requires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+            ),
+            "demo/__init__.py": "",
+        },
+        "python3 -m build --no-isolation --sdist",
+        ("python3",),
+        matches=_starts("pip install", "python -m build", "uv run", "uv sync"),
+    ),
+    Case("a file named -", {}, "echo hi > -", matches=lambda c: "> -" in c),
+    Case(
+        "cd .. through a link",
+        {"real/sub/.keep": "", "link": "->real/sub"},
+        "cd link && cd .. && touch made.txt",
+    ),
+    Case("find -execdir", {"src/deep/a.py": ""}, "find src -name '*.py' -execdir touch seen \\;"),
+    Case(
+        "links the command makes",
+        {"src/a.txt": "a\n"},
+        "ln -s src l && echo b >> l/a.txt",
+        matches=_starts("ln "),
+    ),
+    Case(
+        "sed --follow-symlinks",
+        {"data/a.txt": "a\n", "link.txt": "->data/a.txt"},
+        "sed -i --follow-symlinks s/a/b/ link.txt",
+        ("sed",),
+        matches=_starts("sed -i"),
+    ),
+    Case("set -k", {}, "set -k; env OUT=x.txt true", matches=_starts("set -")),
+    Case(
+        "cargo build in a fresh cargo new project",
+        {},
+        "cd demo && cargo build --offline -q",
+        ("cargo",),
+        ("cargo new -q --vcs none demo",),
+        _starts("cargo build", "cargo test", "cargo check", "cargo clippy"),
+    ),
+    Case(
+        "cargo new inside a workspace",
+        {"Cargo.toml": '[workspace]\nmembers = []\nresolver = "2"\n'},
+        "cargo new -q --vcs none crates/demo",
+        ("cargo",),
+        matches=_starts("cargo new", "cargo init"),
+    ),
+    Case(
+        "sqlite3: -wal, -shm, -journal",
+        {},
+        "sqlite3 app.db 'PRAGMA journal_mode=WAL; CREATE TABLE t(x); INSERT INTO t VALUES (1);'",
+        ("sqlite3",),
+        matches=_starts("sqlite3"),
+    ),
+    Case(
+        "C compiler without -o",
+        {"src/a.c": "int f(void) { return 1; }\n"},
+        "cc -c src/a.c",
+        ("cc",),
+        matches=_starts("gcc", "cc ", "clang"),
+    ),
+    Case(
+        "cmake configure and build",
+        {
+            "CMakeLists.txt": "cmake_minimum_required(VERSION 3.10)\nproject(d C)\n"
+            "add_library(d a.c)\n",
+            "a.c": "int f(void) { return 1; }\n",
+        },
+        "cmake -S . -B build -G Ninja > /dev/null && cmake --build build > /dev/null",
+        ("cmake", "ninja", "cc"),
+        matches=_starts("cmake", "ninja"),
+    ),
+    Case(
+        "make", {"Makefile": "all:\n\ttouch built\n"}, "make -s", ("make",), matches=_starts("make")
+    ),
+    Case(
+        "mix alias and config database (read only: mix is not installed here)",
+        {"mix.exs": MIX_EXS, "config/test.exs": 'config :d, D.Repo, database: "d_test.db"\n'},
+        "mix test",
+        ("mix",),
+        matches=_starts("mix "),
+    ),
+)
+
+
+def class_counts(batches: Sequence[scheduling.Batch]) -> dict[str, int]:
+    commands = {
+        str(c.args.get("command", "")) for b in batches for c in b.calls if c.tool == "Bash"
+    }
+    return {
+        case.name: sum(1 for command in commands if case.matches(command))
+        for case in CASES
+        if case.matches is not None
+    }
+
+
+def _make(root: pathlib.Path, files: Mapping[str, str]) -> None:
+    for name, text in files.items():
+        place = root / name
+        place.parent.mkdir(parents=True, exist_ok=True)
+        if text.startswith("->"):
+            place.symlink_to(root / text[2:])
+        else:
+            place.write_text(text)
+
+
+def _snapshot(root: pathlib.Path) -> dict[str, tuple[str, int, float]]:
+    found = {}
+    for directory, names, files in os.walk(root):
+        for name in [*names, *files]:
+            place = pathlib.Path(directory) / name
+            status = place.lstat()
+            kind = "link" if place.is_symlink() else "dir" if place.is_dir() else "file"
+            content = os.readlink(place) if kind == "link" else ""
+            if kind == "file":
+                content = place.read_bytes().hex()[:4096] + str(status.st_size)
+            found[place.relative_to(root).as_posix()] = (
+                kind + content,
+                status.st_mode,
+                status.st_mtime,
             )
-            print(
-                f"  target >= 1.1x faster than every shell command alone: x{alone:.3f} "
-                f"{verdict(alone >= 1.1)}"
+    return found
+
+
+def check_case(case: Case) -> tuple[str, str]:
+    """(verdict, detail) of one representative: ``covered``, ``UNSOUND`` or ``skipped``."""
+    missing = [p for p in case.needs if shutil.which(p) is None]
+    if missing:
+        return "skipped", f"needs {', '.join(missing)}"
+    with tempfile.TemporaryDirectory() as directory:
+        root = pathlib.Path(directory).resolve()
+        _make(root, case.files)
+        environment = {
+            **os.environ,
+            **command_environment(cache=pathlib.Path(directory + "-cache")),
+        }
+        environment.pop("PYTHONDONTWRITEBYTECODE", None)
+        # This environment's programs (pytest, build) first, as in an activated virtualenv.
+        bin_dir = str(pathlib.Path(sys.executable).parent)
+        environment["PATH"] = f"{bin_dir}:{environment.get('PATH', os.defpath)}"
+        for step in case.setup:
+            subprocess.run(
+                step, shell=True, cwd=root, env=environment, check=True, capture_output=True
             )
-            print(f"  target zero conflicting overlaps: {verdict(figures.overlaps == 0)}")
-            print(f"  target makespan == critical path: {verdict(figures.misses == 0)}")
+        workspace = Workspace(root)
+        analysis = analyse(case.command, root=root, environ=environment)
+        claims = keyed_claims(analysis, workspace.key)
+        before = _snapshot(root)
+        done = subprocess.run(
+            ["bash", "-c", case.command],
+            cwd=root,
+            env=environment,
+            capture_output=True,
+            timeout=300,
+        )
+        after = _snapshot(root)
+        changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+        shutil.rmtree(directory + "-cache", ignore_errors=True)
+        if is_barrier(claims):
+            return "covered", f"barrier ({analysis.barrier or 'claims hold the workspace'})"
+        held = [
+            c.resource.parts
+            for c in claims
+            if c.mode is Mode.EXCLUSIVE and isinstance(c.resource, Path)
+        ]
+        # Directories made on the way to a claimed path are part of making it (as for Write).
+        uncovered = [
+            p
+            for p in changed
+            if not any(tuple(p.split("/"))[: len(h)] == h for h in held)
+            and not any(h[: len(p.split("/"))] == tuple(p.split("/")) for h in held)
+        ]
+        status = f"exit {done.returncode}"
+        if uncovered:
+            return (
+                "UNSOUND",
+                f"{status}; changed {', '.join(uncovered)} outside {[str(c) for c in claims]}",
+            )
+        return "covered", f"{status}; changed {len(changed)} paths, all claimed"
+
+
+def report_classes() -> None:
+    print("\n== iii. unsound predictions: each class's representative, run for real")
+    unsound = ran = 0
+    for case in CASES:
+        verdict_, detail = check_case(case)
+        ran += verdict_ != "skipped"
+        unsound += verdict_ == "UNSOUND"
+        print(f"  {verdict_:<8} {case.name}: `{case.command}`: {detail}")
+    print(f"  unsound: {unsound} of {ran} run; target 0: {verdict(unsound == 0)}")
 
 
 # -- Landlock's cost ---------------------------------------------------------------------------
@@ -325,8 +816,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: few Landlock runs")
     parser.add_argument("--traces", type=pathlib.Path, default=scheduling.DEFAULT_TRACES)
+    parser.add_argument("--sessions", type=pathlib.Path, default=DEFAULT_SESSIONS)
+    parser.add_argument(
+        "--project",
+        action="append",
+        default=[],
+        metavar="SET=DIR",
+        help="also analyse SET's commands with the project in DIR read",
+    )
+    parser.add_argument("--no-landlock", action="store_true", help="Part 1 only")
     options = parser.parse_args(argv)
-    report_replay(options.traces)
+    projects = {}
+    for item in options.project:
+        name, _, directory = item.partition("=")
+        projects[name] = pathlib.Path(directory).resolve()
+    report_replay(options.traces, options.sessions, projects)
+    report_classes()
+    if options.no_landlock:
+        return 0
     report_landlock(5 if options.quick else 40)
     return 0
 

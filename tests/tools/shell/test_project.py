@@ -194,6 +194,28 @@ def test_each_mix_environment_builds_apart(tmp_path: pathlib.Path) -> None:
     }
 
 
+def test_a_test_partition_names_the_database(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = (
+        "import Config\nconfig :demo, Demo.Repo,\n  database: Path.join(__DIR__, "
+        '"../demo_test#{System.get_env("MIX_TEST_PARTITION")}.db"),\n  pool_size: 5\n'
+    )
+    write(tmp_path, {"mix.exs": MIX_EXS, "config/test.exs": config})
+    monkeypatch.delenv("MIX_TEST_PARTITION", raising=False)
+    assert database("demo_test.db") <= claims("mix test", tmp_path)
+    monkeypatch.setenv("MIX_TEST_PARTITION", "2")
+    assert database("demo_test2.db") <= claims("mix test", tmp_path)
+
+
+def test_ash_setup_opens_the_database_of_an_ash_sqlite_project(tmp_path: pathlib.Path) -> None:
+    text = MIX_EXS.replace("ecto_sqlite3", "ash_sqlite").replace(
+        '"ecto.create --quiet", "ecto.migrate --quiet", "test"', '"ash.setup --quiet", "test"'
+    )
+    write(tmp_path, {"mix.exs": text, "config/test.exs": CONFIG_TEST})
+    assert database("demo_test.db") <= claims("mix test", tmp_path)
+
+
 def test_mix_config_with_a_database_not_read_is_a_barrier(tmp_path: pathlib.Path) -> None:
     write(
         tmp_path,

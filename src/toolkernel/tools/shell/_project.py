@@ -212,26 +212,27 @@ class Project:
 
     # -- git ---------------------------------------------------------------------------------
 
+    def repository(self, spelled: str) -> tuple[pathlib.Path, pathlib.Path] | None:
+        """(work tree, git directory) of the repository git finds from ``spelled``."""
+        start = self.place(spelled)
+        if start is None:
+            outside = os.path.expanduser(spelled)
+            if not os.path.isabs(outside):
+                return None
+            start = pathlib.Path(outside)
+        directory = start
+        while True:
+            git_dir = _git_dir(self, directory)
+            if git_dir is not None:
+                return directory, git_dir
+            if directory.parent == directory:
+                return None
+            directory = directory.parent
+
     def repositories(self, analysis: Analysis) -> list[tuple[pathlib.Path, pathlib.Path]]:
         """(work tree, git directory) of each repository the git commands run in."""
-        found: dict[pathlib.Path, pathlib.Path] = {}
-        for spelled in analysis.git_directories:
-            start = self.place(spelled)
-            if start is None:
-                outside = os.path.expanduser(spelled)
-                if not os.path.isabs(outside):
-                    continue
-                start = pathlib.Path(outside)
-            directory = start
-            while True:
-                git_dir = _git_dir(self, directory)
-                if git_dir is not None:
-                    found.setdefault(directory, git_dir)
-                    break
-                if directory.parent == directory:
-                    break
-                directory = directory.parent
-        return list(found.items())
+        found = (self.repository(spelled) for spelled in analysis.git_directories)
+        return list(dict.fromkeys(f for f in found if f is not None))
 
     def git_barrier(self, analysis: Analysis) -> str | None:
         """Why the repositories' configuration or hooks make the git commands unknown, as a
@@ -254,11 +255,14 @@ class Project:
         """``analysis`` with the places a ``.git`` file points to claimed where ``.git`` is
         written, and the hooks' unknown effects taken back (there are none)."""
         unknown = analysis.unknown_effects
-        if analysis.git_directories:
+        repositories = self.repositories(analysis)
+        every = [self.repository(spelled) for spelled in analysis.git_directories]
+        if every and None not in every:
+            # Every repository its git commands run in was read: none runs a hook or a program.
             unknown = tuple(u for u in unknown if not _git_rule(u))
         extra: list[Access] = []
         written = {a.path for a in analysis.accesses if a.kind == "write" and a.path}
-        for tree, git_dir in self.repositories(analysis):
+        for tree, git_dir in repositories:
             dot_git = tree / ".git"
             if not dot_git.is_file() or self.spelled(dot_git) not in written:
                 continue
@@ -381,7 +385,7 @@ def _nearest(project: Project, cwd: str, name: str) -> pathlib.Path | None:
 _MIX_COMPILING: Final = frozenset(
     "test compile run app.start phx.server phx.routes ecto.create ecto.migrate ecto.rollback "
     "ecto.drop ecto.reset ecto.setup ecto.load ecto.dump credo dialyzer escript.build "
-    "release".split()
+    "release ash.setup ash.migrate ash.codegen".split()
 )
 # Tasks of Mix and Hex themselves, which compile nothing of the project.
 _MIX_OWN_TASKS: Final = frozenset(
@@ -390,19 +394,25 @@ _MIX_OWN_TASKS: Final = frozenset(
 )
 _MIX_DATABASE: Final = frozenset(
     "test run app.start phx.server ecto.create ecto.migrate ecto.rollback ecto.drop ecto.reset "
-    "ecto.setup ecto.load ecto.dump".split()
+    "ecto.setup ecto.load ecto.dump ash.setup ash.migrate ash.reset".split()
 )
 _ALIASES: Final = re.compile(r"\bdefp?\s+aliases\b[^\n]*\bdo\b(?P<body>.*?)^\s*end\b", re.S | re.M)
 _ALIAS_ENTRY: Final = re.compile(
     r'(?:^|[\[,\s])(?:"(?P<quoted>[\w.\-]+)"|(?P<name>[\w.]+))\s*:\s*(?P<value>\[[^\]]*\]|"[^"]*"|&[^,\n\]]+)'
 )
 _MIX_COMPILERS: Final = re.compile(r"\bcompilers\s*:|:elixir_make\b|\bmake_targets\b")
-_SQLITE_ADAPTER: Final = re.compile(r"\becto_sqlite3\b|\bexqlite\b|Ecto\.Adapters\.SQLite3")
+_SQLITE_ADAPTER: Final = re.compile(r"sqlite", re.IGNORECASE)  # ecto_sqlite3, ash_sqlite, exqlite
 _DATABASE: Final = re.compile(
-    r'\bdatabase\s*:\s*(?P<value>Path\.expand\(\s*"[^"\n]*"\s*,\s*__DIR__\s*\)|"[^"\n]*"|[^\n,]+)'
+    r"\bdatabase\s*:\s*(?P<value>Path\.(?:expand|join)\((?:[^()\n]|\([^()\n]*\))*\)"
+    r'|"(?:[^"\n#]|#\{[^}\n]*\})*"|[^\n,]+)'
 )
-_EXPANDED: Final = re.compile(r'^Path\.expand\(\s*"(?P<path>[^"#]+)"\s*,\s*__DIR__\s*\)\s*$')
-_STRING: Final = re.compile(r'^"(?P<path>[^"#]+)"\s*$')
+_EXPANDED: Final = re.compile(
+    r'^Path\.(?:expand\(\s*"(?P<path>[^"]+)"\s*,\s*__DIR__\s*\)'
+    r'|join\(\s*__DIR__\s*,\s*"(?P<joined>[^"]+)"\s*\))\s*$'
+)
+_STRING: Final = re.compile(r'^"(?P<path>[^"]+)"\s*$')
+# `#{System.get_env("MIX_TEST_PARTITION")}` in a database's name: the variable's value.
+_INTERPOLATED_ENV: Final = re.compile(r'#\{System\.get_env\("(?P<name>\w+)"\)\}')
 
 
 def _mix(project: Project, walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> bool:
@@ -506,11 +516,16 @@ def _mix_databases(project: Project, walk: Walk, where: pathlib.Path | None) -> 
         if text is None:
             continue
         for match in _DATABASE.finditer(text):
-            value = match.group("value").strip()
+            value = _INTERPOLATED_ENV.sub(
+                lambda m: project.environ.get(m.group("name"), ""), match.group("value").strip()
+            )
             expanded = _EXPANDED.match(value)
             plain = _STRING.match(value)
+            if "#{" in value:
+                expanded = plain = None  # a name computed another way
             if expanded is not None:
-                file = pathlib.Path(os.path.normpath(config.parent / expanded.group("path")))
+                relative = expanded.group("path") or expanded.group("joined")
+                file = pathlib.Path(os.path.normpath(config.parent / relative))
             elif plain is not None:
                 file = pathlib.Path(os.path.normpath(where / plain.group("path")))
             else:
