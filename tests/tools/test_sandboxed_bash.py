@@ -282,9 +282,7 @@ async def test_a_commit_whose_hook_rewrites_and_stages_a_file_commits_what_a_she
             result = await bash(kernel, command)
         plain = plain_shell(command, tmp_path / "theirs")
     assert result.status is tk.Status.OK, result.error
-    assert plain.stdout == "final\n" and result.text().endswith("\nfinal\n")
-    # git commit's rule claims .git; the hook's write of notes.txt was seen and committed.
-    assert "also changed notes.txt" in result.text()
+    assert result.text().endswith(plain.stdout) and plain.stdout == "final\n"
     assert (tmp_path / "ours" / "notes.txt").read_text() == "final\n"
 
 
@@ -392,3 +390,24 @@ def test_an_unprivileged_user_gets_the_same_overlay_in_a_user_namespace(
         ("a.txt", sandbox.ChangeKind.FILE),
         ("b.txt", sandbox.ChangeKind.FILE),
     ]
+
+
+def test_a_command_running_the_projects_code_is_a_barrier_only_where_nothing_would_see_it(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (bash_tool,) = [t for t in builtin_tools(bash=True) if t.name == "Bash"]
+    command = {"command": "pytest -q"}
+    with tk.Workspace(tmp_path) as workspace:
+        predicted = bash_tool.claims(command, workspace.key)
+        assert tk.exclusive(tk.path(".")) not in (predicted or ())  # what it waits for
+        monkeypatch.setenv("TOOLKERNEL_SANDBOX", "off")
+        sandbox.unavailable.cache_clear()
+        try:
+            assert bash_tool.claims(command, workspace.key) == [tk.exclusive(tk.path("."))]
+            # A command whose effects the rules know whole keeps its claims either way.
+            assert bash_tool.claims({"command": "cat a.txt"}, workspace.key) == [
+                tk.shared(tk.path("a.txt"))
+            ]
+        finally:
+            monkeypatch.delenv("TOOLKERNEL_SANDBOX")
+            sandbox.unavailable.cache_clear()

@@ -222,10 +222,15 @@ class BashTool(FunctionTool):
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         # Keyed here rather than re-keyed from lexical paths: an absolute path, or one under ~,
         # inside the workspace is then a claim on what it names, not on the whole workspace.
-        analysis = analyse(arguments["command"], self.rules)
         # The key of a kernel with a workspace is its ``Workspace.key``.
         workspace = getattr(key, "__self__", None)
+        in_workspace = isinstance(workspace, Workspace)
+        root = workspace.root if isinstance(workspace, Workspace) else None
+        analysis = analyse(arguments["command"], self.rules, root=root)
         if isinstance(workspace, Workspace) and _configured_elsewhere(analysis, workspace):
+            return barrier_claims()
+        if not analysis.effects_known and (not in_workspace or sandbox_unavailable()):
+            # Nothing will see what it really changes: what the rules can't know, it may touch.
             return barrier_claims()
         return keyed_claims(analysis, key)
 
@@ -287,7 +292,7 @@ async def _bash(
     if not 0 < limit <= BASH_MAX_TIMEOUT_MS:
         raise ToolError(f"timeout must be between 1 and {BASH_MAX_TIMEOUT_MS} ms, not {timeout}")
     root = str(fs.workspace.root)
-    analysis = analyse(command, rules)
+    analysis = analyse(command, rules, root=root)
     if await anyio.to_thread.run_sync(sandbox_unavailable) is None:
         return await run_and_commit(
             ctx, command, analysis, limit / 1000, _run, tool.statistics, tool.writable

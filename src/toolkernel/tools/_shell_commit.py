@@ -45,6 +45,7 @@ from ..locks import Claim, Mode, covers, exclusive
 from ..sandbox import Change, Overlay
 from ._file_tools import fs_of
 from ._workspace import Workspace
+from .shell import describe_miss
 from .shell._analysis import Analysis
 from .shell._confine import SandboxedLaunch
 
@@ -147,7 +148,7 @@ async def run_and_commit(
         while True:
             outside = _uncovered(run.changes, held, workspace)
             if outside:
-                _report_miss(ctx, analysis, outside, statistics, notes)
+                _report_miss(ctx, command, analysis, outside, statistics, notes)
                 more = [exclusive(workspace.key(path)) for path in outside]
                 owned = None  # the state owns it now
                 raise HoldMore(more, _Pending(run, notes))
@@ -187,6 +188,7 @@ async def _discard(run: _Run) -> None:
 
 def _report_miss(
     ctx: ToolContext,
+    command: str,
     analysis: Analysis,
     outside: list[str],
     statistics: ShellStatistics,
@@ -197,8 +199,7 @@ def _report_miss(
     shown = _listed(outside)
     with contextlib.suppress(Exception):  # a listener's failure is not the command's
         ctx.progress(
-            f"it changed {shown}, outside its predicted claims (shell rules: "
-            f"{', '.join(analysis.rules) or 'none'}); taking their leases",
+            describe_miss(command, analysis, outside),
             {"unpredicted": outside, "rules": list(analysis.rules)},
         )
     notes.append(

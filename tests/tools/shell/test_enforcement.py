@@ -175,23 +175,18 @@ def test_without_the_parser_every_command_is_a_barrier(monkeypatch: pytest.Monke
 
 
 @needs_landlock
-async def test_a_conftest_that_writes_outside_the_claims_of_pytest_is_refused_by_name(
+async def test_without_the_sandbox_pytest_which_runs_the_projects_code_holds_the_workspace(
     reading_kernel: tk.Kernel, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # pytest runs the repository's conftest.py under the rule of pytest: shared workspace, its
-    # cache exclusive. A conftest that writes elsewhere is a rule that is wrong, and is refused.
+    # pytest runs the repository's conftest.py, which may write anything: with nothing to see
+    # what it really changes, it holds the whole workspace and runs as in a plain shell.
     monkeypatch.setenv(
         "PATH", f"{pathlib.Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     )
     (tmp_path / "conftest.py").write_text("open('made.txt', 'w').write('x')\n")
     (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
-    before = snapshot(tmp_path)
-    result = await run_bash(reading_kernel, "pytest -q -p no:randomly test_a.py")
-    assert result.status is tk.Status.ERROR
-    assert changed(before, snapshot(tmp_path)) <= {".pytest_cache"} | {
-        p for p in snapshot(tmp_path) if p.startswith(".pytest_cache/")
-    }
-    assert not (tmp_path / "made.txt").exists()
-    assert result.error is not None
-    assert "the command was refused writing made.txt" in result.error, result.error
-    assert "as the shell rules for pytest say" in result.error
+    command = "pytest -q -p no:randomly -p no:cacheprovider test_a.py"
+    assert not analyse(command).effects_known
+    result = await run_bash(reading_kernel, command)
+    assert result.status is tk.Status.OK, result.error
+    assert (tmp_path / "made.txt").read_text() == "x"

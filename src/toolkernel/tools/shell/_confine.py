@@ -41,6 +41,7 @@ import attrs
 from ...locks import Claim, Mode, Path
 from ...sandbox import _launcher as _sandbox
 from ._analysis import Analysis
+from ._environment import command_environment
 
 __all__ = ["Confinement", "SandboxedLaunch", "ToThread", "landlock_abi", "unenforced_note"]
 
@@ -178,6 +179,7 @@ class Confinement:
                 arguments += [option, place]
         confinement.argv = [*arguments, "--", *shell]
         base = dict(os.environ) if env is None else env
+        base = {**base, **command_environment(base)}
         confinement.env = {**base, "TMPDIR": temporary, "TMP": temporary, "TEMP": temporary}
         return confinement
 
@@ -275,6 +277,7 @@ class SandboxedLaunch:
             for option, paths in (("--dir", dirs), ("--file", files)):
                 for place in paths:
                     argv += [option, place]
+        env = {**env, **command_environment(env)}
         env = {**env, "TMPDIR": temporary, "TMP": temporary, "TEMP": temporary}
         return cls(
             [*argv, "--", SHELL, "-c", command],
