@@ -411,3 +411,20 @@ def test_a_command_running_the_projects_code_is_a_barrier_only_where_nothing_wou
         finally:
             monkeypatch.delenv("TOOLKERNEL_SANDBOX")
             sandbox.unavailable.cache_clear()
+
+
+async def test_commands_making_files_side_by_side_all_commit_without_running_again(
+    tmp_path: pathlib.Path,
+) -> None:
+    tools = builtin_tools(bash=True)
+    async with tk.open_kernel(tools, root=tmp_path) as kernel:
+        results = await kernel.run(
+            [
+                tk.ToolCall(f"c{n}", "Bash", {"command": f"sleep 0.{n}; echo {n} > f{n}.txt"})
+                for n in range(1, 5)
+            ]
+        )
+    assert all(r.status is tk.Status.OK for r in results), [r.error for r in results]
+    assert all("ran again" not in r.text() for r in results)
+    assert sorted(os.listdir(tmp_path)) == ["f1.txt", "f2.txt", "f3.txt", "f4.txt"]
+    assert tools[-1].statistics.reruns == 0  # type: ignore[attr-defined]

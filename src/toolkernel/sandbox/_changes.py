@@ -27,6 +27,7 @@ import attrs
 __all__ = ["Change", "ChangeKind", "read_changes"]
 
 _OPAQUE = "user.overlay.opaque"
+_ORIGIN = "user.overlay.origin"  # set on a copy-up: where in the lower layer it came from
 _CHUNK = 1 << 16
 
 
@@ -51,6 +52,9 @@ class Change:
     """For a directory: it replaces what was there (the lower entries not in it are gone)."""
     metadata_only: bool = False
     """Only its mode or times changed: the content (or the link's target) is the same."""
+    copied_up: bool = False
+    """It is the lower entry, copied up to be changed (overlayfs marks it): the path was there
+    when the command began changing it."""
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -80,20 +84,20 @@ def _walk(lower: str, upper: str, relative: str, *, replaced: bool) -> Iterator[
             opaque = _is_opaque(os.path.join(upper, path))
             if below is not None and stat.S_ISDIR(below.st_mode) and not opaque:
                 if _permissions(found) != _permissions(below):
-                    yield Change(path, ChangeKind.DIRECTORY, metadata_only=True)
+                    yield Change(path, ChangeKind.DIRECTORY, metadata_only=True, copied_up=True)
                 yield from _walk(lower, upper, path, replaced=False)
             else:
                 yield Change(path, ChangeKind.DIRECTORY, replaces=below is not None)
                 yield from _walk(lower, upper, path, replaced=True)
             continue
         if stat.S_ISREG(mode):
+            same_content = False
             if below is not None and stat.S_ISREG(below.st_mode):
                 same_content = _same_content(os.path.join(upper, path), found, lower, path, below)
                 if same_content and _same_metadata(found, below):
                     continue  # copied up, left as it was
-                yield Change(path, ChangeKind.FILE, metadata_only=same_content)
-            else:
-                yield Change(path, ChangeKind.FILE)
+            copied = _has(os.path.join(upper, path), _ORIGIN)
+            yield Change(path, ChangeKind.FILE, metadata_only=same_content, copied_up=copied)
             continue
         if stat.S_ISLNK(mode):
             target = os.readlink(os.path.join(upper, path))
@@ -120,6 +124,14 @@ def _is_opaque(path: str) -> bool:
         return os.getxattr(path, _OPAQUE, follow_symlinks=False) == b"y"
     except OSError:
         return False
+
+
+def _has(path: str, attribute: str) -> bool:
+    try:
+        os.getxattr(path, attribute, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
 
 
 def _permissions(found: os.stat_result) -> tuple[int, int, int]:

@@ -9,8 +9,11 @@ meanwhile, commits, and cleans up.
 file replaced there may go on showing its old content, and a ``chmod`` inside copies the old
 content up), so the upper layer can't be committed blindly over what another process wrote
 meanwhile. The overlay notes the file system's time when the command starts (the change time
-of a file it makes); a path the command changed whose lower entry has changed since, or, for a
-path that is not there now, whose directory has, was changed underneath.
+of a file it makes); a path the command changed was changed underneath if its lower entry has
+changed since (or appeared), or is gone though it was there when the command changed it (a
+deletion's whiteout, or a copy-up, which overlayfs marks with its origin). A change to a
+directory's other entries is not a conflict: two commands making files side by side in one
+directory both commit.
 
 :func:`unavailable` says once, by running the launcher on a scratch directory, whether this
 system gives the namespaces and overlays the sandbox needs (Docker's default seccomp profile
@@ -128,26 +131,19 @@ class Overlay:
         return read_changes(self.root, self.upper)
 
     def changed_underneath(self, changes: Iterable[Change]) -> list[str]:
-        """The paths of ``changes`` that something else changed since the run started (or
-        whose directory it changed, for a path that is not there now). Synchronous."""
+        """The paths of ``changes`` that something else changed since the run started: one
+        whose lower entry changed since (or appeared, or, for an entry that was there when the
+        command changed it, went away). Synchronous."""
         found = []
         for change in changes:
-            lower = os.path.join(self.root, change.path)
             try:
-                if os.lstat(lower).st_ctime_ns >= self.started:
-                    found.append(change.path)
-                continue
+                changed = os.lstat(os.path.join(self.root, change.path)).st_ctime_ns
             except (FileNotFoundError, NotADirectoryError):
-                pass
-            if change.kind is ChangeKind.DELETED:
-                found.append(change.path)  # it was there when the command deleted it
+                if change.kind is ChangeKind.DELETED or change.copied_up:
+                    found.append(change.path)  # it was there when the command changed it
                 continue
-            directory = os.path.dirname(lower)
-            try:
-                if os.lstat(directory).st_ctime_ns >= self.started:
-                    found.append(change.path)
-            except (FileNotFoundError, NotADirectoryError):
-                pass  # its directory is new too: that directory's own change says so
+            if changed >= self.started:
+                found.append(change.path)
         return found
 
     def commit(self, changes: Sequence[Change]) -> None:
