@@ -58,7 +58,7 @@ from .shell._confine import Confinement, unenforced_note
 from .shell._git_config import repository_programs
 from .shell._tool_config import moved_writes, tools_of
 
-__all__ = ["BASH_OUTPUT_LIMIT", "HeadAndTail", "bash_tool", "make_bash_tool"]
+__all__ = ["BASH_OUTPUT_LIMIT", "HeadAndTail", "make_bash_tool"]
 
 BASH_OUTPUT_LIMIT: Final = 30_000
 """Bytes of output kept: the first half and the last half; the middle is cut."""
@@ -319,5 +319,3 @@ async def _bash(
         raise ToolError(f"{message}\n{refused}" if refused else message)
     return text
 
-
-bash_tool = make_bash_tool()
