@@ -428,3 +428,28 @@ async def test_commands_making_files_side_by_side_all_commit_without_running_aga
     assert all("ran again" not in r.text() for r in results)
     assert sorted(os.listdir(tmp_path)) == ["f1.txt", "f2.txt", "f3.txt", "f4.txt"]
     assert tools[-1].statistics.reruns == 0  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs go")
+async def test_go_build_and_test_in_a_fresh_module_leave_the_tree_a_plain_shell_leaves(
+    tmp_path: pathlib.Path,
+) -> None:
+    ours, theirs = tmp_path / "ours" / "hello", tmp_path / "theirs" / "hello"
+    for place in (ours, theirs):
+        place.mkdir(parents=True)
+        made = plain_shell("go mod init example.com/hello", place)
+        assert made.returncode == 0, made.stderr
+        (place / "main.go").write_text(
+            'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hi") }\n'
+        )
+        (place / "main_test.go").write_text(
+            'package main\n\nimport "testing"\n\nfunc TestNothing(t *testing.T) {}\n'
+        )
+    command = "go build && go test ./... && go vet ./..."
+    async with tk.open_kernel(builtin_tools(bash=True), root=ours) as kernel:
+        result = await bash(kernel, command, timeout=300_000)
+    plain = plain_shell(command, theirs)
+    assert result.status is tk.Status.OK, result.error
+    assert plain.returncode == 0, plain.stderr
+    assert (ours / "hello").is_file()
+    assert sorted(comparable(ours)) == sorted(comparable(theirs))

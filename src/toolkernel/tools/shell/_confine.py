@@ -95,6 +95,19 @@ TOOLCHAIN_CACHES: Final = (
     "$npm_config_cache",
     "$XDG_CACHE_HOME",
 )
+# The caches a toolchain makes on its first use, by the programs that use it: made before such a
+# command runs in the sandbox, since Landlock can only let a command write where something is.
+_CACHES_OF: Final = {
+    **dict.fromkeys(("go", "gofmt"), ("~/go",)),
+    **dict.fromkeys(("cargo", "rustc", "rustup", "rustfmt"), ("~/.cargo", "~/.rustup")),
+    **dict.fromkeys(("npm", "npx", "node", "yarn", "pnpm", "corepack"), ("~/.npm",)),
+    **dict.fromkeys(("mvn", "mvnw"), ("~/.m2",)),
+    **dict.fromkeys(("gradle", "gradlew"), ("~/.gradle",)),
+    **dict.fromkeys(("mix", "elixir", "iex", "erl", "rebar3"), ("~/.mix", "~/.hex")),
+    **dict.fromkeys(("gem", "bundle", "bundler", "rake", "ruby"), ("~/.gem", "~/.bundle")),
+    "deno": ("~/.deno",),
+    "dotnet": ("~/.nuget",),
+}
 _ALWAYS_WRITABLE_FILES: Final = ("/dev/null",)
 _ALWAYS_WRITABLE_DIRS: Final = ("/dev/shm",)
 _DENIED: Final = re.compile(r"permission denied|operation not permitted", re.IGNORECASE)
@@ -263,6 +276,7 @@ class SandboxedLaunch:
         directory a ``.git`` file points to."""
         env = _git_env(analysis) if analysis.git == "read" else _plain_env()
         temporary = tempfile.mkdtemp(prefix="toolkernel-bash-")
+        _make_caches(analysis.rules)
         dirs = [root, temporary]
         dirs.extend(_outside(TOOLCHAIN_CACHES))
         dirs.extend(_outside(analysis.outside_writes))
@@ -321,6 +335,17 @@ class SandboxedLaunch:
             f"command may write only its temporary directory and the toolchains' caches "
             f"({allowed}); make_bash_tool(writable=[...]) lets it write more places"
         )
+
+
+def _make_caches(rules: Iterable[str]) -> None:
+    """Make ``~/.cache`` (the XDG cache, which most tools use), and the caches of the
+    toolchains ``rules`` name, where they are missing."""
+    wanted = ["~/.cache"]
+    for rule in rules:
+        wanted.extend(_CACHES_OF.get(rule.split()[0].split(".")[0], ()))
+    for place in wanted:
+        with contextlib.suppress(OSError):  # a home we may not write: the command will say
+            os.makedirs(os.path.expanduser(place), exist_ok=True)
 
 
 def _status(real: str) -> os.stat_result | None:
