@@ -34,6 +34,13 @@ def git(root: pathlib.Path, *arguments: str) -> None:
 
 
 SIDES = ("", "-wal", "-shm", "-journal")
+MIX_SOURCES = {
+    f"shared {name}"
+    for name in (
+        "mix.exs mix.lock .formatter.exs .credo.exs .dialyzer_ignore.exs .iex.exs config lib "
+        "test priv deps rel include src"
+    ).split()
+}
 
 
 def database(name: str) -> set[str]:
@@ -153,19 +160,24 @@ def test_mix_test_opens_the_test_database_its_configuration_names(
     tmp_path: pathlib.Path,
 ) -> None:
     write(tmp_path, {"mix.exs": MIX_EXS, "config/test.exs": CONFIG_TEST})
-    # The alias's ecto steps run in the test environment too (_build/test); _build/dev is
-    # claimed beside it, where they would build alone.
+    # The alias's ecto steps run in the environment of the task asked for: _build/test. Only
+    # the places a mix project reads are claimed shared, not its _build.
     assert claims("mix test", tmp_path) == {
-        "shared .",
-        "exclusive _build/dev",
+        *MIX_SOURCES,
         "exclusive _build/test",
         "exclusive tmp",
         *database("demo_test.db"),
     }
-    # An alias naming the alias's own task runs the task itself, once.
-    assert claims("mix precommit", tmp_path) == claims("mix test", tmp_path)
+    # An alias naming the alias's own task runs the task itself, once; all of it in the
+    # environment of the task asked for (precommit: dev).
+    assert claims("mix precommit", tmp_path) == {
+        *MIX_SOURCES,
+        "exclusive _build/dev",
+        "exclusive tmp",
+        *database("demo_test.db"),
+    }
     assert claims("mix setup", tmp_path) == {
-        "shared .",
+        *(MIX_SOURCES - {"shared deps", "shared mix.lock"}),  # written there: exclusive
         "exclusive _build/dev",
         "exclusive deps",
         "exclusive mix.lock",
@@ -175,19 +187,19 @@ def test_mix_test_opens_the_test_database_its_configuration_names(
 
 def test_each_mix_environment_builds_apart(tmp_path: pathlib.Path) -> None:
     write(tmp_path, {"mix.exs": MIX_EXS.replace("aliases: aliases(),", "")})
-    assert claims("mix compile", tmp_path) == {"shared .", "exclusive _build/dev"}
+    assert claims("mix compile", tmp_path) == {*MIX_SOURCES, "exclusive _build/dev"}
     assert claims("MIX_ENV=prod mix compile", tmp_path) == {
-        "shared .",
+        *MIX_SOURCES,
         "exclusive _build/dev",
         "exclusive _build/prod",
     }
-    assert claims("MIX_ENV=$E mix compile", tmp_path) == {"shared .", "exclusive _build"}
+    assert claims("MIX_ENV=$E mix compile", tmp_path) == {*MIX_SOURCES, "exclusive _build"}
     preferring = MIX_EXS.replace(
         "aliases: aliases(),", "preferred_envs: [credo: :test, dialyzer: :ci],"
     )
     write(tmp_path, {"mix.exs": preferring})
     assert claims("mix dialyzer", tmp_path) == {
-        "shared .",
+        *MIX_SOURCES,
         "exclusive _build/ci",
         "exclusive _build/dev",
         "exclusive priv/plts",
@@ -228,6 +240,20 @@ def test_mix_config_with_a_database_not_read_is_a_barrier(tmp_path: pathlib.Path
     assert claims("mix format", tmp_path) == {"exclusive ."}  # formatting opens no database
 
 
+def test_a_mix_project_reads_its_layout_not_the_other_environments_build(
+    tmp_path: pathlib.Path,
+) -> None:
+    write(tmp_path, {"mix.exs": MIX_EXS, "config/test.exs": CONFIG_TEST})
+    test = {c for c in claims("mix test", tmp_path) if c.startswith("shared")}
+    assert test == MIX_SOURCES  # so `mix test` and `mix credo` run side by side
+    moved = MIX_EXS.replace("aliases: aliases(),", 'build_path: "../../_build",')
+    write(tmp_path, {"mix.exs": moved})
+    assert "shared ." in claims("mix compile", tmp_path)
+    dotenv = 'import Config\nconfig :demo, key: File.read!(".env")\n'
+    write(tmp_path, {"mix.exs": MIX_EXS, "config/config.exs": dotenv})
+    assert "shared ." in claims("mix compile", tmp_path)
+
+
 def test_mix_alias_running_a_function_is_a_barrier(tmp_path: pathlib.Path) -> None:
     text = MIX_EXS.replace('test: ["ecto.create --quiet", ', "test: [&reset/1, ")
     write(tmp_path, {"mix.exs": text, "config/test.exs": CONFIG_TEST})
@@ -251,8 +277,7 @@ def test_a_database_outside_the_workspace_is_not_claimed(tmp_path: pathlib.Path)
         },
     )
     assert claims("mix test", tmp_path / "app") == {
-        "shared .",
-        "exclusive _build/dev",
+        *MIX_SOURCES,
         "exclusive _build/test",
         "exclusive tmp",
     }

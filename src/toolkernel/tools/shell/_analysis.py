@@ -190,6 +190,8 @@ class Walk:
         self.expanding: set[str] = set()  # project aliases being expanded (`mix test`)
         self.variables: dict[str, set[str | None]] = {}
         """Values the command may give a variable (None: one not known from the text)."""
+        self.scoped: dict[str, str | None] = {}
+        """Values a project's reader sets while it walks a step (a mix alias's environment)."""
         self.depth = 0
         self.fixed_cwd = 0  # > 0 inside loops and conditions, where a cd can't be followed
         self.last_started: Cwds = frozenset({"."})

@@ -318,6 +318,15 @@ class _Invocation:
             for text in (t for given in paths for t in _expanded(self.walk, given)):
                 if text == "{workspace}":
                     self.walk.touch(kind, ".", frozenset({"."}), rule.name)
+                elif text == "{mix-sources}":
+                    for cwd in cwds:
+                        found = (
+                            None
+                            if self.walk.project is None
+                            else self.walk.project.mix_sources(cwd)
+                        )
+                        for place in found or ["."]:
+                            self.walk.touch(kind, place, frozenset({"."}), rule.name)
                 elif text == "{git-dir}":
                     for cwd in cwds:
                         for place in _git_dirs(cwd):
@@ -437,7 +446,12 @@ def _expanded(walk: Walk, text: str) -> list[str]:
     name = found.group("name")
     values = set(walk.variables.get(name, set()))
     environ = None if walk.project is None else walk.project.environ.get(name)
-    values.add(environ or found.group("default"))
+    if environ:
+        values.add(environ)  # the environment's value wins over a default or a preference
+    if name in walk.scoped:
+        values.add(walk.scoped[name])
+    elif not environ:
+        values.add(found.group("default"))
     places = []
     for value in sorted(values, key=str):
         if value is None or "/" in value or value in ("", ".", ".."):

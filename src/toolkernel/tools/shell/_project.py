@@ -210,6 +210,31 @@ class Project:
                 f"its rule describes"
             )
 
+    # -- what a mix project reads ------------------------------------------------------------
+
+    def mix_sources(self, cwd: str) -> list[str] | None:
+        """The places a mix project in ``cwd`` reads (spelled from the root), or None if they
+        are not known: mix.exs moves its layout (``build_path``, ``deps_path``, an umbrella),
+        or its configuration reads other files."""
+        where = self.place(cwd)
+        if where is None:
+            return None
+        try:
+            text = self.read(where / "mix.exs")
+            configs = [self.read(c) or "" for c in sorted((where / "config").glob("*.exs"))]
+        except _TooLarge:
+            return None
+        if text is None or _MIX_MOVED.search(text) or any(_READS_FILES.search(c) for c in configs):
+            return None
+        places = set(_MIX_READS)
+        for paths in _ELIXIRC_PATHS.finditer(text):
+            for quoted in re.findall(r'"([^"]+)"', paths.group(0)):
+                head = quoted.strip("/").split("/")[0]
+                if head in ("", ".", ".."):
+                    return None
+                places.add(head)
+        return [self.spelled(where / name) for name in sorted(places)]
+
     # -- git ---------------------------------------------------------------------------------
 
     def repository(self, spelled: str) -> tuple[pathlib.Path, pathlib.Path] | None:
@@ -381,6 +406,22 @@ def _nearest(project: Project, cwd: str, name: str) -> pathlib.Path | None:
 
 # -- mix -----------------------------------------------------------------------------------------
 
+# What a mix project reads in its default layout (its own _build/ENV is claimed apart).
+_MIX_READS: Final = (
+    "mix.exs mix.lock .formatter.exs .credo.exs .dialyzer_ignore.exs .iex.exs config lib test "
+    "priv deps rel include src".split()
+)
+_MIX_MOVED: Final = re.compile(
+    r"\b(?:config_path|deps_path|build_path|lockfile|test_paths|erlc_paths|erlc_include_path|"
+    r"apps_path|in_umbrella|test_load_filters)\b"
+)
+_ELIXIRC_PATHS: Final = re.compile(r"\belixirc_paths\b[^\n]*(?:\n\s+(?:do:)?[^\n]*)?")
+# Configuration reading files (dotenv and the like) reads more than the layout says.
+_READS_FILES: Final = re.compile(
+    r"\bFile\.(?:read|stream|open|ls)|\bDotenv|\bsource!|\bimport_config\s+\"\.\."
+    r"|Path\.wildcard"
+)
+
 # Tasks that compile the project (and so run its compilers) or start its application.
 _MIX_COMPILING: Final = frozenset(
     "test compile run app.start phx.server phx.routes ecto.create ecto.migrate ecto.rollback "
@@ -441,7 +482,9 @@ def _mix(project: Project, walk: Walk, rule: Rule, args: Sequence[Word], cwds: C
         expanding = f"mix {task}"
         if steps is not None and expanding not in walk.expanding:
             # Every step runs in the environment of the task mix was asked for.
-            walk.variables.setdefault("MIX_ENV", set()).add(env)
+            outer = walk.scoped.get("MIX_ENV", "")
+            if "MIX_ENV" not in walk.scoped:
+                walk.scoped["MIX_ENV"] = env
             walk.expanding.add(expanding)  # the alias's own name in its steps is the task
             try:
                 for index, step in enumerate(steps):
@@ -455,6 +498,8 @@ def _mix(project: Project, walk: Walk, rule: Rule, args: Sequence[Word], cwds: C
                     walk.nested(functools.partial(walk.run, command, here))
             finally:
                 walk.expanding.discard(expanding)
+                if outer == "":
+                    walk.scoped.pop("MIX_ENV", None)
         else:
             _apply_rule(walk, rule, words, here)
         if task in _MIX_DATABASE and _SQLITE_ADAPTER.search(text):
@@ -770,10 +815,10 @@ def _installed_as(project: Project, where: pathlib.Path, program: str) -> bool:
 # runs what it says. For commands that only read, the Bash tool switches off hooks, the
 # fsmonitor and the pager through the environment, so those don't count there.
 _PROGRAMS_READING: Final = re.compile(
-    r"""\[\s*(?:diff|filter|man|browser|web|difftool|mergetool|gpg|credential)\s*(?:"|\.|\])
-      | \[\s*include(?:if)?\b
+    r"""\[\s*(?:diff|filter|difftool|mergetool|browser|man)\s*(?:"|\.)   # a driver, a tool
+      | \[\s*include(?:if)?\b                                          # another file's settings
       | ^\s*(?:external|showsignature|textconv|viewer|browser|worktree|sshcommand|askpass
-               |gitproxy|uploadpack|receivepack)\s*=
+               |gitproxy|uploadpack|receivepack|helper|program)\s*=
     """,
     re.IGNORECASE | re.MULTILINE | re.VERBOSE,
 )
