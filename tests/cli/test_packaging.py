@@ -29,6 +29,7 @@ REAL_PACKAGES = {
     "toolkernel.locks",
     "toolkernel.mcp",
     "toolkernel.replay",
+    "toolkernel.sandbox",
     "toolkernel.testing",
     "toolkernel.tools",
     "toolkernel.tools.shell",

@@ -43,18 +43,16 @@ from typing import Any, cast
 
 import attrs
 
-from .._errors import InvalidCallError, InvalidClaimError, KernelClosedError
+from .._errors import KernelClosedError
 from ..locks import Path
 from . import _messages as messages
 from . import _waits as waits
 from ._admission import (
     CallNames,
     admit,
-    compute_claims,
     gc_paused_for,
     link_dependencies,
     set_arguments,
-    with_more,
 )
 from ._call import (
     CANCELLED,
@@ -82,14 +80,12 @@ from ._prephase import approval_verdict, before_hook_verdict, policy_verdict
 from ._protocol import KernelTool
 from ._record import Batch, CallRecord
 from ._report import Reporter
+from ._requeue import MAX_REQUEUES, Requeuing
 from ._slots import WAITING, Slots
 
 __all__ = ["Scheduler", "MAX_REQUEUES"]
 
 _log = logging.getLogger("toolkernel")
-
-MAX_REQUEUES = 3
-"""How often a call may go back to the queue because its paths changed meaning."""
 
 
 def _limit(own: float | None, tool: Any, name: str, default: float | None) -> float | None:
@@ -99,7 +95,7 @@ def _limit(own: float | None, tool: Any, name: str, default: float | None) -> fl
     return default if by_tool is None else by_tool
 
 
-class Scheduler(NestedCalls):
+class Scheduler(NestedCalls, Requeuing):
     """All of a kernel's state and every decision about its calls. See the module docstring."""
 
     def __init__(
@@ -451,75 +447,6 @@ class Scheduler(NestedCalls):
         self.leasing.release(record)
 
     # -- running ----------------------------------------------------------------------------------
-
-    def confirm_keys(self, record: CallRecord) -> bool:
-        """Recompute a granted call's claims; if a path now names something else (a symlink or
-        a rename changed it since admission), send the call back to the queue keeping its place.
-
-        Returns True if the call may run now with what it holds. A claims function or a
-        workspace that fails now fails the call, as it would have at admission. A call granted
-        in the step that admitted it is not looked at again: nothing ran in between, and what
-        changes later, between this check and the I/O, ``ctx.fs`` refuses anyway (it opens
-        what it checked, relative to directory descriptors, without following links).
-        """
-        if record.keys_fresh or record.cancel_reason is not None or record.tool is None:
-            return True  # keyed a moment ago, or it will not run anyway
-        pools = self.leasing.pools
-        try:
-            fresh = compute_claims(record.tool, record.arguments, self._key, pools)
-            if record.more_claims:
-                fresh = with_more(record.name, fresh, record.more_claims, pools)
-        except (InvalidCallError, InvalidClaimError) as exc:
-            self.finish_failed(record, ERROR, exc)
-            return False
-        if fresh == record.claims:
-            return True
-        record.requeues += 1
-        if record.requeues > MAX_REQUEUES:
-            self.finish_failed(record, ERROR, messages.paths_kept_changing(MAX_REQUEUES))
-            return False
-        record.claims = fresh
-        now = self._now()
-        self._move(record, QUEUED, now)
-        if self.leasing.requeue(record, fresh):
-            self._move(record, RUNNING, now)
-            return True
-        self._hand_slot_on(record)  # it waits again: its slot goes to the next in line
-        self.report.blocked(record, self._now())
-        self._break_wait_cycles()
-        return False
-
-    def hold_more(self, record: CallRecord, more: object, state: object) -> bool:
-        """The call's tool asked to hold ``more`` as well (``HoldMore``): its run ends, and the
-        call goes back in line, in its place, with its claims and ``more``. Returns True if it
-        holds them at once (its tool may run again now); else it waits (holding nothing), and
-        is started again when granted. A request that can't be met fails the call."""
-        self._running_tools -= 1
-        context, record.context = record.context, None
-        if context is not None:
-            context.close()
-        assert record.claims is not None
-        try:
-            fresh = with_more(record.name, record.claims, more, self.leasing.pools)
-        except InvalidClaimError as exc:
-            self.finish_failed(record, ERROR, exc)
-            return False
-        record.requeues += 1
-        if record.requeues > MAX_REQUEUES:
-            self.finish_failed(record, ERROR, messages.asked_too_often(MAX_REQUEUES))
-            return False
-        assert isinstance(more, list | tuple)
-        record.more_claims = (*record.more_claims, *more)
-        record.claims, record.resumed = fresh, state
-        now = self._now()
-        self._move(record, QUEUED, now)
-        if self.leasing.requeue(record, fresh):
-            self._move(record, RUNNING, now)
-            return True
-        self._hand_slot_on(record)  # it waits again: its slot goes to the next in line
-        self.report.blocked(record, self._now())
-        self._break_wait_cycles()
-        return False
 
     def start(self, record: CallRecord) -> float:
         """The tool is about to run; returns the deadline of its run (``inf`` for none)."""

@@ -1,0 +1,110 @@
+"""A granted call put back in line, keeping its place: its paths changed meaning after the
+grant, or its tool asked to hold more (``HoldMore``). The part of
+:class:`~toolkernel.kernel._scheduler.Scheduler` that decides it (a base class of it, as
+``NestedCalls`` is: it uses the scheduler's state and its way out, ``finish``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .._errors import InvalidCallError, InvalidClaimError
+from ..locks import Claim, Path
+from . import _messages as messages
+from ._admission import compute_claims, with_more
+from ._call import ERROR, QUEUED, RUNNING, CallState, Status
+from ._record import CallRecord
+
+if TYPE_CHECKING:
+    from ._leasing import Leasing
+    from ._report import Reporter
+
+__all__ = ["MAX_REQUEUES", "Requeuing"]
+
+MAX_REQUEUES = 3
+"""How often a call may go back to the queue (its paths changed meaning, its tool asked for
+more) before it fails."""
+
+
+class Requeuing:
+    """Putting a granted call back in line."""
+
+    if TYPE_CHECKING:
+        _now: Callable[[], float]
+        _key: Callable[[str], Path]
+        _running_tools: int
+        leasing: Leasing
+        report: Reporter
+
+        def _move(self, record: CallRecord, state: CallState, now: float) -> None: ...
+
+        def _hand_slot_on(self, record: CallRecord) -> None: ...
+
+        def _break_wait_cycles(self) -> None: ...
+
+        def finish_failed(
+            self, record: CallRecord, status: Status, exception: BaseException
+        ) -> None: ...
+
+    def confirm_keys(self, record: CallRecord) -> bool:
+        """Recompute a granted call's claims; if a path now names something else (a symlink or
+        a rename changed it since admission), send the call back to the queue keeping its place.
+
+        Returns True if the call may run now with what it holds. A claims function or a
+        workspace that fails now fails the call, as it would have at admission. A call granted
+        in the step that admitted it is not looked at again: nothing ran in between, and what
+        changes later, between this check and the I/O, ``ctx.fs`` refuses anyway (it opens
+        what it checked, relative to directory descriptors, without following links).
+        """
+        if record.keys_fresh or record.cancel_reason is not None or record.tool is None:
+            return True  # keyed a moment ago, or it will not run anyway
+        pools = self.leasing.pools
+        try:
+            fresh = compute_claims(record.tool, record.arguments, self._key, pools)
+            if record.more_claims:
+                fresh = with_more(record.name, fresh, record.more_claims, pools)
+        except (InvalidCallError, InvalidClaimError) as exc:
+            self.finish_failed(record, ERROR, exc)
+            return False
+        if fresh == record.claims:
+            return True
+        return self._back_in_line(record, fresh, messages.paths_kept_changing)
+
+    def hold_more(self, record: CallRecord, more: object, state: object) -> bool:
+        """The call's tool asked to hold ``more`` as well (``HoldMore``): its run ends, and the
+        call goes back in line, in its place, with its claims and ``more``. Returns True if it
+        holds them at once (its tool may run again now); else it waits (holding nothing), and
+        is started again when granted. A request that can't be met fails the call."""
+        self._running_tools -= 1
+        context, record.context = record.context, None
+        if context is not None:
+            context.close()
+        assert record.claims is not None
+        try:
+            fresh = with_more(record.name, record.claims, more, self.leasing.pools)
+        except InvalidClaimError as exc:
+            self.finish_failed(record, ERROR, exc)
+            return False
+        assert isinstance(more, list | tuple)
+        record.more_claims, record.resumed = (*record.more_claims, *more), state
+        return self._back_in_line(record, fresh, messages.asked_too_often)
+
+    def _back_in_line(
+        self, record: CallRecord, fresh: tuple[Claim, ...], too_often: Callable[[int], Exception]
+    ) -> bool:
+        """Requeue a granted call with ``fresh`` claims, keeping its place: True if it holds
+        them at once; else it waits, its slot going to the next in line."""
+        record.requeues += 1
+        if record.requeues > MAX_REQUEUES:
+            self.finish_failed(record, ERROR, too_often(MAX_REQUEUES))
+            return False
+        record.claims = fresh
+        now = self._now()
+        self._move(record, QUEUED, now)
+        if self.leasing.requeue(record, fresh):
+            self._move(record, RUNNING, now)
+            return True
+        self._hand_slot_on(record)
+        self.report.blocked(record, self._now())
+        self._break_wait_cycles()
+        return False
