@@ -115,6 +115,12 @@ CASES: dict[str, tuple[set[str], bool]] = {
     "cd build && cmake .. && make": (BARRIER, False),
     "ninja -C build": ({"shared .", "exclusive build"}, False),
     "ctest --test-dir build": ({"shared .", "exclusive Testing", "exclusive build/Testing"}, False),
+    # git's submodules
+    "git submodule status": ({"shared ."}, True),
+    "git submodule add https://example.org/r.git vendor/r": (
+        {"shared .", "exclusive .git", "exclusive .gitmodules", "exclusive vendor/r"},
+        False,
+    ),
     # SQLite and beads
     "sqlite3 app.db 'select count(*) from t'": (
         {
@@ -162,6 +168,8 @@ def test_each_ecosystems_tool_claims_what_it_touches(
         "go generate ./...",
         "cmake --install build",
         "npm start",
+        "git submodule update --init",
+        "git submodule add https://example.org/r.git",  # a directory named after it
     ],
 )
 def test_what_reaches_beyond_its_rule_is_a_barrier(command: str) -> None:
