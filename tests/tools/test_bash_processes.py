@@ -22,6 +22,7 @@ import pytest
 import toolkernel as tk
 from toolkernel import sandbox
 from toolkernel.tools import ShellRules, builtin_tools
+from toolkernel.tools.shell import _confine
 
 from .processes import wait_none_running
 
@@ -34,6 +35,7 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     and without it (the launcher, a child subreaper, kills it)."""
     if request.param == "fallback":
         monkeypatch.setenv("TOOLKERNEL_SANDBOX", "off")
+        monkeypatch.setattr(_confine, "_noted", True)  # said already: outputs are the commands'
     elif sandbox.unavailable() is not None:
         pytest.skip(f"no sandbox here: {sandbox.unavailable()}")
     sandbox.unavailable.cache_clear()

@@ -293,7 +293,8 @@ async def _bash(
         raise ToolError(f"timeout must be between 1 and {BASH_MAX_TIMEOUT_MS} ms, not {timeout}")
     root = str(fs.workspace.root)
     analysis = analyse(command, rules, root=root)
-    if await anyio.to_thread.run_sync(sandbox_unavailable) is None:
+    why_not = await anyio.to_thread.run_sync(sandbox_unavailable)
+    if why_not is None:
         return await run_and_commit(
             ctx, command, analysis, limit / 1000, _run, tool.statistics, tool.writable
         )
@@ -306,7 +307,7 @@ async def _bash(
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(confinement.finish)
     text = output.text()
-    note = unenforced_note()
+    note = unenforced_note(why_not)
     if note is not None:
         text = f"{note}\n{text}"
     if status is None:
@@ -318,4 +319,3 @@ async def _bash(
         message = f"exit code {status}\n{text}".rstrip()
         raise ToolError(f"{message}\n{refused}" if refused else message)
     return text
-

@@ -32,6 +32,7 @@ WRITER = '#!/bin/sh\necho mine > "$1"\necho other > other.txt\n'
 def without_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """These tests are of the mode a system without the sandbox runs in."""
     monkeypatch.setenv("TOOLKERNEL_SANDBOX", "off")
+    monkeypatch.setattr(_confine, "_noted", True)  # said already: outputs are the commands'
     sandbox.unavailable.cache_clear()
     yield
     sandbox.unavailable.cache_clear()
@@ -153,8 +154,10 @@ async def test_without_landlock_the_claims_go_unenforced_and_the_tool_says_so_on
     second = await run_bash(writing_kernel, "cat a.txt")
     assert first.status is tk.Status.OK, first.error
     assert first.output == (
-        "note: this system has no Landlock, so shell commands run with their declared claims "
-        "unenforced (a command whose rule is wrong can write outside them)\n"
+        "note: no sandbox (the sandbox is turned off (TOOLKERNEL_SANDBOX=off)): this system has "
+        "no Landlock either, so commands run with their claims unenforced (a command whose "
+        "rule is wrong can write outside them), and a command whose effects the shell rules "
+        "can't fully know holds the whole workspace\n"
     )
     assert second.output == "A\n"
     assert (tmp_path / "other.txt").exists()

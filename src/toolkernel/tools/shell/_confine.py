@@ -123,15 +123,22 @@ def landlock_abi() -> int:
     return _sandbox.abi_version()
 
 
-def unenforced_note() -> str | None:
-    """The line to show once, the first time a command runs without Landlock; then None."""
+def unenforced_note(why_no_sandbox: str) -> str | None:
+    """The line to show once, the first time a command runs without the sandbox (saying why,
+    and whether Landlock holds it to its claims); then None."""
     global _noted
-    if _noted or landlock_abi() > 0:
+    if _noted:
         return None
     _noted = True
+    mode = (
+        "commands run under Landlock, held to their claims"
+        if landlock_abi() > 0
+        else "this system has no Landlock either, so commands run with their claims unenforced "
+        "(a command whose rule is wrong can write outside them)"
+    )
     return (
-        "note: this system has no Landlock, so shell commands run with their declared claims "
-        "unenforced (a command whose rule is wrong can write outside them)"
+        f"note: no sandbox ({why_no_sandbox}): {mode}, and a command whose effects the shell "
+        f"rules can't fully know holds the whole workspace"
     )
 
 
