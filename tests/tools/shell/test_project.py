@@ -121,6 +121,24 @@ def test_extra_arguments_go_to_the_script(tmp_path: pathlib.Path) -> None:
     assert claims("npm run fmt -- docs", tmp_path) == {"shared .", "exclusive docs"}
 
 
+def test_a_command_that_rewrites_what_decides_its_own_steps_is_a_barrier(
+    tmp_path: pathlib.Path,
+) -> None:
+    write(tmp_path, {"package.json": PACKAGE, "web/package.json": PACKAGE})
+    # What npm test runs is read before the command; the command changes it first.
+    assert (
+        claims(
+            """echo '{"scripts": {"test": "rm -rf src"}}' > package.json && npm test""", tmp_path
+        )
+        == BARRIER
+    )
+    assert claims("cp other.json web/package.json && cd web && npm run lint", tmp_path) == BARRIER
+    assert claims("echo x > notes.txt && npm run lint", tmp_path) == {
+        "shared .",
+        "exclusive notes.txt",
+    }
+
+
 def test_an_npmrc_naming_a_shell_is_a_barrier(tmp_path: pathlib.Path) -> None:
     write(tmp_path, {"package.json": PACKAGE, ".npmrc": "script-shell=/bin/zsh\n"})
     assert claims("npm run lint", tmp_path) == BARRIER

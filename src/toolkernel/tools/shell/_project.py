@@ -87,7 +87,7 @@ def analyse_in_project(
     analysis = walk_command(walk, command)
     if analysis.barrier is not None:
         return analysis
-    why = project.git_barrier(analysis) or project.tool_barrier(analysis)
+    why = project.stale(analysis) or project.git_barrier(analysis) or project.tool_barrier(analysis)
     if why is not None:
         return attrs.evolve(analysis, accesses=(), barrier=why)
     return project.with_repository(analysis)
@@ -109,6 +109,8 @@ class Project:
 
     root: pathlib.Path
     environ: Mapping[str, str]
+    consulted: set[pathlib.Path] = attrs.field(factory=set)
+    """Every file read (or looked for) to decide what the command does."""
 
     # -- files -------------------------------------------------------------------------------
 
@@ -127,6 +129,7 @@ class Project:
     def read(self, file: pathlib.Path) -> str | None:
         """The text of ``file``, or None if there is none; raises :class:`_TooLarge` past
         :data:`FILE_LIMIT` bytes."""
+        self.consulted.add(file)
         try:
             with open(file, "rb") as handle:
                 data = handle.read(FILE_LIMIT + 1)
@@ -151,6 +154,31 @@ class Project:
     def spelled(self, file: pathlib.Path) -> str:
         """``file`` spelled as the walk spells paths (relative to the root)."""
         return self.shown(file)
+
+    def stale(self, analysis: Analysis) -> str | None:
+        """Why what was read may not be what the command's later steps see: it writes (or
+        makes) a file that decides what its own programs do (``echo ... > package.json &&
+        npm test``)."""
+        written = [
+            tuple(a.path.strip("/").split("/"))
+            for a in analysis.accesses
+            if a.kind == "write" and a.path is not None and self.place(a.path) is not None
+        ]
+        for file in sorted(self.consulted):
+            if self.place(str(file)) is None or file == self.root / _RULES_FILE:
+                continue
+            parts = tuple(self.spelled(file).split("/"))
+            exists = file.exists()
+            for place in written:
+                if place in ((".",), ("",)):
+                    continue  # the whole workspace: its claims hold everything already
+                # A file there that a write covers, or one looked for that it makes.
+                if (exists and parts[: len(place)] == place) or parts == place:
+                    return (
+                        f"it writes {'/'.join(place)}, and {self.shown(file)} decides what "
+                        f"its own commands do"
+                    )
+        return None
 
     # -- the rules file ----------------------------------------------------------------------
 
@@ -396,6 +424,7 @@ def _nearest(project: Project, cwd: str, name: str) -> pathlib.Path | None:
     """``name`` in ``cwd`` or the nearest directory above it, within the workspace."""
     where = project.place(cwd)
     while where is not None:
+        project.consulted.add(where / name)
         if (where / name).is_file():
             return where / name
         if where == project.root:
@@ -469,7 +498,9 @@ def _mix(project: Project, walk: Walk, rule: Rule, args: Sequence[Word], cwds: C
         mix_exs = None if where is None else where / "mix.exs"
         text = None if mix_exs is None else project.text(walk, mix_exs)
         if mix_exs is None or text is None:
-            continue  # no project here: mix runs only its own tasks
+            # No project here (mix runs only its own tasks, or fails): the rule alone says.
+            _apply_rule(walk, rule, words, frozenset({cwd}))
+            continue
         walk.touch("read", project.spelled(mix_exs), frozenset({"."}), "mix")
         compiles = task is None or task in _MIX_COMPILING or task not in _MIX_OWN_TASKS
         if compiles and _MIX_COMPILERS.search(text):
