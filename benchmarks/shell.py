@@ -573,6 +573,49 @@ CASES: tuple[Case, ...] = (
         ("python3",),
         matches=_starts("pip install", "python -m build", "uv run", "uv sync"),
     ),
+    Case(
+        "core.editor run by git commit",
+        {"a.txt": "a\n"},
+        "echo b >> a.txt && git commit -qa",
+        ("git",),
+        (*COMMIT, 'git config core.editor "sh -c \'echo msg > \\"\\$1\\"; touch edited\' --"'),
+    ),
+    Case(
+        "man.viewer run by git help",
+        {},
+        "git help log > /dev/null",
+        ("git",),
+        (*GIT, "git config man.viewer v", "git config man.v.cmd 'touch viewed; true'"),
+        _starts("git help", "--help"),
+    ),
+    Case(
+        "remote.*.uploadpack run by git fetch",
+        {"up/a.txt": "a\n"},
+        "git fetch -q origin",
+        ("git",),
+        (
+            "cd up && git init -q -b main . && git -c user.email=d@e -c user.name=D commit -qm s "
+            "--allow-empty",
+            *GIT,
+            "git remote add origin ./up",
+            "git config remote.origin.uploadpack 'touch fetched.txt; git-upload-pack'",
+        ),
+        _starts("git fetch", "git pull"),
+    ),
+    Case(
+        "PYTHONPYCACHEPREFIX set by the command",
+        {"pkg/__init__.py": "", "tests/test_a.py": "import pkg\n\ndef test_a():\n    pass\n"},
+        "PYTHONPYCACHEPREFIX=pyc python3 -m pytest -q -p no:randomly -p no:cacheprovider",
+        ("python3",),
+        matches=lambda c: "PYTHONPYCACHEPREFIX" in c,
+    ),
+    Case("BASH_CMDS", {}, "BASH_CMDS[ls]=/usr/bin/touch; ls made.txt", matches=_starts("BASH_")),
+    Case(
+        "shopt -s cdable_vars",
+        {"sub/.keep": ""},
+        "shopt -s cdable_vars; d=sub; cd d && touch made.txt",
+        matches=_starts("shopt"),
+    ),
     Case("a file named -", {}, "echo hi > -", matches=lambda c: "> -" in c),
     Case(
         "cd .. through a link",
@@ -738,7 +781,8 @@ def check_case(case: Case) -> tuple[str, str]:
         if uncovered:
             return (
                 "UNSOUND",
-                f"{status}; changed {', '.join(uncovered)} outside {[str(c) for c in claims]}",
+                f"{status}; changed {len(uncovered)} paths outside {[str(c) for c in claims]}: "
+                f"{', '.join(uncovered[:5])}{', ...' if len(uncovered) > 5 else ''}",
             )
         return "covered", f"{status}; changed {len(changed)} paths, all claimed"
 

@@ -82,3 +82,22 @@ def test_pythonpath_makes_effects_unknown_but_not_a_barrier() -> None:
     found = analyse("PYTHONPATH=src ruff check src")
     assert found.barrier is None
     assert not found.effects_known
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "PYTHONPYCACHEPREFIX=pyc pytest -q",
+        "export PYTHONUSERBASE=local && pip list",
+        "PYTHONBREAKPOINT=os.system pytest",
+    ],
+)
+def test_python_variables_that_move_writes_or_run_code_are_barriers(command: str) -> None:
+    assert claims(command) == BARRIER
+
+
+def test_python_variables_that_only_change_output_are_fine() -> None:
+    assert claims("PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 ruff check src") == {
+        "shared .",
+        "exclusive .ruff_cache",
+    }

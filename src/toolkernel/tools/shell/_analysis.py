@@ -53,7 +53,9 @@ _DANGEROUS_NAMES: Final = frozenset(
     "PYTHONINSPECT PERL5OPT PERL5LIB RUBYOPT TMPDIR".split()
 )
 # BASH_CMDS and BASH_ALIASES rename programs; BASH_XTRACEFD writes the trace to a descriptor.
-_DANGEROUS_PREFIXES: Final = ("GIT_", "DYLD_", "LD_", "BASH_")
+# PYTHON*: PYTHONPYCACHEPREFIX moves bytecode, PYTHONUSERBASE installs, PYTHONBREAKPOINT runs
+# a function (the harmless ones are listed below).
+_DANGEROUS_PREFIXES: Final = ("GIT_", "DYLD_", "LD_", "BASH_", "PYTHON")
 # Variables (upper case: what programs read) through which tools take where to write, what to
 # run, or more options, which a program's rule can't see (`PYTEST_ADDOPTS=--basetemp=x`,
 # `CARGO_TARGET_DIR`, `RUSTC_WRAPPER`, `LESSOPEN`, `RIPGREP_CONFIG_PATH`, `npm_config_cache`).
