@@ -8,10 +8,13 @@ meanwhile, commits, and cleans up.
 *Changed underneath.* overlayfs leaves changes to the lower layer during a mount undefined (a
 file replaced there may go on showing its old content, and a ``chmod`` inside copies the old
 content up), so the upper layer can't be committed blindly over what another process wrote
-meanwhile. The overlay notes the file system's time when the command starts (the change time
-of a file it makes); a path the command changed was changed underneath if its lower entry has
-changed since (or appeared), or is gone though it was there when the command changed it (a
-deletion's whiteout, or a copy-up, which overlayfs marks with its origin). A change to a
+meanwhile. The overlay notes the file system's time as it is made (the change time of a file it
+makes); a path the command changed was changed underneath if its lower entry has changed after
+that (or appeared), or is gone though it was there when the command changed it (a deletion's
+whiteout, or a copy-up, which overlayfs marks with its origin). "After": the file system's clock
+may be coarse (a few ms), so a change in the same tick as the overlay is made has the same time
+and is not counted; it came before the command started, as the launcher's start-up (tens of ms)
+comes between, and the overlay, mounted then, shows it. A change to a
 directory's other entries is not a conflict: two commands making files side by side in one
 directory both commit.
 
@@ -142,7 +145,7 @@ class Overlay:
                 if change.kind is ChangeKind.DELETED or change.copied_up:
                     found.append(change.path)  # it was there when the command changed it
                 continue
-            if changed >= self.started:
+            if changed > self.started:
                 found.append(change.path)
         return found
 
@@ -156,6 +159,10 @@ class Overlay:
 
 
 def _remove_tree(place: str) -> None:
+    # overlayfs leaves work/work unreadable (mode 000): open it up first, the common case,
+    # rather than on rmtree's error path.
+    with contextlib.suppress(OSError):
+        os.chmod(os.path.join(place, "work", "work"), stat.S_IRWXU)
     def allow(function: object, path: str, info: object) -> None:
         # overlayfs leaves its work directory unreadable (mode 000): open it up and go on.
         with contextlib.suppress(OSError):
