@@ -163,6 +163,7 @@ def _remove_tree(place: str) -> None:
     # rather than on rmtree's error path.
     with contextlib.suppress(OSError):
         os.chmod(os.path.join(place, "work", "work"), stat.S_IRWXU)
+
     def allow(function: object, path: str, info: object) -> None:
         # overlayfs leaves its work directory unreadable (mode 000): open it up and go on.
         with contextlib.suppress(OSError):

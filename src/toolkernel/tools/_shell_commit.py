@@ -221,17 +221,31 @@ async def _run_once(
 ) -> _Run:
     """Run the command once on a fresh overlay; its run (the caller discards its overlay).
     Raises :class:`ToolError` if it timed out (its overlay discarded: nothing is kept)."""
-    overlay = await anyio.to_thread.run_sync(Overlay.create, root)
+
+    def prepare() -> tuple[Overlay, SandboxedLaunch]:
+        overlay = Overlay.create(root)
+        try:
+            launch = SandboxedLaunch.prepare(command, analysis, root, overlay.launcher_options())
+        except BaseException:
+            overlay.discard()
+            raise
+        return overlay, launch
+
+    def finish() -> list[Change]:
+        launch.finish()
+        return overlay.changes()
+
+    overlay, launch = await anyio.to_thread.run_sync(prepare)  # one hop: a command's cost
     try:
-        launch = await anyio.to_thread.run_sync(
-            SandboxedLaunch.prepare, command, analysis, root, overlay.launcher_options()
-        )
         launch.allow(writable)
         statistics.commands += 1
         try:
             status, output = await run_process(launch.argv, root, seconds, launch.env)
-        finally:
-            await anyio.to_thread.run_sync(launch.finish)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(launch.finish)
+            raise
+        changes = await anyio.to_thread.run_sync(finish)
         text = output.text()
         if status is None:
             raise ToolError(
@@ -243,7 +257,6 @@ async def _run_once(
             refused = launch.explain(text, root)
             failure = f"exit code {status}\n{text}".rstrip()
             failure = f"{failure}\n{refused}" if refused else failure
-        changes = await anyio.to_thread.run_sync(overlay.changes)
     except BaseException:
         statistics.discarded += 1
         with anyio.CancelScope(shield=True):
