@@ -139,6 +139,7 @@ async def test_a_path_changed_underneath_makes_the_command_run_again_and_say_so(
             await anyio.to_thread.run_sync(writer.join)
     assert result.status is tk.Status.OK, result.error
     assert "f.txt changed while the command ran" in result.text()
+    assert "holding the whole workspace" in result.text()
     assert target.read_text() == "theirs+bash\n"  # not one+bash: their write is not lost
 
 

@@ -13,9 +13,10 @@ really changed decides what is committed, and how:
 3. Holding everything it changed, it checks nothing else changed those paths since it started
    (another agent, a person, a process outside the kernel). If none did, the changes are
    applied, in one shielded step (a file by one rename), and the call's result is the output.
-   If some did, nothing of the attempt becomes visible: the command runs again, holding what
-   it holds now, and its result says so. After :data:`MAX_ATTEMPTS` attempts it fails, saying
-   which paths kept changing.
+   If some did, nothing of the attempt becomes visible: the call takes the whole workspace
+   (keeping its place), the command runs again, and its result says so. After
+   :data:`MAX_ATTEMPTS` runs (only a process outside the kernel can go on changing what it
+   changes) it fails, saying which paths kept changing.
 
 A command that times out, or whose call is cancelled, commits nothing, and says so. What it
 writes outside the workspace is policy, not ordering: its temporary directory and the
@@ -103,6 +104,15 @@ class _Run:
     number: int
 
 
+@attrs.frozen
+class _Again:
+    """The state of a call that must run its command again, holding the whole workspace: a
+    path it changed was changed underneath it."""
+
+    number: int
+    notes: list[str]
+
+
 class _Pending:
     """A run waiting for the leases on what it changed outside its claims (``HoldMore``'s
     state). Its overlay is removed when it is dropped, whether or not the call runs again (a
@@ -135,16 +145,20 @@ async def run_and_commit(
     root = str(workspace.root)
     held = _held(ctx.claims)
     pending = ctx.resumed if isinstance(ctx.resumed, _Pending) else None
+    again = ctx.resumed if isinstance(ctx.resumed, _Again) else None
 
     async def once(number: int) -> _Run:
         return await _run_once(
             command, analysis, root, seconds, run_process, statistics, writable, number
         )
 
-    notes: list[str] = [] if pending is None else pending.notes
+    notes: list[str] = pending.notes if pending else again.notes if again else []
     owned: _Run | None = None  # the run whose overlay this call discards at the end
     try:
-        run = owned = await once(1) if pending is None else pending.run
+        if pending is not None:
+            run = owned = pending.run
+        else:
+            run = owned = await once(again.number if again else 1)
         while True:
             outside = _uncovered(run.changes, held, workspace)
             if outside:
@@ -164,9 +178,13 @@ async def run_and_commit(
                 )
             notes.append(
                 f"note: {shown} changed while the command ran, so nothing of that run was kept "
-                f"and the command ran again"
+                f"and the command ran again, holding the whole workspace"
             )
             await _discard(run)
+            owned = None
+            whole = exclusive(workspace.key("."))
+            if not any(covers(claim, whole) for claim in held):
+                raise HoldMore([whole], _Again(run.number + 1, notes))
             run = owned = await once(run.number + 1)
         with anyio.CancelScope(shield=True):  # a commit is whole or not at all
             await anyio.to_thread.run_sync(run.overlay.commit, run.changes)
