@@ -41,6 +41,10 @@ iii. **unsound predictions**: each class of effect the prediction must cover (th
    many of its distinct commands fall under each class. Representatives whose program is not
    installed here are reported as skipped.
 
+iv. With ``--project``, each distinct recorded command whose effects are known (the ones the
+   prediction alone must get right where there is no sandbox) runs for real in a scratch copy
+   of the set's project, and every path it changed must be covered by an exclusive claim.
+
 Part 2 runs a few commands through the real Bash tool, confined by Landlock and unconfined, in
 one run, interleaved, and reports the cost per command.
 
@@ -55,6 +59,7 @@ Prints PASS or MISS beside each target; never fails on a figure.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -711,22 +716,30 @@ def _make(root: pathlib.Path, files: Mapping[str, str]) -> None:
             place.write_text(text)
 
 
-def _snapshot(root: pathlib.Path) -> dict[str, tuple[str, int, float]]:
+def _snapshot(root: pathlib.Path) -> dict[str, tuple[int, int, int, int]]:
+    """Every path under ``root`` and its status (mode, size, modification time, inode): a
+    write, a replacement, a creation or a removal changes it."""
     found = {}
     for directory, names, files in os.walk(root):
         for name in [*names, *files]:
-            place = pathlib.Path(directory) / name
-            status = place.lstat()
-            kind = "link" if place.is_symlink() else "dir" if place.is_dir() else "file"
-            content = os.readlink(place) if kind == "link" else ""
-            if kind == "file":
-                content = place.read_bytes().hex()[:4096] + str(status.st_size)
-            found[place.relative_to(root).as_posix()] = (
-                kind + content,
-                status.st_mode,
-                status.st_mtime,
-            )
+            place = os.path.join(directory, name)
+            status = os.lstat(place)
+            key = os.path.relpath(place, root).replace(os.sep, "/")
+            found[key] = (status.st_mode, status.st_size, status.st_mtime_ns, status.st_ino)
     return found
+
+
+def bash_environment(analysis: Any, base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` with what the Bash tool adds for a command whose git commands only read."""
+    environment = dict(base)
+    if analysis.git == "read":
+        count = int(environment.get("GIT_CONFIG_COUNT", "0") or 0)
+        for offset, (key, value) in enumerate(_confine.GIT_READ_ONLY_CONFIG):
+            environment[f"GIT_CONFIG_KEY_{count + offset}"] = key
+            environment[f"GIT_CONFIG_VALUE_{count + offset}"] = value
+        environment["GIT_CONFIG_COUNT"] = str(count + len(_confine.GIT_READ_ONLY_CONFIG))
+        environment["GIT_OPTIONAL_LOCKS"] = "0"
+    return environment
 
 
 def check_case(case: Case) -> tuple[str, str]:
@@ -756,7 +769,7 @@ def check_case(case: Case) -> tuple[str, str]:
         done = subprocess.run(
             ["bash", "-c", case.command],
             cwd=root,
-            env=environment,
+            env=bash_environment(analysis, environment),
             capture_output=True,
             timeout=300,
         )
@@ -796,6 +809,102 @@ def report_classes() -> None:
         unsound += verdict_ == "UNSOUND"
         print(f"  {verdict_:<8} {case.name}: `{case.command}`: {detail}")
     print(f"  unsound: {unsound} of {ran} run; target 0: {verdict(unsound == 0)}")
+
+
+def _uncovered(
+    root: pathlib.Path, before: Mapping[str, Any], after: Mapping[str, Any], claims: Sequence[Claim]
+) -> list[str]:
+    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    held = [
+        c.resource.parts
+        for c in claims
+        if c.mode is Mode.EXCLUSIVE and isinstance(c.resource, Path)
+    ]
+    return [
+        p
+        for p in changed
+        if not any(tuple(p.split("/"))[: len(h)] == h for h in held)
+        and not any(h[: len(p.split("/"))] == tuple(p.split("/")) for h in held)
+    ]
+
+
+def report_recorded(name: str, traces: pathlib.Path, project: pathlib.Path, limit: int) -> None:
+    """iv. Each distinct recorded command whose effects are known, run for real in a scratch
+    copy of the set's project (a git repository of it, HOME a scratch directory too, no
+    network), against the Bash tool's prediction there. Commands that are barriers, or whose
+    effects are not known whole (they run the project's code: the sandbox's business), are not
+    run; nor are those whose programs are not installed here."""
+    loaded = scheduling.load_traces(traces)
+    commands = sorted(
+        {str(c.args.get("command", "")) for b in loaded for c in b.calls if c.tool == "Bash"}
+    )
+    print(f"\n== iv. {name}: recorded commands with known effects, run for real in {project.name}")
+    with tempfile.TemporaryDirectory() as directory:
+        template = pathlib.Path(directory) / "template"
+        shutil.copytree(project, template, symlinks=True)
+        environment = {**os.environ, "HOME": str(pathlib.Path(directory) / "home")}
+        environment.update(command_environment(cache=pathlib.Path(directory) / "pycache"))
+        (pathlib.Path(directory) / "home").mkdir()
+        for step in (
+            *COMMIT,
+            "git gc -q",
+            "git config core.trustctime false",
+            "git config core.checkStat minimal",
+        ):
+            subprocess.run(step, shell=True, cwd=template, env=environment, capture_output=True)
+        objects = str(template / ".git" / "objects")
+
+        def copy(source: str, target: str) -> None:
+            # Git's objects are never changed in place: linked, not copied. The rest is copied
+            # with its times, so git needs not read every file again to know it is unchanged.
+            if source.startswith(objects):
+                os.link(source, target)
+            else:
+                shutil.copy2(source, target)
+
+        ran = unsound = skipped = 0
+        examples = []
+        for command in commands:
+            if ran >= limit:
+                break
+            analysis = analyse(command, root=template, environ=environment)
+            if not analysis.effects_known or TRUNCATED in command:
+                continue
+            programs = [r.split(" ")[0] for r in analysis.rules]
+            if any(shutil.which(p) is None for p in programs if "/" not in p):
+                skipped += 1
+                continue
+            scratch = pathlib.Path(directory) / "scratch"
+            shutil.copytree(template, scratch, symlinks=True, copy_function=copy)
+            try:
+                claims = keyed_claims(
+                    analyse(command, root=scratch, environ=environment), Workspace(scratch).key
+                )
+                if is_barrier(claims):
+                    continue
+                before = _snapshot(scratch)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    subprocess.run(
+                        ["bash", "-c", command],
+                        cwd=scratch,
+                        env=bash_environment(analysis, environment),
+                        capture_output=True,
+                        timeout=20,
+                        stdin=subprocess.DEVNULL,
+                    )
+                ran += 1
+                missed = _uncovered(scratch, before, _snapshot(scratch), claims)
+                if missed:
+                    unsound += 1
+                    examples.append(f"    `{command[:100]}`: {', '.join(missed[:4])}")
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        print(
+            f"  run: {ran} (of {len(commands)} distinct; {skipped} need programs not installed "
+            f"here); unsound: {unsound} {verdict(unsound == 0)}"
+        )
+        for line in examples[:10]:
+            print(line)
 
 
 # -- Landlock's cost ---------------------------------------------------------------------------
@@ -869,6 +978,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also analyse SET's commands with the project in DIR read",
     )
     parser.add_argument("--no-landlock", action="store_true", help="Part 1 only")
+    parser.add_argument(
+        "--recorded",
+        type=int,
+        default=200,
+        metavar="N",
+        help="with --project, run at most N recorded commands of each set for real (iv)",
+    )
     options = parser.parse_args(argv)
     projects = {}
     for item in options.project:
@@ -876,6 +992,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         projects[name] = pathlib.Path(directory).resolve()
     report_replay(options.traces, options.sessions, projects)
     report_classes()
+    for name, file in sets(options.sessions, options.traces):
+        if name in projects:
+            report_recorded(name, file, projects[name], options.recorded)
     if options.no_landlock:
         return 0
     report_landlock(5 if options.quick else 40)
