@@ -127,9 +127,23 @@ understood. Every rule also understands
 
 Extending: ``ShellRules.default().extended(text)`` (or ``.extended(mapping)``) returns a table
 in which each program's rule from ``text`` is merged over the built-in one: subcommands are
-merged one by one, other fields replaced. A project keeps its rules in a TOML file and passes
+merged one by one, other fields replaced. A project describes its own programs in
+``.toolkernel/shell.toml`` at the workspace root, or in the ``[tool.toolkernel.shell]`` table
+of its ``pyproject.toml`` (the same format, one table a program): an analysis given the
+workspace (``analyse(command, rules, root=...)``, ``shell_claims(command, root=...)``, the Bash
+tool's) merges both over its rules, the TOML file last, and reads them again when they change
+(``project_rules(root)`` in ``_project``). A table can also be passed whole:
 ``ShellRules.from_file(path)`` (built-in rules plus the file's) to ``builtin_tools(bash=True,
-shell_rules=...)`` or to ``shell_claims``.
+shell_rules=...)`` or to ``shell_claims``::
+
+    # .toolkernel/shell.toml
+    [deploy-preview]
+    reads = ["{workspace}"]
+    writes = ["dist/"]
+    unknown-effects = "it runs the site's build script"
+
+A project's rules are trusted as its Makefile is: a rule that says less than its program does
+makes claims that miss writes (a sandbox reports them; without one they race).
 """
 
 from __future__ import annotations
