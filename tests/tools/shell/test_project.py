@@ -402,6 +402,36 @@ def test_a_program_found_on_path_in_the_workspace_is_checked(
     assert claims("ruff check src", tmp_path) == BARRIER
 
 
+# -- the environment ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variable", "command"),
+    [
+        ("CARGO_TARGET_DIR", "cargo build"),
+        ("MIX_BUILD_PATH", "mix compile"),
+        ("UV_PROJECT_ENVIRONMENT", "uv run pytest"),
+        ("GOCACHE", "go build ./..."),
+    ],
+)
+def test_a_variable_moving_writes_into_the_workspace_is_a_barrier(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, variable: str, command: str
+) -> None:
+    monkeypatch.setenv(variable, str(tmp_path / "elsewhere"))
+    assert claims(command, tmp_path) == BARRIER
+    monkeypatch.setenv(variable, "/var/cache/outside-the-workspace")
+    assert claims(command, tmp_path) != BARRIER
+
+
+def test_goflags_with_mod_is_a_barrier(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOFLAGS", "-mod=mod")
+    assert claims("go test ./...", tmp_path) == BARRIER
+    monkeypatch.setenv("GOFLAGS", "-count=1")
+    assert claims("go test ./...", tmp_path) == {"shared ."}
+
+
 # -- the repository ------------------------------------------------------------------------------
 
 
