@@ -591,7 +591,7 @@ CASES: tuple[Case, ...] = (
         "git help log > /dev/null",
         ("git",),
         (*GIT, "git config man.viewer v", "git config man.v.cmd 'touch viewed; true'"),
-        _starts("git help", "--help"),
+        lambda command: "git help" in command or ("git " in command and "--help" in command),
     ),
     Case(
         "remote.*.uploadpack run by git fetch",
