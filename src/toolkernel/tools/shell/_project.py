@@ -78,6 +78,9 @@ class _TooLarge(Exception):
     pass
 
 
+_TOO_LARGE: Final = "\0too large"  # a read's memo for a file past FILE_LIMIT
+
+
 def analyse_in_project(
     command: str, rules: ShellRules, root: str | os.PathLike[str], environ: Mapping[str, str]
 ) -> Analysis:
@@ -111,6 +114,8 @@ class Project:
     environ: Mapping[str, str]
     consulted: set[pathlib.Path] = attrs.field(factory=set)
     """Every file read (or looked for) to decide what the command does."""
+    _texts: dict[pathlib.Path, str | None] = attrs.field(factory=dict, init=False)
+    _sources: dict[str, list[str] | None] = attrs.field(factory=dict, init=False)
 
     # -- files -------------------------------------------------------------------------------
 
@@ -130,14 +135,21 @@ class Project:
         """The text of ``file``, or None if there is none; raises :class:`_TooLarge` past
         :data:`FILE_LIMIT` bytes."""
         self.consulted.add(file)
-        try:
-            with open(file, "rb") as handle:
-                data = handle.read(FILE_LIMIT + 1)
-        except OSError:
-            return None
-        if len(data) > FILE_LIMIT:
+        if file in self._texts:  # one analysis reads a file once
+            text = self._texts[file]
+        else:
+            try:
+                with open(file, "rb") as handle:
+                    data = handle.read(FILE_LIMIT + 1)
+            except OSError:
+                data = None
+            text = None if data is None else data.decode("utf-8", errors="replace")
+            if data is not None and len(data) > FILE_LIMIT:
+                text = _TOO_LARGE
+            self._texts[file] = text
+        if text is _TOO_LARGE:
             raise _TooLarge(str(file))
-        return data.decode("utf-8", errors="replace")
+        return text
 
     def text(self, walk: Walk, file: pathlib.Path) -> str | None:
         try:
@@ -244,6 +256,11 @@ class Project:
         """The places a mix project in ``cwd`` reads (spelled from the root), or None if they
         are not known: mix.exs moves its layout (``build_path``, ``deps_path``, an umbrella),
         or its configuration reads other files."""
+        if cwd not in self._sources:
+            self._sources[cwd] = self._mix_sources(cwd)
+        return self._sources[cwd]
+
+    def _mix_sources(self, cwd: str) -> list[str] | None:
         where = self.place(cwd)
         if where is None:
             return None
