@@ -21,6 +21,7 @@ Sources (read-only git snapshots, never part of this repository; see ``data/READ
     .venv/bin/python benchmarks/normalize_sessions.py spotter GIT_DIR OUT.jsonl
     .venv/bin/python benchmarks/normalize_sessions.py entire GIT_DIR OUT.jsonl [--sessions N]
     .venv/bin/python benchmarks/normalize_sessions.py files OUT.jsonl TRANSCRIPT...
+    .venv/bin/python benchmarks/normalize_sessions.py --quick      # smoke run on a sample
 
 ``spotter``: the transcripts under ``test/fixtures/transcripts/`` of marot/spotter (Elixir and
 Phoenix, SQLite, beads); ``entire``: the ``full.jsonl`` checkpoints on the
@@ -189,9 +190,37 @@ def write(out: str, prefix: str, transcripts: Iterable[tuple[str, Sequence[str]]
     print(f"{out}: {turns_written} turns from {count + 1} transcripts", file=sys.stderr)
 
 
+SAMPLE = (
+    '{"type": "assistant", "timestamp": "2026-01-01T10:00:00Z", "cwd": "/w/app", '
+    '"message": {"id": "m1", "content": [{"type": "tool_use", "id": "t1", "name": "Read", '
+    '"input": {"file_path": "/w/app/src/a.py"}}]}}',
+    '{"type": "assistant", "timestamp": "2026-01-01T10:00:00Z", "cwd": "/w/app", '
+    '"message": {"id": "m1", "content": [{"type": "tool_use", "id": "t2", "name": "Bash", '
+    '"input": {"command": "go test ./..."}}]}}',
+    '{"type": "user", "timestamp": "2026-01-01T10:00:01Z", "message": {"content": '
+    '[{"type": "tool_result", "tool_use_id": "t1"}]}}',
+    '{"type": "user", "timestamp": "2026-01-01T10:00:05Z", "message": {"content": '
+    '[{"type": "tool_result", "tool_use_id": "t2", "is_error": true}]}}',
+)
+"""A transcript of one turn with two calls, for the smoke run."""
+
+
+def smoke() -> int:
+    """Normalize :data:`SAMPLE` and check the turn it makes."""
+    (turn,) = turns_of(SAMPLE)
+    cwd, calls = turn
+    assert cwd == "/w/app"
+    assert [c["args"] for c in calls] == [{"file_path": "src/a.py"}, {"command": "go test ./..."}]
+    assert [c["duration_s"] for c in calls] == [1.0, 5.0]
+    assert [c["is_error"] for c in calls] == [False, True]
+    print("normalize_sessions: the sample transcript makes one turn of two calls")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="source", required=True)
+    parser.add_argument("--quick", action="store_true", help="smoke run on a built-in sample")
+    sub = parser.add_subparsers(dest="source")
     one = sub.add_parser("spotter")
     one.add_argument("git_dir")
     one.add_argument("out")
@@ -204,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     three.add_argument("transcripts", nargs="+")
     three.add_argument("--prefix", default="f")
     options = parser.parse_args(argv)
+    if options.quick or options.source is None:
+        return smoke()
     if options.source == "spotter":
         write(options.out, "x", spotter(options.git_dir))
     elif options.source == "entire":
