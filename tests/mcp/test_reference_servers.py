@@ -9,6 +9,7 @@ versions); the tests are skipped where there is no ``npm``.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pathlib
 import shutil
@@ -37,15 +38,17 @@ def node_bin() -> Iterator[pathlib.Path]:
     if npm is None:
         pytest.skip("needs npm, to install the reference MCP servers")
     stamp = PLACE / "installed"
-    if not stamp.exists() or stamp.read_text() != " ".join(PACKAGES):
-        PLACE.mkdir(parents=True, exist_ok=True)
-        quiet = ["--silent", "--no-audit", "--no-fund"]
-        subprocess.run(
-            [npm, "install", *quiet, "--prefix", str(PLACE), *PACKAGES],
-            check=True,
-            timeout=300,
-        )
-        stamp.write_text(" ".join(PACKAGES))
+    PLACE.mkdir(parents=True, exist_ok=True)
+    with open(PLACE / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # test processes running side by side install once
+        if not stamp.exists() or stamp.read_text() != " ".join(PACKAGES):
+            quiet = ["--silent", "--no-audit", "--no-fund"]
+            subprocess.run(
+                [npm, "install", *quiet, "--prefix", str(PLACE), *PACKAGES],
+                check=True,
+                timeout=300,
+            )
+            stamp.write_text(" ".join(PACKAGES))
     yield PLACE / "node_modules" / ".bin"
 
 
