@@ -10,12 +10,18 @@ The rules describe programs; a project decides what some of them run. With a wor
   run the script of the nearest ``package.json`` (and its ``pre``/``post`` scripts) in that
   package's directory, so the script's text is walked as a command; a missing script runs
   nothing; a ``.npmrc`` naming a shell or node options is a barrier;
-- **mix**: an alias in ``mix.exs`` for the task runs its steps (a function among them is a
-  barrier); compilers beyond Mix's own (``:elixir_make`` runs a Makefile) are a barrier for
-  tasks that compile; tasks that start the application (``test``, ``run``, ``ecto.*``...)
-  open the SQLite databases ``config/config.exs``, ``dev.exs`` and ``test.exs`` name, each
-  with its ``-wal``, ``-shm`` and ``-journal`` beside it; a database named in a way not read
-  here is a barrier;
+- **mise tasks**: ``mise run TASK`` runs the task's ``run`` scripts (after its ``depends``)
+  from the nearest ``mise.toml``; a file task or a template is a barrier;
+- **mix**: an alias in ``mix.exs`` for the task runs its steps, all in the environment of the
+  task asked for (a function among them is a barrier); each environment builds into its own
+  ``_build/ENV`` (``preferred_envs``, ``MIX_ENV``); compilers beyond Mix's own
+  (``:elixir_make`` runs a Makefile) are a barrier for tasks that compile; tasks that start
+  the application (``test``, ``run``, ``ecto.*``, ``ash.*``...) open the SQLite databases
+  ``config/config.exs``, ``dev.exs`` and ``test.exs`` name, each with its ``-wal``, ``-shm``
+  and ``-journal`` beside it (a database named in a way not read here is a barrier); and a
+  project in the default layout reads mix.exs, config, lib, test, priv, deps... but not the
+  other environments' ``_build`` (``{mix-sources}``), so ``mix test`` and ``mix credo`` run
+  side by side;
 - **Rails**: ``rspec``, ``rails``, ``rake`` open the SQLite databases ``config/database.yml``
   names (``<%= %>`` in it: a barrier);
 - **pyproject build backends**: ``uv run``, ``uv sync`` and ``python -m build`` build the
@@ -36,8 +42,14 @@ The rules describe programs; a project decides what some of them run. With a wor
   shim, a link to an interpreter, the wrapper's script), or the command is a barrier;
   ``python -m NAME`` with a ``NAME.py`` or ``NAME/`` where it runs runs that instead: a
   barrier;
-- **tools' configuration**: ruff, mypy and pytest writing where their configuration moves
-  their caches or reports (``_tool_config``).
+- **tools' configuration and the environment**: ruff, mypy and pytest writing where their
+  configuration moves their caches or reports (``_tool_config``); variables of the
+  environment moving a toolchain's writes into the workspace (``CARGO_TARGET_DIR``,
+  ``MIX_BUILD_PATH``, ``UV_PROJECT_ENVIRONMENT``, ``GOFLAGS=-mod=mod``...): barriers.
+
+What was read must still be what the command's later steps see: a command that writes a file
+the analysis read to decide what its own programs do (``echo ... > package.json && npm
+test``) is a barrier.
 
 Every file is read at most :data:`FILE_LIMIT` bytes; a larger one counts as saying anything.
 Reading is textual and errs towards more claims: what is not understood is a barrier.
@@ -53,6 +65,7 @@ import re
 import shlex
 import shutil
 import tomllib
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -103,7 +116,10 @@ def project_rules(root: str | os.PathLike[str], rules: ShellRules | None = None)
     return Project(pathlib.Path(os.path.abspath(root)), os.environ).rules(base)
 
 
-_rules_cache: dict[tuple[Any, ...], ShellRules] = {}
+# A project's rules, by the table they extend, then by the workspace and its files' stamps.
+_rules_cache: weakref.WeakKeyDictionary[ShellRules, dict[tuple[Any, ...], ShellRules]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 @attrs.define(eq=False)
@@ -205,8 +221,9 @@ class Project:
                 stamps.append(None)
         if stamps == [None, None]:
             return base
-        key = (str(self.root), id(base), tuple(stamps))
-        cached = _rules_cache.get(key)
+        key = (str(self.root), tuple(stamps))
+        known = _rules_cache.setdefault(base, {})
+        cached = known.get(key)
         if cached is not None:
             return cached
         rules = base
@@ -217,9 +234,9 @@ class Project:
         own = self.read(files[1])
         if own is not None:
             rules = rules.extended(own)
-        if len(_rules_cache) > 64:
-            _rules_cache.clear()
-        _rules_cache[key] = rules
+        if len(known) > 64:
+            known.clear()
+        known[key] = rules
         return rules
 
     # -- what a program does, where the project decides it ----------------------------------
