@@ -11,11 +11,11 @@ missed, and ``command_environment`` is what a command must run with for its clai
 
 from ._analysis import Access as Access
 from ._analysis import Analysis as Analysis
-from ._analysis import analyse as analyse
 from ._claims import claim_sources as claim_sources
 from ._claims import describe_miss as describe_miss
 from ._claims import shell_claims as shell_claims
 from ._environment import command_environment as command_environment
+from ._project import analyse as analyse
 from ._project import project_rules as project_rules
 from ._rules import Rule as Rule
 from ._rules import ShellRules as ShellRules

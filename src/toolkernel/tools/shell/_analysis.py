@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -41,7 +40,7 @@ if TYPE_CHECKING:
 
     from ._project import Project
 
-__all__ = ["Access", "Analysis", "analyse"]
+__all__ = ["Access", "Analysis", "walk_command"]
 
 MAX_DEPTH: Final = 8
 """How deeply commands may nest (wrappers, ``bash -c``, substitutions) before the walk gives up."""
@@ -795,32 +794,6 @@ def _is_statement(node: Node) -> bool:
 def _text(node: Node) -> str:
     raw = node.text
     return raw.decode("utf-8", errors="surrogateescape") if raw is not None else ""
-
-
-def analyse(
-    command: str,
-    rules: ShellRules | None = None,
-    *,
-    root: str | os.PathLike[str] | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> Analysis:
-    """What ``command`` reads, writes and runs according to ``rules`` (default: the built-in
-    ones), without running it.
-
-    With ``root`` (the workspace's directory), the project's own configuration is read too,
-    where it decides what the command does (``_project``): its rules file
-    (``.toolkernel/shell.toml`` or ``[tool.toolkernel.shell]`` in ``pyproject.toml``),
-    package.json scripts, mix aliases and database paths, the repository's hooks and the
-    programs its git configuration names, build backends, workspace programs shadowing the
-    ones the rules describe. ``environ`` is the environment the command will run with
-    (default: this process's). Without ``root``, only the text and the rules count.
-    """
-    rules = ShellRules.default() if rules is None else rules
-    if root is None:
-        return _analyse(command, rules)
-    from ._project import analyse_in_project
-
-    return analyse_in_project(command, rules, root, os.environ if environ is None else environ)
 
 
 @functools.lru_cache(maxsize=1024)

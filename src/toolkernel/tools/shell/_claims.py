@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 
 from ..._errors import InvalidClaimError
 from ...locks import Claim, Mode, Path, canonical_claims, exclusive, path, shared
-from ._analysis import Analysis, analyse
+from ._analysis import Analysis
+from ._project import analyse
 from ._rules import ShellRules
 
 __all__ = ["barrier_claims", "claim_sources", "describe_miss", "keyed_claims", "shell_claims"]

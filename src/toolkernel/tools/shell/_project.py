@@ -72,12 +72,12 @@ from typing import Any, Final
 import attrs
 
 from ._access import Access, Cwds, join
-from ._analysis import Analysis, Walk, walk_command
+from ._analysis import Analysis, Walk, _analyse, walk_command
 from ._rules import Rule, ShellRules
 from ._tool_config import moved_writes, tools_of
 from ._words import Word
 
-__all__ = ["Project", "analyse_in_project", "project_rules"]
+__all__ = ["Project", "analyse", "analyse_in_project", "project_rules"]
 
 FILE_LIMIT: Final = 1 << 20
 """Bytes of a configuration file read."""
@@ -1017,3 +1017,27 @@ _READERS: Final[dict[str, Reader]] = {
     **dict.fromkeys(("uv run", "uv sync", "uv tool install", "build"), _python_build),
     **dict.fromkeys(("python", "python3"), _python_module),
 }
+
+
+def analyse(
+    command: str,
+    rules: ShellRules | None = None,
+    *,
+    root: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Analysis:
+    """What ``command`` reads, writes and runs according to ``rules`` (default: the built-in
+    ones), without running it.
+
+    With ``root`` (the workspace's directory), the project's own configuration is read too,
+    where it decides what the command does (``_project``): its rules file
+    (``.toolkernel/shell.toml`` or ``[tool.toolkernel.shell]`` in ``pyproject.toml``),
+    package.json scripts, mix aliases and database paths, the repository's hooks and the
+    programs its git configuration names, build backends, workspace programs shadowing the
+    ones the rules describe. ``environ`` is the environment the command will run with
+    (default: this process's). Without ``root``, only the text and the rules count.
+    """
+    rules = ShellRules.default() if rules is None else rules
+    if root is None:
+        return _analyse(command, rules)
+    return analyse_in_project(command, rules, root, os.environ if environ is None else environ)
