@@ -26,14 +26,17 @@ refuses user namespaces, some systems restrict them, some kernels have no overla
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import os
+import queue
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path as FilePath
 from typing import Final
@@ -156,6 +159,43 @@ class Overlay:
     def discard(self) -> None:
         """Remove the upper layer, whatever is in it. Synchronous; idempotent."""
         _remove_tree(self.place)
+
+    def discard_later(self) -> None:
+        """Have the upper layer removed by a worker thread of this module's, off the caller's
+        way (a command's result need not wait for its leftovers to go); what is still queued
+        when the interpreter exits is removed then."""
+        _leftovers.put(self.place)
+        _start_remover()
+
+
+_leftovers: queue.SimpleQueue[str] = queue.SimpleQueue()
+_remover_lock = threading.Lock()
+_remover: threading.Thread | None = None
+
+
+def _start_remover() -> None:
+    global _remover
+    with _remover_lock:
+        if _remover is not None:
+            return
+        _remover = threading.Thread(target=_remove_leftovers, name="toolkernel-overlays")
+        _remover.daemon = True
+        _remover.start()
+        atexit.register(_remove_what_is_left)
+
+
+def _remove_leftovers() -> None:
+    while True:
+        _remove_tree(_leftovers.get())
+
+
+def _remove_what_is_left() -> None:
+    while True:
+        try:
+            place = _leftovers.get_nowait()
+        except queue.Empty:
+            return
+        _remove_tree(place)
 
 
 def _remove_tree(place: str) -> None:

@@ -293,7 +293,10 @@ async def _bash(
         raise ToolError(f"timeout must be between 1 and {BASH_MAX_TIMEOUT_MS} ms, not {timeout}")
     root = str(fs.workspace.root)
     analysis = analyse(command, rules, root=root)
-    why_not = await anyio.to_thread.run_sync(sandbox_unavailable)
+    if sandbox_unavailable.cache_info().currsize:  # asked already: no worker thread needed
+        why_not = sandbox_unavailable()
+    else:
+        why_not = await anyio.to_thread.run_sync(sandbox_unavailable)
     if why_not is None:
         return await run_and_commit(
             ctx, command, analysis, limit / 1000, _run, tool.statistics, tool.writable

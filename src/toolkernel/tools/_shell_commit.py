@@ -121,7 +121,7 @@ class _Pending:
     def __init__(self, run: _Run, notes: list[str]) -> None:
         self.run = run
         self.notes = notes
-        self._cleanup = weakref.finalize(self, run.overlay.discard)
+        self._cleanup = weakref.finalize(self, run.overlay.discard_later)
 
     def close(self) -> None:
         self._cleanup()
@@ -180,7 +180,7 @@ async def run_and_commit(
                 f"note: {shown} changed while the command ran, so nothing of that run was kept "
                 f"and the command ran again, holding the whole workspace"
             )
-            await _discard(run)
+            run.overlay.discard_later()
             owned = None
             whole = exclusive(workspace.key("."))
             if not any(covers(claim, whole) for claim in held):
@@ -194,14 +194,9 @@ async def run_and_commit(
         return "\n".join([*notes, run.text]) if notes else run.text
     finally:
         if owned is not None:
-            await _discard(owned)
+            owned.overlay.discard_later()
         if pending is not None:
             pending.close()
-
-
-async def _discard(run: _Run) -> None:
-    with anyio.CancelScope(shield=True):
-        await anyio.to_thread.run_sync(run.overlay.discard)
 
 
 def _report_miss(
@@ -277,8 +272,7 @@ async def _run_once(
             failure = f"{failure}\n{refused}" if refused else failure
     except BaseException:
         statistics.discarded += 1
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(overlay.discard)
+        overlay.discard_later()
         raise
     return _Run(overlay, changes, text, failure, number)
 
