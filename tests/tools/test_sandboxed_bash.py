@@ -454,3 +454,24 @@ async def test_go_build_and_test_in_a_fresh_module_leave_the_tree_a_plain_shell_
     assert plain.returncode == 0, plain.stderr
     assert (ours / "hello").is_file()
     assert sorted(comparable(ours)) == sorted(comparable(theirs))
+
+
+async def test_directories_made_on_the_way_to_a_held_path_are_no_miss(
+    tmp_path: pathlib.Path,
+) -> None:
+    # The rule says `builder` writes out/debug; making `out` first is part of that.
+    programs = tmp_path.parent / f"{tmp_path.name}-bin"
+    programs.mkdir()
+    builder = programs / "builder"
+    builder.write_text("#!/bin/sh\nmkdir -p out/debug && echo built > out/debug/app\n")
+    builder.chmod(0o755)
+    rules = ShellRules.default().extended('[builder]\nwrites = ["out/debug"]\n')
+    tools = builtin_tools(bash=True, shell_rules=rules)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", f"{programs}{os.pathsep}{os.environ['PATH']}")
+        async with tk.open_kernel(tools, root=tmp_path) as kernel:
+            result = await bash(kernel, "builder")
+    assert result.status is tk.Status.OK, result.error
+    assert "also changed" not in result.text()
+    assert (tmp_path / "out" / "debug" / "app").read_text() == "built\n"
+    assert tools[-1].statistics.misses == 0  # type: ignore[attr-defined]

@@ -42,8 +42,8 @@ import attrs
 
 from .._errors import HoldMore, ToolError
 from ..kernel import ToolContext
-from ..locks import Claim, Mode, covers, exclusive
-from ..sandbox import Change, Overlay
+from ..locks import Claim, Mode, Path, covers, exclusive
+from ..sandbox import Change, ChangeKind, Overlay
 from ._file_tools import fs_of
 from ._workspace import Workspace
 from .shell import describe_miss
@@ -83,13 +83,28 @@ def _held(claims: Sequence[Claim]) -> list[Claim]:
 
 
 def _uncovered(changes: Sequence[Change], held: Sequence[Claim], workspace: Workspace) -> list[str]:
-    """The paths of ``changes`` that no claim of ``held`` covers exclusively."""
+    """The paths of ``changes`` that no claim of ``held`` covers exclusively. A directory the
+    command made on the way to a path it holds (``_build`` for ``_build/dev``) is covered, as
+    a file tool writing a held path makes its missing parents."""
     found = []
     for change in changes:
-        wanted = exclusive(workspace.key(change.path))
-        if not any(covers(claim, wanted) for claim in held):
-            found.append(change.path)
+        key = workspace.key(change.path)
+        wanted = exclusive(key)
+        if any(covers(claim, wanted) for claim in held):
+            continue
+        made = change.kind is ChangeKind.DIRECTORY and not (change.replaces or change.metadata_only)
+        if made and any(_below(claim.resource, key) for claim in held):
+            continue
+        found.append(change.path)
     return found
+
+
+def _below(resource: object, directory: Path) -> bool:
+    """Whether ``resource`` is a path strictly inside ``directory``."""
+    if not isinstance(resource, Path):
+        return False
+    parts = resource.parts
+    return len(parts) > len(directory.parts) and parts[: len(directory.parts)] == directory.parts
 
 
 @attrs.frozen
