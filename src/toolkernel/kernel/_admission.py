@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -111,6 +111,20 @@ def check_structure(call: ToolCall) -> BaseException | None:
         if not isinstance(dep, str):
             return messages.bad_dependency(dep)
     return None
+
+
+def tools_by_name(tools: Iterable[KernelTool]) -> dict[str, KernelTool]:
+    """The tools keyed by name; a non-tool, a bad name or a name given twice is refused."""
+    found: dict[str, KernelTool] = {}
+    for tool in tools:
+        if not isinstance(tool, KernelTool):
+            raise TypeError(f"expected a tool (made with @tool or Tool), not {tool!r}")
+        if not isinstance(tool.name, str) or not tool.name:
+            raise ValueError(f"a tool's name must be a non-empty string, not {tool.name!r}")
+        if tool.name in found:
+            raise ValueError(f"two tools are named {tool.name!r}")
+        found[tool.name] = tool
+    return found
 
 
 def admit(

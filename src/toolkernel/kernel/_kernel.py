@@ -198,32 +198,39 @@ class Kernel(metaclass=_NoPublicConstructor):
 
         return remove
 
-    def submit(self, call: ToolCall) -> CallHandle:
+    def submit(self, call: ToolCall, *, tools: Iterable[KernelTool] | None = None) -> CallHandle:
         """Submit one call (a batch of one); synchronous. Returns its handle."""
-        return self.submit_batch([call])[0]
+        return self.submit_batch([call], tools=tools)[0]
 
-    def submit_batch(self, calls: Iterable[ToolCall]) -> list[CallHandle]:
+    def submit_batch(
+        self, calls: Iterable[ToolCall], *, tools: Iterable[KernelTool] | None = None
+    ) -> list[CallHandle]:
         """Submit calls as one batch (synchronous); one handle per call, in order.
 
-        Conflicting calls of a batch run in the order given; the others overlap. Raises
-        ``TypeError`` (and submits nothing) if an item is not a ``ToolCall``, and
-        ``KernelClosedError`` once the kernel is closing.
+        Conflicting calls of a batch run in the order given; the others overlap. ``tools``:
+        tools for this batch alone, found by name before the kernel's own (an adapter's tools,
+        which the kernel was not opened with). Raises ``TypeError`` (and submits nothing) if an
+        item is not a ``ToolCall``, and ``KernelClosedError`` once the kernel is closing.
         """
-        return [CallHandle(r.call, r, self) for r in self._scheduler.submit(calls, None)]
+        records = self._scheduler.submit(calls, None, tools=tools)
+        return [CallHandle(r.call, r, self) for r in records]
 
-    async def run(self, calls: Iterable[ToolCall]) -> list[ToolResult]:
+    async def run(
+        self, calls: Iterable[ToolCall], *, tools: Iterable[KernelTool] | None = None
+    ) -> list[ToolResult]:
         """Run a batch and return one result per call, in call order, whatever happened.
 
         If the caller is cancelled, the batch's calls are cancelled too (their leases return).
         A batch of one call granted at once runs in the caller's task (no task to spawn, no
-        wake-up to wait for); any other call runs in a task of the kernel's.
+        wake-up to wait for); any other call runs in a task of the kernel's. ``tools`` as for
+        ``submit_batch``.
         """
         calls = calls if isinstance(calls, list) else list(calls)
         if len(calls) == 1:
             self._inline = []  # ``_spawn_call`` hands the calls granted now to this task
             records: list[CallRecord] = []
             try:
-                records = self._scheduler.submit(calls, None, self._caller())
+                records = self._scheduler.submit(calls, None, self._caller(), tools)
             finally:
                 granted, self._inline = self._inline, None
                 # Only this batch's own call runs here: a listener may have submitted others,
@@ -233,7 +240,7 @@ class Kernel(metaclass=_NoPublicConstructor):
                     if record not in inline:
                         self._spawn_call(record)
         else:
-            records = self._scheduler.submit(calls, None, self._caller())
+            records = self._scheduler.submit(calls, None, self._caller(), tools)
             inline = None
         if not records:
             await anyio.lowlevel.checkpoint()
@@ -274,10 +281,13 @@ class Kernel(metaclass=_NoPublicConstructor):
                 await cast(anyio.Event, done).wait()
 
     @asynccontextmanager
-    async def stream(self, calls: Iterable[ToolCall]) -> AsyncIterator[AsyncIterator[CallEvent]]:
+    async def stream(
+        self, calls: Iterable[ToolCall], *, tools: Iterable[KernelTool] | None = None
+    ) -> AsyncIterator[AsyncIterator[CallEvent]]:
         """Submit a batch and iterate over its events; the iteration ends when all finished.
 
-        Leaving the block early cancels what is still running.
+        Leaving the block early cancels what is still running. ``tools`` as for
+        ``submit_batch``.
         """
         send, receive = anyio.create_memory_object_stream[CallEvent](math.inf)
         calls = list(calls)
@@ -297,7 +307,7 @@ class Kernel(metaclass=_NoPublicConstructor):
         if not calls:
             send.close()
         # Attached before admission, so the batch's first events (CallQueued) are not missed.
-        records = self._scheduler.submit(calls, sink, self._caller())
+        records = self._scheduler.submit(calls, sink, self._caller(), tools)
         try:
             async with receive:
                 yield receive

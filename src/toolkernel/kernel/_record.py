@@ -82,6 +82,8 @@ class Batch:
     awaited_by: CallRecord | None = None
     # Set by the scheduler when ``unfinished`` reaches 0, if someone (``run``) waits for that.
     done: Signal | None = None
+    # Tools given with the batch (``kernel.run(calls, tools=...)``), found before the kernel's.
+    tools: dict[str, KernelTool] | None = None
 
 
 # Containers a call needs only sometimes are None (or an empty tuple) until then: a batch keeps

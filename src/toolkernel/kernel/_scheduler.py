@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import ChainMap
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
@@ -53,6 +54,7 @@ from ._admission import (
     gc_paused_for,
     link_dependencies,
     set_arguments,
+    tools_by_name,
 )
 from ._call import (
     CANCELLED,
@@ -109,15 +111,7 @@ class Scheduler(NestedCalls, Requeuing):
         spawn_prephase: Callable[[CallRecord], None],
         deadline_changed: Callable[[float], None],
     ) -> None:
-        self.tools: dict[str, KernelTool] = {}
-        for tool in tools:
-            if not isinstance(tool, KernelTool):
-                raise TypeError(f"expected a tool (made with @tool or Tool), not {tool!r}")
-            if not isinstance(tool.name, str) or not tool.name:
-                raise ValueError(f"a tool's name must be a non-empty string, not {tool.name!r}")
-            if tool.name in self.tools:
-                raise ValueError(f"two tools are named {tool.name!r}")
-            self.tools[tool.name] = tool
+        self.tools = tools_by_name(tools)
         self.max_concurrency = options.max_concurrency
         self.slots = Slots(options.max_concurrency)
         self.leasing = Leasing(
@@ -155,26 +149,31 @@ class Scheduler(NestedCalls, Requeuing):
         calls: Iterable[ToolCall],
         sink: Callable[[CallEvent], None] | None,
         awaited_by: CallRecord | None = None,
+        tools: Iterable[KernelTool] | None = None,
     ) -> list[CallRecord]:
         """Admit a batch; every call is queued (and says so) before any of them can finish.
-        ``awaited_by``: the running call whose tool submits the batch and waits for it."""
+        ``awaited_by``: the running call whose tool submits the batch and waits for it;
+        ``tools``: tools of this batch alone, found by name before the kernel's own."""
         if self.closed:
             raise KernelClosedError("can't submit calls: the kernel is closed")
         calls = list(calls)
+        extra = None if tools is None else tools_by_name(tools)
         with gc_paused_for(len(calls)):
-            return self._submit(calls, sink, awaited_by)
+            return self._submit(calls, sink, awaited_by, extra)
 
     def _submit(
         self,
         calls: list[ToolCall],
         sink: Callable[[CallEvent], None] | None,
         awaited_by: CallRecord | None,
+        tools: dict[str, KernelTool] | None = None,
     ) -> list[CallRecord]:
         for call in calls:  # all or nothing: check everything before admitting anything
             if not isinstance(call, ToolCall):
                 raise TypeError(f"expected ToolCall, got {type(call).__name__}")
         self._serial += 1
         batch = Batch(self._serial, len(calls), self._serial + 1)
+        batch.tools = tools
         now = self._now()  # the batch is admitted at one moment
         # When every call is ready the moment it is admitted (no hooks, the default policy, no
         # after=), the calls ask for their leases in emission order straight away: none can be
@@ -302,7 +301,9 @@ class Scheduler(NestedCalls, Requeuing):
         return record
 
     def _admit(self, record: CallRecord) -> BaseException | None:
-        return admit(record, self.tools, self._key, self.leasing.pools)
+        extra = record.batch.tools
+        tools = self.tools if extra is None else ChainMap(extra, self.tools)
+        return admit(record, tools, self._key, self.leasing.pools)
 
     def _fill_in(self, record: CallRecord) -> bool:
         """Fill a call's placeholders from its finished sources and admit its arguments; False
