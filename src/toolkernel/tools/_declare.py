@@ -12,15 +12,27 @@ A tool says what a call of it touches:
 
 ``claims=lambda args: []`` (an empty list) means the call needs no resources and runs freely.
 
+A tool is an ``async def``. A plain ``def`` is refused unless it says ``thread=True``: it then
+runs in a worker thread (``anyio.to_thread.run_sync``), and its call holds its leases until the
+thread returns. A thread can't be interrupted, so a call cancelled or timed out while its thread
+runs keeps its leases until the function returns, and its result is ``CANCELLED`` (``TIMEOUT``)
+all the same: whatever the function returned is dropped. Inside the thread, the context's async
+methods are called through the event loop: ``anyio.from_thread.run(ctx.fs.read_text, path)``.
+
 Mistakes are caught here, when the tool is declared, with a :class:`ToolDeclarationError` that
 names the tool and the fix, rather than when a model first calls it.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Never, TypeVar, overload
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
 
 from .._errors import InvalidArgumentsError, ToolDeclarationError
 from ..kernel import KeyFunction, ToolContext
@@ -35,7 +47,9 @@ F = TypeVar("F", bound=Callable[..., Coroutine[Any, Any, Any]])
 # A module global: on Python 3.11 ``Mode.EXCLUSIVE`` costs ~0.1 us a read (the enum metaclass).
 _EXCLUSIVE = Mode.EXCLUSIVE
 
-_OPTIONS = "name, description, reads, writes, claims, reads_workspace, wait_timeout, run_timeout"
+_OPTIONS = (
+    "name, description, reads, writes, claims, reads_workspace, wait_timeout, run_timeout, thread"
+)
 _READ_ONLY_IS_GONE = (
     "read_only= is now reads_workspace=, which says what it does: a shared lease on the whole "
     "workspace (the call may read any file; no write anywhere runs beside it). For a tool that "
@@ -122,6 +136,7 @@ class Tool:
     reads_workspace: bool = False
     wait_timeout: float | None = None
     run_timeout: float | None = None
+    thread: bool = False
 
     def __init__(
         self,
@@ -134,6 +149,7 @@ class Tool:
         reads_workspace: bool | None = None,
         wait_timeout: float | None = None,
         run_timeout: float | None = None,
+        thread: bool | None = None,
         **unknown: Never,
     ) -> None:
         if name is None:
@@ -146,6 +162,12 @@ class Tool:
         self.name = name
         if unknown or hasattr(self, "read_only"):
             raise ToolDeclarationError(self._unknown_options(unknown))
+        if thread is not None:
+            self.thread = thread
+        if not isinstance(self.thread, bool):
+            raise ToolDeclarationError(
+                f"tool {self.name!r} thread must be True or False, not {self.thread!r}"
+            )
         self._check_async()
         self._arguments = Arguments.from_function(self.name, self._target())
         if description is not None and not isinstance(description, str):
@@ -215,10 +237,7 @@ class Tool:
                 f"tool {self.name!r} ({type(self).__name__}) does not define run(); "
                 f"define async def run(self, ctx: ToolContext, ...)"
             )
-        if not inspect.iscoroutinefunction(run):
-            raise ToolDeclarationError(
-                f"tool {self.name!r}: {type(self).__name__}.run must be async def. {_NO_THREADS}"
-            )
+        _check_thread_option(self.name, f"{type(self).__name__}.run", run, self.thread)
 
     async def run(self, ctx: ToolContext, **arguments: Any) -> Any:
         """Do the work; override this."""
@@ -277,6 +296,8 @@ class Tool:
 
     async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Any:
         """Run the tool with parsed arguments; its return value is the result's output."""
+        if self.thread:
+            return await _in_thread(self.run, ctx, arguments)
         return await self.run(ctx, **arguments)
 
     def parameters_schema(self) -> dict[str, Any]:
@@ -288,11 +309,41 @@ class Tool:
 
 
 _NO_THREADS = (
-    "A plain function would have to run in a worker thread, and a thread can't be cancelled: "
-    "a call that timed out or was cancelled would go on running after its leases were "
-    "released. Do blocking work inside an async def with `await anyio.to_thread.run_sync(...)`: "
-    "the call then keeps its leases until the thread returns."
+    "A plain function has to run in a worker thread, and a thread can't be cancelled: a call "
+    "that timed out or was cancelled goes on running until the function returns. Say "
+    "thread=True to run it in a worker thread anyway (the call keeps its leases until the "
+    "thread returns; a cancelled call's result is CANCELLED), or do the blocking work inside an "
+    "async def with `await anyio.to_thread.run_sync(...)`."
 )
+
+
+def _check_thread_option(name: str, what: str, function: Any, thread: bool) -> None:
+    """A plain ``def`` needs ``thread=True``; an ``async def`` must not have it."""
+    is_async = inspect.iscoroutinefunction(function)
+    if thread and is_async:
+        raise ToolDeclarationError(
+            f"tool {name!r}: thread=True runs a plain def in a worker thread, but {what} is an "
+            f"async def, which runs in the event loop; drop thread=True"
+        )
+    if not thread and not is_async:
+        raise ToolDeclarationError(f"tool {name!r}: {what} must be async def. {_NO_THREADS}")
+
+
+async def _in_thread(
+    function: Callable[..., Any], ctx: ToolContext, arguments: Mapping[str, Any]
+) -> Any:
+    """Run a plain function in a worker thread; the caller waits for it whatever happens.
+
+    ``abandon_on_cancel=False``: a cancellation waits for the thread to return, so the call's
+    leases are held for as long as the function may touch what they cover. The cancellation
+    then takes effect at the checkpoint after it, and the call ends CANCELLED (or TIMEOUT)
+    rather than with an output nobody asked for any more.
+    """
+    output = await anyio.to_thread.run_sync(
+        functools.partial(function, ctx, **arguments), abandon_on_cancel=False
+    )
+    await anyio.lowlevel.checkpoint_if_cancelled()
+    return output
 
 
 class FunctionTool(Tool):
@@ -321,16 +372,23 @@ class FunctionTool(Tool):
         return f"the function {self.function!r}"
 
     def _check_async(self) -> None:
-        if not inspect.iscoroutinefunction(self.function):
+        _check_thread_option(self.name, "the function", self.function, self.thread)
+        if type(self).run is not FunctionTool.run and not inspect.iscoroutinefunction(
+            type(self).run
+        ):
             raise ToolDeclarationError(
-                f"tool {self.name!r} is not an async def function. {_NO_THREADS}"
+                f"tool {self.name!r}: {type(self).__name__}.run must be async def (thread=True "
+                f"runs the function in a worker thread, not run())"
             )
-        super()._check_async()
 
     async def run(self, ctx: ToolContext, **arguments: Any) -> Any:
+        if self.thread:
+            return await _in_thread(self.function, ctx, arguments)
         return await self.function(ctx, **arguments)
 
     def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Coroutine[Any, Any, Any]:
+        if self.thread and self._runner is self.function:
+            return _in_thread(self.function, ctx, arguments)
         return self._runner(ctx, **arguments)
 
     def __call__(self, ctx: ToolContext, /, **arguments: Any) -> Any:
@@ -352,7 +410,8 @@ def tool(
     reads_workspace: bool | None = ...,
     wait_timeout: float | None = ...,
     run_timeout: float | None = ...,
-) -> Callable[[Callable[..., Coroutine[Any, Any, Any]]], FunctionTool]: ...
+    thread: bool | None = ...,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
 def tool(
@@ -395,13 +454,19 @@ def tool(
       (None: no limit); the kernel's or the call's own setting overrides it.
     - ``run_timeout``: seconds a call may run before it is cancelled and ends ``TIMEOUT``
       (None: no limit).
+    - ``thread``: ``True`` on a plain ``def`` runs it in a worker thread. The call holds its
+      leases until the thread returns, even when it is cancelled or times out meanwhile (a
+      thread can't be interrupted); such a call's result is ``CANCELLED`` (``TIMEOUT``) and the
+      function's return value is dropped. Inside the thread, reach the context's async methods
+      with ``anyio.from_thread.run(ctx.fs.read_text, path)``.
 
     With none of ``reads``, ``writes``, ``claims`` or ``reads_workspace`` (as with a bare
     ``@tool``) the tool declares nothing, and each call is a barrier: exclusive on everything.
 
     Raises :class:`ToolDeclarationError` (a ``TypeError`` and a ``ValueError``) when the tool
-    can't work: no ``ctx`` first, a plain ``def`` (a worker thread can't be cancelled and would
-    outlive its leases: use ``async def`` and ``anyio.to_thread.run_sync`` inside), ``reads`` or
+    can't work: no ``ctx`` first, a plain ``def`` without ``thread=True`` (a worker thread
+    can't be cancelled: say so with ``thread=True``, or use ``async def`` and
+    ``anyio.to_thread.run_sync`` inside), ``thread=True`` on an ``async def``, ``reads`` or
     ``writes`` naming arguments it does not have, ``claims`` that is not callable, an empty
     name, a timeout that is negative or not a number, a parameter that can't be
     passed by keyword, a type hint that has no JSON Schema, or an unknown option.
