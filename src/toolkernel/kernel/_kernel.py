@@ -21,7 +21,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -33,10 +33,11 @@ from . import _loop as loop
 from . import _messages as messages
 from ._admission import split_by_cover
 from ._call import CANCELLED, ERROR, OK, Status, ToolCall, ToolResult
+from ._constructor import NoPublicConstructor
 from ._context import ToolContext
 from ._events import CallEvent, CallFinished
 from ._observe import KernelSnapshot, KernelStatistics
-from ._options import KernelOptions
+from ._options import KernelOptions, check_seconds
 from ._policy import Permission
 from ._protocol import Environment, KernelTool
 from ._record import Batch, CallRecord
@@ -55,19 +56,6 @@ _running_call: contextvars.ContextVar[CallRecord | None] = contextvars.ContextVa
 )
 """The call whose tool this task runs (tasks it starts inherit it): a tool that calls
 ``kernel.run`` on its own kernel waits for those calls, which the wait-for graph must know."""
-
-
-class _NoPublicConstructor(type):
-    """Objects that only work when opened by their context manager (as trio's ``Nursery``)."""
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            f"{cls.__module__}.{cls.__qualname__} has no public constructor; "
-            f"use `async with toolkernel.open_kernel(...) as kernel:`"
-        )
-
-    def _create(cls, *args: Any, **kwargs: Any) -> Any:
-        return super().__call__(*args, **kwargs)
 
 
 class CallHandle:
@@ -115,7 +103,7 @@ class CallHandle:
         return self._record.result
 
 
-class Kernel(metaclass=_NoPublicConstructor):
+class Kernel(metaclass=NoPublicConstructor):
     """Runs tool calls concurrently, each as soon as its declared leases are granted.
 
     Open one with ``toolkernel.open_kernel`` (or :func:`open_kernel_core` without a workspace);
@@ -216,17 +204,23 @@ class Kernel(metaclass=_NoPublicConstructor):
         return [CallHandle(r.call, r, self) for r in records]
 
     async def run(
-        self, calls: Iterable[ToolCall], *, tools: Iterable[KernelTool] | None = None
+        self,
+        calls: Iterable[ToolCall],
+        *,
+        tools: Iterable[KernelTool] | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - not a cancel scope: results are kept
     ) -> list[ToolResult]:
         """Run a batch and return one result per call, in call order, whatever happened.
 
-        If the caller is cancelled, the batch's calls are cancelled too (their leases return).
-        A batch of one call granted at once runs in the caller's task (no task to spawn, no
-        wake-up to wait for); any other call runs in a task of the kernel's. ``tools`` as for
+        ``timeout`` (seconds): the calls unfinished when it runs out end ``TIMEOUT`` (their
+        leases return), the others keep their results (a ``move_on_after`` around ``run``
+        would lose them). If the caller is cancelled, the calls are cancelled too. A lone
+        call granted at once runs in the caller's task unless timed. ``tools``: as for
         ``submit_batch``.
         """
+        check_seconds("timeout", timeout)
         calls = calls if isinstance(calls, list) else list(calls)
-        if len(calls) == 1:
+        if len(calls) == 1 and timeout is None:
             self._inline = []  # ``_spawn_call`` hands the calls granted now to this task
             records: list[CallRecord] = []
             try:
@@ -254,7 +248,13 @@ class Kernel(metaclass=_NoPublicConstructor):
             # otherwise wake this task thousands of times.
             if batch.unfinished:
                 done = batch.done = anyio.Event()
-                await done.wait()
+                if timeout != 0:  # with 0 no call starts (on asyncio, its task would begin)
+                    with anyio.move_on_after(math.inf if timeout is None else timeout):
+                        await done.wait()
+                if batch.unfinished:  # out of time (the caller's own cancellation raised)
+                    self._scheduler.time_out(records, cast(float, timeout))
+                    await self._unwound(batch)
+                    await anyio.lowlevel.checkpoint()  # with 0, nothing above awaited
             elif not inline:
                 await anyio.lowlevel.checkpoint()  # every call failed at admission
         except BaseException:
@@ -272,9 +272,8 @@ class Kernel(metaclass=_NoPublicConstructor):
         return record if self._scheduler.is_live(record) else None
 
     async def _unwound(self, batch: Batch) -> None:
-        """Wait, shielded, until every call of a cancelled batch has finished: when ``run`` or
-        ``stream`` is left, no call of its batch still runs or holds a lease (as a nursery
-        waits for its children)."""
+        """Wait, shielded, until every call of a cancelled batch has finished: as a nursery,
+        ``run`` and ``stream`` leave no call of theirs running or holding a lease."""
         if batch.unfinished:
             with anyio.CancelScope(shield=True):
                 done = batch.done = batch.done or anyio.Event()

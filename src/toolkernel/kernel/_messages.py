@@ -15,6 +15,7 @@ from .._errors import (
     ApprovalRequiredError,
     ApprovalTimeoutError,
     CallCancelledError,
+    CallTimeoutError,
     DeadlockError,
     DependencyCycleError,
     DependencyFailedError,
@@ -246,6 +247,25 @@ def run_timed_out(limit: float) -> RunTimeoutError:
 
 def cancelled(reason: str) -> CallCancelledError:
     return CallCancelledError(reason)
+
+
+OUT_OF_TIME = "the time limit of its run() ran out"
+"""The cancel reason of the calls a ``run(timeout=...)`` cuts short: they end TIMEOUT, with
+:func:`batch_timed_out`, not CANCELLED (``Scheduler.make_result``)."""
+
+
+def batch_timed_out(limit: float, ran_for: float | None, behind: str) -> CallTimeoutError:
+    if ran_for is None:
+        where = f"while it waited{' for its leases' + behind if behind else ' to start'}"
+        return CallTimeoutError(
+            f"timed out: the batch's limit of {seconds(limit)} ran out {where}; it was not run. "
+            f"Try it again on its own, or with a longer limit"
+        )
+    return CallTimeoutError(
+        f"timed out: the batch's limit of {seconds(limit)} ran out after it had run for "
+        f"{seconds(ran_for)}; it was stopped unfinished. Try a smaller piece of work, or a "
+        f"longer limit"
+    )
 
 
 def paths_kept_changing(times: int) -> PathChangedError:

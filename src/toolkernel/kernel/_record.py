@@ -84,6 +84,8 @@ class Batch:
     done: Signal | None = None
     # Tools given with the batch (``kernel.run(calls, tools=...)``), found before the kernel's.
     tools: dict[str, KernelTool] | None = None
+    # The limit of a ``run(timeout=...)`` that ran out: its unfinished calls end TIMEOUT.
+    time_limit: float | None = None
 
 
 # Containers a call needs only sometimes are None (or an empty tuple) until then: a batch keeps

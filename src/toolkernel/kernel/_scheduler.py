@@ -261,6 +261,14 @@ class Scheduler(NestedCalls, Requeuing):
         for child in sorted(record.awaiting or (), key=lambda r: r.uid):
             self.cancel(child, f"cancelled with its parent call {record.call.id}")
 
+    def time_out(self, records: Iterable[CallRecord], limit: float) -> None:
+        """The time limit of the batch of ``records`` ran out: each unfinished one is cancelled
+        and ends TIMEOUT (``make_result``); the results of those that finished are kept."""
+        for record in records:
+            if record.result is None:
+                record.batch.time_limit = limit
+                self.cancel(record, messages.OUT_OF_TIME)
+
     def cancel_all(self, reason: str = "cancelled") -> None:
         """Cancel every unfinished call."""
         for record in sorted(self._live.values(), key=lambda r: r.uid):
@@ -483,6 +491,8 @@ class Scheduler(NestedCalls, Requeuing):
         exception: BaseException | None = None,
     ) -> ToolResult:
         call = record.call
+        if status is CANCELLED and record.cancel_reason is messages.OUT_OF_TIME:
+            status, exception = Status.TIMEOUT, self._out_of_time(record)
         if exception is None:
             error = error_type = None
         else:
@@ -499,6 +509,15 @@ class Scheduler(NestedCalls, Requeuing):
             error_type,
             exception,
         )
+
+    def _out_of_time(self, record: CallRecord) -> BaseException:
+        """Why a call cut short by its batch's time limit ended: where it was then."""
+        limit = record.batch.time_limit or 0.0
+        if record.started_at is not None:
+            return messages.batch_timed_out(limit, self._now() - record.started_at, "")
+        queued = record.state is QUEUED
+        behind = waits.describe_waits(record, self.max_concurrency) if queued else ""
+        return messages.batch_timed_out(limit, None, behind)
 
     def finish_failed(self, record: CallRecord, status: Status, exception: BaseException) -> None:
         self.finish(record, self.make_result(record, status, None, exception))
