@@ -40,7 +40,8 @@ class Loop:
     """Makes the cancel scope a call's tool, hooks and approver run in: trio's own on trio,
     anyio's on asyncio (both have ``cancel()``, ``deadline`` and ``cancelled_caught``)."""
     tasks: Callable[[], AbstractAsyncContextManager[Spawn]]
-    """Opens the kernel's tasks: a trio nursery, or an asyncio ``TaskGroup``."""
+    """Opens the kernel's tasks: a trio nursery, or an asyncio ``TaskGroup``; what the block
+    raises alone comes out as itself (see :func:`_unwrapped`)."""
     checkpoint: Callable[[], Awaitable[None]]
     """A schedule point: ``trio.lowlevel.checkpoint``, or ``asyncio.sleep(0)``."""
 
@@ -83,7 +84,65 @@ async def _asyncio_checkpoint() -> None:
 
 
 @asynccontextmanager
-async def _trio_tasks() -> AsyncIterator[Spawn]:
+async def _unwrapped(tasks: AbstractAsyncContextManager[Spawn]) -> AsyncIterator[Spawn]:
+    """``tasks``, but a lone exception of the block's comes out as itself, traceback kept.
+
+    A nursery (strict exception groups) and a task group wrap what passes through them, so an
+    ``except KeyError`` around ``open_kernel`` would never match the block's ``KeyError``. As
+    trio's users do by hand: unwrap only when the group is exactly the block's one exception,
+    with nothing from the kernel's own tasks (a group of several stays whole).
+    """
+    thrown: BaseException | None = None
+    try:
+        async with tasks as spawn:
+            try:
+                yield spawn
+            except BaseException as exc:
+                thrown = exc
+                raise
+    except BaseExceptionGroup as group:
+        if thrown is None or not _wraps_only(group, thrown):
+            raise
+    if thrown is not None:
+        raise thrown  # outside the handler: the group is not made its context
+
+
+def _wraps_only(group: BaseExceptionGroup[Any], target: BaseException) -> bool:
+    """Whether ``group`` is ``target`` wrapped in groups of one, one or more times."""
+    inner: BaseException = group
+    while isinstance(inner, BaseExceptionGroup) and not _same(inner, target):
+        if len(inner.exceptions) != 1:
+            return False
+        inner = inner.exceptions[0]
+    return _same(inner, target)
+
+
+def _same(found: BaseException, target: BaseException) -> bool:
+    """``found`` is ``target``, or a copy trio made of it: a cancel scope a group passes
+    through splits it, which builds a new group of the same exceptions."""
+    if found is target:
+        return True
+    if not isinstance(found, BaseExceptionGroup) or type(found) is not type(target):
+        return False
+    assert isinstance(target, BaseExceptionGroup)
+    inner, wanted = found.exceptions, target.exceptions
+    return (
+        found.message == target.message
+        and len(inner) == len(wanted)
+        and all(_same(a, b) for a, b in zip(inner, wanted, strict=True))
+    )
+
+
+def _trio_tasks() -> AbstractAsyncContextManager[Spawn]:
+    return _unwrapped(_trio_nursery())
+
+
+def _asyncio_tasks() -> AbstractAsyncContextManager[Spawn]:
+    return _unwrapped(_asyncio_task_group())
+
+
+@asynccontextmanager
+async def _trio_nursery() -> AsyncIterator[Spawn]:
     import trio
 
     async with trio.open_nursery() as nursery:
@@ -97,7 +156,7 @@ async def _trio_tasks() -> AsyncIterator[Spawn]:
 
 
 @asynccontextmanager
-async def _asyncio_tasks() -> AsyncIterator[Spawn]:
+async def _asyncio_task_group() -> AsyncIterator[Spawn]:
     async with asyncio.TaskGroup() as group:
 
         def spawn(
