@@ -24,8 +24,11 @@ Run as a script, before the command::
   that left the Bash tool's process group.
 
 It is started as a script, not as ``-m toolkernel...``, so that it costs a Python start-up and
-a few system calls, not an import of the package. The Landlock system calls are called through
-``ctypes`` (their numbers are the same on every architecture Linux gives them to);
+a few system calls, not an import of the package. It imports ``_signal`` and ``_ctypes``, the
+C modules under ``signal`` and ``ctypes``: importing those two packages (``enum``, the ctypes
+type zoo) cost more than the interpreter's own start-up, on every command. The system calls
+(``unshare``, ``mount``, Landlock's; their numbers are the same on every architecture Linux
+gives them to) are called through ``_ctypes``, declared here as ``ctypes`` declares them;
 ``PR_SET_NO_NEW_PRIVS`` comes first, as an unprivileged ``landlock_restrict_self`` requires. The
 rights asked for depend on the kernel's Landlock ABI: ``REFER`` from ABI 2, ``TRUNCATE`` from 3,
 ``IOCTL_DEV`` from 5. Nothing here needs privilege.
@@ -37,9 +40,10 @@ overlay could not be had (the caller then falls back, see ``toolkernel.sandbox``
 
 from __future__ import annotations
 
-import ctypes
+# Not ``signal`` and ``ctypes``: see the module's docstring.
+import _ctypes
+import _signal as signal  # type: ignore[import-not-found]  # no stubs: a C module
 import os
-import signal
 import sys
 
 CLONE_NEWNS = 0x00020000
@@ -90,19 +94,50 @@ _DIR_ONLY_RIGHTS = (
 )
 
 
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+class _Long(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_long
+    _type_ = "l"
 
 
-class _PathBeneathAttr(ctypes.Structure):
+class _Int32(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_int32
+    _type_ = "i"
+
+
+class _UInt64(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_uint64
+    _type_ = "Q"
+
+
+class _Function(_ctypes.CFuncPtr):  # what ctypes.CDLL(..., use_errno=True) makes
+    _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+    _restype_ = _Int32
+
+
+class _Libc:
+    """The C library's ``syscall``, ``prctl``, ``unshare`` and ``mount``, as ``ctypes.CDLL(None,
+    use_errno=True)`` gives them (``syscall`` returning a long)."""
+
+    def __init__(self) -> None:
+        # What CDLL(None) does: dlopen(NULL, RTLD_LOCAL), the program and its libraries. The
+        # stubs know only paths, and only CDLL instances as the place to find a function in;
+        # any object with the library's ``_handle`` will do.
+        self._handle = _ctypes.dlopen(None, 0)  # type: ignore[arg-type]
+        self.syscall = _Function(("syscall", self))  # type: ignore[arg-type]
+        self.syscall.restype = _Long
+        self.prctl = _Function(("prctl", self))  # type: ignore[arg-type]
+        self.unshare = _Function(("unshare", self))  # type: ignore[arg-type]
+        self.mount = _Function(("mount", self))  # type: ignore[arg-type]
+
+
+class _RulesetAttr(_ctypes.Structure):
+    _fields_ = (("handled_access_fs", _UInt64),)
+
+
+class _PathBeneathAttr(_ctypes.Structure):
     _pack_ = 1  # the kernel's struct is packed
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+    _fields_ = (("allowed_access", _UInt64), ("parent_fd", _Int32))
 
 
-def _libc() -> ctypes.CDLL:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    return libc
+def _libc() -> _Libc:
+    return _Libc()
 
 
 def abi_version() -> int:
@@ -131,7 +166,7 @@ def handled_rights(abi: int) -> int:
 
 def _check(result: int, doing: str) -> int:
     if result < 0:
-        error = ctypes.get_errno()
+        error = _ctypes.get_errno()
         raise OSError(error, f"landlock: can't {doing}: {os.strerror(error)}")
     return result
 
@@ -143,7 +178,7 @@ def restrict(dirs: list[str], files: list[str]) -> None:
     handled = handled_rights(abi)
     attr = _RulesetAttr(handled)
     ruleset = _check(
-        libc.syscall(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0),
+        libc.syscall(SYS_CREATE_RULESET, _ctypes.byref(attr), _ctypes.sizeof(attr), 0),
         "create a ruleset",
     )
     try:
@@ -151,7 +186,7 @@ def restrict(dirs: list[str], files: list[str]) -> None:
             for path in paths:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
                 try:
-                    rule = ctypes.byref(_PathBeneathAttr(rights, fd))
+                    rule = _ctypes.byref(_PathBeneathAttr(rights, fd))
                     _check(
                         libc.syscall(SYS_ADD_RULE, ruleset, RULE_PATH_BENEATH, rule, 0),
                         f"allow writes to {path}",
@@ -235,7 +270,7 @@ def supervise(command: list[str]) -> None:
 
 def _fail(what: str, error: OSError | None = None) -> None:
     """Say why the sandbox can't be had, and exit with :data:`CANT_ISOLATE`."""
-    number = ctypes.get_errno() if error is None else (error.errno or 0)
+    number = _ctypes.get_errno() if error is None else (error.errno or 0)
     print(f"toolkernel sandbox: can't {what}: {os.strerror(number)}", file=sys.stderr)
     os._exit(CANT_ISOLATE)
 
