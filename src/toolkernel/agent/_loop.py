@@ -1,12 +1,15 @@
 """The agent loop: model -> calls -> kernel -> results -> model, until the model is done.
 
 Each step asks the model once (retrying transient failures with backoff), records its message,
-runs the calls it emitted as one kernel batch, and answers every call. The loop ends when the
-model replies with no calls (``completed``), after ``max_steps`` replies (``max_steps``), when
-the model fails for good (``model_error``), or when the ``cancel_scope`` given to it is
-cancelled (``cancelled``). Whatever ends it, the messages it returns are a valid conversation:
-every call the model emitted is answered (a call cut short by cancellation as CANCELLED), so a
-caller can go on from them with another :func:`run_agent`.
+runs the calls it emitted as one kernel batch, and answers every call. With ``stream=True`` and
+a model that streams, each call starts the moment its block is complete in the answer, before
+the answer ends (see ``_streaming``); the answers go back in call order all the same.
+
+The loop ends when the model replies with no calls (``completed``), after ``max_steps``
+replies (``max_steps``), when the model fails for good (``model_error``), or when the
+``cancel_scope`` given to it is cancelled (``cancelled``). Whatever ends it, the messages it
+returns are a valid conversation: every call the model emitted is answered (a call cut short by
+cancellation as CANCELLED), so a caller can go on from them with another :func:`run_agent`.
 
 Cancellation of the caller's own scopes is not caught: it propagates, as it must.
 """
@@ -15,8 +18,9 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from functools import partial
+from typing import Any, TypeVar
 
 import anyio
 import attrs
@@ -29,6 +33,7 @@ from ._events import AgentEvent, ModelReplied, ModelRetrying, StepStarted, Todos
 from ._model import Model
 from ._prompt import CALLS_PROMPT
 from ._retry import Retry
+from ._streaming import StreamedTurn, StreamingModel, streams
 
 __all__ = ["run_agent", "AgentOutcome", "Step", "StopReason"]
 
@@ -86,6 +91,7 @@ async def run_agent(
     retry: Retry = Retry(),  # noqa: B008 - frozen, so one instance can be shared
     on_event: Callable[[AgentEvent], object] | None = None,
     cancel_scope: anyio.CancelScope | None = None,
+    stream: bool = False,
 ) -> AgentOutcome:
     """Run ``model`` on ``prompt`` with the kernel's tools until it is done.
 
@@ -107,6 +113,15 @@ async def run_agent(
     - ``cancel_scope``: a fresh ``anyio.CancelScope`` the loop runs in; cancelling it (or its
       deadline passing) stops the loop with ``stop_reason == "cancelled"`` and the calls that
       were running cancelled.
+    - ``stream``: read the model's answers as streams (when the model can:
+      :class:`StreamingModel`), starting each call the moment its block is complete, conflicting
+      calls still in the order the model emitted them. ``ModelReplied`` then comes when the
+      answer is finished, after the events of the calls that started early. If a stream fails
+      mid-answer, the calls it started are cancelled before the request is tried again. Off by
+      default: listeners keyed on ``ModelReplied`` coming first keep working, and a server that
+      streams tool calls badly can't break a working loop; the gain is the time the model spends
+      writing the calls after each one (about a tenth of a multi-call turn on recorded sessions,
+      see ``benchmarks/streaming.py``).
     """
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
         raise ValueError(f"max_steps must be an int >= 1, not {max_steps!r}")
@@ -128,26 +143,38 @@ async def run_agent(
         tools = list(toolset.values())
         for index in range(1, max_steps + 1):
             emit(StepStarted(index))
+            if stream and isinstance(model, StreamingModel) and streams(model):
+                turn = StreamedTurn(kernel, toolset, index, emit)
+                try:
+                    await _ask(partial(turn.attempt, model, history, tools), retry, index, emit)
+                except ModelError as exc:
+                    stop, error = StopReason.MODEL_ERROR, exc
+                    break
+                finally:  # cancelled or not, a finished answer's calls all get their answers
+                    if turn.assistant is not None:
+                        answer = (turn.says, turn.assistant, turn.calls, turn.results)
+                        _record(history, steps, index, *answer)
+                if not turn.calls:
+                    stop = StopReason.COMPLETED
+                    break
+                continue
             try:
-                reply = await _ask(model, history, tools, retry, index, emit)
+                reply = await _ask(lambda: model.complete(list(history), tools), retry, index, emit)
             except ModelError as exc:
                 stop, error = StopReason.MODEL_ERROR, exc
                 break
             assistant, calls = parse_chat(reply, toolset)
-            history.append(assistant)
             says = _text(assistant["content"]) or assistant.get("refusal", "")
             emit(ModelReplied(index, says, tuple(calls)))
-            if not calls:
-                steps.append(Step(index, says))
-                stop = StopReason.COMPLETED
-                break
             results: list[ToolResult | None] = [None] * len(calls)
             try:
-                await _run_batch(kernel, toolset, calls, results, index, emit)
+                if calls:
+                    await _run_batch(kernel, toolset, calls, results, index, emit)
             finally:  # cancelled or not, every call the model emitted gets its answer
-                done = tuple(r or _cut_short(c) for r, c in zip(results, calls, strict=True))
-                history.extend(chat_tool_messages(done))
-                steps.append(Step(index, says, tuple(calls), done))
+                _record(history, steps, index, says, assistant, calls, results)
+            if not calls:
+                stop = StopReason.COMPLETED
+                break
         else:
             stop = StopReason.MAX_STEPS
     if stop is None:
@@ -157,6 +184,26 @@ async def run_agent(
 
 def _ignore(event: AgentEvent) -> None:
     pass
+
+
+def _record(
+    history: list[dict[str, Any]],
+    steps: list[Step],
+    index: int,
+    says: str,
+    assistant: dict[str, Any],
+    calls: list[ToolCall],
+    results: list[ToolResult | None],
+) -> None:
+    """Add a step's answer, and an answer to each of its calls (a call cut short by
+    cancellation as CANCELLED), to the conversation."""
+    history.append(assistant)
+    if not calls:
+        steps.append(Step(index, says))
+        return
+    done = tuple(r or _cut_short(c) for r, c in zip(results, calls, strict=True))
+    history.extend(chat_tool_messages(done))
+    steps.append(Step(index, says, tuple(calls), done))
 
 
 def _plain_message(message: object) -> dict[str, Any]:
@@ -194,19 +241,20 @@ def _text(content: object) -> str:
     return ""
 
 
+_T = TypeVar("_T")
+
+
 async def _ask(
-    model: Model,
-    history: list[dict[str, Any]],
-    tools: Sequence[object],
+    request: Callable[[], Awaitable[_T]],
     retry: Retry,
     step: int,
     emit: Callable[[AgentEvent], object],
-) -> object:
+) -> _T:
     """The model's reply, retrying transient errors as ``retry`` says."""
     attempt = 1
     while True:
         try:
-            return await model.complete(list(history), tools)
+            return await request()
         except ModelError as exc:
             if not exc.transient or attempt >= retry.attempts:
                 if attempt > 1:

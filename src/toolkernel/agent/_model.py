@@ -8,7 +8,7 @@ the messages so far and the kernel's tools, return the assistant's next message 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
@@ -49,6 +49,10 @@ class ScriptedModel:
     says ``final`` and calls nothing, which ends the loop. ``think`` seconds pass before each
     answer, as a real model would take.
 
+    It streams too (:meth:`stream`, for ``run_agent(..., stream=True)``): a turn's answer comes
+    as Chat Completions chunks, each call's block complete at its time in ``Turn.emitted``;
+    asked for the whole answer, the model gives it when its last call is complete.
+
     A turn's calls keep their ids; their ``after=`` is written as the ``depends_on`` argument,
     as a model would write it. ``requests`` records the messages and tool names of every
     request, for tests and demos to look at.
@@ -79,6 +83,46 @@ class ScriptedModel:
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[object]
     ) -> Mapping[str, Any]:
         """The next item of the script, as an assistant message."""
+        item, names = await self._next_item(messages, tools)
+        if isinstance(item, Turn):
+            if item.duration:
+                await anyio.sleep(item.duration)  # the whole answer comes at its end
+            if item.cut is not None:
+                raise item.cut
+            return assistant_message(item, names)
+        return item
+
+    async def stream(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[object]
+    ) -> AsyncIterator[Mapping[str, Any]]:
+        """The next item of the script as a streamed answer: Chat Completions chunks (dicts),
+        each call complete at its time in ``Turn.emitted`` (a mapping comes as one chunk)."""
+        item, names = await self._next_item(messages, tools)
+        if not isinstance(item, Turn):
+            yield _chunk({"message": item, "finish_reason": "stop"})
+            return
+        if item.says:
+            yield _chunk({"delta": {"role": "assistant", "content": item.says}})
+        start = anyio.current_time()
+        for index, call in enumerate(item.calls):
+            # A call's block is complete when the next one starts (or the answer finishes):
+            # its id and name come when the one before it is complete, its arguments by its
+            # own emission time.
+            header = {"index": index, "id": call.id, "type": "function"}
+            header["function"] = {"name": names.wire(call.name), "arguments": ""}
+            yield _chunk({"delta": {"tool_calls": [header]}})
+            if item.emitted:
+                await anyio.sleep_until(start + item.emitted[index])
+            arguments = {"index": index, "function": {"arguments": _arguments(call)}}
+            yield _chunk({"delta": {"tool_calls": [arguments]}})
+        if item.cut is not None:
+            raise item.cut
+        yield _chunk({"delta": {}, "finish_reason": "tool_calls" if item.calls else "stop"})
+
+    async def _next_item(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[object]
+    ) -> tuple[Turn | Mapping[str, Any], NameMap]:
+        """The next item of the script, after the model has thought (a ModelError raised)."""
         names = NameMap(tools)
         self.requests.append((tuple(dict(m) for m in messages), tuple(names.to_wire)))
         if self.think:
@@ -86,14 +130,23 @@ class ScriptedModel:
         else:
             await anyio.lowlevel.checkpoint()
         if self._next >= len(self._script):
-            return {"role": "assistant", "content": self.final}
+            return {"role": "assistant", "content": self.final}, names
         item = self._script[self._next]
         self._next += 1
         if isinstance(item, ModelError):
             raise item
-        if isinstance(item, Turn):
-            return assistant_message(item, names)
-        return item
+        return item, names
+
+
+def _chunk(choice: dict[str, Any]) -> dict[str, Any]:
+    """A Chat Completions chunk with one choice."""
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "scripted",
+        "choices": [{"index": 0, **choice}],
+    }
 
 
 def assistant_message(turn: Turn, names: NameMap) -> dict[str, Any]:

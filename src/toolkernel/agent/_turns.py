@@ -9,6 +9,7 @@ tests through Bash).
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Iterable
 
@@ -23,6 +24,16 @@ def _calls(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
+def _times(times: Iterable[float]) -> tuple[float, ...]:
+    times = tuple(times)
+    for time in times:
+        if isinstance(time, bool) or not isinstance(time, int | float) or not time >= 0:
+            raise ValueError(f"emission times must be non-negative numbers, not {time!r}")
+    if any(later < earlier for earlier, later in itertools.pairwise(times)):
+        raise ValueError(f"emission times must not decrease: {times!r}")
+    return tuple(float(time) for time in times)
+
+
 @attrs.frozen
 class Turn:
     """One turn of a model: what it says, and the tool calls it emits (run as one batch)."""
@@ -31,6 +42,26 @@ class Turn:
     """The model's text before its calls."""
     calls: tuple[ToolCall, ...] = attrs.field(converter=_calls)
     """The calls it emits, in the order it emitted them."""
+    emitted: tuple[float, ...] = attrs.field(default=(), converter=_times, kw_only=True)
+    """When each call's block is complete, in seconds from the start of the answer (after the
+    model's ``think``); the answer ends with the last. Empty: every call at once, when the
+    answer starts. A model asked for the whole answer gives it when the last call is complete.
+    """
+    cut: BaseException | None = attrs.field(default=None, kw_only=True)
+    """An error (a :class:`~toolkernel.ModelError`) a streamed answer fails with after its last
+    emitted call, instead of finishing; a model asked for the whole answer raises it."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.emitted and len(self.emitted) != len(self.calls):
+            raise ValueError(
+                f"a turn with {len(self.calls)} calls needs as many emission times, not "
+                f"{len(self.emitted)}"
+            )
+
+    @property
+    def duration(self) -> float:
+        """Seconds from the start of the answer to its end."""
+        return self.emitted[-1] if self.emitted else 0.0
 
 
 _TESTS = f"{sys.executable} -m unittest -q 2>&1"  # the sample project's own tests
