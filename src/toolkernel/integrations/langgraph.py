@@ -1,0 +1,570 @@
+"""LangGraph's ``ToolNode``, with the calls of each AI message run through a kernel.
+
+``langgraph.prebuilt.ToolNode`` runs every call of a message at once (``asyncio.gather``, or a
+thread each under ``invoke``): two edits of one file read, both await, both write, and one edit
+is lost. :class:`ToolNode` here is a drop-in: the same options, inputs and outputs, and the
+calls of one message are one kernel batch in the order the model emitted them, so conflicting
+calls run one after the other in that order and the others run together.
+
+How it fits LangGraph. It subclasses LangGraph's ``ToolNode`` rather than copying it: state,
+store and ``ToolRuntime`` injection, ``handle_tool_errors``, ``wrap_tool_call``, ``Command`` and
+``Send`` outputs and ``interrupt()`` all stay LangGraph's own code, whatever LangGraph later
+changes in them. Its public surface has no place to order calls, so two layers of its internals
+are overridden, and checked to exist when this module is imported: ``_afunc``/``_func`` (the
+node's whole run: the batch is submitted there, in emission order, before any call starts) and
+``_arun_one``/``_run_one`` (one call, wrapper and error handling included: it waits there for
+its leases). ``_parse_input`` finds the calls as LangGraph does.
+
+A call's work runs where LangGraph runs it (its task or its executor's thread), not in a kernel
+task: that keeps LangGraph's context variables (config, stream writer, ``interrupt()``), its
+exceptions and its cancellation (step timeouts) exactly as without the kernel. The kernel runs
+a stand-in for each call that holds the call's leases from their grant until the call's work
+ends; the stand-in can't be cancelled while the work runs, so leases never return early. A call
+the kernel ends before its grant (denied, timed out waiting, cancelled, its claims refused)
+runs nothing and answers with an error ``ToolMessage`` saying why.
+
+What a call claims is said by tool name, as for ``toolkernel.mcp.stdio_tools``: ``reads=`` and
+``writes=`` name the arguments holding paths; ``claims=`` gives a function of the arguments
+returning claims (or a list of claims for every call). A tool given none of them is a barrier:
+it holds the whole workspace exclusively, so wrapping is never less safe than running calls one
+at a time. A call whose path arguments are not strings is a barrier too, and LangGraph then
+answers its bad arguments as usual.
+
+Without ``kernel=``, each run of the node opens a kernel of its own with no workspace root
+(paths are keyed as spelled); under ``invoke`` it runs on an event loop in a thread of its own.
+With ``kernel=`` (one opened with any tools: these are given with each batch), the node's calls
+are ordered against everything else that kernel runs; ``invoke`` then needs a way back to the
+kernel's loop: build the node inside that loop, or call ``invoke`` from one of its worker
+threads (``anyio.to_thread.run_sync``). A tool that runs a graph whose node shares its kernel
+waits for its own leases: give such an inner node no kernel, or claims that don't conflict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import sniffio
+from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.prebuilt import ToolNode as _LangGraphToolNode
+from langgraph.prebuilt import ToolRuntime
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+from pydantic import BaseModel
+
+from .._errors import ToolDeclarationError
+from .._open import open_kernel
+from ..kernel import (
+    CallEvent,
+    CallFinished,
+    CallHandle,
+    Kernel,
+    KeyFunction,
+    ToolContext,
+    ToolResult,
+)
+from ..kernel import ToolCall as KernelCall
+from ..locks import Claim, Mode, Path, exclusive, shared
+
+__all__ = ["ToolNode", "ClaimsFunction"]
+
+ClaimsFunction: TypeAlias = Callable[[Mapping[str, Any]], Iterable[Claim] | None]
+"""Claims of one tool's call from its arguments (as the model sent them); None: a barrier."""
+
+_InputType: TypeAlias = Literal["list", "dict", "tool_calls"]
+_Output: TypeAlias = ToolMessage | Command[Any] | list[Command[Any] | ToolMessage]
+
+# The internals overridden (see the module docstring): a LangGraph that renamed one would
+# otherwise leave this node running its calls unordered, silently.
+for _name in ("_afunc", "_func", "_arun_one", "_run_one", "_parse_input"):
+    if not callable(getattr(_LangGraphToolNode, _name, None)):
+        raise ImportError(
+            f"toolkernel.integrations.langgraph needs langgraph.prebuilt.ToolNode.{_name}, "
+            f"which this version of langgraph-prebuilt does not have; install "
+            f"langgraph-prebuilt 1.1 (pip install 'toolkernel[langgraph]')"
+        )
+
+
+class _Gate:
+    """The kernel's stand-in for one LangGraph tool in one batch: claims what the tool was
+    declared to touch, and holds the leases until the call's work in LangGraph has ended."""
+
+    wait_timeout: float | None = None
+    run_timeout: float | None = None
+
+    def __init__(self, name: str, declared: _Declaration | None, batch: _Batch) -> None:
+        self.name = name
+        self._declared = declared
+        self._batch = batch
+
+    def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(arguments)  # LangGraph validates them, with its own messages
+
+    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
+        if self._declared is None:
+            return None
+        return self._declared.claims(arguments, key)
+
+    async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> None:
+        slot = self._batch.slots[ctx.call_id]
+        self._batch.decide(slot, None)
+        # Leases must last as long as the work, which runs outside this task: no cancellation
+        # (a kernel's run timeout, its closing) may end them first.
+        with anyio.CancelScope(shield=True):
+            await slot.released.wait()
+
+
+class _Declaration:
+    """What a call of one tool claims, from ``reads=``/``writes=``/``claims=``."""
+
+    def __init__(
+        self,
+        reads: Sequence[str],
+        writes: Sequence[str],
+        claims: ClaimsFunction | Sequence[Claim] | None,
+    ) -> None:
+        self.reads = tuple(reads)
+        self.writes = tuple(writes)
+        self.function = claims if callable(claims) else None
+        self.fixed = None if claims is None or callable(claims) else tuple(claims)
+
+    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> list[Claim] | None:
+        found: list[Claim] = []
+        for names, make in ((self.reads, shared), (self.writes, exclusive)):
+            for name in names:
+                value = arguments.get(name)
+                if value is None:
+                    continue  # left out: claims nothing, as a default of None would
+                if isinstance(value, str):
+                    value = [value]
+                if not isinstance(value, list | tuple) or not all(
+                    isinstance(v, str) for v in value
+                ):
+                    return None  # not a path: a barrier; LangGraph answers the bad argument
+                found.extend(make(key(raw)) for raw in value)
+        extra = self.fixed if self.function is None else self.function(arguments)
+        if extra is None:
+            return None if self.function is not None else found
+        for claim in extra:
+            if not isinstance(claim, Claim):
+                raise TypeError(f"claims must be toolkernel claims, not {claim!r}")
+            if isinstance(claim.resource, Path):  # spelled lexically: key it as paths are
+                make = exclusive if claim.mode is Mode.EXCLUSIVE else shared
+                claim = make(key(str(claim.resource)))
+            found.append(claim)
+        return found
+
+
+class _Slot:
+    """One call of a batch: the kernel's verdict (granted, or the result it ended with) and
+    the release of its leases."""
+
+    def __init__(self, call: ToolCall, kernel_id: str, threaded: bool) -> None:
+        self.call = call
+        self.kernel_id = kernel_id
+        self.handle: CallHandle | None = None
+        self.claimed = False  # a worker took it
+        self.decided = False
+        self.refusal: ToolResult | None = None  # the kernel ended it before any grant
+        self.released = anyio.Event()
+        # Read by the worker: an anyio event in the loop's own task, a thread's event from
+        # LangGraph's executor threads.
+        self.verdict: anyio.Event | threading.Event = (
+            threading.Event() if threaded else anyio.Event()
+        )
+
+    def decide(self, refusal: ToolResult | None) -> None:
+        """Granted (None), or ended by the kernel unrun (``_Batch.decide`` calls it once)."""
+        self.decided = True
+        self.refusal = refusal
+        self.verdict.set()
+
+    def release(self) -> None:
+        """The work has ended, or will never run: the leases may go."""
+        self.released.set()
+        if not self.decided and self.handle is not None:
+            self.handle.cancel()  # still waiting for its leases: withdraw
+
+    def message(self) -> ToolMessage:
+        """What the model reads for a call the kernel ended before it ran."""
+        refusal = self.refusal
+        assert refusal is not None
+        text = refusal.error or f"the call ended {refusal.status.value} before it ran"
+        return ToolMessage(
+            content=text,
+            name=self.call["name"],
+            tool_call_id=self.call["id"],
+            status="error",
+        )
+
+
+class _Batch:
+    """The calls of one AI message, submitted to a kernel at once in emission order."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        calls: Sequence[ToolCall],
+        declarations: Mapping[str, _Declaration | None],
+        *,
+        threaded: bool,
+    ) -> None:
+        self.slots: dict[str, _Slot] = {}
+        self.hop: Callable[..., Any] | None = None  # into the kernel's loop, for threads
+        self._claiming = threading.Lock()  # LangGraph's executor threads claim at once
+        self._by_call: dict[int, list[_Slot]] = {}
+        self._undecided = len(calls)
+        for index, call in enumerate(calls):
+            raw = call.get("id")
+            kernel_id = raw if isinstance(raw, str) and raw and raw not in self.slots else ""
+            if not kernel_id:
+                kernel_id = f"{raw or 'call'}#{index}"
+            slot = _Slot(call, kernel_id, threaded)
+            self.slots[kernel_id] = slot
+            self._by_call.setdefault(id(call), []).append(slot)
+        gates: dict[str, _Gate] = {}
+        kernel_calls = []
+        for slot in self.slots.values():
+            name = slot.call["name"]
+            if name not in gates:
+                # A name the node has no tool for is a barrier too: a wrap_tool_call may
+                # answer it with anything.
+                gates[name] = _Gate(name, declarations.get(name), self)
+            arguments = slot.call.get("args")
+            kernel_calls.append(
+                KernelCall(slot.kernel_id, name, arguments if isinstance(arguments, dict) else {})
+            )
+        self._remove_listener = kernel.add_listener(self._heard)
+        handles = kernel.submit_batch(kernel_calls, tools=gates.values())
+        for slot, handle in zip(self.slots.values(), handles, strict=True):
+            slot.handle = handle
+            if handle.finished:  # refused at admission
+                self.decide(slot, handle.result())
+
+    def _heard(self, event: CallEvent) -> None:
+        if type(event) is CallFinished:
+            slot = self.slots.get(event.call_id)
+            # Another batch may use the same id: only our own handle's end counts.
+            if slot is not None and slot.handle is not None and slot.handle.finished:
+                self.decide(slot, event.result)
+
+    def decide(self, slot: _Slot, refusal: ToolResult | None) -> None:
+        """Granted (None), or ended unrun; the listener goes once every call is decided."""
+        if not slot.decided:
+            slot.decide(refusal)
+            self._undecided -= 1
+            if self._undecided == 0:
+                self._remove_listener()
+
+    def claim(self, call: ToolCall) -> _Slot:
+        """The slot of ``call``, as LangGraph's worker hands it over (the same dict)."""
+        with self._claiming:
+            return self._claim(call)
+
+    def _claim(self, call: ToolCall) -> _Slot:
+        for slot in self._by_call.get(id(call), ()):
+            if not slot.claimed:
+                slot.claimed = True
+                return slot
+        for slot in self.slots.values():  # a copy of the call: the first equal one
+            if not slot.claimed and slot.call == call:
+                slot.claimed = True
+                return slot
+        raise RuntimeError(
+            f"toolkernel: tool call {call.get('id')!r} was not submitted with its message; "
+            f"this version of langgraph-prebuilt runs calls in a way this adapter does not know"
+        )
+
+    def close(self) -> None:
+        """Let go of the calls no worker took (LangGraph stopped before starting them)."""
+        with self._claiming:
+            unclaimed = [slot for slot in self.slots.values() if not slot.claimed]
+            for slot in unclaimed:
+                slot.claimed = True
+        for slot in unclaimed:
+            slot.release()
+
+
+# The batch of the node's run, seen by its workers (gather's tasks and the executor's threads
+# copy the context they were started in).
+_BATCH: contextvars.ContextVar[_Batch | None] = contextvars.ContextVar(
+    "toolkernel_langgraph_batch", default=None
+)
+
+
+class ToolNode(_LangGraphToolNode):
+    """``langgraph.prebuilt.ToolNode``, each message's calls run through a kernel in order.
+
+    ::
+
+        from toolkernel.integrations.langgraph import ToolNode
+
+        node = ToolNode(
+            [read_file, edit_file, search],
+            reads={"read_file": ["path"]},
+            writes={"edit_file": ["path"]},
+            claims={"search": lambda args: [tk.reads(args.get("dir", "."))]},
+        )
+        graph.add_node("tools", node)
+
+    Takes LangGraph's options (``name``, ``tags``, ``handle_tool_errors``, ``messages_key``,
+    ``wrap_tool_call``, ``awrap_tool_call``) and gives its outputs. Conflicting calls of one
+    message run one after the other in the order the model emitted them (a wrapper runs
+    inside the call's leases); the others run together. ``reads``/``writes`` map a tool's name
+    to the names of its arguments that hold paths; ``claims`` maps it to a function of the
+    arguments returning claims, or to a list of claims. A tool with none is a barrier.
+    ``kernel``: a kernel to run in (opened with any tools); None opens one for each run.
+
+    Raises :class:`toolkernel.ToolDeclarationError` for options naming a tool the node does
+    not have, or that are not of the shapes above.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[BaseTool | Callable[..., Any]],
+        *,
+        claims: Mapping[str, ClaimsFunction | Sequence[Claim]] | None = None,
+        reads: Mapping[str, Sequence[str]] | None = None,
+        writes: Mapping[str, Sequence[str]] | None = None,
+        kernel: Kernel | None = None,
+        **toolnode_options: Any,
+    ) -> None:
+        super().__init__(tools, **toolnode_options)
+        if kernel is not None and not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel= takes a toolkernel Kernel (open_kernel), not {kernel!r}")
+        self.kernel = kernel
+        self._declarations = _declarations(list(self.tools_by_name), claims, reads, writes)
+        self._token: anyio.lowlevel.EventLoopToken | None = None
+        if kernel is not None:
+            with contextlib.suppress(RuntimeError):  # not in a loop: found at invoke()
+                self._token = anyio.lowlevel.current_token()  # the kernel's loop
+
+    # -- async: ``ainvoke`` -------------------------------------------------------------------
+
+    async def _afunc(
+        self,
+        input: list[AnyMessage] | dict[str, Any] | BaseModel,
+        config: RunnableConfig,
+        runtime: Runtime,
+    ) -> Any:
+        tool_calls, _ = self._parse_input(input)
+        if not tool_calls:
+            return await super()._afunc(input, config, runtime)
+        if self.kernel is not None:
+            return await self._arun_batch(self.kernel, tool_calls, input, config, runtime)
+        failure: Exception | None = None
+        async with open_kernel() as kernel:
+            try:
+                return await self._arun_batch(kernel, tool_calls, input, config, runtime)
+            except Exception as exc:  # out whole, as LangGraph raised it (GraphInterrupt...)
+                failure = exc
+        try:
+            raise failure
+        finally:
+            failure = None
+
+    async def _arun_batch(
+        self,
+        kernel: Kernel,
+        tool_calls: list[ToolCall],
+        input: Any,
+        config: RunnableConfig,
+        runtime: Runtime,
+    ) -> Any:
+        batch = _Batch(kernel, tool_calls, self._declarations, threaded=False)
+        token = _BATCH.set(batch)
+        try:
+            return await super()._afunc(input, config, runtime)
+        finally:
+            _BATCH.reset(token)
+            batch.close()
+
+    async def _arun_one(
+        self,
+        call: ToolCall,
+        input_type: _InputType,
+        tool_runtime: ToolRuntime,
+    ) -> _Output:
+        slot = _current_batch().claim(call)
+        try:
+            verdict = slot.verdict
+            assert isinstance(verdict, anyio.Event)
+            if not verdict.is_set():
+                await verdict.wait()
+            if slot.refusal is not None:
+                return slot.message()
+            return await super()._arun_one(call, input_type, tool_runtime)
+        finally:
+            slot.release()
+
+    # -- sync: ``invoke`` ---------------------------------------------------------------------
+
+    def _func(
+        self,
+        input: list[AnyMessage] | dict[str, Any] | BaseModel,
+        config: RunnableConfig,
+        runtime: Runtime,
+    ) -> Any:
+        tool_calls, _ = self._parse_input(input)
+        if not tool_calls:
+            return super()._func(input, config, runtime)
+        if self.kernel is not None:
+            hop = self._hop_to_kernel()
+            return self._run_batch(hop, self.kernel, tool_calls, input, config, runtime)
+        failure: Exception | None = None
+        with (
+            anyio.from_thread.start_blocking_portal() as portal,
+            portal.wrap_async_context_manager(open_kernel()) as kernel,
+        ):
+            try:
+                return self._run_batch(portal.call, kernel, tool_calls, input, config, runtime)
+            except Exception as exc:
+                failure = exc
+        try:
+            raise failure
+        finally:
+            failure = None
+
+    def _hop_to_kernel(self) -> Callable[..., Any]:
+        """Runs a function in the given kernel's loop, from this thread."""
+        token = self._token
+        if token is None:
+            try:
+                token = anyio.from_thread.run_sync(anyio.lowlevel.current_token)
+            except RuntimeError:
+                raise RuntimeError(
+                    "ToolNode(kernel=...).invoke() can't reach the kernel's event loop from "
+                    "this thread: build the node inside that loop, or call invoke() from one of "
+                    "its worker threads (anyio.to_thread.run_sync), or use ainvoke()"
+                ) from None
+        try:
+            sniffio.current_async_library()
+        except sniffio.AsyncLibraryNotFoundError:
+            return functools.partial(_run_sync_on, token)
+        raise RuntimeError(
+            "ToolNode(kernel=...).invoke() would block the event loop its kernel runs on: "
+            "use await node.ainvoke(...) there"
+        )
+
+    def _run_batch(
+        self,
+        hop: Callable[..., Any],
+        kernel: Kernel,
+        tool_calls: list[ToolCall],
+        input: Any,
+        config: RunnableConfig,
+        runtime: Runtime,
+    ) -> Any:
+        batch: _Batch = hop(
+            functools.partial(_Batch, kernel, tool_calls, self._declarations, threaded=True)
+        )
+        batch.hop = hop
+        token = _BATCH.set(batch)
+        try:
+            return super()._func(input, config, runtime)
+        finally:
+            _BATCH.reset(token)
+            hop(batch.close)
+
+    def _run_one(
+        self,
+        call: ToolCall,
+        input_type: _InputType,
+        tool_runtime: ToolRuntime,
+    ) -> _Output:
+        batch = _current_batch()
+        hop = batch.hop
+        assert hop is not None
+        slot = batch.claim(call)
+        try:
+            verdict = slot.verdict
+            assert isinstance(verdict, threading.Event)
+            verdict.wait()
+            if slot.refusal is not None:
+                return slot.message()
+            return super()._run_one(call, input_type, tool_runtime)
+        finally:
+            hop(slot.release)
+
+
+def _run_sync_on(
+    token: anyio.lowlevel.EventLoopToken, function: Callable[..., Any], *args: Any
+) -> Any:
+    return anyio.from_thread.run_sync(function, *args, token=token)
+
+
+def _current_batch() -> _Batch:
+    batch = _BATCH.get()
+    if batch is None:
+        raise RuntimeError(
+            "toolkernel: a tool call ran outside its node's run; this version of "
+            "langgraph-prebuilt runs calls in a way this adapter does not know"
+        )
+    return batch
+
+
+def _declarations(
+    names: Sequence[str],
+    claims: Mapping[str, ClaimsFunction | Sequence[Claim]] | None,
+    reads: Mapping[str, Sequence[str]] | None,
+    writes: Mapping[str, Sequence[str]] | None,
+) -> dict[str, _Declaration | None]:
+    """Each tool's declaration; None for a tool declared nothing (a barrier)."""
+    for option, given in (("claims", claims), ("reads", reads), ("writes", writes)):
+        if given is None:
+            continue
+        if not isinstance(given, Mapping):
+            raise ToolDeclarationError(
+                f"{option}= maps tool names to what their calls claim, such as "
+                f"{option}={{'edit_file': ...}}; not {given!r}"
+            )
+        for name, value in given.items():
+            if name not in names:
+                raise ToolDeclarationError(
+                    f"{option}= names tool {name!r}, but the node has no tool by that name; "
+                    f"its tools are {', '.join(names) or 'none'}"
+                )
+            _check_declared(option, name, value)
+    found: dict[str, _Declaration | None] = {}
+    for name in names:
+        given_reads = (reads or {}).get(name, ())
+        given_writes = (writes or {}).get(name, ())
+        given_claims = (claims or {}).get(name)
+        if given_reads or given_writes or given_claims is not None:
+            found[name] = _Declaration(given_reads, given_writes, given_claims)
+        else:
+            found[name] = None
+    return found
+
+
+def _check_declared(option: str, name: str, value: Any) -> None:
+    if option == "claims":
+        if callable(value):
+            return
+        if _is_list_of(value, Claim):
+            return
+        raise ToolDeclarationError(
+            f"claims= for tool {name!r} must be a function of the arguments returning claims, "
+            f"or a list of claims; not {value!r}"
+        )
+    if _is_list_of(value, str):
+        return
+    raise ToolDeclarationError(
+        f"{option}= for tool {name!r} must list the names of arguments holding paths, such "
+        f"as ['path']; not {value!r}"
+    )
+
+
+def _is_list_of(value: Any, kind: type) -> bool:
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        return False
+    return all(isinstance(item, kind) for item in value)
