@@ -1,0 +1,398 @@
+"""pydantic-ai toolsets whose calls hold their leases in a kernel (``toolkernel[pydantic-ai]``).
+
+:class:`LeasedToolset` wraps any pydantic-ai toolset for ``Agent(toolsets=[...])``: each call of
+its tools holds the leases its claims name in a kernel for its whole run, so calls on one file
+run one after the other in the order the model emitted them, and calls on different files run
+together, in each of pydantic-ai's execution modes (``parallel``, ``parallel_ordered_events``,
+``sequential``, chosen with ``Agent.parallel_tool_call_execution_mode``, and ``sequential=True``
+tools).
+
+Emission order. pydantic-ai validates a response's calls, then starts one asyncio task per call
+in the order the model emitted them (a segment at a time around sequential tools), and each task
+reaches the toolset's ``call_tool`` without waiting on anything on the way. ``call_tool`` submits
+the call to the kernel before its first ``await`` (``Kernel.submit`` is synchronous), and asyncio
+runs new tasks in the order they were created, so the calls of a response queue for their leases
+in emission order. (A capability hook of the agent's that really waits, before the call reaches
+this toolset, could reorder calls; pydantic-ai's own hooks don't.)
+
+Where the tool runs. In pydantic-ai's task, as without the wrapper: its context variables (the
+run context, tracing spans), its exceptions (``ModelRetry``, ``ToolFailed``, ``CallDeferred``,
+``ApprovalRequired``) and its timeout stay pydantic-ai's. The kernel's call only holds the
+leases: it starts when they are granted, wakes the waiting task, and ends when the tool does.
+If the kernel ends it first (``kernel.cancel``, its run limit, the kernel closing), the tool is
+cancelled, and the leases return only once it has stopped. If pydantic-ai cancels the call
+(a cancelled run, a failed sibling), its kernel call is cancelled and its leases return.
+
+A call the kernel refuses becomes what pydantic-ai tells the model: arguments that can't be
+claimed (a path outside the workspace) and a wait for leases that timed out are a
+``ModelRetry`` (the model may try again, as after pydantic-ai's own timeout); a call denied by
+the kernel's policy or cancelled before it ran is a ``ToolFailed``.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import anyio
+
+from .._errors import ToolDeclarationError
+from ..kernel import CallEvent, CallFinished, Kernel, KeyFunction, Status, ToolCall, ToolContext
+from ..kernel import ToolResult as KernelResult
+from ..locks import Claim
+from ..tools import Tool
+
+try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.exceptions import ModelRetry, ToolFailed
+    from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
+except ImportError:  # pragma: no cover - the dev set-up installs it
+    raise ImportError(
+        "toolkernel.integrations.pydantic_ai needs pydantic-ai: "
+        "pip install 'toolkernel[pydantic-ai]'"
+    ) from None
+
+__all__ = ["LeasedToolset", "ClaimsFunction", "ToolClaimsFunction"]
+
+ClaimsFunction = Callable[[Mapping[str, Any]], Iterable[Claim]]
+"""Claims of one tool's call from its arguments, as ``@tool(claims=...)`` takes them."""
+ToolClaimsFunction = Callable[[str, Mapping[str, Any]], Iterable[Claim] | None]
+"""Claims of any tool's call from the tool's name and the arguments; None: a barrier."""
+
+# Kernel call ids: the model's call id and a number, unique however many agents share a kernel.
+_numbers = itertools.count(1)
+
+
+class _Lease:
+    """One call's meeting point between pydantic-ai's task, which runs the tool, and the
+    kernel's, which holds the leases meanwhile."""
+
+    __slots__ = ("done", "granted", "revoked", "scope", "wake", "woken")
+
+    def __init__(self) -> None:
+        self.wake = anyio.Event()  # the leases are granted, or the call ended without them
+        self.done = anyio.Event()  # pydantic-ai's side is through: the kernel's call may end
+        self.granted = False
+        self.woken = False  # counted out of the calls that wait
+        self.scope: anyio.CancelScope | None = None  # around the tool, while it runs
+        self.revoked = False  # the kernel ended the call: the tool must not run, or stop
+
+    def revoke(self) -> None:
+        self.revoked = True
+        if self.scope is not None:
+            self.scope.cancel()
+
+
+class _Calls:
+    """The calls of a :class:`LeasedToolset` (and of the copies pydantic-ai makes of it for each
+    run) that wait for or hold leases, by kernel call id.
+
+    A call that finishes without its leases (refused, timed out, cancelled while waiting) is
+    heard of through a listener of the kernel's, there only while some call waits: a kernel
+    nobody listens to builds no events.
+    """
+
+    __slots__ = ("_stop_listening", "_waiting", "kernel", "leases")
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.leases: dict[str, _Lease] = {}
+        self._waiting = 0  # calls submitted and neither granted nor finished
+        self._stop_listening: Callable[[], None] | None = None
+
+    def expect(self, call_id: str) -> _Lease:
+        """A call about to be submitted (synchronous)."""
+        lease = self.leases[call_id] = _Lease()
+        if self._waiting == 0:
+            self._stop_listening = self.kernel.add_listener(self._heard)
+        self._waiting += 1
+        return lease
+
+    def woken(self, lease: _Lease) -> None:
+        """``lease``'s call was granted its leases, or finished without them."""
+        if not lease.woken:
+            lease.woken = True
+            self._waiting -= 1
+            if self._waiting == 0 and self._stop_listening is not None:
+                self._stop_listening()
+                self._stop_listening = None
+
+    def forget(self, call_id: str, lease: _Lease) -> None:
+        """pydantic-ai's side of the call is through, whatever happened."""
+        lease.done.set()
+        self.woken(lease)
+        del self.leases[call_id]
+
+    def _heard(self, event: CallEvent) -> None:
+        if type(event) is CallFinished:
+            lease = self.leases.get(event.call_id)
+            if lease is not None:
+                lease.wake.set()
+
+
+class _LeaseTool(Tool):
+    """A tool of the wrapped toolset as the kernel sees it: its claims, and a call that holds
+    them while pydantic-ai's task runs the tool (see the module's docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        leases: dict[str, _Lease],
+        *,
+        reads: Sequence[str],
+        writes: Sequence[str],
+        claims: ClaimsFunction | None,
+    ) -> None:
+        super().__init__(name=name, description=f"the pydantic-ai tool {name!r}", claims=claims)
+        # Set here, not given to ``Tool``: the arguments are the pydantic-ai tool's, not run's.
+        self.reads, self.writes = tuple(reads), tuple(writes)
+        self._leases = leases
+
+    def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments as pydantic-ai validated them."""
+        return dict(arguments)
+
+    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
+        if self.reads or self.writes:
+            # A path argument the call leaves out claims nothing (as a default of None would).
+            arguments = {**dict.fromkeys((*self.reads, *self.writes)), **arguments}
+        return super().claims(arguments, key)
+
+    async def run(self, ctx: ToolContext, **arguments: Any) -> Any:
+        return await self.invoke(ctx, arguments)
+
+    async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Any:
+        """Hold the call's leases until pydantic-ai's task is through with the tool."""
+        lease = self._leases.get(ctx.call_id)
+        if lease is None or lease.done.is_set():
+            return None  # pydantic-ai's side left before the grant
+        lease.granted = True
+        lease.wake.set()
+        try:
+            await lease.done.wait()
+        except BaseException:
+            if not lease.done.is_set():
+                # Ended by the kernel: stop the tool, and keep the leases until it has stopped.
+                lease.revoke()
+                with anyio.CancelScope(shield=True):
+                    await lease.done.wait()
+            raise
+        return None
+
+
+def _names(option: str, value: object) -> dict[str, tuple[str, ...]]:
+    """``{tool name: [argument names]}`` checked; an empty mapping for None."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ToolDeclarationError(
+            f"{option}= must map tool names to lists of argument names holding paths, such as "
+            f"{option}={{'read_file': ['path']}}; not {value!r}"
+        )
+    checked: dict[str, tuple[str, ...]] = {}
+    for tool, arguments in value.items():
+        if (
+            not isinstance(tool, str)
+            or isinstance(arguments, str)
+            or not isinstance(arguments, Iterable)
+        ):
+            raise ToolDeclarationError(
+                f"{option}= must map tool names to lists of argument names, such as "
+                f"{option}={{'read_file': ['path']}}; not {tool!r}: {arguments!r}"
+            )
+        names = tuple(arguments)
+        if not all(isinstance(name, str) for name in names):
+            raise ToolDeclarationError(
+                f"{option}= for tool {tool!r} must name arguments by strings, not {names!r}"
+            )
+        checked[tool] = names
+    return checked
+
+
+def _claims_option(value: object) -> Mapping[str, ClaimsFunction] | ToolClaimsFunction | None:
+    if value is None or callable(value):
+        return value
+    if isinstance(value, Mapping) and all(
+        isinstance(tool, str) and callable(function) for tool, function in value.items()
+    ):
+        return value
+    raise ToolDeclarationError(
+        "claims= must map tool names to functions of the arguments returning claims, such as "
+        "claims={'tap': lambda args: [exclusive(device('phone'))]}, or be one function "
+        f"(tool name, arguments) -> claims for every tool; not {value!r}"
+    )
+
+
+class LeasedToolset(WrapperToolset[Any]):
+    """A pydantic-ai toolset whose tool calls each hold their leases in ``kernel``.
+
+    ::
+
+        toolset = LeasedToolset(
+            FunctionToolset([read_file, edit_file, run_tests]),
+            kernel,
+            reads={"read_file": ["path"]},   # arguments holding paths a call reads
+            writes={"edit_file": ["path"]},  # ... or writes
+        )
+        agent = Agent(model, toolsets=[toolset])
+
+    What a call claims (tool names as the wrapped toolset names its tools):
+
+    - ``reads`` / ``writes``: ``{tool name: [argument names]}``, arguments holding paths (a
+      string, or a list of strings) a call reads (a shared lease) or writes (an exclusive one),
+      keyed through the kernel's workspace like ``@tool(reads=...)``;
+    - ``claims``: ``{tool name: function of the arguments returning claims}`` (devices, pools,
+      paths built from several arguments; ``[]`` for a call that needs nothing), or one function
+      ``(tool name, arguments) -> claims`` for every tool (None for a call: a barrier);
+    - a tool given none of these holds the whole workspace exclusively (``EVERYTHING``, a
+      barrier): it runs alone, after the calls emitted before it, so wrapping a toolset is never
+      less safe than running its calls one at a time.
+
+    The kernel need not have been opened with these tools (it runs them beside its own, under
+    the same leases), and it must run on the agent's event loop. What becomes of a call the
+    kernel refuses, and how emission order is kept, is told in the module's docstring.
+
+    Raises :class:`~toolkernel.ToolDeclarationError` (a ``TypeError`` and a ``ValueError``) for
+    options of the wrong shape here, and when a run lists a tool whose ``reads``/``writes``
+    name an argument it does not have.
+    """
+
+    def __init__(
+        self,
+        toolset: AbstractToolset[Any],
+        kernel: Kernel,
+        *,
+        claims: Mapping[str, ClaimsFunction] | ToolClaimsFunction | None = None,
+        reads: Mapping[str, Sequence[str]] | None = None,
+        writes: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        if not isinstance(toolset, AbstractToolset):
+            raise TypeError(f"LeasedToolset wraps a pydantic-ai toolset, not {toolset!r}")
+        if not isinstance(kernel, Kernel):
+            raise TypeError(
+                f"LeasedToolset needs a kernel (`async with toolkernel.open_kernel(...) as "
+                f"kernel:`), not {kernel!r}"
+            )
+        super().__init__(toolset)
+        self.kernel = kernel
+        self.reads = _names("reads", reads)
+        self.writes = _names("writes", writes)
+        self.claims = _claims_option(claims)
+        # Shared by the copies pydantic-ai makes for each run (``_around``).
+        self._calls = _Calls(kernel)
+        self._tools: dict[str, _LeaseTool] = {}
+        self._checked: set[tuple[str, int]] = set()
+
+    # -- pydantic-ai's side ----------------------------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        return f"LeasedToolset({self.wrapped.label})"
+
+    def _around(self, wrapped: AbstractToolset[Any]) -> LeasedToolset:
+        """This toolset around ``wrapped`` (pydantic-ai's copy of the wrapped one for a run)."""
+        twin = copy.copy(self)
+        twin.wrapped = wrapped
+        return twin
+
+    async def for_run(self, ctx: RunContext[Any]) -> AbstractToolset[Any]:
+        wrapped = await self.wrapped.for_run(ctx)
+        return self if wrapped is self.wrapped else self._around(wrapped)
+
+    async def for_run_step(self, ctx: RunContext[Any]) -> AbstractToolset[Any]:
+        wrapped = await self.wrapped.for_run_step(ctx)
+        return self if wrapped is self.wrapped else self._around(wrapped)
+
+    def visit_and_replace(
+        self, visitor: Callable[[AbstractToolset[Any]], AbstractToolset[Any]]
+    ) -> AbstractToolset[Any]:
+        return self._around(self.wrapped.visit_and_replace(visitor))
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        tools = await self.wrapped.get_tools(ctx)
+        for option, declared in (("reads", self.reads), ("writes", self.writes)):
+            for name, arguments in declared.items():
+                found = tools.get(name)
+                if found is not None:
+                    self._check_arguments(option, name, arguments, found)
+        return tools
+
+    def _check_arguments(
+        self, option: str, name: str, arguments: Sequence[str], tool: ToolsetTool[Any]
+    ) -> None:
+        schema = tool.tool_def.parameters_json_schema
+        if (name, id(schema)) in self._checked:
+            return
+        properties = schema.get("properties") or {}
+        for argument in arguments:
+            if argument not in properties:
+                takes = ", ".join(properties) or "no arguments"
+                raise ToolDeclarationError(
+                    f"{option}= names argument {argument!r} of tool {name!r}, which has no such "
+                    f"argument (it takes {takes}); name an argument that holds a path"
+                )
+        self._checked.add((name, id(schema)))
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        """Run the call holding its leases; see the module's docstring."""
+        # Everything up to the first await is synchronous: the call queues for its leases in
+        # the order pydantic-ai started the calls' tasks, the order the model emitted them.
+        calls = self._calls
+        call_id = f"{ctx.tool_call_id or name}#{next(_numbers)}"
+        lease = calls.expect(call_id)
+        try:
+            handle = self.kernel.submit(
+                ToolCall(call_id, name, tool_args), tools=(self._lease_tool(name),)
+            )
+            try:
+                if not handle.finished:
+                    await lease.wake.wait()
+            except BaseException:
+                handle.cancel()  # pydantic-ai cancelled the call: its leases return
+                raise
+            calls.woken(lease)
+            if lease.granted:
+                with anyio.CancelScope() as lease.scope:
+                    if not lease.revoked:
+                        return await self.wrapped.call_tool(name, tool_args, ctx, tool)
+                lease.scope = None  # the kernel ended the call: say how, below
+            lease.done.set()
+            result = await handle.wait_finished()
+        finally:
+            calls.forget(call_id, lease)
+        return _answer(result)
+
+    def _lease_tool(self, name: str) -> _LeaseTool:
+        found = self._tools.get(name)
+        if found is None:
+            claims = self.claims
+            function: ClaimsFunction | None
+            if claims is None or isinstance(claims, Mapping):
+                function = None if claims is None else claims.get(name)
+            else:
+
+                def function(arguments: Mapping[str, Any], _all: Any = claims) -> Any:
+                    return _all(name, arguments)
+
+            found = self._tools[name] = _LeaseTool(
+                name,
+                self._calls.leases,
+                reads=self.reads.get(name, ()),
+                writes=self.writes.get(name, ()),
+                claims=function,
+            )
+        return found
+
+
+def _answer(result: KernelResult) -> Any:
+    """What pydantic-ai is told of a call the kernel ended without running the tool."""
+    message = result.error or f"{result.name}: {result.status.name.lower()}"
+    if result.status is Status.OK:
+        return result.output  # a before-hook of the kernel's supplied the result
+    if result.status in (Status.ERROR, Status.TIMEOUT):
+        raise ModelRetry(message)
+    raise ToolFailed(message)
