@@ -126,6 +126,10 @@ class Status(enum.Enum):
     def __repr__(self) -> str:
         return f"Status.{self.name}"
 
+    def __str__(self) -> str:
+        # ``print(result.status)`` shows ``OK``, as the docs and messages write it.
+        return self.name
+
 
 @attrs.frozen
 class ToolResult:
