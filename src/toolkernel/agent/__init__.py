@@ -5,6 +5,9 @@
 - Models: :class:`ScriptedModel` (replies from a script of :class:`Turn`; for tests and the
   demo, whose session is :data:`DEMO_TURNS`) and :class:`OpenAICompatibleModel` (any Chat
   Completions server: OpenAI, Ollama, vLLM; needs ``toolkernel[agent]``).
+- Streamed answers (``run_agent(..., stream=True)`` with a :class:`StreamingModel`): each call
+  starts the moment its block is complete in the answer (Chat Completions, Responses and
+  Anthropic streams), conflicting calls still in the order the model emitted them.
 - :data:`CALLS_PROMPT`: the system-prompt paragraph that tells a model to emit independent calls
   together and dependent ones in order (or with ``depends_on``).
 """
@@ -24,5 +27,6 @@ from ._model import Model as Model
 from ._model import ScriptedModel as ScriptedModel
 from ._prompt import CALLS_PROMPT as CALLS_PROMPT
 from ._retry import Retry as Retry
+from ._streaming import StreamingModel as StreamingModel
 from ._turns import DEMO_TURNS as DEMO_TURNS
 from ._turns import Turn as Turn

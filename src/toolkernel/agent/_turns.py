@@ -48,8 +48,10 @@ class Turn:
     answer starts. A model asked for the whole answer gives it when the last call is complete.
     """
     cut: BaseException | None = attrs.field(default=None, kw_only=True)
-    """An error (a :class:`~toolkernel.ModelError`) a streamed answer fails with after its last
-    emitted call, instead of finishing; a model asked for the whole answer raises it."""
+    """An error (a :class:`~toolkernel.ModelError`) a streamed answer fails with instead of
+    finishing: at the last call's emission time, that call's block written but not known to
+    be complete (so it never starts, as in a real stream cut there). A model asked for the
+    whole answer raises it."""
 
     def __attrs_post_init__(self) -> None:
         if self.emitted and len(self.emitted) != len(self.calls):
