@@ -89,6 +89,8 @@ async def main(base_url: str | None, model_name: str) -> None:
                     model, kernel, TASK, max_steps=10, retry=Retry(initial=0.2), on_event=show
                 )
         print(f"\nstopped: {outcome.stop_reason} after {len(outcome.steps)} steps")
+        if outcome.error is not None:  # model_error: why (a refused key, a server gone, ...)
+            print(f"the model failed: {outcome.error}")
         for name in PROJECT:
             print(f"--- {name}\n{(root / name).read_text()}", end="")
 

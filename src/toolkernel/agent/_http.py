@@ -1,7 +1,9 @@
 """A Chat Completions client on httpx, for OpenAI and every server that speaks its protocol
 (Ollama, vLLM, llama.cpp, LM Studio, gateways).
 
-One POST to ``{base_url}/chat/completions`` per step, no streaming. Failures become
+One POST to ``{base_url}/chat/completions`` per step: :meth:`~OpenAICompatibleModel.complete`
+reads the whole answer, :meth:`~OpenAICompatibleModel.stream` its chunks as they come (server-sent
+events, for ``run_agent(..., stream=True)``). Failures become
 :class:`~toolkernel.ModelError`, marked transient where trying again may help, as the ``openai``
 SDK judges it: 408, 409, 429 and every 5xx, timeouts, and connections refused, reset or dropped
 mid-answer. ``Retry-After`` (seconds or an HTTP date) and ``retry-after-ms`` are read into
@@ -14,13 +16,15 @@ whole request, so it bounds a server that trickles its answer too.
 from __future__ import annotations
 
 import email.utils
+import ipaddress
 import json
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+import urllib.parse
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OpenAICompatibleModel"]
 
+_T = TypeVar("_T")
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -56,7 +61,9 @@ class OpenAICompatibleModel:
             outcome = await run_agent(model, kernel, "Fix the failing test")
 
     ``base_url`` defaults to ``$OPENAI_BASE_URL``, then OpenAI's; ``api_key`` to
-    ``$OPENAI_API_KEY`` (none is sent if there is none: local servers need none); ``model``
+    ``$OPENAI_API_KEY`` (none is sent if there is none: a server on this machine or a private
+network needs none; for any other, a missing or empty key is a ``ValueError`` at once, not a
+failed request to retry); ``model``
     to ``$OPENAI_MODEL``. ``strict=True`` exports the tools in OpenAI's strict mode;
     ``dependencies`` offers every tool the ``depends_on`` argument (see
     :mod:`toolkernel.formats`). ``timeout`` bounds each request, in seconds. ``options`` go into
@@ -108,6 +115,15 @@ class OpenAICompatibleModel:
                 )
                 raise ValueError(f"OpenAICompatibleModel options can't set {name!r}: {why}")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if not key and not _is_local(base_url):
+            # Without a key every request fails (401, or a refused connection offline): say so
+            # now rather than after the agent loop's retries.
+            given = "api_key is empty" if api_key is not None else "OPENAI_API_KEY is not set, or empty"
+            raise ValueError(
+                f"OpenAICompatibleModel needs an API key for the model server at {base_url} "
+                f"({given}): set OPENAI_API_KEY or pass api_key=...; for a local server (Ollama "
+                f"at http://localhost:11434/v1) none is needed"
+            )
         self._headers = {"Content-Type": "application/json", **dict(headers or {})}
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
@@ -180,6 +196,110 @@ class OpenAICompatibleModel:
                 with anyio.CancelScope(shield=True):
                     await client.aclose()
         return _answer(self.url, response.status_code, response.headers, body)
+
+    async def stream(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[object]
+    ) -> AsyncIterator[Mapping[str, Any]]:
+        """One streamed request (``"stream": true``): the Chat Completions chunks of the answer
+        as they come (dicts). A server that answers with a whole completion instead gives it as
+        one chunk. ``timeout`` bounds the whole answer, as for :meth:`complete`."""
+        http = _httpx()
+        body = {**self.request_body(messages, tools), "stream": True}
+        content = json.dumps(body, default=str).encode()
+        deadline = anyio.current_time() + self.timeout
+        client: httpx.AsyncClient | None = self._client
+        owned = client is None
+        if client is None:
+            client = http.AsyncClient(timeout=None)
+        try:
+            request = client.build_request("POST", self.url, content=content, headers=self._headers)
+            response = await self._within(client.send(request, stream=True), deadline)
+            try:
+                kind = response.headers.get("content-type", "")
+                if response.status_code >= 400 or not kind.startswith("text/event-stream"):
+                    whole = await self._within(response.aread(), deadline)
+                    message = _answer(self.url, response.status_code, response.headers, whole)
+                    yield {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+                    return
+                lines = response.aiter_lines()
+                while (line := await self._within(anext(lines, None), deadline)) is not None:
+                    chunk = _event(self.url, line)
+                    if chunk is _DONE:
+                        return
+                    if chunk is not None:
+                        yield chunk
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await response.aclose()
+        except http.TransportError as exc:
+            raise ModelError(
+                f"the connection to the model server at {self.url} failed: "
+                f"{type(exc).__name__}: {exc or 'no details'}",
+                transient=True,
+            ) from exc
+        except http.HTTPError as exc:
+            raise ModelError(
+                f"the request to the model server at {self.url} failed: "
+                f"{type(exc).__name__}: {exc}",
+                transient=False,
+            ) from exc
+        finally:
+            if owned:
+                with anyio.CancelScope(shield=True):
+                    await client.aclose()
+
+    async def _within(self, step: Awaitable[_T], deadline: float) -> _T:
+        """``await step``, or a transient ModelError once the answer's deadline has passed (a
+        scope per step: a generator can't hold a cancel scope across its ``yield``)."""
+        with anyio.move_on_after(deadline - anyio.current_time()):
+            return await step
+        raise ModelError(
+            f"the model server at {self.url} did not answer within {self.timeout:g} s",
+            transient=True,
+        )
+
+
+_DONE: Mapping[str, Any] = {}
+
+
+def _event(url: str, line: str) -> Mapping[str, Any] | None:
+    """The chunk a line of the event stream carries: None for other lines (comments, event
+    names, blank lines), ``_DONE`` for ``data: [DONE]``."""
+    if not line.startswith("data:"):
+        return None
+    data = line[5:].strip()
+    if data == "[DONE]":
+        return _DONE
+    try:
+        chunk = json.loads(data)
+    except (ValueError, RecursionError):
+        chunk = None
+    if not isinstance(chunk, dict):
+        raise ModelError(
+            f"the model server at {url} sent a stream event that is not a JSON object: "
+            f"{_preview(data.encode())}",
+            transient=False,
+        )
+    if chunk.get("error") and not chunk.get("choices"):  # a server failing mid-answer
+        raise ModelError(
+            f"the model server at {url} failed mid-answer: {_error_text(chunk, data.encode())}",
+            transient=True,
+        )
+    return chunk
+
+
+def _is_local(base_url: str) -> bool:
+    """Whether the server is on this machine or a private network, where servers (Ollama,
+    vLLM, llama.cpp) need no key: a loopback or private address, ``localhost``, or a bare
+    host name (a container's, such as ``http://ollama:11434``)."""
+    host = (urllib.parse.urlsplit(base_url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost") or (host and "." not in host):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 def _answer(url: str, status: int, headers: Mapping[str, str], body: bytes) -> Mapping[str, Any]:
