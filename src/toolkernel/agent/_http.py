@@ -16,10 +16,12 @@ whole request, so it bounds a server that trickles its answer too.
 from __future__ import annotations
 
 import email.utils
+import ipaddress
 import json
 import math
 import os
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -59,7 +61,9 @@ class OpenAICompatibleModel:
             outcome = await run_agent(model, kernel, "Fix the failing test")
 
     ``base_url`` defaults to ``$OPENAI_BASE_URL``, then OpenAI's; ``api_key`` to
-    ``$OPENAI_API_KEY`` (none is sent if there is none: local servers need none); ``model``
+    ``$OPENAI_API_KEY`` (none is sent if there is none: a server on this machine or a private
+network needs none; for any other, a missing or empty key is a ``ValueError`` at once, not a
+failed request to retry); ``model``
     to ``$OPENAI_MODEL``. ``strict=True`` exports the tools in OpenAI's strict mode;
     ``dependencies`` offers every tool the ``depends_on`` argument (see
     :mod:`toolkernel.formats`). ``timeout`` bounds each request, in seconds. ``options`` go into
@@ -111,6 +115,15 @@ class OpenAICompatibleModel:
                 )
                 raise ValueError(f"OpenAICompatibleModel options can't set {name!r}: {why}")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if not key and not _is_local(base_url):
+            # Without a key every request fails (401, or a refused connection offline): say so
+            # now rather than after the agent loop's retries.
+            given = "api_key is empty" if api_key is not None else "OPENAI_API_KEY is not set, or empty"
+            raise ValueError(
+                f"OpenAICompatibleModel needs an API key for the model server at {base_url} "
+                f"({given}): set OPENAI_API_KEY or pass api_key=...; for a local server (Ollama "
+                f"at http://localhost:11434/v1) none is needed"
+            )
         self._headers = {"Content-Type": "application/json", **dict(headers or {})}
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
