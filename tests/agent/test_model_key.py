@@ -6,6 +6,8 @@ else, after seconds of retries against a server that could never answer.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import toolkernel as tk
@@ -23,10 +25,10 @@ def no_openai_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_no_key_for_a_remote_server_is_refused_where_the_model_is_made(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with pytest.raises(ValueError, match=r"needs an API key .*OPENAI_API_KEY is not set"):
+    with pytest.raises(ValueError, match=r"needs an API key .*no OPENAI_API_KEY"):
         OpenAICompatibleModel(model="gpt-4.1")  # OpenAI's own URL, the default
     monkeypatch.setenv("OPENAI_API_KEY", "")
-    with pytest.raises(ValueError, match="https://api.openai.com/v1"):
+    with pytest.raises(ValueError, match=re.escape("https://api.openai.com/v1")):
         OpenAICompatibleModel(model="gpt-4.1")
     with pytest.raises(ValueError, match="api_key is empty"):
         OpenAICompatibleModel(base_url="https://models.example.com/v1", api_key="", model="m")

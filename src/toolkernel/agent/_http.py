@@ -54,21 +54,21 @@ def _httpx() -> Any:
 class OpenAICompatibleModel:
     """A model behind a Chat Completions endpoint.
 
-    ::
+        ::
 
-        model = OpenAICompatibleModel(base_url="http://localhost:11434/v1", model="qwen3")
-        async with model:                       # optional: reuse one connection pool
-            outcome = await run_agent(model, kernel, "Fix the failing test")
+            model = OpenAICompatibleModel(base_url="http://localhost:11434/v1", model="qwen3")
+            async with model:                       # optional: reuse one connection pool
+                outcome = await run_agent(model, kernel, "Fix the failing test")
 
-    ``base_url`` defaults to ``$OPENAI_BASE_URL``, then OpenAI's; ``api_key`` to
-    ``$OPENAI_API_KEY`` (none is sent if there is none: a server on this machine or a private
-network needs none; for any other, a missing or empty key is a ``ValueError`` at once, not a
-failed request to retry); ``model``
-    to ``$OPENAI_MODEL``. ``strict=True`` exports the tools in OpenAI's strict mode;
-    ``dependencies`` offers every tool the ``depends_on`` argument (see
-    :mod:`toolkernel.formats`). ``timeout`` bounds each request, in seconds. ``options`` go into
-    every request's body as they are (``{"temperature": 0}``, ``{"max_tokens": 4096}``), and
-    ``headers`` into its headers.
+        ``base_url`` defaults to ``$OPENAI_BASE_URL``, then OpenAI's; ``api_key`` to
+        ``$OPENAI_API_KEY`` (none is sent if there is none: a server on this machine or a private
+    network needs none; for any other, a missing or empty key is a ``ValueError`` at once, not a
+    failed request to retry); ``model``
+        to ``$OPENAI_MODEL``. ``strict=True`` exports the tools in OpenAI's strict mode;
+        ``dependencies`` offers every tool the ``depends_on`` argument (see
+        :mod:`toolkernel.formats`). ``timeout`` bounds each request, in seconds. ``options`` go into
+        every request's body as they are (``{"temperature": 0}``, ``{"max_tokens": 4096}``), and
+        ``headers`` into its headers.
     """
 
     def __init__(
@@ -118,7 +118,7 @@ failed request to retry); ``model``
         if not key and not _is_local(base_url):
             # Without a key every request fails (401, or a refused connection offline): say so
             # now rather than after the agent loop's retries.
-            given = "api_key is empty" if api_key is not None else "OPENAI_API_KEY is not set, or empty"
+            given = "api_key is empty" if api_key is not None else "no OPENAI_API_KEY"
             raise ValueError(
                 f"OpenAICompatibleModel needs an API key for the model server at {base_url} "
                 f"({given}): set OPENAI_API_KEY or pass api_key=...; for a local server (Ollama "
