@@ -15,6 +15,7 @@ whole request, so it bounds a server that trickles its answer too.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import ipaddress
 import json
@@ -221,13 +222,14 @@ class OpenAICompatibleModel:
                     message = _answer(self.url, response.status_code, response.headers, whole)
                     yield {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
                     return
-                lines = response.aiter_lines()
-                while (line := await self._within(anext(lines, None), deadline)) is not None:
-                    chunk = _event(self.url, line)
-                    if chunk is _DONE:
-                        return
-                    if chunk is not None:
-                        yield chunk
+                # Closed when left early (at [DONE]), not left to the garbage collector.
+                async with contextlib.aclosing(response.aiter_lines()) as lines:
+                    while (line := await self._within(anext(lines, None), deadline)) is not None:
+                        chunk = _event(self.url, line)
+                        if chunk is _DONE:
+                            return
+                        if chunk is not None:
+                            yield chunk
             finally:
                 with anyio.CancelScope(shield=True):
                     await response.aclose()
