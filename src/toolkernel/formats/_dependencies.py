@@ -28,6 +28,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..kernel._outputs import map_strings
+
 __all__ = ["resolve_dependencies"]
 
 _BRACED = re.compile(r"\$\{([^{}]+)\}")
@@ -41,44 +43,54 @@ def resolve_dependencies(
     if requested is None:
         return (), arguments
     entries = requested if isinstance(requested, list | tuple) else [requested]
-    after: list[str] = []
+    # Linear in the entries and the ids: a model may list thousands (a list kept unique by
+    # ``in`` and a lookup in ``ids`` each cost O(n) per entry, quadratic in all).
+    known = frozenset(ids)
+    after: dict[str, None] = {}
     refs: dict[str, str] = {}
     for entry in entries:
-        token, target = _target(entry, ids)
-        if target not in after:
-            after.append(target)
+        token, target = _target(entry, ids, known)
+        after[target] = None
         refs[token] = target
     if refs:
         arguments = _rewrite(arguments, refs)
     return tuple(after), arguments
 
 
-def _target(entry: object, ids: Sequence[str]) -> tuple[str, str]:
+def _target(entry: object, ids: Sequence[str], known: frozenset[str]) -> tuple[str, str]:
     """(how placeholders spell it, the id it stands for)."""
     if isinstance(entry, bool):
         return json.dumps(entry), json.dumps(entry)
-    if isinstance(entry, int) or (isinstance(entry, str) and entry.isdigit() and entry.isascii()):
+    if isinstance(entry, int) or (isinstance(entry, str) and _is_position(entry)):
         index = int(entry)
-        if 1 <= index <= len(ids) and not (isinstance(entry, str) and entry in ids):
+        if 1 <= index <= len(ids) and not (isinstance(entry, str) and entry in known):
             return str(index), ids[index - 1]
-        return str(entry), str(entry)
-    if isinstance(entry, str):
-        return entry, entry
-    text = json.dumps(entry, default=str)
+    text = entry if isinstance(entry, str) else _spelled(entry)
     return text, text
 
 
+def _spelled(entry: object) -> str:
+    try:
+        return json.dumps(entry, default=str)
+    except (ValueError, RecursionError):  # too deep, circular, an int too long to print
+        return f"<{type(entry).__name__}>"
+
+
+def _is_position(text: str) -> bool:
+    # Short: int() refuses strings of more than 4,300 digits, and no message has that many calls.
+    return len(text) <= 18 and text.isascii() and text.isdigit()
+
+
 def _rewrite(value: Any, refs: Mapping[str, str]) -> Any:
-    if isinstance(value, str):
-        if value.startswith("$") and not value.startswith("${") and value[1:] in refs:
-            return "${" + refs[value[1:]] + "}"
-        if "${" not in value:
-            return value
-        return _BRACED.sub(
-            lambda m: "${" + refs[m.group(1)] + "}" if m.group(1) in refs else m.group(0), value
-        )
-    if isinstance(value, dict):
-        return {key: _rewrite(item, refs) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_rewrite(item, refs) for item in value]
-    return value
+    # Iteratively (``map_strings``): a model may nest its arguments deeper than the stack.
+    return map_strings(value, lambda text: _rewritten(text, refs))
+
+
+def _rewritten(text: str, refs: Mapping[str, str]) -> str:
+    if text.startswith("$") and not text.startswith("${") and text[1:] in refs:
+        return "${" + refs[text[1:]] + "}"
+    if "${" not in text:
+        return text
+    return _BRACED.sub(
+        lambda m: "${" + refs[m.group(1)] + "}" if m.group(1) in refs else m.group(0), text
+    )

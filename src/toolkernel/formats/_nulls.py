@@ -18,13 +18,19 @@ from ._schema import accepts_null, resolve_ref
 __all__ = ["drop_nulls"]
 
 _MAX_HOPS = 32  # references followed in a row before giving up (a schema could loop)
+# How deep it looks: a schema that refers to itself (an MCP server's tree) would otherwise
+# follow a model's arguments as deep as they go, and exhaust the stack. Below this the
+# arguments go as they are (the tool's validation says what is wrong with them).
+_MAX_DEPTH = 64
 
 
-def drop_nulls(value: Any, schema: Any, root: Mapping[str, Any] | None = None) -> Any:
+def drop_nulls(
+    value: Any, schema: Any, root: Mapping[str, Any] | None = None, depth: int = 0
+) -> Any:
     """``value`` without the ``null`` of every optional property whose schema refuses it.
 
     ``root`` is the schema that ``$ref`` s point into (``schema`` itself at the top)."""
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, Mapping) or depth > _MAX_DEPTH:
         return value
     if root is None:
         root = schema
@@ -39,13 +45,13 @@ def drop_nulls(value: Any, schema: Any, root: Mapping[str, Any] | None = None) -
             sub = _resolved(properties.get(key), root)
             if item is None and key not in required and sub is not None and not accepts_null(sub):
                 continue
-            out[key] = drop_nulls(item, sub, root)
+            out[key] = drop_nulls(item, sub, root, depth + 1)
         return out
     if isinstance(value, list):
         for option in _options(schema, root):
             items = option.get("items")
             if isinstance(items, Mapping):
-                return [drop_nulls(item, items, root) for item in value]
+                return [drop_nulls(item, items, root, depth + 1) for item in value]
     return value
 
 

@@ -339,25 +339,29 @@ def find_cycles(
     for root in records:
         if root.uid in color:
             continue
-        stack: list[tuple[CallRecord, int]] = [(root, 0)]
+        # Each frame keeps its call's edges, filtered once: filtering them again at every
+        # step made a call after n others cost O(n^2).
+        stack: list[tuple[CallRecord, int, list[CallRecord]]] = [(root, 0, [])]
         trail: list[CallRecord] = []
+        on_trail: dict[int, int] = {}  # uid -> its index in ``trail``
         while stack:
-            record, index = stack.pop()
+            record, index, deps = stack.pop()
             if index == 0:
                 color[record.uid] = 1
+                on_trail[record.uid] = len(trail)
                 trail.append(record)
-            deps = [d for d in edges.get(record.uid, ()) if d.uid in by_uid]
+                deps = [d for d in edges.get(record.uid, ()) if d.uid in by_uid]
             if index < len(deps):
-                stack.append((record, index + 1))
+                stack.append((record, index + 1, deps))
                 dep = deps[index]
                 state = color.get(dep.uid)
                 if state is None:
-                    stack.append((dep, 0))
+                    stack.append((dep, 0, []))
                 elif state == 1:
-                    yield trail[trail.index(dep) :]
+                    yield trail[on_trail[dep.uid] :]
             else:
                 color[record.uid] = 2
-                trail.pop()
+                del on_trail[trail.pop().uid]
 
 
 def split_by_cover(
