@@ -1,0 +1,607 @@
+"""The OpenAI Agents SDK's function tools, each invocation holding its leases in a kernel.
+
+::
+
+    from agents import Agent, Runner, function_tool
+    from toolkernel.integrations.openai_agents import leased
+
+    @function_tool
+    async def edit_file(path: str, old: str, new: str) -> str: ...
+
+    async with tk.open_kernel(root=".") as kernel:
+        agent = Agent(name="coder", tools=leased([edit_file, read_file], kernel,
+                                                writes={"edit_file": ["path"]},
+                                                reads={"read_file": ["path"]}))
+        result = await Runner.run(agent, "...")
+
+The SDK's runner starts every function call of a model response at once (a task per call).
+:func:`leased` gives back the same tools whose invocations hold leases in ``kernel`` for the
+whole run of the tool: calls on different files still run together, calls that conflict run one
+after the other, in the order the model emitted them, behind any earlier call of the kernel
+(its own tools', another framework's) that conflicts.
+
+**Order.** A call is submitted to the kernel synchronously, at the moment the runner invokes its
+tool, before anything awaits: the runner creates the calls' tasks in emission order and each
+reaches its tool after the same steps (its approval decision, input guardrails, ``on_tool_start``
+hooks), so conflicting calls of one response are submitted, granted and run in emission order.
+What the SDK does not tell a tool is the rest of its response, so a call whose own approval
+policy, input guardrail or ``on_tool_start`` hook awaits I/O reaches the kernel when that I/O
+ends, and is ordered there.
+
+**What a call claims**: ``reads``/``writes`` map a tool's name to the names of its arguments
+holding paths it reads (shared) or writes (exclusive), keyed through the kernel's workspace;
+``claims`` maps a tool's name to a function of the arguments returning claims, or is one
+function ``(tool, arguments) -> claims or None`` for every tool. A call with nothing declared
+holds the whole workspace exclusively (a barrier), and so does a call whose path can't be keyed
+(outside the workspace, not a string) or whose arguments are not a JSON object: wrapping a tool
+is never less safe than running its calls one at a time, and never refuses a call the tool
+would have served.
+
+**What the model sees** is what the SDK gives for the tool: its output, or for a failure the
+tool's ``failure_error_function`` (the SDK's default message unless the tool sets its own), be
+it the tool's own exception or the kernel's (its policy denied the call, the wait for leases
+timed out, the kernel closed). Approvals (``needs_approval``), input and output guardrails,
+``is_enabled`` and the rest of what a ``FunctionTool`` carries work as they do without leases.
+``timeout_seconds`` bounds the tool's run from the grant, answering as the SDK does (its
+message, ``timeout_error_function``, or ``raise_exception``); the runner's own timeout would
+count the wait for an earlier call's leases, so the copy's ``timeout_seconds`` is None. A
+cancelled invocation (the runner cancels its task: a sibling's failure, the caller's
+cancellation) cancels its kernel call; its leases return before the cancellation goes on. A
+kernel call cancelled by the kernel (closing, ``kernel.cancel``) cancels the tool, and holds
+its leases until the tool has ended.
+
+The tool runs in the runner's own task (its context variables, its tracing span); the kernel
+holds the leases in a call of its own meanwhile, which waits for the tool and fills one of
+``max_concurrency``'s places. Under asyncio only, as the SDK is. The kernel's before-hooks may
+block a call or supply its result, not rewrite its arguments (the SDK parses those itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import functools
+import inspect
+import itertools
+import json
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import anyio
+
+from .._errors import InvalidClaimError, KernelClosedError, ToolDeclarationError, ToolError
+from ..kernel import CallEvent, CallFinished, CallHandle, Kernel, KeyFunction, Status, ToolCall
+from ..kernel import ToolContext as KernelContext
+from ..locks import Claim, Mode, Path, exclusive, shared
+
+try:
+    from agents import FunctionTool
+    from agents.exceptions import ToolTimeoutError
+    from agents.tool import (
+        _FailureHandlingFunctionToolInvoker,
+        default_tool_timeout_error_message,
+        maybe_invoke_function_tool_failure_error_function,
+    )
+    from agents.tool_context import ToolContext
+except ImportError:  # pragma: no cover - the dev set-up installs it
+    raise ImportError(
+        "toolkernel.integrations.openai_agents needs the OpenAI Agents SDK: "
+        "pip install 'toolkernel[openai-agents]'"
+    ) from None
+
+__all__ = ["leased", "ClaimsFunction", "ToolClaimsFunction"]
+
+ClaimsFunction = Callable[[Mapping[str, Any]], Iterable[Claim]]
+"""Claims of one tool's call from its arguments, as ``@tool(claims=...)`` takes them."""
+ToolClaimsFunction = Callable[[FunctionTool, Mapping[str, Any]], Iterable[Claim] | None]
+"""Claims of any tool's call from the tool and the arguments; None leaves the call to
+``reads``/``writes``, or makes it a barrier."""
+
+_Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
+
+
+def leased(
+    tools: Iterable[FunctionTool],
+    kernel: Kernel,
+    *,
+    claims: Mapping[str, ClaimsFunction] | ToolClaimsFunction | None = None,
+    reads: Mapping[str, Sequence[str]] | None = None,
+    writes: Mapping[str, Sequence[str]] | None = None,
+) -> list[FunctionTool]:
+    """The same tools (copies; the originals are left alone), each invocation holding its
+    leases in ``kernel`` while the tool runs. See the module's docstring.
+
+    ``kernel`` need not have been opened with these tools, and may serve other tools meanwhile.
+
+    Raises ``TypeError`` for a tool that is not a ``FunctionTool`` (hosted tools run on the
+    provider's side: there is nothing to lease) or a kernel that is not one, and
+    :class:`~toolkernel.ToolDeclarationError` when ``reads``/``writes``/``claims`` name a tool
+    not given or an argument the tool does not have, or when two tools share a name.
+    """
+    if not isinstance(kernel, Kernel):
+        raise TypeError(
+            f"leased() takes the kernel to hold leases in (from toolkernel.open_kernel), "
+            f"not {kernel!r}"
+        )
+    given = list(tools) if not isinstance(tools, FunctionTool) else [tools]
+    names: dict[str, FunctionTool] = {}
+    for tool in given:
+        if not isinstance(tool, FunctionTool):
+            raise TypeError(
+                f"leased() takes the Agents SDK's function tools (FunctionTool, as "
+                f"@function_tool makes them), not {tool!r}: hosted tools run on the provider's "
+                f"side, with nothing here to hold leases for"
+            )
+        if tool.name in names:
+            raise ToolDeclarationError(f"two tools given to leased() are named {tool.name!r}")
+        names[tool.name] = tool
+    by_tool = claims if isinstance(claims, Mapping) else {}
+    if claims is not None and not isinstance(claims, Mapping) and not callable(claims):
+        raise ToolDeclarationError(
+            f"claims= takes {{tool name: function of the arguments}} or one function "
+            f"(tool, arguments) -> claims; not {claims!r}"
+        )
+    for option, mapping in (("reads", reads), ("writes", writes), ("claims", by_tool)):
+        for name in mapping or {}:
+            if name not in names:
+                raise ToolDeclarationError(
+                    f"{option}= names tool {name!r}, but no tool given to leased() has that "
+                    f"name; they are {', '.join(names) or 'none'}"
+                )
+    dispatch = _Dispatch.of(kernel)
+    return [
+        _leased_copy(
+            tool,
+            _Declaration.make(
+                tool,
+                reads=(reads or {}).get(tool.name, ()),
+                writes=(writes or {}).get(tool.name, ()),
+                claims=by_tool.get(tool.name),
+                tool_claims=None if isinstance(claims, Mapping) else claims,
+            ),
+            dispatch,
+        )
+        for tool in given
+    ]
+
+
+# -- what a call claims ------------------------------------------------------------------------
+
+
+class _Barrier(Exception):
+    """The call can't be told apart from one that touches anything: it holds everything."""
+
+
+class _Declaration:
+    """What the calls of one tool claim, from the user's ``reads``/``writes``/``claims``."""
+
+    __slots__ = ("claims", "reads", "timeout", "tool", "tool_claims", "writes")
+
+    def __init__(
+        self,
+        tool: FunctionTool,
+        reads: tuple[str, ...],
+        writes: tuple[str, ...],
+        claims: ClaimsFunction | None,
+        tool_claims: ToolClaimsFunction | None,
+    ) -> None:
+        self.tool = tool
+        self.reads, self.writes = reads, writes
+        self.claims, self.tool_claims = claims, tool_claims
+        self.timeout: float | None = None  # the tool's timeout_seconds
+
+    @classmethod
+    def make(
+        cls,
+        tool: FunctionTool,
+        *,
+        reads: Sequence[str],
+        writes: Sequence[str],
+        claims: ClaimsFunction | None,
+        tool_claims: ToolClaimsFunction | None,
+    ) -> _Declaration:
+        properties = tool.params_json_schema.get("properties")
+        known = properties if isinstance(properties, Mapping) else {}
+        checked: dict[str, tuple[str, ...]] = {}
+        for option, argument_names in (("reads", reads), ("writes", writes)):
+            if isinstance(argument_names, str) or not isinstance(argument_names, Iterable):
+                raise ToolDeclarationError(
+                    f"{option}= for tool {tool.name!r} must be a list of argument names, not "
+                    f"{argument_names!r}"
+                )
+            checked[option] = tuple(argument_names)
+            for argument in checked[option]:
+                if argument not in known:
+                    takes = ", ".join(map(str, known)) or "no arguments"
+                    raise ToolDeclarationError(
+                        f"{option}= names argument {argument!r} of tool {tool.name!r}, which has "
+                        f"no such argument (it takes {takes}); name an argument that holds a path"
+                    )
+        if claims is not None and not callable(claims):
+            raise ToolDeclarationError(
+                f"claims= for tool {tool.name!r} must be a function of the arguments returning "
+                f"claims, not {claims!r}"
+            )
+        return cls(tool, checked["reads"], checked["writes"], claims, tool_claims)
+
+    def of_call(self, arguments: Mapping[str, Any], key: KeyFunction) -> list[Claim] | None:
+        """A call's claims, its paths keyed; None for a barrier."""
+        declared: Iterable[Claim] | None = None
+        if self.claims is not None:
+            declared = self.claims(arguments)
+        elif self.tool_claims is not None:
+            declared = self.tool_claims(self.tool, arguments)
+        if declared is None and not (self.reads or self.writes):
+            return None
+        found: list[Claim] = []
+        try:
+            for names, make in ((self.reads, shared), (self.writes, exclusive)):
+                for name in names:
+                    for raw in _path_values(arguments.get(name)):
+                        found.append(make(_keyed(raw, key)))
+            for claim in declared or ():
+                if isinstance(claim, Claim) and isinstance(claim.resource, Path):
+                    make = exclusive if claim.mode is Mode.EXCLUSIVE else shared
+                    claim = make(_keyed(str(claim.resource), key))
+                found.append(claim)
+        except _Barrier:
+            return None
+        return found
+
+
+def _path_values(value: Any) -> Sequence[str]:
+    if value is None:
+        return ()  # left out: the tool's default, which the user's declaration did not name
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise _Barrier
+
+
+def _keyed(raw: str, key: KeyFunction) -> Path:
+    if not raw or "\0" in raw:
+        raise _Barrier
+    try:
+        return key(raw)
+    except (InvalidClaimError, ValueError, OSError):
+        raise _Barrier from None  # outside the workspace: the tool may still serve it
+
+
+def _parsed(input_json: str) -> Mapping[str, Any] | None:
+    """The arguments as an object, or None when they are not one (the SDK's own parsing then
+    reports it to the model)."""
+    try:
+        arguments = json.loads(input_json) if input_json else {}
+    except (ValueError, RecursionError, TypeError):
+        return None
+    return arguments if isinstance(arguments, dict) else None
+
+
+# -- one invocation: the kernel's call holding the leases, the SDK's task running the tool -----
+
+
+class _Invocation:
+    """One invocation of a leased tool: submitted to the kernel when the runner invokes the
+    tool; granted when the kernel's call starts; ended when the tool returns or fails."""
+
+    __slots__ = ("call_id", "done", "failure", "granted", "handle", "ready", "started", "task")
+
+    def __init__(self, call_id: str) -> None:
+        loop = asyncio.get_running_loop()
+        self.call_id = call_id
+        self.handle: CallHandle | None = None
+        self.ready: asyncio.Future[None] = loop.create_future()  # granted, or finished unrun
+        self.done: asyncio.Future[None] = loop.create_future()  # the tool has ended
+        self.granted = False
+        self.failure: str | None = None  # why the tool failed, for the kernel's result
+        self.started = False  # the SDK awaited the invocation
+        self.task: asyncio.Task[Any] | None = None  # the SDK's task running the tool
+
+    def wake(self) -> None:
+        if not self.ready.done():
+            self.ready.set_result(None)
+
+    def end(self, failure: BaseException | None = None) -> None:
+        if failure is not None and self.failure is None:
+            self.failure = f"{type(failure).__name__}: {failure}"
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+        self.end()
+
+    def stop_tool(self) -> None:
+        """The kernel cancelled the call while the tool runs: cancel the tool too (the SDK
+        then answers the model as for any cancelled tool)."""
+        if self.task is not None and not self.done.done():
+            self.task.cancel()
+
+    def unrun_output(self) -> Any:
+        """For a call the kernel finished without running the tool: the output a before-hook
+        supplied, or else the kernel's error raised (for the tool's failure handling)."""
+        result = self.handle.result() if self.handle is not None else None
+        if result is not None and result.status is Status.OK:
+            return result.output
+        if result is None:
+            raise KernelClosedError("the kernel closed before the call could be submitted")
+        error = result.exception
+        if isinstance(error, Exception):
+            raise error
+        raise ToolError(result.error or result.status.value)
+
+
+class _Hold:
+    """The kernel's side of one invocation, as a tool of its batch: its claims, and a run that
+    holds the leases until the SDK's task has run the tool."""
+
+    __slots__ = ("_arguments_ok", "_declaration", "_invocation", "name")
+    wait_timeout = None
+    run_timeout = None  # the SDK's timeout_seconds bounds the tool, in the SDK's task
+
+    def __init__(self, declaration: _Declaration, invocation: _Invocation, ok: bool) -> None:
+        self.name = declaration.tool.name
+        self._declaration = declaration
+        self._invocation = invocation
+        self._arguments_ok = ok
+
+    def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(arguments)  # checked by the SDK, in the tool's own way
+
+    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
+        if not self._arguments_ok:
+            return None
+        return self._declaration.of_call(arguments, key)
+
+    async def invoke(self, ctx: KernelContext, arguments: Mapping[str, Any]) -> Any:
+        invocation = self._invocation
+        invocation.granted = True
+        invocation.wake()
+        try:
+            await asyncio.shield(invocation.done)
+        finally:
+            if not invocation.done.done():
+                # The kernel cancelled the call (closing, kernel.cancel): the leases are held
+                # until the tool, cancelled in its own task, has ended.
+                invocation.stop_tool()
+                with anyio.CancelScope(shield=True):
+                    await asyncio.shield(invocation.done)
+        if invocation.failure is not None:
+            raise ToolError(invocation.failure)
+        return None
+
+
+class _Dispatch:
+    """A kernel's invocations of leased tools, by call id: tells each when the kernel finished
+    its call without running it (denied, timed out waiting, cancelled, closed)."""
+
+    _kernels: ClassVar[weakref.WeakKeyDictionary[Kernel, _Dispatch]] = weakref.WeakKeyDictionary()
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.live: dict[str, _Invocation] = {}
+        self._numbers = itertools.count(2)
+        kernel.add_listener(self._event)
+
+    @classmethod
+    def of(cls, kernel: Kernel) -> _Dispatch:
+        found = cls._kernels.get(kernel)
+        if found is None:
+            found = cls._kernels[kernel] = cls(kernel)
+        return found
+
+    def _event(self, event: CallEvent) -> None:
+        if type(event) is CallFinished:
+            invocation = self.live.get(event.call_id)
+            # The id may be another call's, of the kernel's own tools: ours has its result.
+            if invocation is None:
+                return
+            handle = invocation.handle
+            if handle is not None and handle.finished:
+                del self.live[event.call_id]
+                invocation.wake()
+
+    def submit(self, declaration: _Declaration, context: Any, input_json: str) -> _Invocation:
+        """Submit one invocation (synchronously: this fixes its place in the kernel's order)."""
+        call_id = getattr(context, "tool_call_id", None) or declaration.tool.name
+        if call_id in self.live:
+            call_id = f"{call_id}#{next(self._numbers)}"  # another run's call of the same id
+        invocation = _Invocation(call_id)
+        arguments = _parsed(input_json)
+        hold = _Hold(declaration, invocation, arguments is not None)
+        call = ToolCall(call_id, declaration.tool.name, arguments or {})
+        self.live[call_id] = invocation
+        with contextlib.suppress(KernelClosedError):  # no handle: the outcome says so
+            invocation.handle = self.kernel.submit(call, tools=[hold])
+        if invocation.handle is None or invocation.handle.finished:
+            self.live.pop(call_id, None)
+            invocation.wake()  # refused at admission, or a before-hook answered at once
+        task = asyncio.current_task()
+        if task is not None:
+            # The runner may cancel the task that awaits the invocation before it ever starts
+            # (a timeout's task); then nothing else would end the kernel's call.
+            task.add_done_callback(functools.partial(_abandon, invocation))
+        return invocation
+
+
+def _abandon(invocation: _Invocation, _task: object) -> None:
+    if not invocation.started:
+        invocation.cancel()
+
+
+async def _run_leased(
+    invocation: _Invocation,
+    declaration: _Declaration,
+    ctx: Any,
+    run: Callable[[], Awaitable[Any]],
+    failed: Callable[[Exception], Awaitable[Any]],
+) -> Any:
+    """Wait for the leases, run the tool (``run``) holding them within the tool's timeout,
+    and hand the kernel's own failures to ``failed`` (the tool's failure handling)."""
+    invocation.started = True
+    invocation.task = asyncio.current_task()
+    try:
+        await asyncio.shield(invocation.ready)
+    except BaseException:
+        invocation.cancel()  # withdrawn while waiting: it never held a lease
+        await _unwound(invocation)
+        raise
+    if not invocation.granted:
+        try:
+            return invocation.unrun_output()
+        except Exception as error:
+            return await failed(error)
+    try:
+        if declaration.timeout is None:
+            output = await run()
+        else:
+            output = await _within(invocation, declaration, ctx, run)
+    except asyncio.CancelledError:
+        invocation.cancel()
+        await _unwound(invocation)
+        raise
+    except BaseException as error:
+        invocation.end(error)
+        raise
+    invocation.end()
+    return output
+
+
+async def _within(
+    invocation: _Invocation,
+    declaration: _Declaration,
+    ctx: Any,
+    run: Callable[[], Awaitable[Any]],
+) -> Any:
+    """Run the tool within its ``timeout_seconds``, counted from the grant (a wait for leases
+    is the kernel's ``wait_timeout``'s business), answering as the SDK does when time runs out."""
+    assert declaration.timeout is not None
+    tool = declaration.tool
+    task = asyncio.ensure_future(run())
+    try:
+        return await asyncio.wait_for(task, timeout=declaration.timeout)
+    except TimeoutError as exc:
+        if task.done() and not task.cancelled():
+            return task.result()  # the tool's own TimeoutError, or its output just in time
+        error = ToolTimeoutError(tool_name=tool.name, timeout_seconds=declaration.timeout)
+        invocation.end(error)  # the kernel's result says so too
+        if tool.timeout_behavior == "raise_exception":
+            raise error from exc
+        if tool.timeout_error_function is None:
+            return default_tool_timeout_error_message(
+                tool_name=tool.name, timeout_seconds=declaration.timeout
+            )
+        answer = tool.timeout_error_function(ctx, error)
+        return await answer if inspect.isawaitable(answer) else answer
+
+
+async def _unwound(invocation: _Invocation) -> None:
+    """Wait until the kernel's call has finished, so its leases are back when a cancellation
+    goes on (a second cancellation stops the wait)."""
+    handle = invocation.handle
+    if handle is not None and not handle.finished:
+        await handle.wait_finished()
+
+
+# -- the leased copies -------------------------------------------------------------------------
+
+
+class _LeasedInvoker(_FailureHandlingFunctionToolInvoker):
+    """The SDK's invoker of a tool made by ``@function_tool`` (or ``Agent.as_tool``), whose
+    invocations hold leases.
+
+    It is the SDK's own class, kept so that what the SDK does with such an invoker keeps
+    working (``tool.__wrapped__``, preparing arguments for an approval policy, sync tools'
+    checks, failure handling); ``__call__`` is synchronous, submitting the call before the
+    runner awaits it, even from inside ``timeout_seconds``' own task.
+    """
+
+    def __init__(
+        self,
+        original: _FailureHandlingFunctionToolInvoker,
+        declaration: _Declaration,
+        dispatch: _Dispatch,
+        *,
+        function_tool: FunctionTool | None = None,
+    ) -> None:
+        super().__init__(
+            original._invoke_tool_impl, original._on_handled_error, function_tool=function_tool
+        )
+        self._original = original
+        self._declaration = declaration
+        self._dispatch = dispatch
+        for name, value in vars(original).items():  # the SDK's markers (a sync tool's)
+            if name.startswith("__agents_"):
+                setattr(self, name, value)
+
+    def __agents_bind_function_tool__(self, function_tool: FunctionTool) -> _LeasedInvoker:
+        if self._function_tool is function_tool:
+            return self
+        declaration = copy.copy(self._declaration)
+        declaration.tool = function_tool
+        return _LeasedInvoker(
+            self._original, declaration, self._dispatch, function_tool=function_tool
+        )
+
+    def __call__(self, ctx: ToolContext[Any], input: str) -> Any:
+        invocation = self._dispatch.submit(self._declaration, ctx, input)
+        invoke = super().__call__
+        return _run_leased(
+            invocation, self._declaration, ctx, lambda: invoke(ctx, input), self._failed(ctx, input)
+        )
+
+    def _failed(self, ctx: ToolContext[Any], input_json: str) -> Callable[[Exception], Any]:
+        async def failed(error: Exception) -> Any:
+            # As the SDK's invoker treats the tool's own exception.
+            assert self._function_tool is not None
+            result = await maybe_invoke_function_tool_failure_error_function(
+                function_tool=self._function_tool, context=ctx, error=error
+            )
+            if result is None:
+                raise error
+            self._on_handled_error(self._function_tool, error, input_json, ctx)
+            return result
+
+        return failed
+
+
+def _plain_invoker(original: _Invoker, declaration: _Declaration, dispatch: _Dispatch) -> _Invoker:
+    """An invoker for a ``FunctionTool`` built by hand (its own ``on_invoke_tool``): the same
+    signature (the SDK picks the context it passes from it), submitting synchronously."""
+
+    @functools.wraps(original)
+    def invoke(ctx: Any, input_json: str) -> Awaitable[Any]:
+        invocation = dispatch.submit(declaration, ctx, input_json)
+
+        async def failed(error: Exception) -> Any:
+            result = await maybe_invoke_function_tool_failure_error_function(
+                function_tool=declaration.tool, context=ctx, error=error
+            )
+            if result is None:
+                raise error
+            return result
+
+        return _run_leased(invocation, declaration, ctx, lambda: original(ctx, input_json), failed)
+
+    return invoke
+
+
+def _leased_copy(
+    tool: FunctionTool, declaration: _Declaration, dispatch: _Dispatch
+) -> FunctionTool:
+    leased_tool = copy.copy(tool)  # the SDK's own copy: every field, subclasses kept
+    declaration.tool = leased_tool
+    # The SDK's timeout would count a wait for leases too: the copy counts from the grant.
+    declaration.timeout, leased_tool.timeout_seconds = tool.timeout_seconds, None
+    original = tool.on_invoke_tool
+    if isinstance(original, _FailureHandlingFunctionToolInvoker):
+        leased_tool.on_invoke_tool = _LeasedInvoker(
+            original, declaration, dispatch, function_tool=leased_tool
+        )
+    else:
+        leased_tool.on_invoke_tool = _plain_invoker(original, declaration, dispatch)
+    return leased_tool
