@@ -4,9 +4,10 @@ Both providers take function names of 1 to 64 characters from ``[A-Za-z0-9_-]``.
 name already fits keeps it. Any other name (an MCP server's ``git.status``, a name with spaces,
 non-ASCII letters, more than 64 characters) is renamed: accents are dropped, every other
 character that does not fit becomes ``_``, and a short hash of the original name is appended
-when the result is cut to length or would be the name of another tool. The mapping depends only
-on the set of names, never on their order, so a toolset exports the same wire names at every
-step of a conversation (and keeps a provider's prompt cache warm).
+when the result is cut to length or would be the name of another tool (another digest if that
+too is taken: no two tools ever share a wire name). The mapping depends only on the set of
+names, never on their order, so a toolset exports the same wire names at every step of a
+conversation (and keeps a provider's prompt cache warm).
 
 Renaming is reversible only with the tool list in hand: :func:`wire_names` gives the mapping,
 and the ``calls_from_*`` functions take ``tools=`` to map the model's names back.
@@ -60,13 +61,27 @@ def wire_names(tools: Iterable[object]) -> dict[str, str]:
     counts: dict[str, int] = {}
     for base in fitted.values():
         counts[base] = counts.get(base, 0) + 1
-    mapping = {}
+    mapping: dict[str, str] = {}
+    hashed: list[tuple[str, str]] = []
     for name in names:
         base = fitted.get(name, name)
         if name not in kept and (len(base) > MAX_LENGTH or base in kept or counts[base] > 1):
-            base = f"{base[: MAX_LENGTH - 9]}_{_digest(name)}"
-        mapping[name] = base
-    return mapping
+            hashed.append((name, base))
+        else:
+            mapping[name] = base  # unique: kept as it is, or fitted to a name nobody else has
+    # A hashed name may still be another tool's (``a.b`` becomes ``a_b_2e7336dc``, which a
+    # tool may be called, or ``a.b_2e7336dc`` fitted) or share its 8 digits: then a model's
+    # call to one would run the other. The next digest of the name is taken instead, in
+    # sorted order, so the mapping still depends only on the set of names.
+    taken = set(mapping.values())
+    for name, base in hashed:
+        wire, salt = f"{base[: MAX_LENGTH - 9]}_{_digest(name)}", 0
+        while wire in taken:
+            salt += 1
+            wire = f"{base[: MAX_LENGTH - 9]}_{_digest(f'{name}#{salt}')}"
+        mapping[name] = wire
+        taken.add(wire)
+    return {name: mapping[name] for name in names}
 
 
 class NameMap:
