@@ -76,12 +76,6 @@ class ConsoleOptions:
 
 def run_console(options: ConsoleOptions) -> int:
     """Run the console until the person leaves; the exit code."""
-    try:
-        import prompt_toolkit  # noqa: F401
-        import rich  # noqa: F401
-    except ImportError:  # pragma: no cover - the dev set-up installs them
-        print("the console needs prompt_toolkit and rich: pip install 'toolkernel[console]'")
-        return 2
     if not os.path.isdir(options.root):
         print(f"console: --root {options.root!r} is not a directory", file=sys.stderr)
         return 2

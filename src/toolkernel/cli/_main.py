@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 from .. import __version__
+from .._extras import missing_extra
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -112,6 +114,16 @@ def _add_console(commands: Any) -> None:
 
 
 def _run_console(args: argparse.Namespace) -> int:
+    # Checked before the console's modules are imported: they import prompt_toolkit and rich.
+    missing = missing_extra("cli", "the console", "prompt_toolkit", "rich")
+    if missing is not None:
+        print(f"console: {missing}", file=sys.stderr)
+        return 2
+    if args.mcp:
+        missing = missing_extra("mcp", "--mcp (toolkernel.mcp)", "mcp", "jsonschema", "re2")
+        if missing is not None:
+            print(f"console: {missing}", file=sys.stderr)
+            return 2
     from ._console import ConsoleOptions, run_console  # imported here: --help needs none of it
 
     return run_console(

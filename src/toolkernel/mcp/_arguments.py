@@ -58,13 +58,20 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
-import re2  # type: ignore[import-untyped]
 
-from .._errors import InvalidArgumentsError
-from ..tools._hints import describe_value
+from .._extras import require_extra
+
+# Every way into toolkernel.mcp imports this module: the one place that says which extra
+# brings the packages it needs (the SDK itself is imported when a server is opened).
+require_extra("mcp", "toolkernel.mcp", "mcp", "jsonschema", "re2")
+
+import jsonschema  # noqa: E402
+import jsonschema.exceptions  # noqa: E402
+import jsonschema.validators  # noqa: E402
+import re2  # type: ignore[import-untyped]  # noqa: E402
+
+from .._errors import InvalidArgumentsError  # noqa: E402
+from ..tools._hints import describe_value  # noqa: E402
 
 __all__ = ["ArgumentsSchema"]
 

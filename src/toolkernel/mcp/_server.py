@@ -22,6 +22,7 @@ import attrs
 import pydantic
 
 from .._errors import MCPServerGoneError, ToolDeclarationError
+from .._extras import missing_extra
 from ._content import first_problem
 from ._presets import PRESETS, Preset, preset_for
 from ._tool import ClaimsFunction, MCPTool, ServerConnection, ToolClaimsFunction
@@ -41,9 +42,9 @@ def sdk() -> Any:
         import mcp.client.streamable_http
 
         import mcp
-    except ImportError:  # pragma: no cover - the dev set-up installs it
+    except ImportError:  # pragma: no cover - toolkernel.mcp's import checked it is there
         raise ImportError(
-            "toolkernel.mcp needs the MCP SDK: pip install 'toolkernel[mcp]'"
+            missing_extra("mcp", "toolkernel.mcp", "mcp") or "the mcp SDK does not import"
         ) from None
     return mcp
 

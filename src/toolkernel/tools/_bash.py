@@ -35,6 +35,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -56,6 +57,7 @@ from .shell._analysis import Analysis
 from .shell._claims import barrier_claims, keyed_claims
 from .shell._confine import Confinement, unenforced_note
 from .shell._git_config import repository_programs
+from .shell._syntax import MISSING_PARSER, parse
 from .shell._tool_config import moved_writes, tools_of
 
 __all__ = ["BASH_OUTPUT_LIMIT", "HeadAndTail", "make_bash_tool"]
@@ -189,12 +191,28 @@ async def _run(
     return (None if timer.cancelled_caught else process.returncode), output
 
 
+PARSER_MISSING_NOTE: Final = (
+    f"Every command runs alone, holding the whole workspace (a barrier): {MISSING_PARSER}."
+)
+"""What the Bash tool says, once, when it can't read what a command touches."""
+_parser_warned = False
+
+
+def _parser_missing() -> bool:
+    # The parser is imported on first use; a parse of anything says whether it is there.
+    return parse(b"true")[1] == MISSING_PARSER
+
+
 class BashTool(FunctionTool):
     """The Bash tool, declaring each command's claims from a parse and a table of rules.
 
     ``statistics`` counts what its sandbox saw: commands run, misses of the prediction (each
     also a ``CallProgress`` event of its call, with the paths), runs again, changes thrown
-    away."""
+    away.
+
+    Without the shell parser (the ``shell`` extra) every command is a barrier; the tool says
+    so once: a ``RuntimeWarning`` when the first such tool is made, a line of its description,
+    and a note at the head of its first result (``parser_missing`` is then True)."""
 
     def __init__(self, rules: ShellRules | None, writable: Sequence[str] = ()) -> None:
         self.rules = ShellRules.default() if rules is None else rules
@@ -218,6 +236,14 @@ class BashTool(FunctionTool):
             return await _bash(ctx, command, timeout, rules_of_this_tool, this)
 
         super().__init__(bash, name="Bash")
+        self.parser_missing = _parser_missing()
+        self._note_pending = self.parser_missing
+        if self.parser_missing:
+            self.description = f"{self.description}\n\n{PARSER_MISSING_NOTE}"
+            global _parser_warned
+            if not _parser_warned:
+                _parser_warned = True
+                warnings.warn(f"the Bash tool: {PARSER_MISSING_NOTE}", RuntimeWarning, 2)
 
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         # Keyed here rather than re-keyed from lexical paths: an absolute path, or one under ~,
@@ -298,9 +324,10 @@ async def _bash(
     else:
         why_not = await anyio.to_thread.run_sync(sandbox_unavailable)
     if why_not is None:
-        return await run_and_commit(
+        committed = await run_and_commit(
             ctx, command, analysis, limit / 1000, _run, tool.statistics, tool.writable
         )
+        return _with_parser_note(tool, committed)
     confinement = await Confinement.prepare(
         command, analysis, ctx.claims, fs, anyio.to_thread.run_sync
     )
@@ -321,4 +348,12 @@ async def _bash(
         refused = confinement.explain(text, root)
         message = f"exit code {status}\n{text}".rstrip()
         raise ToolError(f"{message}\n{refused}" if refused else message)
-    return text
+    return _with_parser_note(tool, text)
+
+
+def _with_parser_note(tool: BashTool, text: str) -> str:
+    """``text``, after the note that commands are barriers if the tool has not said it yet."""
+    if not tool._note_pending:
+        return text
+    tool._note_pending = False
+    return f"({PARSER_MISSING_NOTE})\n{text}"

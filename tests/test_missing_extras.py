@@ -1,0 +1,106 @@
+"""A feature whose extra is not installed says which extra to install.
+
+Each case runs in a fresh interpreter where the extra's package can't be imported
+(``sys.modules[name] = None``, as Python does for a package that is not there).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+
+def run(missing: list[str], code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    prelude = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in missing)
+    return subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize("missing", ["mcp", "jsonschema", "re2"])
+def test_importing_toolkernel_mcp_without_its_extra_names_the_extra(missing: str) -> None:
+    ran = run([missing], "import toolkernel.mcp")
+    assert ran.returncode != 0
+    last = ran.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: toolkernel.mcp needs the 'mcp' extra")
+    assert f"({missing} is not installed)" in last
+    assert "pip install 'toolkernel[mcp]'" in last and "pip install -e '.[mcp]'" in last
+
+
+def test_the_kernel_itself_needs_no_extra() -> None:
+    missing = ["mcp", "jsonschema", "re2", "rich", "prompt_toolkit", "tree_sitter", "httpx"]
+    ran = run(missing, "import toolkernel, toolkernel.tools, toolkernel.agent; print('ok')")
+    assert (ran.returncode, ran.stdout) == (0, "ok\n"), ran.stderr
+
+
+@pytest.mark.parametrize("missing", ["rich", "prompt_toolkit"])
+def test_the_console_without_its_extra_names_the_extra(missing: str, tmp_path: Path) -> None:
+    code = (
+        f"from toolkernel.cli import main; sys.exit(main(['console', '--root', {str(tmp_path)!r}]))"
+    )
+    ran = run([missing], code)
+    assert ran.returncode == 2
+    assert ran.stderr.strip() == (
+        f"console: the console needs the 'cli' extra ({missing} is not installed): "
+        "pip install 'toolkernel[cli]' (in a clone of toolkernel: pip install -e '.[cli]')"
+    )
+
+
+def test_the_consoles_mcp_option_without_its_extra_names_the_extra(tmp_path: Path) -> None:
+    code = (
+        "from toolkernel.cli import main; "
+        f"sys.exit(main(['console', '--root', {str(tmp_path)!r}, '--mcp', 'mcp-server-git']))"
+    )
+    ran = run(["mcp"], code)
+    assert ran.returncode == 2
+    assert "pip install 'toolkernel[mcp]'" in ran.stderr
+    assert "Traceback" not in ran.stderr
+
+
+def test_the_bash_tool_without_the_parser_says_once_that_every_command_is_a_barrier(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.txt").write_text("hello\n")
+    code = """
+        import warnings
+        import anyio
+        import toolkernel as tk
+        from toolkernel.tools import builtin_tools, shell_claims
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            [bash] = [t for t in builtin_tools(bash=True) if t.name == "Bash"]
+            [again] = [t for t in builtin_tools(bash=True) if t.name == "Bash"]
+        for warning in caught:
+            print("warning:", warning.category.__name__, warning.message)
+        print("description:", bash.description.splitlines()[-1])
+        print("a barrier:", shell_claims("cat a.txt") == [tk.exclusive(tk.path("."))])
+
+        async def main():
+            async with tk.open_kernel([bash], root=".") as kernel:
+                for call_id in ("c1", "c2"):
+                    call = tk.ToolCall(call_id, "Bash", {"command": "cat a.txt"})
+                    [result] = await kernel.run([call])
+                    print(call_id, result.status, repr(result.output))
+
+        anyio.run(main)
+    """
+    ran = run(["tree_sitter", "tree_sitter_bash"], code, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    note = (
+        "Every command runs alone, holding the whole workspace (a barrier): the shell parser is "
+        "not installed (pip install 'toolkernel[shell]' for tree-sitter and tree-sitter-bash)."
+    )
+    lines = ran.stdout.splitlines()
+    assert lines[:2] == [f"warning: RuntimeWarning the Bash tool: {note}", f"description: {note}"]
+    assert lines[2] == "a barrier: True"
+    assert lines[3:] == [f"c1 OK {f'({note})' + chr(10) + 'hello' + chr(10)!r}", "c2 OK 'hello\\n'"]
