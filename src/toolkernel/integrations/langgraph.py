@@ -32,6 +32,7 @@ answers its bad arguments as usual.
 
 Without ``kernel=``, each run of the node opens a kernel of its own with no workspace root
 (paths are keyed as spelled); under ``invoke`` it runs on an event loop in a thread of its own.
+A message of one call skips that kernel: alone in it, the call would be granted at once.
 With ``kernel=`` (one opened with any tools: these are given with each batch), the node's calls
 are ordered against everything else that kernel runs; ``invoke`` then needs a way back to the
 kernel's loop: build the node inside that loop, or call ``invoke`` from one of its worker
@@ -73,7 +74,7 @@ from ..kernel import (
     ToolResult,
 )
 from ..kernel import ToolCall as KernelCall
-from ..locks import Claim, Mode, Path, exclusive, shared
+from ..locks import Claim, Mode, Path, exclusive, path, shared
 
 __all__ = ["ToolNode", "ClaimsFunction"]
 
@@ -294,9 +295,15 @@ class _Batch:
             slot.release()
 
 
+class _Alone:
+    """In place of a batch: the run's lone call, which its own kernel would grant at once."""
+
+
+_ALONE = _Alone()
+
 # The batch of the node's run, seen by its workers (gather's tasks and the executor's threads
 # copy the context they were started in).
-_BATCH: contextvars.ContextVar[_Batch | None] = contextvars.ContextVar(
+_BATCH: contextvars.ContextVar[_Batch | _Alone | None] = contextvars.ContextVar(
     "toolkernel_langgraph_batch", default=None
 )
 
@@ -361,6 +368,12 @@ class ToolNode(_LangGraphToolNode):
             return await super()._afunc(input, config, runtime)
         if self.kernel is not None:
             return await self._arun_batch(self.kernel, tool_calls, input, config, runtime)
+        if self._alone(tool_calls):
+            token = _BATCH.set(_ALONE)
+            try:
+                return await super()._afunc(input, config, runtime)
+            finally:
+                _BATCH.reset(token)
         failure: Exception | None = None
         async with open_kernel() as kernel:
             try:
@@ -394,7 +407,11 @@ class ToolNode(_LangGraphToolNode):
         input_type: _InputType,
         tool_runtime: ToolRuntime,
     ) -> _Output:
-        slot = _current_batch().claim(call)
+        batch = _current_batch()
+        if batch is _ALONE:
+            return await super()._arun_one(call, input_type, tool_runtime)
+        assert isinstance(batch, _Batch)
+        slot = batch.claim(call)
         try:
             verdict = slot.verdict
             assert isinstance(verdict, anyio.Event)
@@ -420,6 +437,12 @@ class ToolNode(_LangGraphToolNode):
         if self.kernel is not None:
             hop = self._hop_to_kernel()
             return self._run_batch(hop, self.kernel, tool_calls, input, config, runtime)
+        if self._alone(tool_calls):
+            token = _BATCH.set(_ALONE)
+            try:
+                return super()._func(input, config, runtime)
+            finally:
+                _BATCH.reset(token)
         failure: Exception | None = None
         with (
             anyio.from_thread.start_blocking_portal() as portal,
@@ -433,6 +456,22 @@ class ToolNode(_LangGraphToolNode):
             raise failure
         finally:
             failure = None
+
+    def _alone(self, tool_calls: list[ToolCall]) -> bool:
+        """Whether this run's calls need no kernel of their own: a lone call, which nothing
+        else would wait behind, and whose claims are sound (else the kernel says why)."""
+        if len(tool_calls) != 1:
+            return False
+        call = tool_calls[0]
+        declared = self._declarations.get(call["name"])
+        if declared is None:
+            return True
+        arguments = call.get("args")
+        try:
+            declared.claims(arguments if isinstance(arguments, dict) else {}, path)
+        except Exception:
+            return False
+        return True
 
     def _hop_to_kernel(self) -> Callable[..., Any]:
         """Runs a function in the given kernel's loop, from this thread."""
@@ -482,6 +521,9 @@ class ToolNode(_LangGraphToolNode):
         tool_runtime: ToolRuntime,
     ) -> _Output:
         batch = _current_batch()
+        if batch is _ALONE:
+            return super()._run_one(call, input_type, tool_runtime)
+        assert isinstance(batch, _Batch)
         hop = batch.hop
         assert hop is not None
         slot = batch.claim(call)
@@ -502,7 +544,7 @@ def _run_sync_on(
     return anyio.from_thread.run_sync(function, *args, token=token)
 
 
-def _current_batch() -> _Batch:
+def _current_batch() -> _Batch | _Alone:
     batch = _BATCH.get()
     if batch is None:
         raise RuntimeError(
