@@ -222,11 +222,15 @@ class OpenAICompatibleModel:
                     message = _answer(self.url, response.status_code, response.headers, whole)
                     yield {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
                     return
-                # Closed when left early (at [DONE]), not left to the garbage collector.
                 async with contextlib.aclosing(response.aiter_lines()) as lines:
                     while (line := await self._within(anext(lines, None), deadline)) is not None:
-                        chunk = _event(self.url, line)
+                        try:
+                            chunk = _event(self.url, line)
+                        except ModelError:
+                            await _drain(lines)  # a server failing mid-answer ends its body
+                            raise
                         if chunk is _DONE:
+                            await _drain(lines)
                             return
                         if chunk is not None:
                             yield chunk
@@ -262,6 +266,16 @@ class OpenAICompatibleModel:
 
 
 _DONE: Mapping[str, Any] = {}
+_DRAIN_SECONDS = 1.0
+
+
+async def _drain(lines: AsyncIterator[str]) -> None:
+    """Read what follows ``[DONE]`` or an error (servers end the body there): httpx's
+    iterators then finish, rather than being left to the garbage collector (which trio warns
+    of). A server that keeps the body open is given up on after a second."""
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        async for _ in lines:
+            pass
 
 
 def _event(url: str, line: str) -> Mapping[str, Any] | None:
