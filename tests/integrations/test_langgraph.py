@@ -260,9 +260,40 @@ async def test_unhandled_errors_come_out_as_langgraph_raises_them(shared_kernel:
             handle_tool_errors=False,
             kernel=kernel if shared_kernel else None,
         )
-        with pytest.raises(KeyError, match="f"):  # not wrapped in an ExceptionGroup
-            await node.ainvoke({"messages": [calls(("boom", {"path": "f"}))]}, ALONE)
+        message = calls(("boom", {"path": "f"}), ("boom", {"path": "g"}))
+        with pytest.raises(KeyError):  # not wrapped in an ExceptionGroup
+            await node.ainvoke({"messages": [message]}, ALONE)
         assert_leases_returned(kernel)
+
+
+def test_unhandled_errors_come_out_of_a_sync_run_as_langgraph_raises_them() -> None:
+    @tool
+    def boom(path: str) -> str:
+        """Fail."""
+        raise KeyError(path)
+
+    node = ToolNode([boom], writes={"boom": ["path"]}, handle_tool_errors=False)
+    message = calls(("boom", {"path": "f"}), ("boom", {"path": "f"}))
+    with pytest.raises(KeyError, match="f"):
+        node.invoke({"messages": [message]}, ALONE)
+
+
+@pytest.mark.parametrize("size", [1, 2])
+async def test_a_claims_function_that_raises_fails_its_call_only(size: int) -> None:
+    files = Files()
+
+    def broken(arguments: Any) -> list[tk.Claim]:
+        raise ValueError("no claims today")
+
+    node = ToolNode(files.tools(), writes=WRITES, claims={"undeclared": broken})
+    message = calls(
+        ("undeclared", {"text": "1"}), *[("append", {"path": "f", "text": "2"})][: size - 1]
+    )
+    out = await node.ainvoke({"messages": [message]}, ALONE)
+    refused = out["messages"][0]
+    assert refused.status == "error" and "no claims today" in refused.content
+    assert ("start", "1") not in files.log
+    assert [m.content for m in out["messages"][1:]] == ["appended 2"][: size - 1]
 
 
 async def test_wrap_tool_call_runs_inside_the_calls_leases() -> None:
