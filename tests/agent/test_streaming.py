@@ -56,7 +56,9 @@ class Timeline:
         return {e.call_id: t for t, e in self.events if isinstance(e, kind)}
 
     def statuses(self) -> dict[str, tk.Status]:
-        return {e.call_id: e.result.status for _, e in self.events if isinstance(e, tk.CallFinished)}
+        return {
+            e.call_id: e.result.status for _, e in self.events if isinstance(e, tk.CallFinished)
+        }
 
 
 async def run(turns: Sequence[Turn], *, stream: bool, **options: Any) -> tuple[Any, Timeline]:
@@ -89,7 +91,7 @@ async def test_calls_start_as_their_blocks_complete_and_conflicting_ones_keep_em
 async def test_waiting_for_the_whole_answer_starts_every_call_when_it_ends(
     autojump_clock: object,
 ) -> None:
-    outcome, timeline = await run([ANSWER], stream=False)
+    _, timeline = await run([ANSWER], stream=False)
     assert timeline.times(tk.CallStarted) == {"a": 3.0, "c": 3.0, "b": 8.0}
     assert max(timeline.times(tk.CallFinished).values()) == 9.0  # two seconds more than streamed
 
@@ -254,7 +256,7 @@ async def test_a_model_that_cannot_stream_is_asked_for_whole_answers(
 class Events:
     """A model whose streams are given lists of events (of any format)."""
 
-    def __init__(self, *streams: list[object]) -> None:
+    def __init__(self, *streams: Sequence[object]) -> None:
         self.streams = list(streams)
 
     async def complete(
