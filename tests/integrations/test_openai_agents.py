@@ -423,6 +423,29 @@ async def test_a_cancelled_run_cancels_its_calls_and_returns_their_leases(
     assert files.read("f.txt") == ""
 
 
+async def test_a_call_the_kernel_cancels_cancels_its_tool_which_answers_as_the_sdk_does(
+    tmp_path: pathlib.Path, autojump_clock: Any
+) -> None:
+    files = Files(tmp_path)
+    response = calls(
+        ("append", {"path": "f.txt", "text": "1", "seconds": 10}),
+        ("append", {"path": "f.txt", "text": "2"}),
+    )
+    async with tk.open_kernel(root=tmp_path) as kernel:
+        tools = leased(append_tools(files), kernel, writes={"append": ["path"]})
+        loop = asyncio.get_running_loop()
+        loop.call_later(4, kernel.cancel, "c0")
+        result = await run(tools, response)
+        assert_leases_returned(kernel)
+    assert outputs(result) == {
+        "c0": "An error occurred while running the tool. Please try again.",
+        "c1": "appended '2' to f.txt",
+    }
+    # the first was cancelled at 4 s, and the second, on its file, ran only once it had ended
+    assert files.span("1") == (0, 4) and files.span("2") == (4, 5)
+    assert files.read("f.txt") == "2"
+
+
 async def test_kernel_failures_reach_the_model_through_the_failure_error_function(
     tmp_path: pathlib.Path, autojump_clock: Any
 ) -> None:

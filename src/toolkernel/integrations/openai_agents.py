@@ -287,15 +287,30 @@ class _Invocation:
     """One invocation of a leased tool: submitted to the kernel when the runner invokes the
     tool; granted when the kernel's call starts; ended when the tool returns or fails."""
 
-    __slots__ = ("call_id", "done", "failure", "granted", "handle", "ready", "started", "task")
+    __slots__ = (
+        "call_id",
+        "done",
+        "ended",
+        "failure",
+        "granted",
+        "handle",
+        "ready",
+        "started",
+        "stopped",
+        "task",
+    )
 
     def __init__(self, call_id: str) -> None:
         loop = asyncio.get_running_loop()
         self.call_id = call_id
         self.handle: CallHandle | None = None
+        # Each future has one waiter (cancelling a waiter cancels its future, so the flags
+        # say what happened): ``ready`` the SDK's task, ``done`` the kernel's call.
         self.ready: asyncio.Future[None] = loop.create_future()  # granted, or finished unrun
         self.done: asyncio.Future[None] = loop.create_future()  # the tool has ended
         self.granted = False
+        self.ended = False
+        self.stopped = False  # the kernel cancelled the call
         self.failure: str | None = None  # why the tool failed, for the kernel's result
         self.started = False  # the SDK awaited the invocation
         self.task: asyncio.Task[Any] | None = None  # the SDK's task running the tool
@@ -307,6 +322,7 @@ class _Invocation:
     def end(self, failure: BaseException | None = None) -> None:
         if failure is not None and self.failure is None:
             self.failure = f"{type(failure).__name__}: {failure}"
+        self.ended = True
         if not self.done.done():
             self.done.set_result(None)
 
@@ -315,11 +331,22 @@ class _Invocation:
             self.handle.cancel()
         self.end()
 
-    def stop_tool(self) -> None:
-        """The kernel cancelled the call while the tool runs: cancel the tool too (the SDK
-        then answers the model as for any cancelled tool)."""
-        if self.task is not None and not self.done.done():
-            self.task.cancel()
+    async def held(self) -> None:
+        """The kernel's call: hold the leases until the tool has ended. If the kernel cancels
+        the call (closing, ``kernel.cancel``), the tool is cancelled in its own task (the SDK
+        then answers the model as for any cancelled tool) and the leases are held until it
+        has ended."""
+        try:
+            if not self.ended:
+                await self.done
+        finally:
+            if not self.ended:
+                self.stopped = True
+                if self.task is not None:
+                    self.task.cancel()
+                with anyio.CancelScope(shield=True):
+                    self.done = asyncio.get_running_loop().create_future()
+                    await self.done
 
     def unrun_output(self) -> Any:
         """For a call the kernel finished without running the tool: the output a before-hook
@@ -361,15 +388,7 @@ class _Hold:
         invocation = self._invocation
         invocation.granted = True
         invocation.wake()
-        try:
-            await asyncio.shield(invocation.done)
-        finally:
-            if not invocation.done.done():
-                # The kernel cancelled the call (closing, kernel.cancel): the leases are held
-                # until the tool, cancelled in its own task, has ended.
-                invocation.stop_tool()
-                with anyio.CancelScope(shield=True):
-                    await asyncio.shield(invocation.done)
+        await invocation.held()
         if invocation.failure is not None:
             raise ToolError(invocation.failure)
         return None
@@ -445,7 +464,9 @@ async def _run_leased(
     invocation.started = True
     invocation.task = asyncio.current_task()
     try:
-        await asyncio.shield(invocation.ready)
+        await invocation.ready
+        if invocation.stopped:  # by the kernel, before this task came to run the tool
+            raise asyncio.CancelledError
     except BaseException:
         invocation.cancel()  # withdrawn while waiting: it never held a lease
         await _unwound(invocation)
