@@ -16,8 +16,9 @@ What a turn needs: each call's emission time (seconds from the request). Two sou
   ``benchmarks/data/*.jsonl``) whose calls carry ``"emitted_s"``. The shared traces carry no
   emission times (each call has ``duration_s`` only): they are read, counted, and reported as
   such.
-- Claude Code transcripts (``--transcripts FILE...``, or ``--spotter GIT_DIR``: the transcripts
-  of marot/spotter, see ``benchmarks/data/README.md``), where each content block of an answer
+- Claude Code transcripts (``--transcripts FILE...``; ``--spotter GIT_DIR`` and ``--entire
+  GIT_DIR``: the sessions of marot/spotter and entireio/cli, read as ``normalize_sessions.py``
+  reads them, see ``benchmarks/data/README.md``), where each content block of an answer
   is a line of its own, stamped when the block was complete. A call is emitted at its
   ``tool_use`` line; the request was sent at the line before the answer's first; the answer ends
   with its last call; a call takes from its line to its ``tool_result``'s (as in the traces).
@@ -30,7 +31,7 @@ milliseconds of virtual time, so every time is exact.
 Run from the repository root::
 
     .venv/bin/python benchmarks/streaming.py                        # the traces beside the repo
-    .venv/bin/python benchmarks/streaming.py --spotter GIT_DIR      # and spotter's transcripts
+    .venv/bin/python benchmarks/streaming.py --spotter DIR --entire DIR   # and transcripts
     .venv/bin/python benchmarks/streaming.py --quick                # smoke run, built-in sample
 """
 
@@ -40,7 +41,6 @@ import argparse
 import datetime
 import json
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -50,6 +50,10 @@ from typing import Any, NamedTuple
 import anyio
 import trio
 import trio.testing
+
+# The transcripts' sources are read as normalize_sessions.py reads them (this directory is on
+# the path when a benchmark runs as a script).
+from normalize_sessions import entire, spotter
 
 import toolkernel as tk
 from toolkernel.agent import ScriptedModel, Turn, run_agent
@@ -174,21 +178,6 @@ def _ordered(times: Iterable[float]) -> tuple[float, ...]:
     for value in times:
         out.append(max(float(value), out[-1] if out else 0.0, 0.0))
     return tuple(out)
-
-
-def spotter_transcripts(git_dir: str) -> list[tuple[str, list[str]]]:
-    """The transcripts of marot/spotter's ``test/fixtures/transcripts``, its sessions' and
-    their subagents' (as ``normalize_sessions.py spotter`` reads them)."""
-
-    def git(*arguments: str) -> str:
-        done = subprocess.run(
-            ["git", "--git-dir", git_dir, *arguments], capture_output=True, text=True
-        )
-        return done.stdout if done.returncode == 0 else ""
-
-    listing = git("ls-tree", "-r", "--name-only", "HEAD", "test/fixtures/transcripts/")
-    names = [n for n in sorted(listing.split()) if n.endswith(".jsonl")]
-    return [(FilePath(n).stem[:8], git("show", f"HEAD:{n}").splitlines()) for n in names]
 
 
 # -- replaying ----------------------------------------------------------------------------------
@@ -343,6 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--traces", type=FilePath, nargs="*", default=None, help="trace files")
     parser.add_argument("--transcripts", nargs="*", default=[], help="Claude Code transcripts")
     parser.add_argument("--spotter", metavar="GIT_DIR", help="marot/spotter's git directory")
+    parser.add_argument("--entire", metavar="GIT_DIR", help="entireio/cli's git directory")
+    parser.add_argument("--sessions", type=int, default=120, help="entire sessions to read")
     options = parser.parse_args(argv)
     if options.quick:
         return smoke()
@@ -361,15 +352,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if found:
             sets.append((file.name, found))
-    transcripts = [
-        (FilePath(f).stem[:8], FilePath(f).read_text().splitlines()) for f in options.transcripts
-    ]
+    sources: list[tuple[str, list[tuple[str, list[str]]]]] = []
+    if options.transcripts:
+        files = [
+            (f, FilePath(f).read_text(encoding="utf-8").splitlines()) for f in options.transcripts
+        ]
+        sources.append(("transcripts", files))
     if options.spotter:
-        transcripts += spotter_transcripts(options.spotter)
-    if transcripts:
-        found = [t for label, lines in transcripts for t in transcript_turns(lines, label)]
-        print(f"Transcripts: {len(transcripts)}, {len(found)} multi-call turns with emission times")
-        sets.append(("transcripts", found))
+        sources.append(("spotter (Elixir)", [(n, list(ls)) for n, ls in spotter(options.spotter)]))
+    if options.entire:
+        chosen = entire(options.entire, options.sessions)
+        sources.append(("entire (Go)", [(n, list(ls)) for n, ls in chosen]))
+    for name, transcripts in sources:
+        found = [t for n, lines in transcripts for t in transcript_turns(lines, n)]
+        print(f"{name}: {len(transcripts)} transcripts, {len(found)} multi-call turns")
+        if found:
+            sets.append((name, found))
     if not sets:
         print(
             "Nothing to measure: no turn carries emission times. Pass Claude Code transcripts "
