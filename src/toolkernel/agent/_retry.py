@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import attrs
@@ -51,7 +52,15 @@ class Retry:
     def delay(self, retry: int, error: ModelError, draw: float) -> float:
         """Seconds to wait before retry number ``retry`` (1 for the first) after ``error``;
         ``draw`` is a random number in [0, 1)."""
-        if error.retry_after is not None:
-            return min(max(error.retry_after, 0.0), self.maximum)
-        nominal = min(self.initial * self.multiplier ** (retry - 1), self.maximum)
-        return nominal * (1.0 - self.jitter * draw)
+        asked = error.retry_after
+        # What a server (or a client of ours) said is used only if it is a number of seconds:
+        # NaN, or something else, would reach ``sleep`` and fail the whole run.
+        if isinstance(asked, int | float) and not isinstance(asked, bool) and not math.isnan(asked):
+            return min(max(float(asked), 0.0), self.maximum)
+        try:
+            nominal = self.initial * self.multiplier ** (retry - 1)
+        except OverflowError:  # many attempts: the wait long passed the maximum
+            nominal = math.inf
+        if math.isnan(nominal):  # an infinite initial wait times a multiplier of 0
+            nominal = math.inf
+        return min(nominal, self.maximum) * (1.0 - self.jitter * draw)
