@@ -21,9 +21,10 @@ import ipaddress
 import json
 import math
 import os
+import re
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -40,6 +41,9 @@ __all__ = ["OpenAICompatibleModel"]
 _T = TypeVar("_T")
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 _DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_MAX_ANSWER_BYTES = 16 * 1024 * 1024
+"""The largest answer read by default: far beyond any chat completion, and a bound on memory
+(a server sending 200 MB cost 250 MB more, and the error it came to was retried)."""
 
 
 def _httpx() -> Any:
@@ -67,7 +71,9 @@ class OpenAICompatibleModel:
     failed request to retry); ``model``
         to ``$OPENAI_MODEL``. ``strict=True`` exports the tools in OpenAI's strict mode;
         ``dependencies`` offers every tool the ``depends_on`` argument (see
-        :mod:`toolkernel.formats`). ``timeout`` bounds each request, in seconds. ``options`` go into
+        :mod:`toolkernel.formats`). ``timeout`` bounds each request, in seconds, and
+        ``max_answer_bytes`` the size of its answer (16 MiB by default: a server sending more
+        is a non-transient ``ModelError``, and no more of it is read). ``options`` go into
         every request's body as they are (``{"temperature": 0}``, ``{"max_tokens": 4096}``), and
         ``headers`` into its headers.
     """
@@ -83,6 +89,7 @@ class OpenAICompatibleModel:
         timeout: float = 120.0,
         options: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         _httpx()  # fail here, not at the first request, if httpx is missing
         model = model or os.environ.get("OPENAI_MODEL")
@@ -93,6 +100,10 @@ class OpenAICompatibleModel:
             )
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        limit = max_answer_bytes
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"max_answer_bytes must be a positive int, not {limit!r}")
+        self.max_answer_bytes = limit
         source = "base_url" if base_url else "OPENAI_BASE_URL"
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL
         if not base_url.lower().startswith(("http://", "https://")):
@@ -173,8 +184,15 @@ class OpenAICompatibleModel:
             client = http.AsyncClient(timeout=None)
         try:
             with anyio.move_on_after(self.timeout) as scope:
-                response = await client.post(self.url, content=content, headers=self._headers)
-                body = response.content  # read inside the deadline
+                request = client.build_request(
+                    "POST", self.url, content=content, headers=self._headers
+                )
+                response = await client.send(request, stream=True)
+                try:  # read inside the deadline, and no more than the cap
+                    body = await _read(response, self.max_answer_bytes, self.url)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await response.aclose()
             if scope.cancelled_caught:
                 raise ModelError(
                     f"the model server at {self.url} did not answer within {self.timeout:g} s",
@@ -218,11 +236,15 @@ class OpenAICompatibleModel:
             try:
                 kind = response.headers.get("content-type", "")
                 if response.status_code >= 400 or not kind.startswith("text/event-stream"):
-                    whole = await self._within(response.aread(), deadline)
+                    whole = await self._within(
+                        _read(response, self.max_answer_bytes, self.url), deadline
+                    )
                     message = _answer(self.url, response.status_code, response.headers, whole)
                     yield {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
                     return
-                async with contextlib.aclosing(response.aiter_lines()) as lines:
+                async with contextlib.aclosing(
+                    _lines(response, self.max_answer_bytes, self.url)
+                ) as lines:
                     while (line := await self._within(anext(lines, None), deadline)) is not None:
                         try:
                             chunk = _event(self.url, line)
@@ -266,6 +288,67 @@ class OpenAICompatibleModel:
 
 
 _DONE: Mapping[str, Any] = {}
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # an event stream's line ends (not str.splitlines')
+
+
+def _too_big(url: str, limit: int) -> ModelError:
+    return ModelError(
+        f"the model server at {url} sent an answer of more than {limit} bytes "
+        f"(max_answer_bytes), which was not read further",
+        transient=False,
+    )
+
+
+async def _read(response: httpx.Response, limit: int, url: str) -> bytes:
+    """The whole body (decoded), or a ModelError as soon as it passes ``limit`` bytes."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_big(url, limit)
+    chunks, size = [], 0
+    pieces = response.aiter_bytes()
+    async for chunk in pieces:
+        size += len(chunk)  # decompressed: what it costs to hold
+        if size > limit:
+            await _abandon(response, pieces)
+            raise _too_big(url, limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _abandon(response: httpx.Response, pieces: AsyncIterator[Any]) -> None:
+    """Close ``response`` mid-body, then run its iterators to their end (they end at once,
+    on the closed stream): httpx's iterators are generators nested three deep, and one left
+    suspended is collected with a warning (trio's), which closing the outer one can't avoid."""
+    with anyio.CancelScope(shield=True):
+        await response.aclose()
+        with contextlib.suppress(Exception):
+            async for _ in pieces:
+                pass
+
+
+async def _lines(response: httpx.Response, limit: int, url: str) -> AsyncGenerator[str, None]:
+    """The lines of an event stream, or a ModelError once it passes ``limit`` characters
+    (``aiter_lines`` would hold a line without end whole)."""
+    size = 0
+    pending: list[str] = []
+    texts = response.aiter_text()
+    async for text in texts:
+        size += len(text)
+        if size > limit:
+            await _abandon(response, texts)
+            raise _too_big(url, limit)
+        if not _NEWLINE.search(text):
+            pending.append(text)
+            continue
+        *lines, rest = _NEWLINE.split("".join(pending) + text)
+        pending = [rest]
+        for line in lines:
+            yield line
+    if tail := "".join(pending):
+        yield tail
+
+
 _DRAIN_SECONDS = 1.0
 
 
