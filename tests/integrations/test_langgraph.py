@@ -5,6 +5,7 @@ LangGraph. LangGraph's own ToolNode tests run against it in ``langgraph_upstream
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -209,6 +210,21 @@ async def test_claims_functions_and_lists_are_keyed_as_paths() -> None:
     message = calls(("append", {"path": "b", "text": "1"}), ("undeclared", {"text": "2"}))
     await node.ainvoke({"messages": [message]}, ALONE)
     assert starts_after_end(files.log, "2", "1")
+
+
+def spellings_of(directory: Any) -> list[str]:
+    """One file, absolute, absolute with detours, and relative to the working directory."""
+    return [str(directory / "f"), f"{directory}/./d/../f", os.path.relpath(directory / "f")]
+
+
+async def test_without_a_kernel_every_spelling_of_a_path_is_one_key(tmp_path: Any) -> None:
+    files = Files()
+    spellings = spellings_of(tmp_path)
+    message = calls(*(("append", {"path": p, "text": str(n)}) for n, p in enumerate(spellings)))
+    out = await ToolNode(files.tools(), writes=WRITES).ainvoke({"messages": [message]}, ALONE)
+    assert [m.status for m in out["messages"]] == ["success"] * 3  # absolute paths too
+    assert files.peak == 1
+    assert starts_after_end(files.log, "1", "0") and starts_after_end(files.log, "2", "1")
 
 
 async def test_a_path_argument_that_is_not_a_path_is_a_barrier_and_langgraph_answers_it() -> None:

@@ -30,11 +30,13 @@ it holds the whole workspace exclusively, so wrapping is never less safe than ru
 at a time. A call whose path arguments are not strings is a barrier too, and LangGraph then
 answers its bad arguments as usual.
 
-Without ``kernel=``, each run of the node opens a kernel of its own with no workspace root
-(paths are keyed as spelled); under ``invoke`` it runs on an event loop in a thread of its own.
+Without ``kernel=``, each run of the node opens a kernel of its own with no workspace root:
+a path is keyed as this process would open it (absolute, normalized lexically, symlinks not
+followed); under ``invoke`` that kernel runs on an event loop in a thread of its own.
 A message of one call skips that kernel: alone in it, the call would be granted at once.
 With ``kernel=`` (one opened with any tools: these are given with each batch), the node's calls
-are ordered against everything else that kernel runs; ``invoke`` then needs a way back to the
+are ordered against everything else that kernel runs, their paths keyed by its workspace (a
+path outside it is refused, as for the kernel's own tools); ``invoke`` then needs a way back to the
 kernel's loop: build the node inside that loop, or call ``invoke`` from one of its worker
 threads (``anyio.to_thread.run_sync``). A tool that runs a graph whose node shares its kernel
 waits for its own leases: give such an inner node no kernel, or claims that don't conflict.
@@ -45,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias
@@ -113,7 +116,7 @@ class _Gate:
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         if self._declared is None:
             return None
-        return self._declared.claims(arguments, key)
+        return self._declared.claims(arguments, _process_key if self._batch.own else key)
 
     async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> None:
         slot = self._batch.slots[ctx.call_id]
@@ -218,17 +221,19 @@ class _Batch:
         declarations: Mapping[str, _Declaration | None],
         *,
         threaded: bool,
+        own: bool,
     ) -> None:
         self.slots: dict[str, _Slot] = {}
+        self.own = own  # the run's own kernel, with no workspace: paths keyed as this process
         self.hop: Callable[..., Any] | None = None  # into the kernel's loop, for threads
         self._claiming = threading.Lock()  # LangGraph's executor threads claim at once
         self._by_call: dict[int, list[_Slot]] = {}
         self._undecided = len(calls)
         for index, call in enumerate(calls):
             raw = call.get("id")
-            kernel_id = raw if isinstance(raw, str) and raw and raw not in self.slots else ""
-            if not kernel_id:
-                kernel_id = f"{raw or 'call'}#{index}"
+            kernel_id = raw if isinstance(raw, str) and raw else f"call#{index}"
+            while kernel_id in self.slots:  # ids must be unique in a batch
+                kernel_id = f"{kernel_id}#{index}"
             slot = _Slot(call, kernel_id, threaded)
             self.slots[kernel_id] = slot
             self._by_call.setdefault(id(call), []).append(slot)
@@ -393,7 +398,8 @@ class ToolNode(_LangGraphToolNode):
         config: RunnableConfig,
         runtime: Runtime,
     ) -> Any:
-        batch = _Batch(kernel, tool_calls, self._declarations, threaded=False)
+        own = kernel is not self.kernel
+        batch = _Batch(kernel, tool_calls, self._declarations, threaded=False, own=own)
         token = _BATCH.set(batch)
         try:
             return await super()._afunc(input, config, runtime)
@@ -468,7 +474,7 @@ class ToolNode(_LangGraphToolNode):
             return True
         arguments = call.get("args")
         try:
-            declared.claims(arguments if isinstance(arguments, dict) else {}, path)
+            declared.claims(arguments if isinstance(arguments, dict) else {}, _process_key)
         except Exception:
             return False
         return True
@@ -503,8 +509,11 @@ class ToolNode(_LangGraphToolNode):
         config: RunnableConfig,
         runtime: Runtime,
     ) -> Any:
+        own = kernel is not self.kernel
         batch: _Batch = hop(
-            functools.partial(_Batch, kernel, tool_calls, self._declarations, threaded=True)
+            functools.partial(
+                _Batch, kernel, tool_calls, self._declarations, threaded=True, own=own
+            )
         )
         batch.hop = hop
         token = _BATCH.set(batch)
@@ -536,6 +545,14 @@ class ToolNode(_LangGraphToolNode):
             return super()._run_one(call, input_type, tool_runtime)
         finally:
             hop(slot.release)
+
+
+def _process_key(raw: str) -> Path:
+    """A path's key in a kernel of the node's own, which has no workspace: the path as this
+    process opens it (relative to its working directory, ``~`` expanded), made absolute and
+    normalized lexically (symlinks are not followed), so every spelling of it is one key."""
+    absolute = os.path.normpath(os.path.join(os.getcwd(), os.path.expanduser(raw)))
+    return path(absolute.lstrip(os.sep) or ".")
 
 
 def _run_sync_on(
