@@ -330,3 +330,36 @@ def test_emission_times_must_fit_the_calls() -> None:
         Turn("", [read("a", "x", 1), read("b", "x", 1)], emitted=(2, 1))
     with pytest.raises(ValueError, match="non-negative"):
         Turn("", [read("a", "x", 1)], emitted=(-1,))
+
+
+async def test_a_call_waiting_for_an_output_holds_back_the_calls_after_it_not_the_answer(
+    autojump_clock: object,
+) -> None:
+    turn = Turn(
+        "",
+        [
+            edit("c1", "x", 10),
+            tk.ToolCall("c2", "echo", {"text": "after ${c1}"}, after=["c1"]),
+            read("c3", "y", 1),
+            edit("c4", "x", 1),
+        ],
+        emitted=(1, 2, 3, 4),
+    )
+    events: list[tuple[float, AgentEvent]] = []
+    start = anyio.current_time()
+    async with tk.open_kernel(tools=TOOLS) as kernel:
+        timeline = Timeline()
+        kernel.add_listener(timeline)
+        outcome = await run_agent(
+            ScriptedModel([turn]),
+            kernel,
+            "go",
+            stream=True,
+            on_event=lambda e: events.append((anyio.current_time() - start, e)),
+        )
+    # The answer was read to its end at 4 s while c2 waited for c1's output (until 11 s); c3
+    # and c4 were held back behind c2, in order, and submitted with it.
+    assert next(t for t, e in events if isinstance(e, ModelReplied)) == 4.0
+    assert timeline.times(tk.CallStarted) == {"c1": 1.0, "c2": 11.0, "c3": 11.0, "c4": 11.0}
+    assert [r.status for r in outcome.steps[0].results] == [tk.Status.OK] * 4
+    assert outcome.steps[0].results[1].output.startswith("after ")

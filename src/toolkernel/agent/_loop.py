@@ -33,7 +33,7 @@ from ._events import AgentEvent, ModelReplied, ModelRetrying, StepStarted, Todos
 from ._model import Model
 from ._prompt import CALLS_PROMPT
 from ._retry import Retry
-from ._streaming import StreamedTurn, StreamingModel, streams
+from ._streaming import StreamedTurn, StreamingModel
 
 __all__ = ["run_agent", "AgentOutcome", "Step", "StopReason"]
 
@@ -143,7 +143,7 @@ async def run_agent(
         tools = list(toolset.values())
         for index in range(1, max_steps + 1):
             emit(StepStarted(index))
-            if stream and isinstance(model, StreamingModel) and streams(model):
+            if stream and isinstance(model, StreamingModel):
                 turn = StreamedTurn(kernel, toolset, index, emit)
                 try:
                     await _ask(partial(turn.attempt, model, history, tools), retry, index, emit)

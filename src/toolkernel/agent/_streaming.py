@@ -14,10 +14,10 @@ What differs from a whole answer, and why:
 - A call that repeats an id of its answer is not run (the kernel would not know which of the two
   a later ``depends_on`` names); it is answered with an error, as the kernel answers a repeat in
   one batch.
-- A call that uses the output of an earlier call of its answer (``"$1"``, ``${1}``) waits, before
-  it is submitted, for that call to finish, and gets the output filled in here: the kernel
-  passes outputs only between calls of one submission. The calls after it wait to be submitted
-  too (their order must hold), so such an answer streams less.
+- A call that uses the output of an earlier call of its answer (``"$1"``, ``${1}``) is held
+  back until that call has finished, and gets the output filled in here: the kernel passes
+  outputs only between calls of one submission. The calls after it are held back with it (their
+  order must hold) while the answer goes on being read, so such an answer streams less.
 - If the stream fails before the answer is finished, the calls already started are cancelled
   (and their leases returned) before the request is tried again: the model never saw that
   answer, so it must not be told of those calls, and the retried answer's calls must not wait
@@ -46,7 +46,7 @@ from ..tools._todo import TodoWrite
 from ._events import AgentEvent, ModelReplied, TodosUpdated
 from ._model import Model
 
-__all__ = ["StreamingModel", "StreamedTurn", "streams"]
+__all__ = ["StreamingModel", "StreamedTurn"]
 
 
 @runtime_checkable
@@ -92,6 +92,7 @@ class StreamedTurn:
         """Their results, in call order (None: not finished)."""
         self._positions: dict[str, int] = {}
         self._finished: list[anyio.Event] = []
+        self._held: list[tuple[ToolCall, int]] = []
 
     async def attempt(
         self, model: StreamingModel, history: Sequence[Mapping[str, Any]], tools: Sequence[object]
@@ -100,6 +101,7 @@ class StreamedTurn:
         ModelError (its started calls cancelled first) if the answer fails."""
         self.assistant, self.says = None, ""
         self.calls, self.results, self._positions, self._finished = [], [], {}, []
+        self._held = []
         failure: Exception | None = None
         # Leaving the stack leaves each call's ``kernel.stream`` (after the task group has
         # ended): a call still running (the answer failed, or the loop is cancelled) is
@@ -159,11 +161,39 @@ class StreamedTurn:
             self._finish(position, _repeated(call))
             return
         self._positions[call.id] = position
-        call = await self._filled_in(call)
+        if self._held or self._uses_outputs(call):
+            # Held back until the outputs it uses are there, and every call after it with it
+            # (their order must hold), while the answer goes on being read.
+            self._held.append((call, position))
+            if len(self._held) == 1:
+                group.start_soon(self._submit_held, stack, group)
+            return
+        await self._submit(call, position, stack, group)
+
+    async def _submit(
+        self,
+        call: ToolCall,
+        position: int,
+        stack: contextlib.AsyncExitStack,
+        group: anyio.abc.TaskGroup,
+    ) -> None:
         # Entering submits the call at once (no checkpoint before it), so calls are queued in
         # the order their blocks completed.
         events = await stack.enter_async_context(self._kernel.stream([call]))
         group.start_soon(self._drain, events, position)
+
+    async def _submit_held(
+        self, stack: contextlib.AsyncExitStack, group: anyio.abc.TaskGroup
+    ) -> None:
+        """Submit the held calls in order, each once the outputs it uses are there."""
+        while self._held:
+            call, position = self._held[0]
+            await self._submit(await self._filled_in(call), position, stack, group)
+            del self._held[0]  # only now: a call completed meanwhile queues behind it
+
+    def _uses_outputs(self, call: ToolCall) -> bool:
+        sources = [i for i in call.after if i in self._positions]
+        return bool(sources) and bool(placeholders(call.arguments, sources))
 
     async def _filled_in(self, call: ToolCall) -> ToolCall:
         """The call with the outputs it uses of earlier calls of the answer filled in, once
@@ -214,8 +244,3 @@ def _repeated(call: ToolCall) -> ToolResult:
         error=f"call id {call.id!r} is used twice in this answer; ids must be unique",
         error_type="InvalidCallError",
     )
-
-
-def streams(model: object) -> bool:
-    """Whether ``model`` can stream its answers."""
-    return callable(getattr(model, "stream", None))
