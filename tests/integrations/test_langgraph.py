@@ -16,11 +16,13 @@ import anyio.to_thread
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode as LangGraphToolNode
 from langgraph.prebuilt import tools_condition
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
+from langgraph.types import Command, interrupt
 
 import toolkernel as tk
 from toolkernel.integrations.langgraph import ToolNode
@@ -96,7 +98,7 @@ def appends(path: str, texts: str, name: str = "append") -> AIMessage:
     return calls(*((name, {"path": path, "text": text}) for text in texts))
 
 
-def agent_graph(node: LangGraphToolNode, turns: Sequence[AIMessage]) -> Any:
+def agent_graph(node: LangGraphToolNode, turns: Sequence[AIMessage], **compile: Any) -> Any:
     """model -> tools -> model ... with a model that answers with ``turns``, then stops."""
     script = list(turns)
 
@@ -109,11 +111,31 @@ def agent_graph(node: LangGraphToolNode, turns: Sequence[AIMessage]) -> Any:
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", tools_condition, {"tools": "tools", END: END})
     graph.add_edge("tools", "model")
-    return graph.compile()
+    return graph.compile(**compile)
 
 
 def tool_messages(state: dict[str, Any]) -> list[ToolMessage]:
     return [m for m in state["messages"] if isinstance(m, ToolMessage)]
+
+
+class Finished:
+    """Counts the calls a kernel finished, so a test can wait for them."""
+
+    def __init__(self, kernel: tk.Kernel) -> None:
+        self.total = 0
+        self.changed = asyncio.Event()
+        kernel.add_listener(self.heard)
+
+    def heard(self, event: tk.CallEvent) -> None:
+        if isinstance(event, tk.CallFinished):
+            self.total += 1
+            self.changed.set()
+
+    async def count(self, n: int) -> None:
+        with anyio.fail_after(5):
+            while self.total < n:
+                self.changed.clear()
+                await self.changed.wait()
 
 
 def starts_after_end(log: list[tuple[str, str]], later: str, earlier: str) -> bool:
@@ -379,6 +401,42 @@ def test_sync_wrap_tool_call_and_errors() -> None:
     out = node.invoke({"messages": [message]}, ALONE)
     assert [m.status for m in out["messages"]] == ["success", "error", "success"]
     assert files.text == {"f": "ab"} and seen == ["call_0", "call_1", "call_2"]
+
+
+@pytest.mark.parametrize("shared_kernel", [False, True])
+async def test_interrupt_for_approval_pauses_and_resumes_the_graph(shared_kernel: bool) -> None:
+    files = Files()
+    (append, *_) = files.tools()
+
+    @tool
+    async def delete(path: str) -> str:
+        """Delete a file, once a person approves."""
+        if not interrupt(f"delete {path}?"):
+            return "not approved"
+        files.text.pop(path, None)
+        return "deleted"
+
+    files.text["f"] = "old"
+    async with tk.open_kernel() as kernel:
+        node = ToolNode(
+            [append, delete],
+            writes={"append": ["path"], "delete": ["path"]},
+            kernel=kernel if shared_kernel else None,
+        )
+        message = calls(("delete", {"path": "f"}), ("append", {"path": "g", "text": "x"}))
+        graph = agent_graph(node, [message], checkpointer=InMemorySaver())
+        thread: Any = {"configurable": {"thread_id": "1"}}
+        finished = Finished(kernel)
+        paused = await graph.ainvoke({"messages": [("user", "tidy up")]}, thread)
+        assert paused["__interrupt__"][0].value == "delete f?" and files.text["f"] == "old"
+        # LangGraph lets the other call finish on its own; nothing is held after it
+        await finished.count(2 if shared_kernel else 0)
+        assert_leases_returned(kernel)
+        done = await graph.ainvoke(Command(resume=True), thread)
+        assert "f" not in files.text and files.text["g"].startswith("x")
+        assert [m.content for m in tool_messages(done)] == ["deleted", "appended x"]
+        await finished.count(4 if shared_kernel else 0)
+        assert_leases_returned(kernel)
 
 
 # -- a kernel of one's own ----------------------------------------------------------------------
