@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Iterator
 
 import anyio
+import pexpect
 import pytest
 
 from tests.loopback import Reply, Request, chat_reply, serve
@@ -247,3 +248,35 @@ def test_a_model_url_that_is_not_http_is_a_clear_error(project: pathlib.Path) ->
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert "console: --model:" in done.stdout and "http" in done.stdout
+
+
+def test_ctrl_c_cancels_what_runs_and_a_second_one_leaves(console: Start) -> None:
+    term = console("--mcp", f"{sys.executable} {MCP_SERVER}")
+    term.line("stall; write key=k value=v")
+    term.expect("c2 write waits for c1 on device:mcp:test-store")
+    term.type("\x03")  # Ctrl-C: as /cancel, everything that runs or waits
+    term.expect("Ctrl-C: cancelling 2 calls; Ctrl-C again leaves")
+    after = term.expect("ready · /help")  # the toolbar: nothing runs any more
+    assert "⊘ c1 stall cancelled" in after and "⊘ c2 write cancelled" in after
+    # A line typed in between starts over: the next Ctrl-C cancels again, not leaves.
+    term.line("stall")
+    term.expect("→ c3 stall")
+    term.type("\x03")
+    term.expect("Ctrl-C: cancelling 1 call; Ctrl-C again leaves")
+    term.expect("⊘ c3 stall cancelled")
+    term.type("\x03")  # a second in a row leaves
+    term.child.expect(pexpect.EOF, timeout=30)
+    term.child.close()
+    assert term.child.exitstatus == 0
+
+
+def test_ctrl_c_with_nothing_running_says_how_to_leave_and_a_second_leaves(
+    console: Start,
+) -> None:
+    term = console()
+    term.type("\x03")
+    term.expect("nothing runs; Ctrl-C again (or Ctrl-D, /quit) leaves")
+    term.type("\x03")
+    term.child.expect(pexpect.EOF, timeout=30)
+    term.child.close()
+    assert term.child.exitstatus == 0

@@ -9,6 +9,10 @@ prompt shows what runs and waits. On a terminal the line editor is prompt_toolki
 Tab completion of commands, tools and parameters); with input from a pipe, lines are read as they
 come and echoed, so a script of calls can be replayed.
 
+Ctrl-C cancels what runs (every unfinished call, and the model's turn), as ``/cancel`` does; a
+second Ctrl-C in a row leaves, as Ctrl-D and ``/quit`` do. In a question for a missing argument
+it abandons that line.
+
 Runs on asyncio (prompt_toolkit's loop), through anyio like the rest of toolkernel.
 """
 
@@ -229,6 +233,7 @@ class ConsoleApp:
         self.blocked_on: dict[str, tuple[str, ...]] = {}
         self.next_number = 1
         self.group: anyio.abc.TaskGroup | None = None
+        self.interrupted = False  # the last key was a Ctrl-C: another one leaves
         kernel.add_listener(self.on_event)
 
     # -- what is shown -------------------------------------------------------------------------
@@ -314,11 +319,28 @@ class ConsoleApp:
                         self.say("waiting for the calls still running")
                     break
                 except KeyboardInterrupt:
-                    self.say("/cancel stops what runs; /quit or Ctrl-D leaves")
+                    if self.interrupt():
+                        self.cancel("", leaving=True)
+                        break
                     continue
+                self.interrupted = False
                 if not await self.handle(line, reader):
                     self.cancel("", leaving=True)
                     break
+
+    def interrupt(self) -> bool:
+        """Ctrl-C: cancel what runs, the model's turn too; True to leave (a second in a row)."""
+        if self.interrupted:
+            return True
+        self.interrupted = True
+        unfinished = self._unfinished()
+        if unfinished or self.turn is not None:
+            calls = f"{unfinished} call{'s' if unfinished != 1 else ''}"
+            self.say(f"Ctrl-C: cancelling {calls}; Ctrl-C again leaves", "yellow")
+            self.cancel("")
+        else:
+            self.say("nothing runs; Ctrl-C again (or Ctrl-D, /quit) leaves", "yellow")
+        return False
 
     def _unfinished(self) -> int:
         snapshot = self.kernel.snapshot()

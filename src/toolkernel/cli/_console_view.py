@@ -234,12 +234,12 @@ A required argument left out is asked for (/cancel at that question abandons the
 Tab completes tool names and parameters; up and down arrows walk the history.
 
   /status        what runs (and the leases it holds), what waits and on what
-  /cancel [ID]   cancel one call, or everything running
+  /cancel [ID]   cancel one call, or everything running (Ctrl-C too)
   /tools         the tools and what their calls claim
   /tool NAME     a tool's parameters and JSON Schema
   /call CALLS    run calls typed by hand (the same as a plain line without a model)
   /help          this text
-  /quit          leave, cancelling what still runs (Ctrl-D too)"""
+  /quit          leave, cancelling what still runs (Ctrl-D, or Ctrl-C twice, too)"""
 
 MODEL_HELP = """\
 A plain line is a message to the model, which calls the tools; /call runs calls by hand:
