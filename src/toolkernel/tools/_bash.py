@@ -24,9 +24,10 @@ What a command touches is the ``shell`` package's business: its claims come from
 ``shell_claims`` (a parse and a rule table). Where the system gives the sandbox
 (``toolkernel.sandbox.unavailable()`` is None), every command runs on a copy-on-write view of
 the workspace and what it changed is committed under leases (``_shell_commit``): its effects
-hold whatever the prediction missed. Elsewhere ``Confinement`` launches it under Landlock, and a
-command whose effects the rules can't fully know is a barrier. This module runs the process and
-picks the mode.
+hold whatever the prediction missed. Elsewhere it runs on the workspace itself with the claims
+its rules give, and a command whose effects the rules can't fully know is a barrier. In both, a
+write outside the workspace is policy (``shell._confine.Launch``). This module runs the process
+and picks the mode.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from ._workspace import Workspace
 from .shell import ShellRules, analyse
 from .shell._analysis import Analysis
 from .shell._claims import barrier_claims, keyed_claims
-from .shell._confine import Confinement, unenforced_note
+from .shell._confine import Launch, unenforced_note
 from .shell._git_config import repository_programs
 from .shell._syntax import MISSING_PARSER, parse
 from .shell._tool_config import moved_writes, tools_of
@@ -328,14 +329,13 @@ async def _bash(
             ctx, command, analysis, limit / 1000, _run, tool.statistics, tool.writable
         )
         return _with_parser_note(tool, committed)
-    confinement = await Confinement.prepare(
-        command, analysis, ctx.claims, fs, anyio.to_thread.run_sync
-    )
+    launch = await anyio.to_thread.run_sync(Launch.prepare, command, analysis, root)
     try:
-        status, output = await _run(confinement.argv, root, limit / 1000, confinement.env)
+        launch.allow(tool.writable)
+        status, output = await _run(launch.argv, root, limit / 1000, launch.env)
     finally:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(confinement.finish)
+            await anyio.to_thread.run_sync(launch.finish)
     text = output.text()
     note = unenforced_note(why_not)
     if note is not None:
@@ -345,7 +345,7 @@ async def _bash(
             f"command timed out after {limit} ms and was killed: {command}\n{text}".rstrip()
         )
     if status != 0:
-        refused = confinement.explain(text, root)
+        refused = launch.explain(text, root)
         message = f"exit code {status}\n{text}".rstrip()
         raise ToolError(f"{message}\n{refused}" if refused else message)
     return _with_parser_note(tool, text)

@@ -48,7 +48,7 @@ from ._file_tools import fs_of
 from ._workspace import Workspace
 from .shell import describe_miss
 from .shell._analysis import Analysis
-from .shell._confine import SandboxedLaunch
+from .shell._confine import Launch
 
 __all__ = ["MAX_ATTEMPTS", "ShellStatistics", "run_and_commit"]
 
@@ -250,10 +250,10 @@ async def _run_once(
     """Run the command once on a fresh overlay; its run (the caller discards its overlay).
     Raises :class:`ToolError` if it timed out (its overlay discarded: nothing is kept)."""
 
-    def prepare() -> tuple[Overlay, SandboxedLaunch]:
+    def prepare() -> tuple[Overlay, Launch]:
         overlay = Overlay.create(root)
         try:
-            launch = SandboxedLaunch.prepare(command, analysis, root, overlay.launcher_options())
+            launch = Launch.prepare(command, analysis, root, overlay.launcher_options())
         except BaseException:
             overlay.discard()
             raise

@@ -1,25 +1,23 @@
-"""What the Bash tool sets up around one command, in either mode.
+"""What the Bash tool sets up around one command, in either mode: :class:`Launch`.
 
 **In the sandbox** (``toolkernel.sandbox``, where the system gives user, mount and PID namespaces
-and overlayfs), :class:`SandboxedLaunch`: the workspace is an overlay, so the command may write
-anywhere in it (what it changed is committed under leases afterwards, ``tools._shell_commit``);
-outside it, Landlock lets it write only its private temporary directory (``TMPDIR``), the
-toolchains' caches (:data:`TOOLCHAIN_CACHES`), the places its rules name, the git directory a
-``.git`` file points to, ``/dev/null`` and ``/dev/shm``; a refused write is named in the error.
+and overlayfs) the workspace is an overlay, so the command may write anywhere in it (what it
+changed is committed under leases afterwards, ``tools._shell_commit``). **Without it** the
+command runs on the workspace itself, with the claims its rules give; a command whose effects
+the rules can't fully know holds the whole workspace (``tools._bash``). In both, the launcher
+supervises it (nothing it starts outlives it), and outside the workspace Landlock lets it write
+only its private temporary directory (``TMPDIR``), the toolchains' caches
+(:data:`TOOLCHAIN_CACHES`), the places its rules name, the git directory a ``.git`` file points
+to, ``/dev/null`` and ``/dev/shm``: what a command writes outside the workspace is policy, not
+ordering (``make_bash_tool(writable=...)`` allows more). A refused write is named in the error:
+Landlock reports nothing to the process that set it up, so it is recognised in the command's
+output ("Permission denied" beside a path outside what it could write).
 
-**Without it**, :class:`Confinement`: a command the rules understand runs under Landlock
-(``sandbox._launcher``): it may write only beneath the paths its call holds exclusively, and
-the same places outside. Landlock attaches rights to existing files, so before the command
-runs a claimed path the command would create as a regular file (a redirection's target,
-``touch``, ``cp``'s copy) or as a directory (``.pytest_cache/``) is created empty, and removed
-afterwards if the command left it untouched; a claimed ``.git`` that is a file (a linked
-worktree, a submodule) also lets the command write the git directory it points to. A command
-that is *not* understood holds the whole workspace exclusively and runs unconfined: it may need
-to write anywhere (a package cache, a tool's installation), and no other call can race it in
-the workspace. Where Landlock is missing too, the same claims are used unenforced, and the tool
-says so once per process. Landlock reports nothing to the process that set it up, so a denied
-write is recognised in the command's output ("Permission denied" beside a path outside what it
-could write) and named in the error, with the rules that gave its claims.
+Inside the workspace nothing is refused, in either mode: a write its rules missed is committed
+under leases taken afterwards in the sandbox, and happens as in a plain shell without it (where
+holding a command to its claims would make a working command fail, or, worse, succeed with the
+wrong result, as a refused hook's write makes ``git commit`` commit stale data). Where Landlock
+is missing too, nothing outside is refused either, and the tool says so once per process.
 """
 
 from __future__ import annotations
@@ -29,24 +27,19 @@ import functools
 import os
 import re
 import shutil
-import stat
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path as FilePath
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
-from ...locks import Claim, Mode, Path
 from ...sandbox import _launcher as _sandbox
 from ._analysis import Analysis
 from ._environment import command_environment
 
-__all__ = ["Confinement", "SandboxedLaunch", "ToThread", "landlock_abi", "unenforced_note"]
-
-ToThread = Callable[..., Awaitable[Any]]
-"""Runs a blocking function in a worker thread: ``anyio.to_thread.run_sync``."""
+__all__ = ["Launch", "landlock_abi", "unenforced_note"]
 
 SANDBOX: Final = FilePath(_sandbox.__file__).resolve()
 SHELL: Final = shutil.which("bash") or "/bin/sh"
@@ -130,141 +123,25 @@ def unenforced_note(why_no_sandbox: str) -> str | None:
     if _noted:
         return None
     _noted = True
-    mode = (
-        "commands run under Landlock, held to their claims"
+    outside = (
+        "outside the workspace, Landlock lets them write only their temporary directory and "
+        "the toolchains' caches"
         if landlock_abi() > 0
-        else "this system has no Landlock either, so commands run with their claims unenforced "
-        "(a command whose rule is wrong can write outside them)"
+        else "this system has no Landlock either, so nothing limits where they write outside "
+        "the workspace"
     )
     return (
-        f"note: no sandbox ({why_no_sandbox}): {mode}, and a command whose effects the shell "
-        f"rules can't fully know holds the whole workspace"
+        f"note: no sandbox ({why_no_sandbox}): commands run on the workspace itself with the "
+        f"claims the shell rules give them, and a command whose effects the rules can't fully "
+        f"know holds the whole workspace; {outside}"
     )
 
 
 @attrs.define
-class Confinement:
-    """What one command runs under; built by :meth:`prepare`, undone by :meth:`finish`."""
-
-    argv: list[str]
-    env: dict[str, str] | None
-    confined: bool
-    allowed: list[str] = attrs.field(factory=list)
-    """Absolute paths the command may write (beneath), for messages."""
-    rules: tuple[str, ...] = ()
-    created: list[tuple[str, int, int]] = attrs.field(factory=list)
-    """Files made before the run: (absolute path, inode, modification time in ns)."""
-    temporary: str | None = None
-
-    @classmethod
-    async def prepare(
-        cls,
-        command: str,
-        analysis: Analysis,
-        claims: Sequence[Claim],
-        fs: Any,
-        to_thread: ToThread,
-    ) -> Confinement:
-        """Set up ``command`` to run holding ``claims`` (the call's canonical claims).
-
-        ``fs`` is the call's checked file access (it makes what must exist beforehand);
-        ``to_thread`` runs a blocking function in a worker thread (``anyio.to_thread.run_sync``
-        or ``anyio.to_thread.run_sync``): this module knows no event loop.
-        """
-        shell = [SHELL, "-c", command]
-        env = _git_env(analysis) if analysis.git == "read" else _plain_env()
-        if analysis.barrier is not None or landlock_abi() <= 0:
-            # Unconfined, but still supervised: what it starts must not outlive it.
-            argv = [*_LAUNCHER, "--", *shell] if sys.platform.startswith("linux") else shell
-            return cls(argv, env, confined=False, rules=analysis.rules)
-        workspace = fs.workspace
-        confinement = cls(shell, env, confined=True, rules=analysis.rules)
-        made = _creations(analysis, workspace)
-        held = {
-            claim.resource: str(workspace.real_path(claim.resource))
-            for claim in claims
-            if claim.mode is Mode.EXCLUSIVE and isinstance(claim.resource, Path)
-        }
-        found = await to_thread(_statuses, list(held.values()))
-        for key, real in held.items():
-            kind = made.get(key)
-            if found[real] is None and kind is not None:
-                found[real] = await confinement._create(fs, key, real, kind, to_thread)
-        temporary, dirs, files = await to_thread(_grants, held, found, analysis.outside_writes)
-        confinement.temporary = temporary
-        confinement.allowed = [*dirs, *files]
-        arguments = list(_LAUNCHER)
-        for option, paths in (("--dir", dirs), ("--file", files)):
-            for place in paths:
-                arguments += [option, place]
-        confinement.argv = [*arguments, "--", *shell]
-        base = dict(os.environ) if env is None else env
-        base = {**base, **command_environment(base)}
-        confinement.env = {**base, "TMPDIR": temporary, "TMP": temporary, "TEMP": temporary}
-        return confinement
-
-    async def _create(
-        self, fs: Any, key: Path, real: str, kind: str, to_thread: ToThread
-    ) -> os.stat_result | None:
-        if kind == "dir":
-            # Its missing parents too (`mkdir -p a/b/c`): creating them is part of creating it.
-            # A directory made stays: a command that made it (mkdir -p, a cache) can't be told
-            # from one that did not.
-            await fs.mkdir(str(key), parents=True, exist_ok=True)
-            found: os.stat_result | None = await to_thread(_status, real)
-            return found
-        try:
-            await fs.write_bytes(str(key), b"")
-        except (FileNotFoundError, NotADirectoryError):
-            return None  # its directory is missing: the shell will say so
-        # An mtime no command leaves, so a file the command opened (even `: > f`, which only
-        # truncates it) is told from one it never touched, whatever the clock's granularity.
-        found = await to_thread(_age, real)
-        if found is not None:
-            self.created.append((real, found.st_ino, found.st_mtime_ns))
-        return found
-
-    def finish(self) -> None:
-        """Remove what :meth:`prepare` made that the command left as it was. Synchronous."""
-        for real, inode, mtime in reversed(self.created):
-            with contextlib.suppress(OSError):
-                found = os.lstat(real)
-                if (found.st_ino, found.st_mtime_ns, found.st_size) == (inode, mtime, 0):
-                    os.unlink(real)
-        if self.temporary is not None:
-            shutil.rmtree(self.temporary, ignore_errors=True)
-
-    def explain(self, output: str, root: str) -> str | None:
-        """If ``output`` shows a write was denied, a message naming the path and the rules."""
-        if not self.confined:
-            return None
-        denied = [line for line in output.splitlines() if _DENIED.search(line)]
-        if not denied:
-            return None
-        places = _denied_places(denied, root, self.allowed)
-        rules = ", ".join(self.rules) or "none"
-        inside = [p for p in _shown(self.allowed, root) if not os.path.isabs(p)]
-        outside = [
-            "$TMPDIR" if p == self.temporary else p
-            for p in _shown(self.allowed, root)
-            if os.path.isabs(p)
-        ]
-        allowed = f"{', '.join(inside) or 'nothing in the workspace'}; {', '.join(outside)}"
-        what = f"writing {', '.join(places)}" if places else "a write"
-        return (
-            f"the command was refused {what}: it may write only where its claims allow "
-            f"({allowed}), as the shell rules for {rules} say. If the command must write there, "
-            f"its rule is wrong: say so in the project's shell rules (ShellRules), or run it "
-            f"another way."
-        )
-
-
-@attrs.define
-class SandboxedLaunch:
-    """How a command starts in the sandbox (``toolkernel.sandbox``): its launcher line, with
-    the workspace an overlay and Landlock on the rest of the file system, and its environment.
-    Built by :meth:`prepare` (synchronous: run it in a worker thread), undone by
-    :meth:`finish`."""
+class Launch:
+    """How a command starts: its launcher line, with the workspace an overlay (in the sandbox)
+    and Landlock on the rest of the file system, and its environment. Built by :meth:`prepare`
+    (synchronous: run it in a worker thread), undone by :meth:`finish`."""
 
     argv: list[str]
     env: dict[str, str]
@@ -275,12 +152,12 @@ class SandboxedLaunch:
 
     @classmethod
     def prepare(
-        cls, command: str, analysis: Analysis, root: str, overlay_options: Sequence[str]
-    ) -> SandboxedLaunch:
+        cls, command: str, analysis: Analysis, root: str, overlay_options: Sequence[str] = ()
+    ) -> Launch:
         """The launch of ``command`` on the overlay ``overlay_options`` describes, over
-        ``root``. In the workspace it may write anything (into the overlay); outside it, its
-        own temporary directory, the toolchains' caches, what its rules name, and the git
-        directory a ``.git`` file points to."""
+        ``root`` (none: on the workspace itself). In the workspace it may write anything;
+        outside it, its own temporary directory, the toolchains' caches, what its rules name,
+        and the git directory a ``.git`` file points to."""
         env = _git_env(analysis) if analysis.git == "read" else _plain_env()
         temporary = tempfile.mkdtemp(prefix="toolkernel-bash-")
         _make_caches(analysis.rules)
@@ -353,61 +230,6 @@ def _make_caches(rules: Iterable[str]) -> None:
     for place in wanted:
         with contextlib.suppress(OSError):  # a home we may not write: the command will say
             os.makedirs(os.path.expanduser(place), exist_ok=True)
-
-
-def _status(real: str) -> os.stat_result | None:
-    try:
-        return os.lstat(real)
-    except OSError:
-        return None
-
-
-def _statuses(reals: list[str]) -> dict[str, os.stat_result | None]:
-    return {real: _status(real) for real in reals}
-
-
-def _age(real: str) -> os.stat_result | None:
-    with contextlib.suppress(OSError):
-        os.utime(real, ns=(0, 0), follow_symlinks=False)
-    return _status(real)
-
-
-def _grants(
-    held: Mapping[Path, str],
-    found: Mapping[str, os.stat_result | None],
-    outside_writes: Iterable[str],
-) -> tuple[str, list[str], list[str]]:
-    """A private temporary directory, and the directories and files the command may write."""
-    dirs: list[str] = []
-    files: list[str] = []
-    for key, real in held.items():
-        status = found.get(real)
-        if status is None:
-            continue
-        if stat.S_ISDIR(status.st_mode):
-            dirs.append(real)
-        elif stat.S_ISREG(status.st_mode):
-            files.append(real)
-            if key.parts[-1:] == (".git",):
-                dirs.extend(_git_dirs_of(real))
-    dirs.extend(_outside(outside_writes))
-    temporary = tempfile.mkdtemp(prefix="toolkernel-bash-")
-    dirs.append(temporary)
-    dirs.extend(d for d in _ALWAYS_WRITABLE_DIRS if os.path.isdir(d))
-    files.extend(f for f in _ALWAYS_WRITABLE_FILES if os.path.exists(f))
-    return temporary, list(dict.fromkeys(dirs)), list(dict.fromkeys(files))
-
-
-def _creations(analysis: Analysis, workspace: Any) -> dict[Path, str]:
-    """Keys the command may create before it runs, and as what."""
-    made: dict[Path, str] = {}
-    for access in analysis.accesses:
-        if access.kind != "write" or access.create is None or access.path is None:
-            continue
-        spelled = os.path.expanduser(access.path)
-        with contextlib.suppress(Exception):
-            made[workspace.key(spelled)] = access.create
-    return made
 
 
 def _git_dirs_of(dot_git: str) -> list[str]:
