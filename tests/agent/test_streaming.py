@@ -363,3 +363,36 @@ async def test_a_call_waiting_for_an_output_holds_back_the_calls_after_it_not_th
     assert timeline.times(tk.CallStarted) == {"c1": 1.0, "c2": 11.0, "c3": 11.0, "c4": 11.0}
     assert [r.status for r in outcome.steps[0].results] == [tk.Status.OK] * 4
     assert outcome.steps[0].results[1].output.startswith("after ")
+
+
+GARBLED = [
+    {
+        "role": "assistant",
+        "content": "Trying.",
+        "tool_calls": [
+            {"type": "function", "function": {"name": "echo", "arguments": '{"text": "a"}'}},
+            {"id": "x", "type": "function", "function": {"name": "echo", "arguments": "{"}},
+            {"id": "y", "type": "function", "function": {"name": "nope", "arguments": "{}"}},
+        ],
+    },
+    *({"role": "assistant", "content": None, "tool_calls": bad} for bad in (5, "echo", True)),
+    {"role": "assistant", "content": None, "tool_calls": {"id": "c1"}},
+    {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+]
+
+
+@pytest.mark.parametrize("garbled", GARBLED)
+async def test_malformed_output_streamed_is_answered_as_a_whole_answer_would_be(
+    garbled: dict[str, Any], autojump_clock: object
+) -> None:
+    streamed, _ = await run([garbled], stream=True)  # type: ignore[list-item]
+    whole, _ = await run([garbled], stream=False)  # type: ignore[list-item]
+    assert streamed.stop_reason == whole.stop_reason == "completed"
+    assert [(m["role"], m.get("tool_call_id")) for m in streamed.messages] == [
+        (m["role"], m.get("tool_call_id")) for m in whole.messages
+    ]
+    assert [m for m in streamed.messages if m["role"] == "assistant"] == [
+        m for m in whole.messages if m["role"] == "assistant"
+    ]
+    statuses = [[r.status for r in s.results] for s in streamed.steps]
+    assert statuses == [[r.status for r in s.results] for s in whole.steps]
