@@ -105,7 +105,7 @@ async def main() -> None:
         await trio.sleep(1)
         print()
         print("3. leaving the kernel's block while 'late' still runs")
-    show([late.result()])
+    show([late.result])
     print()
     stats = kernel.statistics()
     print(
@@ -113,7 +113,7 @@ async def main() -> None:
         f"(virtual); none left pending ({stats.pending}), queued ({stats.queued}) "
         f"or running ({stats.running})"
     )
-    assert [h.result().status for h in handles] == [
+    assert [h.result.status for h in handles] == [
         tk.Status.OK,
         tk.Status.OK,
         tk.Status.CANCELLED,
@@ -121,7 +121,7 @@ async def main() -> None:
         tk.Status.CANCELLED,
         tk.Status.TIMEOUT,
     ]
-    assert late.result().status is tk.Status.CANCELLED
+    assert late.result.status is tk.Status.CANCELLED
 
 
 if __name__ == "__main__":

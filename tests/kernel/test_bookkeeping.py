@@ -42,7 +42,7 @@ async def test_an_older_call_finishing_later_does_not_replace_the_newer_one(auto
         (new,) = await kernel.run([call("c1", "b", 1)])  # same id, finishes at t=1
         await old.wait_finished()
         (after,) = await kernel.run([call("c2", "c", after="c1")])
-        assert not old.result().ok and new.ok
+        assert not old.result.ok and new.ok
         assert after.ok, after.error
 
 
@@ -83,7 +83,7 @@ async def test_waiting_on_a_finished_call_is_a_checkpoint(autojump_clock) -> Non
             scope.cancel()
             await handle.wait_finished()  # already finished: still a checkpoint, so cancelled
         assert scope.cancelled_caught
-        assert await handle.wait_finished() is first is handle.result()
+        assert await handle.wait_finished() is first is handle.result
 
 
 async def test_a_batch_that_all_fails_at_admission_is_still_a_checkpoint(autojump_clock) -> None:

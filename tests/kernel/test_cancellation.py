@@ -76,7 +76,7 @@ async def test_cancelling_a_finished_call_changes_nothing(autojump_clock, rec) -
         result = await handle.wait_finished()
         handle.cancel()
         kernel.cancel("c1")
-        assert handle.result() is result and result.ok
+        assert handle.result is result and result.ok
 
 
 async def test_cancelling_the_scope_around_run_cancels_the_whole_batch(autojump_clock, rec) -> None:
@@ -178,7 +178,7 @@ async def test_closing_the_kernel_with_a_pending_approval_cancels_it(autojump_cl
     ) as kernel:
         handle = kernel.submit(edit("c1", "a", 1))
         await anyio.sleep(5)
-    assert handle.result().status is tk.Status.CANCELLED
+    assert handle.result.status is tk.Status.CANCELLED
     assert anyio.current_time() == 5
 
 

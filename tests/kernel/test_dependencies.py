@@ -108,7 +108,7 @@ async def test_a_dependency_from_an_earlier_batch_counts(autojump_clock, rec) ->
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         running = kernel.submit(edit("c1", "a", 3))
         (waiter,) = await kernel.run([read("c2", "b", 1, after=("c1",))])
-        assert running.result().ok
+        assert running.result.ok
         (late,) = await kernel.run([read("c3", "b", 1, after=("c1",))])  # finished already
         failed = kernel.submit(failing("c4", "z", 0))
         await failed.wait_finished()

@@ -99,7 +99,7 @@ async def test_an_after_hook_that_waits_can_be_cancelled(
                 result = await handle.wait_finished()
                 assert result.status is tk.Status.CANCELLED
                 assert_leases_returned(kernel)
-        assert handle.result().status is tk.Status.CANCELLED
+        assert handle.result.status is tk.Status.CANCELLED
     assert rec.ran("c1")
 
 

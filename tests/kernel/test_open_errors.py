@@ -30,7 +30,7 @@ async def test_it_comes_out_as_itself_with_a_workspace_and_calls_running(tmp_pat
             handle = kernel.submit(edit("c1", "a", 10))
             await anyio.sleep(0.01)
             raise LookupError("no such thing")
-    assert handle.result().status is tk.Status.CANCELLED  # and the call still got its result
+    assert handle.result.status is tk.Status.CANCELLED  # and the call still got its result
     assert rec.spans["c1"].cancelled
 
 

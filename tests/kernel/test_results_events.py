@@ -233,9 +233,9 @@ async def test_submit_returns_a_handle_to_wait_on(autojump_clock, rec) -> None:
         handle = kernel.submit(edit("c1", "a", 2))
         assert handle.call_id == "c1" and not handle.finished
         with pytest.raises(RuntimeError, match="c1 has not finished"):
-            handle.result()
+            handle.result  # noqa: B018 - reading it raises
         result = await handle.wait_finished()
-        assert handle.finished and handle.result() is result
+        assert handle.finished and handle.result is result
         assert (result.status, result.finished_at) == (tk.Status.OK, 2)
 
 

@@ -14,7 +14,7 @@ from ._events import CallFinished as CallFinished
 from ._events import CallProgress as CallProgress
 from ._events import CallQueued as CallQueued
 from ._events import CallStarted as CallStarted
-from ._kernel import CallHandle as CallHandle
+from ._handle import CallHandle as CallHandle
 from ._kernel import Kernel as Kernel
 from ._kernel import open_kernel_core as open_kernel_core
 from ._observe import CallInfo as CallInfo

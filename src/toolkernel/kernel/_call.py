@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -179,6 +180,16 @@ class ToolResult:
         if self.status is Status.OK:
             return output_text(self.output)
         return self.error or self.status.value
+
+    def __call__(self) -> ToolResult:
+        # ``handle.result()``: ``CallHandle.result`` was a method and is a property now. This
+        # keeps the old spelling working (itself) while callers move; it goes with the warning.
+        warnings.warn(
+            "CallHandle.result is a property now: write handle.result, not handle.result()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self
 
 
 class CallState(enum.Enum):

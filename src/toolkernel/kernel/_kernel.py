@@ -36,6 +36,7 @@ from ._call import CANCELLED, ERROR, OK, Status, ToolCall, ToolResult
 from ._constructor import NoPublicConstructor
 from ._context import ToolContext
 from ._events import CallEvent, CallFinished
+from ._handle import CallHandle
 from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions, check_seconds
 from ._policy import Permission
@@ -43,7 +44,7 @@ from ._protocol import Environment, KernelTool
 from ._record import Batch, CallRecord
 from ._scheduler import Scheduler
 
-__all__ = ["Kernel", "CallHandle", "open_kernel_core"]
+__all__ = ["Kernel", "open_kernel_core"]
 
 _log = logging.getLogger("toolkernel")
 
@@ -56,51 +57,6 @@ _running_call: contextvars.ContextVar[CallRecord | None] = contextvars.ContextVa
 )
 """The call whose tool this task runs (tasks it starts inherit it): a tool that calls
 ``kernel.run`` on its own kernel waits for those calls, which the wait-for graph must know."""
-
-
-class CallHandle:
-    """A submitted call: wait for it, cancel it, read its result."""
-
-    __slots__ = ("_kernel", "_record", "call")
-
-    def __init__(self, call: ToolCall, record: CallRecord, kernel: Kernel) -> None:
-        self.call = call
-        self._record = record
-        self._kernel = kernel
-
-    def __repr__(self) -> str:
-        return f"<CallHandle {self.call.id!r} {self._record.state.name}>"
-
-    @property
-    def call_id(self) -> str:
-        return self.call.id
-
-    @property
-    def finished(self) -> bool:
-        """True once the call has its result."""
-        return self._record.result is not None
-
-    async def wait_finished(self) -> ToolResult:
-        """Wait until the call has finished and return its result. Always a checkpoint."""
-        record = self._record
-        if record.result is None:
-            if record.finished is None:
-                record.finished = anyio.Event()
-            await cast(anyio.Event, record.finished).wait()
-        else:
-            await anyio.lowlevel.checkpoint()  # as waiting on a set event would
-        assert record.result is not None
-        return record.result
-
-    def cancel(self) -> None:
-        """Cancel the call (synchronous); it finishes with a CANCELLED result."""
-        self._kernel._scheduler.cancel(self._record, "cancelled")
-
-    def result(self) -> ToolResult:
-        """The result; raises ``RuntimeError`` if the call has not finished."""
-        if self._record.result is None:
-            raise RuntimeError(f"call {self.call.id} has not finished")
-        return self._record.result
 
 
 class Kernel(metaclass=NoPublicConstructor):
@@ -201,7 +157,7 @@ class Kernel(metaclass=NoPublicConstructor):
         item is not a ``ToolCall``, and ``KernelClosedError`` once the kernel is closing.
         """
         records = self._scheduler.submit(calls, None, tools=tools)
-        return [CallHandle(r.call, r, self) for r in records]
+        return [CallHandle(r.call, r, self._scheduler.cancel) for r in records]
 
     async def run(
         self,

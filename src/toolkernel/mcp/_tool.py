@@ -116,7 +116,10 @@ class MCPTool(Tool):
     ``remote_name`` (the server's name for it), ``server`` (the server's name), ``device`` (the
     server's device), ``read_only_hint``, ``annotations`` (as the server sent them),
     ``input_schema``, ``output_schema``, ``effects`` (what a call touches, from the server's
-    preset or inferred from the schema; None when unknown).
+    preset or inferred from the schema; None when unknown), ``reads`` and ``writes`` (the path
+    arguments declared for it). As for every tool, what is known is an attribute and what
+    computes is a method: ``parameters_schema()`` writes a fresh copy of ``input_schema`` (the
+    caller may change it), ``claims(arguments, key)`` a call's claims.
     """
 
     def __init__(

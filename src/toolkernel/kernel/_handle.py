@@ -1,0 +1,82 @@
+"""A submitted call's handle: what is known of the call, waiting for it, cancelling it.
+
+One shape for the objects users hold (a handle, a tool): what is already known and cheap to
+read is an attribute or a property (``handle.call_id``, ``handle.finished``, ``handle.result``;
+``tool.name``, ``tool.reads``); what waits, acts or computes is a method
+(``await handle.wait_finished()``, ``handle.cancel()``; ``tool.parameters_schema()``, which
+writes a fresh schema, and ``tool.claims(arguments, key)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import cast
+
+import anyio
+import anyio.lowlevel
+
+from ._call import ToolCall, ToolResult
+from ._record import CallRecord
+
+__all__ = ["CallHandle"]
+
+
+class CallHandle:
+    """A submitted call: read its state and result, wait for it, cancel it.
+
+    ``kernel.submit`` and ``kernel.submit_batch`` make them::
+
+        handle = kernel.submit(ToolCall("c1", "Read", {"file_path": "a.txt"}))
+        result = await handle.wait_finished()      # waits
+        assert handle.finished and handle.result is result
+    """
+
+    __slots__ = ("_cancel", "_record", "call")
+
+    def __init__(
+        self, call: ToolCall, record: CallRecord, cancel: Callable[[CallRecord, str], None]
+    ) -> None:
+        self.call = call
+        """The call as submitted."""
+        self._record = record
+        self._cancel = cancel
+
+    def __repr__(self) -> str:
+        return f"<CallHandle {self.call.id!r} {self._record.state.name}>"
+
+    @property
+    def call_id(self) -> str:
+        """The call's id."""
+        return self.call.id
+
+    @property
+    def finished(self) -> bool:
+        """True once the call has its result."""
+        return self._record.result is not None
+
+    @property
+    def result(self) -> ToolResult:
+        """The call's result; raises ``RuntimeError`` if it has not finished (see
+        ``finished``; ``await wait_finished()`` waits for it).
+
+        It was a method: ``handle.result()`` still works, with a ``DeprecationWarning``.
+        """
+        if self._record.result is None:
+            raise RuntimeError(f"call {self.call.id} has not finished")
+        return self._record.result
+
+    async def wait_finished(self) -> ToolResult:
+        """Wait until the call has finished and return its result. Always a checkpoint."""
+        record = self._record
+        if record.result is None:
+            if record.finished is None:
+                record.finished = anyio.Event()
+            await cast(anyio.Event, record.finished).wait()
+        else:
+            await anyio.lowlevel.checkpoint()  # as waiting on a set event would
+        assert record.result is not None
+        return record.result
+
+    def cancel(self) -> None:
+        """Cancel the call (synchronous); it finishes with a CANCELLED result."""
+        self._cancel(self._record, "cancelled")
