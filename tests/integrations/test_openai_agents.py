@@ -500,6 +500,50 @@ async def test_a_closed_kernel_fails_the_call_as_the_tool_would(tmp_path: pathli
     assert files.log == []
 
 
+async def test_an_agent_as_a_tool_whose_tools_are_leased_fails_clearly_rather_than_hangs(
+    tmp_path: pathlib.Path, autojump_clock: Any
+) -> None:
+    files = Files(tmp_path)
+    seen: list[Exception] = []
+
+    def explain(ctx: RunContextWrapper[Any], error: Exception) -> str:
+        seen.append(error)
+        return f"failed: {error}"
+
+    @function_tool(failure_error_function=explain)
+    async def append(path: str, text: str) -> str:
+        """Append text to a file."""
+        return await files.append(text, path, text, 1)
+
+    def helper(kernel: tk.Kernel, **claims: Any) -> tuple[Agent[Any], ScriptedModel]:
+        model = ScriptedModel(
+            [calls(("append", {"path": "f.txt", "text": "h"})), [assistant_message("helped")]]
+        )
+        inner = Agent(
+            name="helper",
+            model=model,
+            tools=leased([append], kernel, writes={"append": ["path"]}),
+        )
+        (as_tool,) = leased([inner.as_tool("helper", "Ask the helper.")], kernel, **claims)
+        outer_model = ScriptedModel([calls(("helper", {"input": "go"})), [assistant_message("ok")]])
+        return Agent(name="lead", model=outer_model, tools=[as_tool]), model
+
+    async with tk.open_kernel(root=tmp_path) as kernel:
+        # undeclared, the agent tool holds the workspace: its agent's edit can't have a lease
+        lead, _ = helper(kernel)
+        result = await Runner.run(lead, "go", run_config=NO_TRACING)
+        assert result.final_output == "ok"
+        assert isinstance(seen[0], tk.DeadlockError)
+        assert "claims={'helper': lambda args: []}" in str(seen[0])
+        assert files.read("f.txt") == ""
+        assert_leases_returned(kernel)
+        # declared as touching nothing itself, its agent's tools hold their own leases
+        lead, _ = helper(kernel, claims={"helper": lambda args: []})
+        result = await Runner.run(lead, "go", run_config=NO_TRACING)
+        assert result.final_output == "ok" and files.read("f.txt") == "h"
+        assert_leases_returned(kernel)
+
+
 # -- the tools themselves ----------------------------------------------------------------------
 
 

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import copy
 import functools
 import inspect
@@ -71,8 +72,23 @@ from typing import Any, ClassVar
 
 import anyio
 
-from .._errors import InvalidClaimError, KernelClosedError, ToolDeclarationError, ToolError
-from ..kernel import CallEvent, CallFinished, CallHandle, Kernel, KeyFunction, Status, ToolCall
+from .._errors import (
+    DeadlockError,
+    InvalidClaimError,
+    KernelClosedError,
+    ToolDeclarationError,
+    ToolError,
+)
+from ..kernel import (
+    CallBlocked,
+    CallEvent,
+    CallFinished,
+    CallHandle,
+    Kernel,
+    KeyFunction,
+    Status,
+    ToolCall,
+)
 from ..kernel import ToolContext as KernelContext
 from ..locks import Claim, Mode, Path, exclusive, shared
 
@@ -100,6 +116,12 @@ ToolClaimsFunction = Callable[[FunctionTool, Mapping[str, Any]], Iterable[Claim]
 ``reads``/``writes``, or makes it a barrier."""
 
 _Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
+
+_running: contextvars.ContextVar[tuple[_Invocation, ...]] = contextvars.ContextVar(
+    "toolkernel_openai_agents_running", default=()
+)
+"""The leased invocations whose tools this task runs (the tasks a tool starts inherit it): a
+leased call made from inside one, as by an agent used as a tool, must not wait for it."""
 
 
 def leased(
@@ -289,6 +311,8 @@ class _Invocation:
 
     __slots__ = (
         "call_id",
+        "callers",
+        "deadlock",
         "done",
         "ended",
         "failure",
@@ -304,6 +328,8 @@ class _Invocation:
         loop = asyncio.get_running_loop()
         self.call_id = call_id
         self.handle: CallHandle | None = None
+        self.callers = _running.get()  # the leased tools this call is made from inside
+        self.deadlock: str | None = None  # why it would wait for one of them for ever
         # Each future has one waiter (cancelling a waiter cancels its future, so the flags
         # say what happened): ``ready`` the SDK's task, ``done`` the kernel's call.
         self.ready: asyncio.Future[None] = loop.create_future()  # granted, or finished unrun
@@ -351,7 +377,9 @@ class _Invocation:
     def unrun_output(self) -> Any:
         """For a call the kernel finished without running the tool: the output a before-hook
         supplied, or else the kernel's error raised (for the tool's failure handling)."""
-        result = self.handle.result() if self.handle is not None else None
+        if self.deadlock is not None:
+            raise DeadlockError(self.deadlock)
+        result = self.handle.result if self.handle is not None else None
         if result is not None and result.status is Status.OK:
             return result.output
         if result is None:
@@ -414,7 +442,11 @@ class _Dispatch:
         return found
 
     def _event(self, event: CallEvent) -> None:
-        if type(event) is CallFinished:
+        if type(event) is CallBlocked:
+            blocked = self.live.get(event.call_id)
+            if blocked is not None and blocked.callers:
+                self._check_callers(blocked, event.waits_for)
+        elif type(event) is CallFinished:
             invocation = self.live.get(event.call_id)
             # The id may be another call's, of the kernel's own tools: ours has its result.
             if invocation is None:
@@ -423,6 +455,23 @@ class _Dispatch:
             if handle is not None and handle.finished:
                 del self.live[event.call_id]
                 invocation.wake()
+
+    def _check_callers(self, blocked: _Invocation, waits_for: tuple[str, ...]) -> None:
+        """Fail a call that waits behind a leased tool it is made from inside: that tool holds
+        its leases until the call has ended, so it would wait for ever."""
+        for caller in blocked.callers:
+            if caller.call_id in waits_for and self.live.get(caller.call_id) is caller:
+                name = caller.handle.call.name if caller.handle is not None else "?"
+                blocked.deadlock = (
+                    f"this call waits for the leases of the tool {name!r} (call "
+                    f"{caller.call_id}), which it was made from inside: that tool holds them "
+                    f"until this call has ended, so it would wait for ever. Declare what "
+                    f"{name!r} itself touches (for a tool that runs an agent whose own tools "
+                    f"hold their leases: claims={{{name!r}: lambda args: []}})"
+                )
+                if blocked.handle is not None:
+                    blocked.handle.cancel()
+                return
 
     def submit(self, declaration: _Declaration, context: Any, input_json: str) -> _Invocation:
         """Submit one invocation (synchronously: this fixes its place in the kernel's order)."""
@@ -436,6 +485,8 @@ class _Dispatch:
         self.live[call_id] = invocation
         with contextlib.suppress(KernelClosedError):  # no handle: the outcome says so
             invocation.handle = self.kernel.submit(call, tools=[hold])
+        if invocation.deadlock is not None and invocation.handle is not None:
+            invocation.handle.cancel()  # found blocked while it was being submitted
         if invocation.handle is None or invocation.handle.finished:
             self.live.pop(call_id, None)
             invocation.wake()  # refused at admission, or a before-hook answered at once
@@ -476,6 +527,7 @@ async def _run_leased(
             return invocation.unrun_output()
         except Exception as error:
             return await failed(error)
+    running = _running.set((*invocation.callers, invocation))
     try:
         if declaration.timeout is None:
             output = await run()
@@ -488,6 +540,8 @@ async def _run_leased(
     except BaseException as error:
         invocation.end(error)
         raise
+    finally:
+        _running.reset(running)
     invocation.end()
     return output
 
