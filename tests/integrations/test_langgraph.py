@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -540,3 +542,13 @@ def test_bad_declarations_are_refused_when_the_node_is_built() -> None:
         ToolNode(tools, claims={"append": "path"})
     with pytest.raises(TypeError, match="takes a toolkernel Kernel"):
         ToolNode(tools, kernel="kernel")  # type: ignore[arg-type]
+
+
+def test_without_langgraph_the_import_names_the_extra() -> None:
+    code = "import sys; sys.modules['langgraph'] = None; import toolkernel.integrations.langgraph"
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert ran.stderr.strip().splitlines()[-1] == (
+        "ImportError: toolkernel.integrations.langgraph needs the 'langgraph' extra (langgraph "
+        "is not installed): pip install 'toolkernel[langgraph]' (in a clone of toolkernel: "
+        "pip install -e '.[langgraph]')"
+    )

@@ -32,7 +32,8 @@ answers its bad arguments as usual.
 
 Without ``kernel=``, each run of the node opens a kernel of its own with no workspace root:
 a path is keyed as this process would open it (absolute, normalized lexically, symlinks not
-followed); under ``invoke`` that kernel runs on an event loop in a thread of its own.
+followed); under ``invoke`` that kernel runs on an event loop in a thread kept for the purpose
+(``_loop_thread``).
 A message of one call skips that kernel: alone in it, the call would be granted at once.
 With ``kernel=`` (one opened with any tools: these are given with each batch), the node's calls
 are ordered against everything else that kernel runs, their paths keyed by its workspace (a
@@ -44,26 +45,39 @@ waits for its own leases: give such an inner node no kernel, or claims that don'
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any, Literal, TypeAlias
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import sniffio
-from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
-from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
-from langgraph.prebuilt import ToolNode as _LangGraphToolNode
-from langgraph.prebuilt import ToolRuntime
-from langgraph.runtime import Runtime
-from langgraph.types import Command
 from pydantic import BaseModel
+
+from .._extras import missing_extra
+
+try:
+    from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import BaseTool
+    from langgraph.prebuilt import ToolNode as _LangGraphToolNode
+    from langgraph.prebuilt import ToolRuntime
+    from langgraph.runtime import Runtime
+    from langgraph.types import Command
+except ImportError as exc:  # say which extra brings them
+    _missing = missing_extra(
+        "langgraph", "toolkernel.integrations.langgraph", "langgraph", "langchain_core"
+    )
+    if _missing is None:
+        raise
+    raise ImportError(_missing, name=exc.name) from None
 
 from .._errors import ToolDeclarationError
 from .._open import open_kernel
@@ -78,6 +92,7 @@ from ..kernel import (
 )
 from ..kernel import ToolCall as KernelCall
 from ..locks import Claim, Mode, Path, exclusive, path, shared
+from . import _loop_thread
 
 __all__ = ["ToolNode", "ClaimsFunction"]
 
@@ -225,7 +240,8 @@ class _Batch:
     ) -> None:
         self.slots: dict[str, _Slot] = {}
         self.own = own  # the run's own kernel, with no workspace: paths keyed as this process
-        self.hop: Callable[..., Any] | None = None  # into the kernel's loop, for threads
+        # Calls a function on the kernel's loop, from LangGraph's executor threads.
+        self.post: Callable[..., Any] | None = None
         self._claiming = threading.Lock()  # LangGraph's executor threads claim at once
         self._by_call: dict[int, list[_Slot]] = {}
         self._undecided = len(calls)
@@ -250,17 +266,22 @@ class _Batch:
                 KernelCall(slot.kernel_id, name, arguments if isinstance(arguments, dict) else {})
             )
         self._remove_listener = kernel.add_listener(self._heard)
-        handles = kernel.submit_batch(kernel_calls, tools=gates.values())
+        self._submitting = True  # what finishes now is ours, refused at admission
+        try:
+            handles = kernel.submit_batch(kernel_calls, tools=gates.values())
+        finally:
+            self._submitting = False
         for slot, handle in zip(self.slots.values(), handles, strict=True):
             slot.handle = handle
-            if handle.finished:  # refused at admission
-                self.decide(slot, handle.result())
 
     def _heard(self, event: CallEvent) -> None:
         if type(event) is CallFinished:
             slot = self.slots.get(event.call_id)
-            # Another batch may use the same id: only our own handle's end counts.
-            if slot is not None and slot.handle is not None and slot.handle.finished:
+            if slot is None:
+                return
+            # Another batch may use the same id: only our own call's end counts.
+            handle = slot.handle
+            if self._submitting or (handle is not None and handle.finished):
                 self.decide(slot, event.result)
 
     def decide(self, slot: _Slot, refusal: ToolResult | None) -> None:
@@ -442,26 +463,47 @@ class ToolNode(_LangGraphToolNode):
             return super()._func(input, config, runtime)
         if self.kernel is not None:
             hop = self._hop_to_kernel()
-            return self._run_batch(hop, self.kernel, tool_calls, input, config, runtime)
+            make = functools.partial(
+                _Batch, self.kernel, tool_calls, self._declarations, threaded=True, own=False
+            )
+            batch: _Batch = hop(make)
+            batch.post = hop
+            try:
+                return self._run_batch(batch, input, config, runtime)
+            finally:
+                hop(batch.close)
         if self._alone(tool_calls):
             token = _BATCH.set(_ALONE)
             try:
                 return super()._func(input, config, runtime)
             finally:
                 _BATCH.reset(token)
-        failure: Exception | None = None
-        with (
-            anyio.from_thread.start_blocking_portal() as portal,
-            portal.wrap_async_context_manager(open_kernel()) as kernel,
-        ):
-            try:
-                return self._run_batch(portal.call, kernel, tool_calls, input, config, runtime)
-            except Exception as exc:
-                failure = exc
+        # A kernel of the run's own, on the adapters' loop thread, open while the run lasts.
+        ready: Future[tuple[_Batch, asyncio.Event]] = Future()
+        kernel_done = _loop_thread.run_coroutine(self._serve(tool_calls, ready))
+        batch, closing = ready.result()
         try:
-            raise failure
+            return self._run_batch(batch, input, config, runtime)
         finally:
-            failure = None
+            _loop_thread.post(batch.close)
+            _loop_thread.post(closing.set)
+            kernel_done.result()
+
+    async def _serve(
+        self, tool_calls: list[ToolCall], ready: Future[tuple[_Batch, asyncio.Event]]
+    ) -> None:
+        """Open a kernel, submit the batch, and keep the kernel open until told to close."""
+        try:
+            async with open_kernel() as kernel:
+                closing = asyncio.Event()
+                batch = _Batch(kernel, tool_calls, self._declarations, threaded=True, own=True)
+                batch.post = _loop_thread.post
+                ready.set_result((batch, closing))
+                await closing.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
 
     def _alone(self, tool_calls: list[ToolCall]) -> bool:
         """Whether this run's calls need no kernel of their own: a lone call, which nothing
@@ -480,7 +522,7 @@ class ToolNode(_LangGraphToolNode):
         return True
 
     def _hop_to_kernel(self) -> Callable[..., Any]:
-        """Runs a function in the given kernel's loop, from this thread."""
+        """Runs a function in the given kernel's loop, from this thread, and waits for it."""
         token = self._token
         if token is None:
             try:
@@ -501,27 +543,13 @@ class ToolNode(_LangGraphToolNode):
         )
 
     def _run_batch(
-        self,
-        hop: Callable[..., Any],
-        kernel: Kernel,
-        tool_calls: list[ToolCall],
-        input: Any,
-        config: RunnableConfig,
-        runtime: Runtime,
+        self, batch: _Batch, input: Any, config: RunnableConfig, runtime: Runtime
     ) -> Any:
-        own = kernel is not self.kernel
-        batch: _Batch = hop(
-            functools.partial(
-                _Batch, kernel, tool_calls, self._declarations, threaded=True, own=own
-            )
-        )
-        batch.hop = hop
         token = _BATCH.set(batch)
         try:
             return super()._func(input, config, runtime)
         finally:
             _BATCH.reset(token)
-            hop(batch.close)
 
     def _run_one(
         self,
@@ -532,9 +560,7 @@ class ToolNode(_LangGraphToolNode):
         batch = _current_batch()
         if batch is _ALONE:
             return super()._run_one(call, input_type, tool_runtime)
-        assert isinstance(batch, _Batch)
-        hop = batch.hop
-        assert hop is not None
+        assert isinstance(batch, _Batch) and batch.post is not None
         slot = batch.claim(call)
         try:
             verdict = slot.verdict
@@ -544,7 +570,7 @@ class ToolNode(_LangGraphToolNode):
                 return slot.message()
             return super()._run_one(call, input_type, tool_runtime)
         finally:
-            hop(slot.release)
+            batch.post(slot.release)
 
 
 def _process_key(raw: str) -> Path:
