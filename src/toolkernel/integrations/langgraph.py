@@ -30,17 +30,19 @@ it holds the whole workspace exclusively, so wrapping is never less safe than ru
 at a time. A call whose path arguments are not strings is a barrier too, and LangGraph then
 answers its bad arguments as usual.
 
-Without ``kernel=``, each run of the node opens a kernel of its own with no workspace root:
-a path is keyed as this process would open it (absolute, normalized lexically, symlinks not
-followed); under ``invoke`` that kernel runs on an event loop in a thread kept for the purpose
-(``_loop_thread``).
-A message of one call skips that kernel: alone in it, the call would be granted at once.
-With ``kernel=`` (one opened with any tools: these are given with each batch), the node's calls
-are ordered against everything else that kernel runs, their paths keyed by its workspace (a
-path outside it is refused, as for the kernel's own tools); ``invoke`` then needs a way back to the
-kernel's loop: build the node inside that loop, or call ``invoke`` from one of its worker
-threads (``anyio.to_thread.run_sync``). A tool that runs a graph whose node shares its kernel
-waits for its own leases: give such an inner node no kernel, or claims that don't conflict.
+Without ``kernel=``, each run of the node opens a kernel of its own with no workspace root: a
+path is keyed as this process would open it (absolute, normalized lexically, symlinks not
+followed). Under ``invoke`` that kernel runs on an event loop kept in a thread for the purpose
+(``_loop_thread``). A message of one call skips the kernel: alone in it, the call would be
+granted at once.
+
+With ``kernel=`` (one opened with any tools: the node's are given with each batch), its calls
+are ordered against everything else that kernel runs, and their paths are keyed by its
+workspace (a path outside it is refused, as for the kernel's own tools). ``invoke`` then needs
+a way into the kernel's loop: build the node inside that loop, or call ``invoke`` from one of
+its worker threads (``anyio.to_thread.run_sync``). A tool that itself runs a graph whose node
+shares the kernel would wait for ever on leases its own call holds: give that inner node no
+kernel, or claims that don't conflict with the outer call's.
 """
 
 from __future__ import annotations
