@@ -123,6 +123,14 @@ def test_a_whole_chat_completion_counts_as_one_chunk() -> None:
     assert answer.finished
 
 
+def test_calls_sent_whole_each_under_index_0_are_calls_of_their_own() -> None:
+    calls = [chat_call(0, f"call_{n}", "echo", f'{{"text": "{n}"}}') for n in (1, 2)]
+    completed, answer = feed_all([ChatCompletionChunk.model_validate(chat_chunk(c)) for c in calls])
+    assert completed == [[], ["call_1"]]
+    _, rest = answer.finish()
+    assert [(c.id, c.arguments) for c in rest] == [("call_2", '{"text": "2"}')]
+
+
 def test_a_chat_stream_that_stops_early_is_not_finished_and_keeps_its_last_call() -> None:
     completed, answer = feed_all([ChatCompletionChunk.model_validate(c) for c in CHAT_STREAM[:7]])
     assert completed[-1] == ["call_a"] and not answer.finished
@@ -293,7 +301,9 @@ def test_an_anthropic_tool_use_is_complete_at_its_content_block_stop() -> None:
 def test_events_of_two_formats_in_one_stream_are_refused_and_errors_are_kept() -> None:
     answer = AnswerStream()
     answer.feed(ChatCompletionChunk.model_validate(CHAT_STREAM[0]))
-    with pytest.raises(StreamFormatError, match="a anthropic event in a chat stream"):
+    with pytest.raises(
+        StreamFormatError, match="an event of the anthropic format in a chat stream"
+    ):
         answer.feed(ANTHROPIC.validate_python({"type": "message_stop"}))
     with pytest.raises(StreamFormatError, match="not an event of a Chat Completions"):
         AnswerStream().feed(42)

@@ -112,7 +112,9 @@ class AnswerStream:
         if self.format is None:
             self.format = kind
         elif kind != self.format:
-            raise StreamFormatError(f"a {kind} event in a {self.format} stream: {_preview(event)}")
+            raise StreamFormatError(
+                f"an event of the {kind} format in a {self.format} stream: {_preview(event)}"
+            )
         if kind == "chat":
             return self._chat(event)
         if kind == "responses":
@@ -185,12 +187,15 @@ class AnswerStream:
                 key = index if isinstance(index, int) else position
                 function = field(part, "function")
                 call = self._calls.get(key)
-                if call is None:
+                part_id = field(part, "id")
+                # A different id under a known index is a new call all the same (servers that
+                # send every call whole, each as index 0).
+                if call is None or (part_id and call.id and part_id != call.id):
                     # Calls are streamed one after the other: a new one ends the ones before.
                     completed += [c.wire() for c in self._order if not c.done]
-                    call = self._start(key, field(part, "id"), None)
-                if call.id is None and field(part, "id"):
-                    call.id = field(part, "id")
+                    call = self._start(key, part_id, None)
+                if call.id is None and part_id:
+                    call.id = part_id
                 name = field(function, "name")
                 if isinstance(name, str):  # sent once, or (by some servers) again and again
                     known = call.name if isinstance(call.name, str) else ""
