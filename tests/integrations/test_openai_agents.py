@@ -151,6 +151,25 @@ async def test_without_leases_the_runner_loses_edits(
     assert files.most_at_once == 5 and len(files.read("f.txt")) == 1
 
 
+async def test_a_streamed_run_keeps_the_order_too(
+    tmp_path: pathlib.Path, autojump_clock: Any
+) -> None:
+    files = Files(tmp_path)
+    response = calls(
+        *[("append", {"path": "f.txt", "text": str(i), "seconds": 3 - i}) for i in range(3)]
+    )
+    async with tk.open_kernel(root=tmp_path) as kernel:
+        tools = leased(append_tools(files), kernel, writes={"append": ["path"]})
+        model = ScriptedModel([response, [assistant_message("done")]])
+        agent = Agent(name="coder", model=model, tools=tools)
+        streamed = Runner.run_streamed(agent, "go", run_config=NO_TRACING)
+        async for _ in streamed.stream_events():
+            pass
+        assert streamed.final_output == "done"
+        assert_leases_returned(kernel)
+    assert files.read("f.txt") == "012" and files.most_at_once == 1
+
+
 async def test_calls_on_different_files_run_together(
     tmp_path: pathlib.Path, autojump_clock: Any
 ) -> None:
