@@ -12,13 +12,15 @@
   batches (needs ``hypothesis``); ``toolkernel.testing.pytest_plugin``: fixtures for a kernel
   on virtual time, on both loops.
 - Virtual time: :func:`virtual_clock` (trio) and :class:`VirtualClockEventLoop` (asyncio), which
-  can wait for worker threads (:func:`hold_virtual_time_for_threads`); and
+  can wait for worker threads (:func:`hold_virtual_time_for_threads`) and follow real time
+  while child processes work (:func:`real_time_for_processes`); and
   :func:`wait_all_tasks_blocked` for either loop.
 """
 
 from ._batch import CallBatch as CallBatch
 from ._clock import VirtualClockEventLoop as VirtualClockEventLoop
 from ._clock import hold_virtual_time_for_threads as hold_virtual_time_for_threads
+from ._clock import real_time_for_processes as real_time_for_processes
 from ._clock import virtual_clock as virtual_clock
 from ._clock import wait_all_tasks_blocked as wait_all_tasks_blocked
 from ._fake import FakeTool as FakeTool

@@ -13,6 +13,12 @@ and every task waits, the clock jumps to the next timer. Tell it which threads t
 for real and the clock stands still. :func:`virtual_clock` makes trio's ``MockClock`` take the
 same care, without being asked.
 
+Nor can it see a child process at work (the Bash tool's command, an MCP server): waiting for
+its output or its exit looks idle, and the clock would leap to the next deadline (the command's
+timeout, a test's). After ``await real_time_for_processes()`` (which ``assert_serializable``
+does), the clock moves at the real rate while this process has any child process, so a command
+takes the time it really takes and a timeout fires when it really passes.
+
 Use it with anyio's pytest plugin::
 
     @pytest.fixture
@@ -27,8 +33,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import selectors
 import sys
+import time
+import weakref
 from typing import Any, Protocol
 
 import trio
@@ -38,6 +47,7 @@ __all__ = [
     "VirtualClockEventLoop",
     "virtual_clock",
     "hold_virtual_time_for_threads",
+    "real_time_for_processes",
     "wait_all_tasks_blocked",
 ]
 
@@ -56,8 +66,11 @@ class _JumpingSelector(selectors.DefaultSelector):
     loop's clock on by ``timeout`` instead of waiting."""
 
     loop: VirtualClockEventLoop
+    _children_seen = False  # at the last wait: see ``select``
 
     def select(self, timeout: float | None = None) -> list[tuple[Any, int]]:
+        if timeout is None and self.loop.follows_processes and children_alive():
+            timeout = math.inf  # no timer: wait for a child for real, the clock following
         if timeout is None or timeout <= 0:
             return super().select(timeout)
         ready: list[tuple[Any, int]] = super().select(0)
@@ -65,8 +78,32 @@ class _JumpingSelector(selectors.DefaultSelector):
             return ready
         if self.loop.threads_at_work():  # wait for them, for real; the clock stands still
             return super().select(min(timeout, _THREAD_POLL))
+        if self.loop.follows_processes and (children_alive() or self._children_seen):
+            # A child process works: wait for real, and let the clock follow real time. Once
+            # more after the last has gone: asyncio's watcher thread reaps a child before it
+            # tells the loop, and a leap in between would pass every deadline.
+            self._children_seen = not self._children_seen or children_alive()
+            began = time.perf_counter()
+            ready = super().select(min(timeout, _THREAD_POLL))
+            self.loop.advance(min(time.perf_counter() - began, timeout))
+            return ready
+        if timeout == math.inf:
+            return super().select(None)  # its child has gone meanwhile: nothing to jump to
         self.loop.advance(timeout)
         return ready
+
+
+def children_alive() -> bool:
+    """Whether this process has a child process (running, or exited and not yet reaped)."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:  # not on this platform: no child is ever seen
+        return False
+    try:
+        # WNOWAIT: only look. None: there are children, and none has exited.
+        waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
 
 
 class VirtualClockEventLoop(asyncio.SelectorEventLoop):
@@ -75,6 +112,7 @@ class VirtualClockEventLoop(asyncio.SelectorEventLoop):
     def __init__(self) -> None:
         self._virtual_now = 0.0
         self._limiters: list[_Limiter] = []
+        self.follows_processes = False  # see ``real_time_for_processes``
         selector = _JumpingSelector()
         selector.loop = self
         super().__init__(selector)
@@ -118,17 +156,29 @@ def virtual_clock() -> trio.testing.MockClock:
 
     def deadline_to_sleep_time(deadline: float) -> float:
         # The run loop asks this when no task can run. While a thread works, turn autojump off
-        # and wait (for real) a little for it; else turn it back on.
+        # and wait (for real) a little for it; while a child process works (if asked to watch
+        # them), the same, with the clock running at the real rate; else autojump again.
         runner = _trio_runner()
         busy = trio.to_thread.current_default_thread_limiter().borrowed_tokens > 0
+        working = False
+        if clock in _following:
+            working = not busy and children_alive()
+            rate = 1.0 if working else 0.0
+            if clock.rate != rate:
+                clock.rate = rate
         if runner is not None and runner.clock is clock:
-            runner.clock_autojump_threshold = math.inf if busy else clock.autojump_threshold
-            if busy:
+            waits = busy or working
+            runner.clock_autojump_threshold = math.inf if waits else clock.autojump_threshold
+            if waits:
                 return min(_THREAD_POLL, plain(clock, deadline))
         return plain(clock, deadline)
 
     clock.deadline_to_sleep_time = deadline_to_sleep_time  # type: ignore[method-assign]
     return clock
+
+
+_following: weakref.WeakSet[trio.testing.MockClock] = weakref.WeakSet()
+"""Clocks made by :func:`virtual_clock` that :func:`real_time_for_processes` was called under."""
 
 
 def _trio_runner() -> Any:
@@ -154,6 +204,25 @@ async def hold_virtual_time_for_threads() -> None:
         import anyio.to_thread
 
         loop.hold_for_threads(anyio.to_thread.current_default_thread_limiter())
+
+
+async def real_time_for_processes() -> None:
+    """Make the running virtual clock move at the real rate while this process has a child
+    process (a command the Bash tool runs, an MCP server), instead of leaping over the time it
+    takes: under :class:`VirtualClockEventLoop` or a clock made by :func:`virtual_clock`. Does
+    nothing under any other clock.
+
+    Opt in, as :func:`assert_serializable` does: a child that lives through a whole test (an
+    MCP server) would otherwise make every sleep of the test take real time.
+    """
+    loop = _asyncio_loop()
+    if isinstance(loop, VirtualClockEventLoop):
+        loop.follows_processes = True
+        return
+    clock = getattr(_trio_runner(), "clock", None)
+    # Only a clock made by ``virtual_clock``, which is told before each jump whether to make it.
+    if isinstance(clock, trio.testing.MockClock) and "deadline_to_sleep_time" in vars(clock):
+        _following.add(clock)
 
 
 def _asyncio_loop() -> asyncio.AbstractEventLoop | None:

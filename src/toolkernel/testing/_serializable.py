@@ -26,7 +26,12 @@ import sniffio
 
 from .._open import open_kernel
 from ..kernel import KernelTool, ToolCall, ToolResult
-from ._clock import VirtualClockEventLoop, hold_virtual_time_for_threads, virtual_clock
+from ._clock import (
+    VirtualClockEventLoop,
+    hold_virtual_time_for_threads,
+    real_time_for_processes,
+    virtual_clock,
+)
 from ._race import check_race_free
 from ._recorder import Recorder
 
@@ -274,8 +279,9 @@ def assert_serializable(
     - ``max_concurrency``, ``pools``: as for ``open_kernel``.
 
     It runs its own event loop (``backend``) on virtual time (:func:`virtual_clock`, or
-    :class:`VirtualClockEventLoop`), so durations cost nothing, and the clock stands still
-    while ``ctx.fs`` works in a thread; ``timeout`` (virtual seconds) fails a run that hangs.
+    :class:`VirtualClockEventLoop`), so durations cost nothing, the clock stands still while
+    ``ctx.fs`` works in a thread, and it moves at the real rate while a child process (a Bash
+    command) works; ``timeout`` (virtual seconds) fails a run that hangs.
     In an async test, ``await check_serializable(...)`` instead.
     """
     try:
@@ -292,6 +298,7 @@ def assert_serializable(
 
     async def main() -> list[str]:
         await hold_virtual_time_for_threads()
+        await real_time_for_processes()  # a Bash command takes the time it really takes
         with anyio.fail_after(timeout):
             return await check_serializable(
                 tools,

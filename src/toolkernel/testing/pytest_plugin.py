@@ -42,7 +42,12 @@ import pytest
 
 from .._open import open_kernel
 from ..kernel import Kernel, KernelTool
-from ._clock import VirtualClockEventLoop, hold_virtual_time_for_threads, virtual_clock
+from ._clock import (
+    VirtualClockEventLoop,
+    hold_virtual_time_for_threads,
+    real_time_for_processes,
+    virtual_clock,
+)
 from ._fake import FakeTool
 from ._race import check_race_free
 from ._recorder import Recorder
@@ -87,8 +92,11 @@ async def kernel(
 ) -> AsyncIterator[Kernel]:
     """An open kernel with ``kernel_tools`` over ``kernel_root``, recorded by ``recorder``;
     the test fails if the recording shows a race (:func:`check_race_free`). Virtual time
-    stands still while ``ctx.fs`` works in a thread (:func:`hold_virtual_time_for_threads`)."""
+    stands still while ``ctx.fs`` works in a thread (:func:`hold_virtual_time_for_threads`),
+    and follows real time while a child process works (:func:`real_time_for_processes`: a
+    Bash command takes the time it really takes)."""
     await hold_virtual_time_for_threads()
+    await real_time_for_processes()
     async with open_kernel(kernel_tools, root=kernel_root) as opened:
         opened.add_listener(recorder)
         yield opened
