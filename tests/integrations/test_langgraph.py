@@ -5,6 +5,7 @@ LangGraph. LangGraph's own ToolNode tests run against it in ``langgraph_upstream
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import subprocess
 import sys
@@ -463,6 +464,33 @@ async def test_a_shared_kernel_orders_the_nodes_calls_against_its_own() -> None:
         assert (await handle.wait_finished()).status is tk.Status.OK
         assert out["messages"][0].content == "appended a"
         assert "append" not in kernel.tools  # given with each batch, not kept
+        assert_leases_returned(kernel)
+
+
+@pytest.mark.parametrize("sync", [False, True])
+async def test_a_graph_run_by_a_tool_whose_node_shares_the_kernel_does_not_wait_for_ever(
+    sync: bool,
+) -> None:
+    files = Files()
+    name = "sync_append" if sync else "append"
+    async with tk.open_kernel() as kernel:
+        inner = agent_graph(
+            ToolNode(files.tools(), writes=WRITES, kernel=kernel), [appends("f", "abc", name)]
+        )
+
+        @tool
+        async def subagent(task: str) -> str:
+            """Hand a task to another agent."""
+            run = functools.partial(inner.invoke, {"messages": [("user", task)]})
+            state = await (anyio.to_thread.run_sync(run) if sync else inner.ainvoke(run.args[0]))
+            return f"{len(tool_messages(state))} calls"
+
+        outer = ToolNode([subagent], kernel=kernel)  # declares nothing: holds everything
+        message = calls(("subagent", {"task": "edit f"}), ("subagent", {"task": "again"}))
+        with anyio.fail_after(10):
+            out = await outer.ainvoke({"messages": [message]}, ALONE)
+        assert [m.content for m in out["messages"]] == ["3 calls", "0 calls"]
+        assert files.text == {"f": "abc"}  # the inner message's order kept
         assert_leases_returned(kernel)
 
 

@@ -40,9 +40,10 @@ With ``kernel=`` (one opened with any tools: the node's are given with each batc
 are ordered against everything else that kernel runs, and their paths are keyed by its
 workspace (a path outside it is refused, as for the kernel's own tools). ``invoke`` then needs
 a way into the kernel's loop: build the node inside that loop, or call ``invoke`` from one of
-its worker threads (``anyio.to_thread.run_sync``). A tool that itself runs a graph whose node
-shares the kernel would wait for ever on leases its own call holds: give that inner node no
-kernel, or claims that don't conflict with the outer call's.
+its worker threads (``anyio.to_thread.run_sync``). A graph run by one of the node's tools,
+whose node shares that kernel, would wait for ever on leases its caller holds: its calls run in
+a kernel of their own instead (in order among themselves; what orders them against the rest
+is the leases of the call that runs them, so declare that call's claims to cover theirs).
 """
 
 from __future__ import annotations
@@ -241,6 +242,7 @@ class _Batch:
         own: bool,
     ) -> None:
         self.slots: dict[str, _Slot] = {}
+        self.kernel = kernel
         self.own = own  # the run's own kernel, with no workspace: paths keyed as this process
         # Calls a function on the kernel's loop, from LangGraph's executor threads.
         self.post: Callable[..., Any] | None = None
@@ -336,6 +338,14 @@ _BATCH: contextvars.ContextVar[_Batch | _Alone | None] = contextvars.ContextVar(
 )
 
 
+# The kernels whose leases the call running in this context holds: a graph run by a tool, whose
+# node shares such a kernel, runs its calls in a kernel of its own rather than wait for ever on
+# its caller's leases.
+_HOLDING: contextvars.ContextVar[tuple[Kernel, ...]] = contextvars.ContextVar(
+    "toolkernel_langgraph_holding", default=()
+)
+
+
 class ToolNode(_LangGraphToolNode):
     """``langgraph.prebuilt.ToolNode``, each message's calls run through a kernel in order.
 
@@ -394,7 +404,7 @@ class ToolNode(_LangGraphToolNode):
         tool_calls, _ = self._parse_input(input)
         if not tool_calls:
             return await super()._afunc(input, config, runtime)
-        if self.kernel is not None:
+        if self.kernel is not None and self.kernel not in _HOLDING.get():
             return await self._arun_batch(self.kernel, tool_calls, input, config, runtime)
         if self._alone(tool_calls):
             token = _BATCH.set(_ALONE)
@@ -448,7 +458,11 @@ class ToolNode(_LangGraphToolNode):
                 await verdict.wait()
             if slot.refusal is not None:
                 return slot.message()
-            return await super()._arun_one(call, input_type, tool_runtime)
+            holding = _HOLDING.set((*_HOLDING.get(), batch.kernel))
+            try:
+                return await super()._arun_one(call, input_type, tool_runtime)
+            finally:
+                _HOLDING.reset(holding)
         finally:
             slot.release()
 
@@ -463,7 +477,7 @@ class ToolNode(_LangGraphToolNode):
         tool_calls, _ = self._parse_input(input)
         if not tool_calls:
             return super()._func(input, config, runtime)
-        if self.kernel is not None:
+        if self.kernel is not None and self.kernel not in _HOLDING.get():
             hop = self._hop_to_kernel()
             make = functools.partial(
                 _Batch, self.kernel, tool_calls, self._declarations, threaded=True, own=False
@@ -570,7 +584,11 @@ class ToolNode(_LangGraphToolNode):
             verdict.wait()
             if slot.refusal is not None:
                 return slot.message()
-            return super()._run_one(call, input_type, tool_runtime)
+            holding = _HOLDING.set((*_HOLDING.get(), batch.kernel))
+            try:
+                return super()._run_one(call, input_type, tool_runtime)
+            finally:
+                _HOLDING.reset(holding)
         finally:
             batch.post(slot.release)
 
