@@ -561,6 +561,15 @@ async def test_an_agent_as_a_tool_whose_tools_are_leased_fails_clearly_rather_th
         result = await Runner.run(lead, "go", run_config=NO_TRACING)
         assert result.final_output == "ok" and files.read("f.txt") == "h"
         assert_leases_returned(kernel)
+    seen.clear()
+    async with tk.open_kernel(root=tmp_path, max_concurrency=1) as kernel:
+        # the agent tool fills the one place there is: its agent's edit can't have one
+        lead, _ = helper(kernel, claims={"helper": lambda args: []})
+        result = await Runner.run(lead, "go", run_config=NO_TRACING)
+        assert result.final_output == "ok"
+        assert isinstance(seen[0], tk.DeadlockError) and "max_concurrency" in str(seen[0])
+        assert files.read("f.txt") == "h"
+        assert_leases_returned(kernel)
 
 
 # -- the tools themselves ----------------------------------------------------------------------

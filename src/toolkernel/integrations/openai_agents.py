@@ -84,6 +84,7 @@ from ..kernel import (
     CallEvent,
     CallFinished,
     CallHandle,
+    CallStarted,
     Kernel,
     KeyFunction,
     Status,
@@ -322,6 +323,7 @@ class _Invocation:
         "started",
         "stopped",
         "task",
+        "waits_for",
     )
 
     def __init__(self, call_id: str) -> None:
@@ -330,6 +332,7 @@ class _Invocation:
         self.handle: CallHandle | None = None
         self.callers = _running.get()  # the leased tools this call is made from inside
         self.deadlock: str | None = None  # why it would wait for one of them for ever
+        self.waits_for: tuple[str, ...] = ()  # the calls it waits behind, when blocked
         # Each future has one waiter (cancelling a waiter cancels its future, so the flags
         # say what happened): ``ready`` the SDK's task, ``done`` the kernel's call.
         self.ready: asyncio.Future[None] = loop.create_future()  # granted, or finished unrun
@@ -431,6 +434,7 @@ class _Dispatch:
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
         self.live: dict[str, _Invocation] = {}
+        self.nested_waiting: dict[str, _Invocation] = {}  # blocked, made inside leased tools
         self._numbers = itertools.count(2)
         kernel.add_listener(self._event)
 
@@ -442,36 +446,57 @@ class _Dispatch:
         return found
 
     def _event(self, event: CallEvent) -> None:
-        if type(event) is CallBlocked:
-            blocked = self.live.get(event.call_id)
-            if blocked is not None and blocked.callers:
-                self._check_callers(blocked, event.waits_for)
-        elif type(event) is CallFinished:
+        if type(event) is CallFinished:
             invocation = self.live.get(event.call_id)
             # The id may be another call's, of the kernel's own tools: ours has its result.
-            if invocation is None:
-                return
-            handle = invocation.handle
-            if handle is not None and handle.finished:
+            handle = invocation.handle if invocation is not None else None
+            if invocation is not None and handle is not None and handle.finished:
                 del self.live[event.call_id]
+                self.nested_waiting.pop(event.call_id, None)
                 invocation.wake()
+            if self.nested_waiting:
+                self._check_nested()  # the call that ended may leave only their callers
+        elif type(event) is CallBlocked:
+            blocked = self.live.get(event.call_id)
+            if blocked is not None and blocked.callers:
+                blocked.waits_for = event.waits_for
+                self.nested_waiting[event.call_id] = blocked
+                self._check_nested()
+        elif type(event) is CallStarted and self.nested_waiting:
+            self.nested_waiting.pop(event.call_id, None)
 
-    def _check_callers(self, blocked: _Invocation, waits_for: tuple[str, ...]) -> None:
-        """Fail a call that waits behind a leased tool it is made from inside: that tool holds
-        its leases until the call has ended, so it would wait for ever."""
-        for caller in blocked.callers:
-            if caller.call_id in waits_for and self.live.get(caller.call_id) is caller:
-                name = caller.handle.call.name if caller.handle is not None else "?"
-                blocked.deadlock = (
-                    f"this call waits for the leases of the tool {name!r} (call "
-                    f"{caller.call_id}), which it was made from inside: that tool holds them "
-                    f"until this call has ended, so it would wait for ever. Declare what "
-                    f"{name!r} itself touches (for a tool that runs an agent whose own tools "
-                    f"hold their leases: claims={{{name!r}: lambda args: []}})"
-                )
-                if blocked.handle is not None:
-                    blocked.handle.cancel()
-                return
+    def _check_nested(self) -> None:
+        """Fail each call made from inside leased tools (an agent used as a tool) that waits
+        for them: behind one of their leases, or for a place in ``max_concurrency`` while
+        only they run. They hold what they hold until the call has ended: it would wait for
+        ever."""
+        running = None
+        for call_id, blocked in list(self.nested_waiting.items()):
+            callers = [c for c in blocked.callers if self.live.get(c.call_id) is c]
+            if not callers:
+                continue
+            held = next((c for c in callers if c.call_id in blocked.waits_for), None)
+            if held is not None:
+                what = "leases"
+            else:
+                if running is None:
+                    running = [info.call_id for info in self.kernel.snapshot().running]
+                ids = {c.call_id for c in callers}
+                if not running or len(running) > len(ids) or not ids.issuperset(running):
+                    continue
+                held, what = callers[-1], "places in max_concurrency"
+            name = held.handle.call.name if held.handle is not None else "?"
+            blocked.deadlock = (
+                f"this call waits for the {what} of the tool {name!r} (call {held.call_id}), "
+                f"which it was made from inside: that tool holds them until this call has "
+                f"ended, so it would wait for ever. Declare what {name!r} itself touches (for "
+                f"a tool that runs an agent whose own tools hold their leases: "
+                f"claims={{{name!r}: lambda args: []}}), and leave its calls room in "
+                f"max_concurrency"
+            )
+            del self.nested_waiting[call_id]
+            if blocked.handle is not None:
+                blocked.handle.cancel()
 
     def submit(self, declaration: _Declaration, context: Any, input_json: str) -> _Invocation:
         """Submit one invocation (synchronously: this fixes its place in the kernel's order)."""
