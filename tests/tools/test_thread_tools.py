@@ -52,9 +52,11 @@ async def test_a_cancelled_thread_call_holds_its_leases_until_the_thread_returns
 
     @tk.tool(writes=["path"], thread=True)
     def slow_write(ctx: tk.ToolContext, path: str) -> str:
-        """Block until released."""
+        """Block until released, then write through the context."""
         entered.set()
         release.wait(10)
+        # Cancelled meanwhile, it still holds the file: its context works to the end.
+        anyio.from_thread.run(ctx.fs.write_text, path, "from the thread\n")
         order.append("thread returned")
         return "written"
 
@@ -73,8 +75,10 @@ async def test_a_cancelled_thread_call_holds_its_leases_until_the_thread_returns
         assert not first.finished and not second.finished
         assert order == []
         release.set()
-        cancelled, done = await first.wait_finished(), await second.wait_finished()
+        with anyio.fail_after(10):
+            cancelled, done = await first.wait_finished(), await second.wait_finished()
     assert order == ["thread returned", "second write started"]
+    assert (tmp_path / "a.txt").read_text() == "from the thread\n"
     assert (cancelled.status, cancelled.output) == (tk.Status.CANCELLED, None)
     assert done.status is tk.Status.OK
 

@@ -15,9 +15,10 @@ A tool says what a call of it touches:
 A tool is an ``async def``. A plain ``def`` is refused unless it says ``thread=True``: it then
 runs in a worker thread (``anyio.to_thread.run_sync``), and its call holds its leases until the
 thread returns. A thread can't be interrupted, so a call cancelled or timed out while its thread
-runs keeps its leases until the function returns, and its result is ``CANCELLED`` (``TIMEOUT``)
-all the same: whatever the function returned is dropped. Inside the thread, the context's async
-methods are called through the event loop: ``anyio.from_thread.run(ctx.fs.read_text, path)``.
+runs keeps its leases (and its context keeps working) until the function returns, and its
+result is ``CANCELLED`` (``TIMEOUT``) all the same: whatever the function returned is dropped.
+Inside the thread, the context's async methods are called through the event loop:
+``anyio.from_thread.run(ctx.fs.read_text, path)``.
 
 Mistakes are caught here, when the tool is declared, with a :class:`ToolDeclarationError` that
 names the tool and the fix, rather than when a model first calls it.
@@ -334,14 +335,17 @@ async def _in_thread(
 ) -> Any:
     """Run a plain function in a worker thread; the caller waits for it whatever happens.
 
-    ``abandon_on_cancel=False``: a cancellation waits for the thread to return, so the call's
-    leases are held for as long as the function may touch what they cover. The cancellation
-    then takes effect at the checkpoint after it, and the call ends CANCELLED (or TIMEOUT)
-    rather than with an output nobody asked for any more.
+    A cancellation waits for the thread to return, so the call's leases are held for as long as
+    the function may touch what they cover; it then takes effect at the checkpoint after it,
+    and the call ends CANCELLED (or TIMEOUT) rather than with an output nobody asked for any
+    more. The shield keeps what the thread runs on the loop (``anyio.from_thread.run``) out of
+    the call's cancellation too: the thread goes on to its end holding its leases, and under
+    asyncio anyio would otherwise spin for ever on a limiter inside such a call.
     """
-    output = await anyio.to_thread.run_sync(
-        functools.partial(function, ctx, **arguments), abandon_on_cancel=False
-    )
+    with anyio.CancelScope(shield=True):
+        output = await anyio.to_thread.run_sync(
+            functools.partial(function, ctx, **arguments), abandon_on_cancel=False
+        )
     await anyio.lowlevel.checkpoint_if_cancelled()
     return output
 
