@@ -556,7 +556,11 @@ EXPECTED_PARAMETERS = {
     ),
     "MultiEdit": (["file_path", "edits"], ["file_path", "edits"]),
     "Glob": (["pattern"], ["pattern", "path"]),
-    "Grep": (["pattern"], ["pattern", "path", "glob", "output_mode"]),
+    "Grep": (
+        ["pattern"],
+        ["pattern", "path", "glob", "output_mode", "type", "ignore_case", "context"]
+        + ["before_context", "after_context", "multiline"],
+    ),
     "ListDir": ([], ["path"]),
     "Move": (["source", "destination"], ["source", "destination"]),
     "Delete": (["path"], ["path"]),

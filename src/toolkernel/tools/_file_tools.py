@@ -16,6 +16,7 @@ from .._errors import PathChangedError, ToolError, UndeclaredAccessError
 from ..kernel import ToolContext
 from ._declare import tool
 from ._fs import Entry, FileAccess
+from ._line_match import text_lines
 
 __all__ = [
     "TEXT_SIZE_LIMIT",
@@ -36,19 +37,6 @@ LIST_LIMIT = 1000
 """The most entries ListDir shows (sorted by name); it says how many more there are."""
 TEXT_SIZE_LIMIT = 16 * 1024 * 1024
 """The largest file Read, Edit and MultiEdit take (bytes); larger ones are refused unread."""
-
-
-def text_lines(text: str) -> list[str]:
-    """The lines of ``text`` as editors and ``cat -n`` count them, without their line ends.
-
-    Only ``\\n`` ends a line (``str.splitlines`` would also split at form feeds, ``\\x1c``,
-    NEL and U+2028, and number lines differently from every editor); the ``\\r`` of a CRLF
-    line end is dropped with it.
-    """
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def fs_of(ctx: ToolContext) -> FileAccess:

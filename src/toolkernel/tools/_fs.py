@@ -59,7 +59,7 @@ from . import _fileops
 from ._fileops import Entry
 from ._workspace import Workspace
 
-__all__ = ["FileAccess", "FileAccessed", "Entry"]
+__all__ = ["FileAccess", "FileAccessed", "Entry", "Subtree"]
 
 T = TypeVar("T")
 PathArg = str | os.PathLike[str]
@@ -340,6 +340,28 @@ class FileAccess:
 
         return await self._run("read", path, False, io)
 
+    async def search(self, path: PathArg, work: Callable[[Subtree], T]) -> T:
+        """Check a read of ``path`` (so of its whole subtree) and run ``work`` on it in one
+        worker thread: a search reads a whole tree in one hop, not one hop per file.
+
+        ``work`` gets a :class:`Subtree`: the root descriptor and the path's on-disk components,
+        below which it opens without following links, and the access's checks for what it
+        meets on the way (links, observers, the call's end). Cancelling the call abandons the
+        thread at once (so a search stuck in one file does not hold up its call's end); ``work``
+        must call :meth:`Subtree.check` before each file it opens, which stops it there.
+        """
+        self._ensure_open("read", path)
+        return await anyio.to_thread.run_sync(
+            self._search_in_thread, path, work, abandon_on_cancel=True
+        )
+
+    def _search_in_thread(self, path: PathArg, work: Callable[[Subtree], T]) -> T:
+        self._ensure_open("read", path)
+        with self.workspace._borrowed_root() as root:
+            key, parts = self._check(path, write=False, verb="read")
+            with self._explained("read", key, parts):
+                return work(Subtree(self, root, key, parts))
+
     def _links_to_readable(self, root: int, link: str) -> bool:
         try:
             key, parts = self.workspace._locate_parts(link)
@@ -441,6 +463,55 @@ class FileAccess:
             gate = self._gate("move", src)
             with self._explained("move", source_key, source, target):
                 _fileops.move(root, source, target, gate, parents=parents, replace=replace)
+
+
+class Subtree:
+    """The tree below a path a search checked (:meth:`FileAccess.search`), in its worker thread.
+
+    ``root`` is the workspace's root descriptor and ``parts`` the path's components as the
+    directories spell them; everything below them is covered by the check already made, as long
+    as it is opened beneath them without following a link (``_beneath``). The methods answer for
+    what the walk meets on the way.
+    """
+
+    __slots__ = ("_access", "_key", "parts", "root")
+
+    def __init__(self, access: FileAccess, root: int, key: Path, parts: tuple[str, ...]) -> None:
+        self._access, self.root, self._key, self.parts = access, root, key, parts
+
+    def check(self) -> None:
+        """Raise if the call was cancelled (its thread abandoned) or has ended; call it before
+        each file the search opens, so an abandoned search stops at the next one."""
+        anyio.from_thread.check_cancelled()
+        if self._access._closed:
+            raise self._access._ended("read", "/".join(self.parts) or ".")
+
+    @property
+    def observed(self) -> bool:
+        """True iff the access has an observer to tell of each file read (:meth:`read`)."""
+        return self._access.observer is not None
+
+    def read(self, relative: tuple[str, ...]) -> None:
+        """Tell the access's observer of a read of ``relative`` (components below ``parts``);
+        the subtree's check covers it."""
+        observer = self._access.observer
+        if observer is not None:
+            fold = self._access.workspace._fold
+            key = Path(self._key.parts + tuple(fold(name) for name in relative))
+            observer(FileAccessed(self._access.call_id, key, False, "read", True))
+
+    def readable_link(self, link: str) -> bool:
+        """True iff the symbolic link ``link`` (root-relative) leads to a regular file in the
+        workspace that the call may read."""
+        return self._access._links_to_readable(self.root, link)
+
+    def read_link(self, link: str, max_bytes: int) -> bytes:
+        """The content of the file the link ``link`` (root-relative) leads to, checked as any
+        read through the access is (raises as :meth:`FileAccess.read_bytes` does)."""
+        access = self._access
+        key, parts = access._check(link, write=False, verb="read")
+        with access._explained("read", key, parts):
+            return _fileops.read_regular(self.root, parts, max_bytes)
 
 
 class _Gate:

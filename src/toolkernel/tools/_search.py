@@ -2,36 +2,73 @@
 
 Globs are wcmatch's (``**`` with GLOBSTAR, ``{a,b}`` with BRACE, dot files matched like any
 other), applied to the path relative to the searched directory (Grep also tries the bare file
-name, so ``glob="*.py"`` finds Python files at any depth).
+name, so ``glob="*.py"`` finds Python files at any depth). Both tools list the tree as ripgrep
+does: ``.gitignore`` files below the searched directory are honoured, ``.git`` is left out,
+hidden files are not (:mod:`._tree_search`).
 
-Grep's regular expressions are the ``regex`` module's (a superset of ``re``). Matching never runs
-on the event loop: a pattern that backtracks catastrophically (``(a|aa)+$`` on a long line) would
-stall every other call and its own timeout. Each file is matched in a worker thread, with
-``concurrent=True`` so the GIL is released while the engine runs (CPython's ``re`` never releases
-it), and every single search is bounded by ``timeout=``: the time left before the call's deadline
-(its run timeout), and at most :data:`SEARCH_TIME_LIMIT`. Cancelling the call abandons the thread
-at once; the thread stops at its next line, or when its current search times out, so no thread
-burns for longer than the call's deadline or :data:`SEARCH_TIME_LIMIT` after it.
+Grep's regular expressions are the ``regex`` module's (a superset of ``re``), matched line by
+line as ``grep`` matches them (:mod:`._line_match`); ``multiline`` matches across lines.
+
+How fast, and why this engine. A search is one worker thread for the whole tree
+(``FileAccess.search``): the walk, every read and every match run there, and the event loop
+waits once. The first version made one thread hop per file and one engine call per line: on a
+tree of 1,321 source files, ``files_with_matches`` took 460 ms against 14 ms for ``grep -rl``,
+and ``content`` 3,023 ms against 17 ms for ``grep -rn``. Now each file is read beneath its
+directory's descriptor (kept open for the run of files in it), a NUL in its first 8 KiB skips
+it unread, and the pattern is searched once in the whole text, only the lines holding a match
+being looked at. Measured side by side on this machine (``benchmarks/search.py``, median of
+alternating runs, two shared cores), the ratio to grep is 0.6-1.3x in every mode on trees of
+1,000 to 100,000 generated files and on the installed packages; ``Glob`` is about 1x ``find``.
+
+The alternatives were measured in the same way and rejected:
+
+- ripgrep: a wheel on PyPI (``ripgrep`` 14.1.0) ships ``rg``; it is 1.5-3x faster than grep
+  on the larger trees, but the Python engine is already within the target, and ``rg`` would
+  bring a second regular-expression dialect (Rust's: no look-around, no backreferences, other
+  classes) whose results would differ from the fallback's, and a process that must be kept
+  beneath the lease (it opens paths by name) and killed on cancellation.
+- RE2 (``google-re2``): linear time, but 2-3x slower than ``regex`` here (every text is
+  encoded to UTF-8 again for each call), and the pattern language differs. ``regex`` is
+  bounded instead: every call into it has ``timeout=``.
+
+Matching never runs on the event loop: a pattern that backtracks catastrophically (``(a|aa)+$``
+on a long line) would stall every other call and its own timeout. The engine runs with
+``concurrent=True``, so the GIL is released while it runs (CPython's ``re`` never releases it),
+and every single call is bounded by ``timeout=``: the time left before the call's deadline (its
+run timeout), and at most :data:`SEARCH_TIME_LIMIT`. Cancelling the call abandons the thread at
+once; the thread stops before its next file, or when its current search times out, so no thread
+burns for longer than the call's deadline or :data:`SEARCH_TIME_LIMIT` after it, and none opens
+a file after its call has ended.
 """
 
 from __future__ import annotations
 
-import errno
 import math
+import re
 import time
-from typing import Final, Literal
+from collections.abc import Callable
+from typing import Final, TypeVar
 
 import anyio
-import anyio.from_thread
-import anyio.to_thread
 import regex
 from wcmatch import glob as wcglob
 
-from .._errors import InvalidClaimError, ToolError
+from .._errors import ToolError
 from ..kernel import ToolContext
 from ._declare import tool
-from ._file_tools import READ_LINE_WIDTH, TEXT_SIZE_LIMIT, fs_of, text_lines
-from ._fs import FileAccess
+from ._file_tools import READ_LINE_WIDTH, TEXT_SIZE_LIMIT, fs_of
+from ._file_types import type_matcher
+from ._fs import FileAccess, Subtree
+from ._line_match import LinePattern, Timeout
+from ._tree_search import (
+    FileFilter,
+    GrepOptions,
+    OutputMode,
+    Searched,
+    SearchTimedOut,
+    grep_tree,
+    list_tree,
+)
 
 __all__ = ["SEARCH_SIZE_LIMIT", "SEARCH_TIME_LIMIT", "compile_glob", "glob", "grep"]
 
@@ -42,8 +79,8 @@ Larger files are skipped unread, and the output names them."""
 SEARCH_TIME_LIMIT: Final = 1.0
 """Seconds one search may take: over a whole file (``files_with_matches``) or over one line."""
 
+T = TypeVar("T")
 _GLOB_FLAGS: Final = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB | wcglob.FORCEUNIX
-OutputMode = Literal["files_with_matches", "content", "count"]
 
 
 def compile_glob(pattern: str) -> wcglob.WcMatcher[str]:
@@ -68,25 +105,18 @@ def compile_glob(pattern: str) -> wcglob.WcMatcher[str]:
         raise ToolError(f"glob {pattern!r} is not a valid pattern: {exc}") from None
 
 
-def _relative_to(base: str, file: str) -> str:
-    if base in ("", "."):
-        return file
-    return file[len(base) + 1 :] if file.startswith(base + "/") else file
-
-
-async def _files_under(fs: FileAccess, given: str) -> tuple[str, list[str]]:
-    """The files below ``given``, and ``given`` spelled as they spell it: on disk, which is not
-    the key's spelling on a file system that folds case or Unicode (``SRC`` walks ``Src``)."""
+async def _search(fs: FileAccess, given: str, work: Callable[[Subtree], T]) -> T:
     try:
-        files = await fs.walk(given)
+        return await fs.search(given, work)
     except FileNotFoundError:
         raise ToolError(f"path {given!r} does not exist") from None
-    return "/".join(fs.workspace._locate_parts(given)[1]), files
 
 
 @tool(reads=["path"], name="Glob")
 async def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     """Find files by glob pattern (`**/*.py`, `src/*.{js,ts}`) under a directory.
+
+    Files ignored by `.gitignore` and the `.git` directory are left out.
 
     Args:
         pattern: The glob, matched against paths relative to `path`.
@@ -94,8 +124,11 @@ async def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     """
     fs = fs_of(ctx)
     matcher = compile_glob(pattern)
-    base, files = await _files_under(fs, path)
-    found = [f for f in files if matcher.match(_relative_to(base, f))]
+
+    def keep(relative: str, name: str) -> bool:
+        return matcher.match(relative)
+
+    found = await _search(fs, path, lambda tree: list_tree(tree, keep))
     if not found:
         return f"no files match {pattern!r} under {path}"
     shown = found[:RESULT_LIMIT]
@@ -110,54 +143,101 @@ async def grep(
     path: str = ".",
     glob: str | None = None,
     output_mode: OutputMode = "files_with_matches",
+    type: str | None = None,
+    ignore_case: bool = False,
+    context: int = 0,
+    before_context: int = 0,
+    after_context: int = 0,
+    multiline: bool = False,
 ) -> str:
-    """Search file contents with a regular expression.
+    """Search file contents with a regular expression, line by line as grep does.
+
+    Files ignored by `.gitignore`, the `.git` directory and binary files are left out.
 
     Args:
         pattern: A Python regular expression.
         path: The file or directory to search. Defaults to the workspace root.
         glob: Only search files whose path (or name) matches this glob, e.g. `*.py`.
         output_mode: `files_with_matches` (paths), `content` (matching lines), or `count`.
+        type: Only search files of this type, as ripgrep names them: `py`, `js`, `ts`, `rust`,
+            `go`, `java`, `c`, `cpp`, `md`...
+        ignore_case: Match letters in either case.
+        context: Lines to show before and after each match (content mode), like grep -C.
+        before_context: Lines to show before each match (content mode), like grep -B.
+        after_context: Lines to show after each match (content mode), like grep -A.
+        multiline: Let the pattern match across lines (`.` matches line ends too).
     """
+    for name, value in (
+        ("context", context),
+        ("before_context", before_context),
+        ("after_context", after_context),
+    ):
+        if value < 0:
+            raise ToolError(f"{name} must be a number of lines from 0, not {value}")
     try:
-        compiled = regex.compile(pattern)
+        compiled = LinePattern.compile(pattern, ignore_case=ignore_case, multiline=multiline)
     except regex.error as exc:
         raise ToolError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
+    keep = _file_filter(glob, type)
+    options = GrepOptions(
+        compiled,
+        output_mode,
+        before=max(before_context, context),
+        after=max(after_context, context),
+        limit=RESULT_LIMIT,
+        width=READ_LINE_WIDTH,
+        max_bytes=SEARCH_SIZE_LIMIT,
+    )
     fs = fs_of(ctx)
-    base, files = await _files_under(fs, path)
-    if glob is not None:
-        matcher = compile_glob(glob)
-        files = [
-            f
-            for f in files
-            if matcher.match(_relative_to(base, f)) or matcher.match(f.rsplit("/", 1)[-1])
-        ]
-    lines: list[str] = []
-    too_large: list[str] = []
-    for file in files:
-        try:
-            data = await fs.read_bytes(file, max_bytes=SEARCH_SIZE_LIMIT)
-        except OSError as exc:
-            if exc.errno == errno.EFBIG:
-                too_large.append(file)
-            continue  # vanished, unreadable, or not a regular file: not a match
-        except InvalidClaimError:
-            continue  # turned into a link out of the workspace (or a loop) since the walk
-        if b"\x00" in data[:8192]:
-            continue
-        text = data.decode("utf-8", errors="replace")
-        hits = await _matching(compiled, text, output_mode, file, pattern)
-        if output_mode == "files_with_matches":
-            if hits:
-                lines.append(file)
-        elif output_mode == "count":
-            if hits:
-                lines.append(f"{file}:{len(hits)}")
-        else:
-            lines.extend(f"{file}:{number}:{line[:READ_LINE_WIDTH]}" for number, line in hits)
-        if len(lines) > RESULT_LIMIT:
-            break
-    skipped = _skipped(too_large)
+    deadline = anyio.current_effective_deadline()
+    budget = deadline - anyio.current_time()  # inf without a run timeout
+    limit = SEARCH_TIME_LIMIT
+    # Never less than a little: a deadline already past cancels us at the next checkpoint.
+    timeout = _timeout(max(budget, 0.01), limit)
+    try:
+        searched = await _search(fs, path, lambda tree: grep_tree(tree, keep, options, timeout))
+    except SearchTimedOut as exc:
+        if budget < limit:
+            # The search ran into the call's own deadline: let the run timeout report it.
+            await anyio.sleep_until(deadline)
+        raise ToolError(
+            f"pattern {pattern!r} took more than {limit:g} s on one "
+            f"{'file' if output_mode == 'files_with_matches' else 'line'} of {exc.file}; it "
+            f"probably backtracks catastrophically (nested or overlapping repetition such as "
+            f"(a+)+ or (a|aa)+): simplify it, or narrow the search with path or glob"
+        ) from None
+    return _grep_output(searched, pattern, path)
+
+
+def _file_filter(glob: str | None, type: str | None) -> FileFilter | None:
+    """What Grep's ``glob`` and ``type`` keep, or None to keep every file."""
+    matcher = compile_glob(glob) if glob is not None else None
+    kind: re.Pattern[str] | None = type_matcher(type) if type is not None else None
+    if matcher is None and kind is None:
+        return None
+
+    def keep(relative: str, name: str) -> bool:
+        if kind is not None and kind.fullmatch(name) is None:
+            return False
+        return matcher is None or matcher.match(relative) or matcher.match(name)
+
+    return keep
+
+
+def _timeout(seconds: float, limit: float) -> Timeout:
+    """Seconds each call into the engine may take: what is left of ``seconds``, at most
+    ``limit`` (the clock starts when this is made; the search runs right after)."""
+    end = time.monotonic() + seconds if math.isfinite(seconds) else math.inf
+
+    def timeout() -> float:
+        return max(min(limit, end - time.monotonic()), 0.0)
+
+    return timeout
+
+
+def _grep_output(searched: Searched, pattern: str, path: str) -> str:
+    lines = searched.lines
+    skipped = _skipped(searched.too_large)
     if not lines:
         return f"no matches for {pattern!r} under {path}" + skipped
     more = len(lines) > RESULT_LIMIT
@@ -174,53 +254,3 @@ def _skipped(too_large: list[str]) -> str:
         f"\n({count} file{'s' if count > 1 else ''} over {SEARCH_SIZE_LIMIT >> 20} MiB not "
         f"searched: {names})"
     )
-
-
-async def _matching(
-    compiled: regex.Pattern[str], text: str, mode: OutputMode, file: str, pattern: str
-) -> list[tuple[int, str]]:
-    """Match ``text`` in a worker thread: the lines that match (one, for files_with_matches)."""
-    deadline = anyio.current_effective_deadline()
-    budget = deadline - anyio.current_time()  # inf without a run timeout
-    # Never less than a little: a deadline already past cancels us at the next checkpoint.
-    seconds = max(budget, 0.01)
-    try:
-        return await anyio.to_thread.run_sync(
-            _match_lines, compiled, text, mode, seconds, abandon_on_cancel=True
-        )
-    except TimeoutError:
-        if budget < SEARCH_TIME_LIMIT:
-            # The search ran into the call's own deadline: let the run timeout report it.
-            await anyio.sleep_until(deadline)
-        raise ToolError(
-            f"pattern {pattern!r} took more than {SEARCH_TIME_LIMIT:g} s on one "
-            f"{'file' if mode == 'files_with_matches' else 'line'} of {file}; it probably "
-            f"backtracks catastrophically (nested or overlapping repetition such as (a+)+ or "
-            f"(a|aa)+): simplify it, or narrow the search with path or glob"
-        ) from None
-
-
-def _match_lines(
-    compiled: regex.Pattern[str],
-    text: str,
-    mode: OutputMode,
-    seconds: float,
-) -> list[tuple[int, str]]:
-    """Runs in a worker thread; every search gets what is left of ``seconds`` (capped).
-
-    Abandoned when its call is cancelled, it stops at its next line (``check_cancelled``).
-    """
-    end = time.monotonic() + seconds if math.isfinite(seconds) else math.inf
-
-    def timeout() -> float:
-        return max(min(SEARCH_TIME_LIMIT, end - time.monotonic()), 0.0)
-
-    if mode == "files_with_matches":
-        found = compiled.search(text, timeout=timeout(), concurrent=True)
-        return [(0, "")] if found is not None else []
-    hits: list[tuple[int, str]] = []
-    for number, line in enumerate(text_lines(text), 1):
-        anyio.from_thread.check_cancelled()
-        if compiled.search(line, timeout=timeout(), concurrent=True) is not None:
-            hits.append((number, line))
-    return hits

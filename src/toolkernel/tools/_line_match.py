@@ -1,0 +1,145 @@
+"""Which lines of a text a Grep pattern matches, as ``grep`` and ripgrep count them.
+
+A pattern is matched against each line on its own (``^`` and ``$`` at the line's ends, nothing
+spanning lines), unless ``multiline``: then against the whole text, with ``.`` matching line
+ends too (ripgrep's ``-U --multiline-dotall``), and every line a match touches is a matching
+line. Lines are split at ``\\n`` only, and a ``\\r`` before it is not part of the line
+(:func:`text_lines`).
+
+Searching line by line costs one call into the engine per line: a 5,000-line file is 5,000
+calls, most of the time of a search. So the pattern is first searched in the whole text (with
+``MULTILINE``, so ``^``/``$`` still mean a line's ends), which skips every line with no match in
+one call; the line holding the start of a match is then searched on its own to confirm it,
+and the search goes on from the next line. That finds the same lines as searching each line
+when the pattern cannot tell a line's end from the text's: a pattern with look-around or
+``\\A``/``\\Z``/``\\z``/``\\G`` (which can see past a line's end), and a text with a ``\\r``
+(``$`` would not match before it), are searched line by line.
+
+Every call into the engine gets ``timeout=`` from the caller's clock; a search that runs out
+raises ``TimeoutError`` (the ``regex`` module's), which the tool turns into a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+import attrs
+import regex
+
+__all__ = ["LinePattern", "text_lines"]
+
+_LINE_BLIND: Final = regex.compile(r"\\[AZzG]|\(\?<?[=!]")
+"""What in a pattern can see past a line's end: it is then searched line by line."""
+
+Timeout = Callable[[], float]
+"""Seconds the next call into the engine may take."""
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text`` as editors and ``cat -n`` count them, without their line ends.
+
+    Only ``\\n`` ends a line (``str.splitlines`` would also split at form feeds, ``\\x1c``,
+    NEL and U+2028, and number lines differently from every editor); the ``\\r`` of a CRLF
+    line end is dropped with it.
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+@attrs.frozen
+class LinePattern:
+    """A compiled Grep pattern; :meth:`compile` it, then ask :meth:`lines` of each text."""
+
+    line: regex.Pattern[str]
+    """The pattern as given, searched in one line (or, ``multiline``, the whole text)."""
+    text: regex.Pattern[str] | None
+    """The pattern with ``MULTILINE``, to find candidate lines in one call; None where it could
+    find fewer lines than searching each (see the module's docstring)."""
+    multiline: bool
+
+    @classmethod
+    def compile(cls, pattern: str, *, ignore_case: bool, multiline: bool) -> LinePattern:
+        """Compile ``pattern`` (raises ``regex.error`` if it is not a valid expression)."""
+        flags = regex.IGNORECASE if ignore_case else 0
+        if multiline:
+            whole = regex.compile(pattern, flags | regex.MULTILINE | regex.DOTALL)
+            return cls(whole, None, True)
+        line = regex.compile(pattern, flags)
+        if _LINE_BLIND.search(pattern):
+            return cls(line, None, False)
+        return cls(line, regex.compile(pattern, flags | regex.MULTILINE), False)
+
+    def lines(self, text: str, timeout: Timeout, *, first: bool = False) -> list[int]:
+        """The 0-based numbers of the lines of ``text`` that match, in order; with ``first``,
+        at most the first one."""
+        if not text:
+            return []
+        if self.multiline:
+            return _spanned_lines(self.line, text, timeout, first)
+        if self.text is None or "\r" in text:
+            return _each_line(self.line, text, timeout, first)
+        return _candidate_lines(self.text, self.line, text, timeout, first)
+
+
+def _each_line(pattern: regex.Pattern[str], text: str, timeout: Timeout, first: bool) -> list[int]:
+    found = []
+    for number, line in enumerate(text_lines(text)):
+        if pattern.search(line, timeout=timeout(), concurrent=True) is not None:
+            found.append(number)
+            if first:
+                break
+    return found
+
+
+def _candidate_lines(
+    whole: regex.Pattern[str], line: regex.Pattern[str], text: str, timeout: Timeout, first: bool
+) -> list[int]:
+    found: list[int] = []
+    position, number, counted = 0, 0, 0  # ``number`` is the line that starts at ``counted``
+    size = len(text)
+    while position < size:
+        match = whole.search(text, position, timeout=timeout(), concurrent=True)
+        if match is None:
+            break
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.start())
+        if end < 0:
+            end = size
+        number += text.count("\n", counted, start)
+        counted = start
+        if match.end() <= end or line.search(text[start:end], timeout=timeout(), concurrent=True):
+            found.append(number)
+            if first:
+                break
+        if end == size:
+            break
+        position = end + 1
+    return found
+
+
+def _spanned_lines(
+    pattern: regex.Pattern[str], text: str, timeout: Timeout, first: bool
+) -> list[int]:
+    found: list[int] = []
+    position, number, counted = 0, 0, 0
+    size = len(text)
+    while position <= size:
+        match = pattern.search(text, position, timeout=timeout(), concurrent=True)
+        if match is None:
+            break
+        begin, finish = match.span()
+        number += text.count("\n", counted, begin)
+        counted = begin
+        last = number + text.count("\n", begin, max(finish - 1, begin))
+        if begin == size and size and text.endswith("\n"):
+            break  # an empty match after the last line end is on no line
+        for line in range(max(number, found[-1] + 1 if found else 0), last + 1):
+            found.append(line)
+        if first and found:
+            break
+        # After an empty match, on to the next line (or the same line is found again and again).
+        position = finish if finish > begin else text.find("\n", begin) + 1 or size + 1
+    return found

@@ -1,0 +1,327 @@
+"""Glob's and Grep's work on one tree, done in one worker thread (``FileAccess.search``).
+
+The walk lists the tree below the checked path as ripgrep does: ``.gitignore`` files met on the
+way are honoured (:mod:`._ignore`), version-control directories (``.git``, ``.hg``, ``.svn``)
+are left out, hidden files are not. Directories are entered with ``O_NOFOLLOW`` relative to their
+parent, so the walk never leaves the tree the call's lease covers; a symbolic link to a file is
+listed only if it leads to a file in the workspace that the call may read, and read through the
+access's own check. Paths no key can name (``MAX_PATH_BYTES``) and trees being deleted are left
+out. The files are then read in sorted order, each opened beneath its directory's descriptor
+without following a link, so the result is the same whatever order the disk lists them in.
+
+Cancellation: the walk checks before each directory and the search before each file
+(:meth:`Subtree.check`); a cancelled call's thread stops there. The engine's own calls are
+bounded by ``timeout=``, so a pattern that backtracks stops within its time limit.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Callable
+from typing import Final, Literal
+
+import attrs
+
+from .._errors import InvalidClaimError
+from ._beneath import open_directory
+from ._fileops import moved_aside
+from ._fs import Subtree
+from ._ignore import IgnoreRules, ignored
+from ._line_match import LinePattern, Timeout, text_lines
+from ._workspace import MAX_PATH_BYTES
+
+__all__ = ["FileFilter", "GrepOptions", "Searched", "SearchTimedOut", "grep_tree", "list_tree"]
+
+VERSION_CONTROL: Final = frozenset({".git", ".hg", ".svn"})
+IGNORE_FILE: Final = ".gitignore"
+IGNORE_FILE_LIMIT: Final = 1 << 20
+"""The largest ``.gitignore`` read (bytes); a larger one is not honoured."""
+BINARY_PROBE: Final = 8192
+"""Bytes read first: a NUL among them makes the file binary, and it is read no further."""
+
+OutputMode = Literal["files_with_matches", "content", "count"]
+FileFilter = Callable[[str, str], bool]
+"""Whether to keep a file, from its path relative to the searched directory and its name."""
+
+
+class SearchTimedOut(Exception):
+    """A call into the engine ran out of time on ``file`` (root-relative)."""
+
+    def __init__(self, file: str) -> None:
+        super().__init__(file)
+        self.file = file
+
+
+@attrs.frozen
+class GrepOptions:
+    pattern: LinePattern
+    mode: OutputMode
+    before: int
+    after: int
+    limit: int
+    """Output lines wanted; the search stops once it has one more (so it can say more were cut)."""
+    width: int
+    """Characters of a line shown."""
+    max_bytes: int
+    """The largest file searched; larger ones are named in :attr:`Searched.too_large`."""
+
+
+@attrs.define
+class Searched:
+    lines: list[str] = attrs.Factory(list)
+    too_large: list[str] = attrs.Factory(list)
+
+
+def list_tree(tree: Subtree, keep: FileFilter | None) -> list[str]:
+    """The root-relative paths of the files below ``tree`` that ``keep`` keeps, sorted."""
+    return [path for path, _ in _walk(tree, keep)]
+
+
+def grep_tree(
+    tree: Subtree, keep: FileFilter | None, options: GrepOptions, timeout: Timeout
+) -> Searched:
+    """Search the files below ``tree`` that ``keep`` keeps, in sorted order, until
+    ``options.limit`` output lines are exceeded."""
+    searched = Searched()
+    lines = searched.lines
+    base_depth = len(tree.parts)
+    context = options.mode == "content" and (options.before or options.after)
+    reader = _Reader(tree)
+    try:
+        for path, linked in _walk(tree, keep):
+            tree.check()
+            try:
+                data = reader.read(path, linked, options.max_bytes)
+            except OSError as exc:
+                if exc.errno == errno.EFBIG:
+                    searched.too_large.append(path)
+                continue  # vanished, unreadable, or not a regular file: not a match
+            except InvalidClaimError:
+                continue  # turned into a link out of the workspace (or a loop) since the walk
+            if data is None:
+                continue  # binary
+            if tree.observed:
+                tree.read(tuple(path.split("/")[base_depth:]))
+            text = data.decode("utf-8", errors="replace")
+            try:
+                found = options.pattern.lines(
+                    text, timeout, first=options.mode == "files_with_matches"
+                )
+            except TimeoutError:
+                raise SearchTimedOut(path) from None
+            if not found:
+                continue
+            if options.mode == "files_with_matches":
+                lines.append(path)
+            elif options.mode == "count":
+                lines.append(f"{path}:{len(found)}")
+            elif context:
+                if lines:
+                    lines.append("--")
+                _with_context(lines, path, text_lines(text), found, options)
+            else:
+                _content(lines, path, text, found, options.width)
+            if len(lines) > options.limit:
+                break
+    finally:
+        reader.close()
+    return searched
+
+
+def _content(lines: list[str], path: str, text: str, found: list[int], width: int) -> None:
+    # Only the matching lines are cut out of the text: splitting a big file into lines costs
+    # more than the search.
+    position, number = 0, 0
+    for wanted in found:
+        while number < wanted:
+            position = text.index("\n", position) + 1
+            number += 1
+        end = text.find("\n", position)
+        line = text[position : end if end >= 0 else len(text)]
+        if line.endswith("\r"):
+            line = line[:-1]
+        lines.append(f"{path}:{number + 1}:{line[:width]}")
+
+
+def _with_context(
+    lines: list[str], path: str, all_lines: list[str], found: list[int], options: GrepOptions
+) -> None:
+    """The matching lines as ``path:n:line`` and their context as ``path-n-line``, groups that
+    do not touch separated by ``--`` (as ``grep -n -C`` prints them)."""
+    matching = set(found)
+    shown_until = -1
+    for number in found:
+        start = max(number - options.before, shown_until + 1, 0)
+        if shown_until >= 0 and start > shown_until + 1:
+            lines.append("--")
+        stop = min(number + options.after, len(all_lines) - 1)
+        for index in range(start, stop + 1):
+            if index <= shown_until:
+                continue
+            mark = ":" if index in matching else "-"
+            lines.append(f"{path}{mark}{index + 1}{mark}{all_lines[index][: options.width]}")
+        shown_until = max(shown_until, stop)
+
+
+class _Reader:
+    """Reads the files of a walk, keeping the last directory open: sorted paths come in runs
+    of one directory, so most files cost one ``openat``."""
+
+    def __init__(self, tree: Subtree) -> None:
+        self._tree = tree
+        self._directory: str | None = None
+        self._fd = -1
+
+    def read(self, path: str, linked: bool, max_bytes: int) -> bytes | None:
+        """The content of ``path`` (root-relative), or None if it is binary."""
+        if linked:
+            data = self._tree.read_link(path, max_bytes)
+            return None if b"\x00" in data[:BINARY_PROBE] else data
+        directory, _, name = path.rpartition("/")
+        if directory != self._directory:
+            self.close()
+            parts = tuple(directory.split("/")) if directory else ()
+            self._fd = open_directory(self._tree.root, parts)
+            self._directory = directory
+        return read_searchable(self._fd, name, max_bytes, path)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            self._directory = None
+
+
+_READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def read_searchable(directory: int, name: str, max_bytes: int, path: str) -> bytes | None:
+    """The content of regular file ``name`` in ``directory``, None if it is binary (a NUL in
+    its first :data:`BINARY_PROBE` bytes, which are all that is read of it then).
+
+    Raises ``OSError`` for anything but a regular file (opened ``O_NONBLOCK | O_NOFOLLOW``, so a
+    fifo never blocks and a link is refused), and ``EFBIG`` for one over ``max_bytes``.
+    """
+    fd = os.open(name, _READ_FLAGS, dir_fd=directory)
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        if status.st_size > max_bytes:
+            raise OSError(errno.EFBIG, "too large", path)
+        head = os.read(fd, BINARY_PROBE)
+        if b"\x00" in head:
+            return None
+        if len(head) < BINARY_PROBE:
+            return head
+        chunks = [head]
+        left = max_bytes + 1 - len(head)
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            left -= len(chunk)
+        raise OSError(errno.EFBIG, "too large", path)  # grew past the limit since the fstat
+    finally:
+        os.close(fd)
+
+
+def _walk(tree: Subtree, keep: FileFilter | None) -> list[tuple[str, bool]]:
+    """The files below ``tree`` (root-relative, and whether each is a link), sorted."""
+    root, parts = tree.root, tree.parts
+    base = "/".join(parts)
+    try:
+        top = open_directory(root, parts)
+    except NotADirectoryError:
+        # A file given as the path is searched whatever the ignore files say, as ripgrep does.
+        name = parts[-1]
+        directory = open_directory(root, parts[:-1])
+        try:
+            regular = stat.S_ISREG(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode)
+        finally:
+            os.close(directory)
+        return [(base, False)] if regular and (keep is None or keep(base, name)) else []
+    found: list[tuple[str, bool]] = []
+    prefix = base + "/" if base else ""
+    ignores: list[tuple[str, IgnoreRules]] = []
+    # Each frame: an open directory, its path below the base, the entries still to look at,
+    # and how many ignore files were in force above it.
+    frames: list[tuple[int, str, list[os.DirEntry[str]], int]] = []
+    try:
+        frames.append((top, "", _enter(tree, top, "", ignores), 0))
+        while frames:
+            fd, below, pending, depth = frames[-1]
+            if not pending:
+                frames.pop()
+                os.close(fd)
+                del ignores[depth:]
+                continue
+            item = pending.pop()
+            name = item.name
+            relative = below + name
+            if moved_aside(name) or len(os.fsencode(prefix + relative)) > MAX_PATH_BYTES:
+                continue  # being deleted, or no key can name it (nor anything below it)
+            if item.is_dir(follow_symlinks=False):
+                if name in VERSION_CONTROL or (ignores and ignored(ignores, relative, is_dir=True)):
+                    continue
+                # A tree can be huge: the call's cancellation (its run timeout) stops the walk.
+                tree.check()
+                try:
+                    child = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
+                except OSError:
+                    continue  # vanished, unreadable, or swapped for a link: skip it, like rg
+                depth_here = len(ignores)
+                try:
+                    entries = _enter(tree, child, relative, ignores)
+                except BaseException:
+                    os.close(child)
+                    raise
+                frames.append((child, relative + "/", entries, depth_here))
+                continue
+            link = item.is_symlink()
+            if not (link or item.is_file(follow_symlinks=False)):
+                continue
+            if ignores and ignored(ignores, relative, is_dir=False):
+                continue
+            if keep is not None and not keep(relative, name):
+                continue
+            if link and not tree.readable_link(prefix + relative):
+                continue
+            found.append((prefix + relative, link))
+    finally:
+        for fd, _, _, _ in frames:
+            os.close(fd)
+    found.sort()
+    return found
+
+
+_DIRECTORY_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _enter(
+    tree: Subtree, fd: int, relative: str, ignores: list[tuple[str, IgnoreRules]]
+) -> list[os.DirEntry[str]]:
+    """The entries of directory ``fd`` (``relative`` below the base); its ``.gitignore``, if
+    any, joins ``ignores``."""
+    try:
+        with os.scandir(fd) as iterator:
+            entries = list(iterator)
+    except OSError:
+        return []  # unreadable: skip it, like rg
+    for entry in entries:
+        if entry.name == IGNORE_FILE and entry.is_file(follow_symlinks=False):
+            try:
+                data = read_searchable(fd, IGNORE_FILE, IGNORE_FILE_LIMIT, IGNORE_FILE)
+            except OSError:
+                break
+            if tree.observed:
+                tree.read((*relative.split("/"), IGNORE_FILE) if relative else (IGNORE_FILE,))
+            if data:
+                rules = IgnoreRules.parse(data.decode("utf-8", errors="replace"))
+                if rules.rules:
+                    ignores.append((relative, rules))
+            break
+    return entries
