@@ -153,7 +153,7 @@ def coerce(raw: str, schema: Any) -> Any:
         return raw
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than json reads: as typed
         return raw
 
 
@@ -161,11 +161,18 @@ def format_arguments(arguments: Mapping[str, Any], width: int = 60) -> str:
     """Arguments as they would be typed: ``file_path=a.txt limit=20``, long values cut."""
     parts = []
     for key, value in arguments.items():
-        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        text = value if isinstance(value, str) else _json_text(value)
         if len(text) > width:
             text = text[: width - 3] + "..."
         parts.append(f"{key}={shlex.quote(text) if text else chr(34) * 2}")
     return " ".join(parts)
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, default=str)
+    except (ValueError, RecursionError):  # nested too deep to write, or holding itself
+        return f"({type(value).__name__})"
 
 
 # -- completion ----------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def call_line(call: ToolCall, prefix: str = "→") -> Text:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than json reads
             arguments = {"(arguments)": arguments}
     text = Text(f"{prefix} ")
     text.append(call.id, "bold")

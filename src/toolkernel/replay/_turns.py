@@ -24,6 +24,7 @@ exact in floating point, so a schedule can be compared with ``==``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import statistics
@@ -148,7 +149,13 @@ def is_read_only_call(tool: str, args: Mapping[str, Any]) -> bool:
 
 
 def recorded_call(call_id: str, tool: str, args: Mapping[str, Any], ms: float) -> RecordedCall:
-    """A call with its claims and coarse read-only-ness worked out."""
+    """A call with its claims and coarse read-only-ness worked out. Raises ``ValueError`` if
+    ``ms`` is not a finite, non-negative number of milliseconds."""
+    if isinstance(ms, bool) or not isinstance(ms, int | float) or not 0 <= ms < math.inf:
+        raise ValueError(
+            f"the duration of call {call_id} must be a finite, non-negative number of "
+            f"milliseconds, not {ms!r}"
+        )
     kept = {k: args[k] for k in ("file_path", "path", "command") if args.get(k) is not None}
     return RecordedCall(
         call_id, tool, kept, ms, claims_for(tool, kept), is_read_only_call(tool, kept)
@@ -178,6 +185,11 @@ _TURN_FORMAT = (
 def _turn(file: str | os.PathLike[str], number: int, line: str) -> RecordedTurn:
     try:
         turn = json.loads(line)
+    except RecursionError:
+        raise ValueError(
+            f"{os.fspath(file)}: line {number} is nested too deeply to read; a trace holds "
+            f"{_TURN_FORMAT}"
+        ) from None
     except ValueError:
         raise ValueError(
             f"{os.fspath(file)}: line {number} is not JSON; a trace holds {_TURN_FORMAT}"
@@ -185,16 +197,38 @@ def _turn(file: str | os.PathLike[str], number: int, line: str) -> RecordedTurn:
     try:
         calls = tuple(
             recorded_call(
-                str(c["id"]), str(c["tool"]), c.get("args") or {}, round(c["duration_s"] * 1000)
+                str(c["id"]), str(c["tool"]), c.get("args") or {}, _milliseconds(c["duration_s"])
             )
             for c in turn["calls"]
         )
         return RecordedTurn(f"{turn['session']} turn {turn['turn']}", calls)
+    except RecursionError:  # an id or a label nested too deeply to spell
+        raise ValueError(
+            f"{os.fspath(file)}: line {number} is not a recorded turn (a value in it is nested "
+            f"too deeply); a trace holds {_TURN_FORMAT}"
+        ) from None
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise ValueError(
             f"{os.fspath(file)}: line {number} is not a recorded turn ({type(exc).__name__}: "
             f"{exc}); a trace holds {_TURN_FORMAT}"
         ) from None
+
+
+def _milliseconds(seconds: object) -> float:
+    """A recorded ``duration_s`` in whole milliseconds; ``ValueError`` unless it is a finite,
+    non-negative number (JSON allows ``Infinity``, ``NaN`` and ``-5`` alike)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise ValueError(f"duration_s must be a number of seconds, not {seconds!r}")
+    if not 0 <= seconds < math.inf:
+        raise ValueError(f"duration_s must be finite and not negative, not {seconds!r}")
+    if seconds * 1000 > _LONGEST_MS:
+        raise ValueError(f"duration_s must be at most {_LONGEST_MS // 1000} s, not {seconds!r}")
+    return round(seconds * 1000)
+
+
+# Beyond 2^53 ms (285,000 years) whole milliseconds are no longer exact in floating point, and
+# a schedule's sums could not be compared with ``==``.
+_LONGEST_MS = 2**53
 
 
 def with_durations(turn: RecordedTurn, durations: Iterable[float]) -> RecordedTurn:
