@@ -671,6 +671,11 @@ def test_bad_declarations_are_refused_when_wrapping(tmp_path: pathlib.Path) -> N
                 tk.ToolDeclarationError,
                 "two tools given to leased",
             ),
+            (
+                lambda: leased(tools, kernel, reads=["path"]),
+                tk.ToolDeclarationError,
+                "tool name: ",
+            ),
             (lambda: leased([print], kernel), TypeError, "function tools"),
             (lambda: leased(tools, None), TypeError, "the kernel"),
             (

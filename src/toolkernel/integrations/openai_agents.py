@@ -47,55 +47,41 @@ message, ``timeout_error_function``, or ``raise_exception``); the runner's own t
 count the wait for an earlier call's leases, so the copy's ``timeout_seconds`` is None. A
 cancelled invocation (the runner cancels its task: a sibling's failure, the caller's
 cancellation) cancels its kernel call; its leases return before the cancellation goes on. A
-kernel call cancelled by the kernel (closing, ``kernel.cancel``) cancels the tool, and holds
-its leases until the tool has ended.
+kernel call cancelled by the kernel (closing, ``kernel.cancel``) cancels the tool (the model
+sees the SDK's answer for a cancelled tool), and holds its leases until the tool has ended.
 
-The tool runs in the runner's own task (its context variables, its tracing span); the kernel
-holds the leases in a call of its own meanwhile, which waits for the tool and fills one of
-``max_concurrency``'s places. Under asyncio only, as the SDK is. The kernel's before-hooks may
-block a call or supply its result, not rewrite its arguments (the SDK parses those itself).
+**Where the tool runs**: in the runner's own task (its context variables, its tracing span), as
+without leases; the kernel holds the leases in a call of its own meanwhile, which fills one of
+``max_concurrency``'s places (see ``_held_calls``). An agent used as a tool (``Agent.as_tool``)
+whose own agent calls leased tools of the same kernel should be declared as touching nothing
+itself (``claims={"helper": lambda args: []}``): undeclared, it is a barrier its agent's calls
+would wait for for ever, and they fail with a :class:`~toolkernel.DeadlockError` saying so.
+Under asyncio only, as the SDK is. The kernel's before-hooks may block a call or supply its
+result, not rewrite its arguments (the SDK parses those itself).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import copy
 import functools
 import inspect
-import itertools
 import json
-import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-import anyio
-
-from .._errors import (
-    DeadlockError,
-    InvalidClaimError,
-    KernelClosedError,
-    ToolDeclarationError,
-    ToolError,
-)
-from ..kernel import (
-    CallBlocked,
-    CallEvent,
-    CallFinished,
-    CallHandle,
-    CallStarted,
-    Kernel,
-    KeyFunction,
-    Status,
-    ToolCall,
-)
-from ..kernel import ToolContext as KernelContext
+from .._errors import InvalidClaimError, ToolDeclarationError
+from ..kernel import Kernel, KeyFunction
 from ..locks import Claim, Mode, Path, exclusive, shared
+from ._held_calls import Calls, Invocation, run_held
 
 try:
     from agents import FunctionTool
     from agents.exceptions import ToolTimeoutError
+
+    # The SDK's invoker class is private, but what the SDK does for a tool depends on it
+    # (``tool.__wrapped__``, preparing arguments for an approval policy, failure handling):
+    # the leased invoker of an ``@function_tool`` tool is one, so all of that keeps working.
     from agents.tool import (
         _FailureHandlingFunctionToolInvoker,
         default_tool_timeout_error_message,
@@ -117,12 +103,6 @@ ToolClaimsFunction = Callable[[FunctionTool, Mapping[str, Any]], Iterable[Claim]
 ``reads``/``writes``, or makes it a barrier."""
 
 _Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
-
-_running: contextvars.ContextVar[tuple[_Invocation, ...]] = contextvars.ContextVar(
-    "toolkernel_openai_agents_running", default=()
-)
-"""The leased invocations whose tools this task runs (the tasks a tool starts inherit it): a
-leased call made from inside one, as by an agent used as a tool, must not wait for it."""
 
 
 def leased(
@@ -166,6 +146,11 @@ def leased(
             f"claims= takes {{tool name: function of the arguments}} or one function "
             f"(tool, arguments) -> claims; not {claims!r}"
         )
+    for option, paths in (("reads", reads), ("writes", writes)):
+        if paths is not None and not isinstance(paths, Mapping):
+            raise ToolDeclarationError(
+                f"{option}= takes {{tool name: [names of arguments holding paths]}}, not {paths!r}"
+            )
     for option, mapping in (("reads", reads), ("writes", writes), ("claims", by_tool)):
         for name in mapping or {}:
             if name not in names:
@@ -173,7 +158,7 @@ def leased(
                     f"{option}= names tool {name!r}, but no tool given to leased() has that "
                     f"name; they are {', '.join(names) or 'none'}"
                 )
-    dispatch = _Dispatch.of(kernel)
+    calls = Calls.of(kernel)
     return [
         _leased_copy(
             tool,
@@ -184,7 +169,7 @@ def leased(
                 claims=by_tool.get(tool.name),
                 tool_claims=None if isinstance(claims, Mapping) else claims,
             ),
-            dispatch,
+            calls,
         )
         for tool in given
     ]
@@ -303,276 +288,35 @@ def _parsed(input_json: str) -> Mapping[str, Any] | None:
     return arguments if isinstance(arguments, dict) else None
 
 
-# -- one invocation: the kernel's call holding the leases, the SDK's task running the tool -----
+def _submit(calls: Calls, declaration: _Declaration, ctx: Any, input_json: str) -> Invocation:
+    """Submit an invocation to the kernel, under the SDK's call id (the tool's name for a
+    context that has none)."""
+    tool = declaration.tool
+    call_id = getattr(ctx, "tool_call_id", None) or tool.name
+    arguments = _parsed(input_json)
+    if arguments is None:
+        return calls.submit(tool.name, call_id, {}, _barrier)
+    return calls.submit(tool.name, call_id, arguments, declaration.of_call)
 
 
-class _Invocation:
-    """One invocation of a leased tool: submitted to the kernel when the runner invokes the
-    tool; granted when the kernel's call starts; ended when the tool returns or fails."""
-
-    __slots__ = (
-        "call_id",
-        "callers",
-        "deadlock",
-        "done",
-        "ended",
-        "failure",
-        "granted",
-        "handle",
-        "ready",
-        "started",
-        "stopped",
-        "task",
-        "waits_for",
-    )
-
-    def __init__(self, call_id: str) -> None:
-        loop = asyncio.get_running_loop()
-        self.call_id = call_id
-        self.handle: CallHandle | None = None
-        self.callers = _running.get()  # the leased tools this call is made from inside
-        self.deadlock: str | None = None  # why it would wait for one of them for ever
-        self.waits_for: tuple[str, ...] = ()  # the calls it waits behind, when blocked
-        # Each future has one waiter (cancelling a waiter cancels its future, so the flags
-        # say what happened): ``ready`` the SDK's task, ``done`` the kernel's call.
-        self.ready: asyncio.Future[None] = loop.create_future()  # granted, or finished unrun
-        self.done: asyncio.Future[None] = loop.create_future()  # the tool has ended
-        self.granted = False
-        self.ended = False
-        self.stopped = False  # the kernel cancelled the call
-        self.failure: str | None = None  # why the tool failed, for the kernel's result
-        self.started = False  # the SDK awaited the invocation
-        self.task: asyncio.Task[Any] | None = None  # the SDK's task running the tool
-
-    def wake(self) -> None:
-        if not self.ready.done():
-            self.ready.set_result(None)
-
-    def end(self, failure: BaseException | None = None) -> None:
-        if failure is not None and self.failure is None:
-            self.failure = f"{type(failure).__name__}: {failure}"
-        self.ended = True
-        if not self.done.done():
-            self.done.set_result(None)
-
-    def cancel(self) -> None:
-        if self.handle is not None:
-            self.handle.cancel()
-        self.end()
-
-    async def held(self) -> None:
-        """The kernel's call: hold the leases until the tool has ended. If the kernel cancels
-        the call (closing, ``kernel.cancel``), the tool is cancelled in its own task (the SDK
-        then answers the model as for any cancelled tool) and the leases are held until it
-        has ended."""
-        try:
-            if not self.ended:
-                await self.done
-        finally:
-            if not self.ended:
-                self.stopped = True
-                if self.task is not None:
-                    self.task.cancel()
-                with anyio.CancelScope(shield=True):
-                    self.done = asyncio.get_running_loop().create_future()
-                    await self.done
-
-    def unrun_output(self) -> Any:
-        """For a call the kernel finished without running the tool: the output a before-hook
-        supplied, or else the kernel's error raised (for the tool's failure handling)."""
-        if self.deadlock is not None:
-            raise DeadlockError(self.deadlock)
-        result = self.handle.result if self.handle is not None else None
-        if result is not None and result.status is Status.OK:
-            return result.output
-        if result is None:
-            raise KernelClosedError("the kernel closed before the call could be submitted")
-        error = result.exception
-        if isinstance(error, Exception):
-            raise error
-        raise ToolError(result.error or result.status.value)
+def _barrier(arguments: Mapping[str, Any], key: KeyFunction) -> None:
+    return None
 
 
-class _Hold:
-    """The kernel's side of one invocation, as a tool of its batch: its claims, and a run that
-    holds the leases until the SDK's task has run the tool."""
-
-    __slots__ = ("_arguments_ok", "_declaration", "_invocation", "name")
-    wait_timeout = None
-    run_timeout = None  # the SDK's timeout_seconds bounds the tool, in the SDK's task
-
-    def __init__(self, declaration: _Declaration, invocation: _Invocation, ok: bool) -> None:
-        self.name = declaration.tool.name
-        self._declaration = declaration
-        self._invocation = invocation
-        self._arguments_ok = ok
-
-    def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(arguments)  # checked by the SDK, in the tool's own way
-
-    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
-        if not self._arguments_ok:
-            return None
-        return self._declaration.of_call(arguments, key)
-
-    async def invoke(self, ctx: KernelContext, arguments: Mapping[str, Any]) -> Any:
-        invocation = self._invocation
-        invocation.granted = True
-        invocation.wake()
-        await invocation.held()
-        if invocation.failure is not None:
-            raise ToolError(invocation.failure)
-        return None
-
-
-class _Dispatch:
-    """A kernel's invocations of leased tools, by call id: tells each when the kernel finished
-    its call without running it (denied, timed out waiting, cancelled, closed)."""
-
-    _kernels: ClassVar[weakref.WeakKeyDictionary[Kernel, _Dispatch]] = weakref.WeakKeyDictionary()
-
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self.live: dict[str, _Invocation] = {}
-        self.nested_waiting: dict[str, _Invocation] = {}  # blocked, made inside leased tools
-        self._numbers = itertools.count(2)
-        kernel.add_listener(self._event)
-
-    @classmethod
-    def of(cls, kernel: Kernel) -> _Dispatch:
-        found = cls._kernels.get(kernel)
-        if found is None:
-            found = cls._kernels[kernel] = cls(kernel)
-        return found
-
-    def _event(self, event: CallEvent) -> None:
-        if type(event) is CallFinished:
-            invocation = self.live.get(event.call_id)
-            # The id may be another call's, of the kernel's own tools: ours has its result.
-            handle = invocation.handle if invocation is not None else None
-            if invocation is not None and handle is not None and handle.finished:
-                del self.live[event.call_id]
-                self.nested_waiting.pop(event.call_id, None)
-                invocation.wake()
-            if self.nested_waiting:
-                self._check_nested()  # the call that ended may leave only their callers
-        elif type(event) is CallBlocked:
-            blocked = self.live.get(event.call_id)
-            if blocked is not None and blocked.callers:
-                blocked.waits_for = event.waits_for
-                self.nested_waiting[event.call_id] = blocked
-                self._check_nested()
-        elif type(event) is CallStarted and self.nested_waiting:
-            self.nested_waiting.pop(event.call_id, None)
-
-    def _check_nested(self) -> None:
-        """Fail each call made from inside leased tools (an agent used as a tool) that waits
-        for them: behind one of their leases, or for a place in ``max_concurrency`` while
-        only they run. They hold what they hold until the call has ended: it would wait for
-        ever."""
-        running = None
-        for call_id, blocked in list(self.nested_waiting.items()):
-            callers = [c for c in blocked.callers if self.live.get(c.call_id) is c]
-            if not callers:
-                continue
-            held = next((c for c in callers if c.call_id in blocked.waits_for), None)
-            if held is not None:
-                what = "leases"
-            else:
-                if running is None:
-                    running = [info.call_id for info in self.kernel.snapshot().running]
-                ids = {c.call_id for c in callers}
-                if not running or len(running) > len(ids) or not ids.issuperset(running):
-                    continue
-                held, what = callers[-1], "places in max_concurrency"
-            name = held.handle.call.name if held.handle is not None else "?"
-            blocked.deadlock = (
-                f"this call waits for the {what} of the tool {name!r} (call {held.call_id}), "
-                f"which it was made from inside: that tool holds them until this call has "
-                f"ended, so it would wait for ever. Declare what {name!r} itself touches (for "
-                f"a tool that runs an agent whose own tools hold their leases: "
-                f"claims={{{name!r}: lambda args: []}}), and leave its calls room in "
-                f"max_concurrency"
-            )
-            del self.nested_waiting[call_id]
-            if blocked.handle is not None:
-                blocked.handle.cancel()
-
-    def submit(self, declaration: _Declaration, context: Any, input_json: str) -> _Invocation:
-        """Submit one invocation (synchronously: this fixes its place in the kernel's order)."""
-        call_id = getattr(context, "tool_call_id", None) or declaration.tool.name
-        if call_id in self.live:
-            call_id = f"{call_id}#{next(self._numbers)}"  # another run's call of the same id
-        invocation = _Invocation(call_id)
-        arguments = _parsed(input_json)
-        hold = _Hold(declaration, invocation, arguments is not None)
-        call = ToolCall(call_id, declaration.tool.name, arguments or {})
-        self.live[call_id] = invocation
-        with contextlib.suppress(KernelClosedError):  # no handle: the outcome says so
-            invocation.handle = self.kernel.submit(call, tools=[hold])
-        if invocation.deadlock is not None and invocation.handle is not None:
-            invocation.handle.cancel()  # found blocked while it was being submitted
-        if invocation.handle is None or invocation.handle.finished:
-            self.live.pop(call_id, None)
-            invocation.wake()  # refused at admission, or a before-hook answered at once
-        task = asyncio.current_task()
-        if task is not None:
-            # The runner may cancel the task that awaits the invocation before it ever starts
-            # (a timeout's task); then nothing else would end the kernel's call.
-            task.add_done_callback(functools.partial(_abandon, invocation))
-        return invocation
-
-
-def _abandon(invocation: _Invocation, _task: object) -> None:
-    if not invocation.started:
-        invocation.cancel()
-
-
-async def _run_leased(
-    invocation: _Invocation,
+def _timed(
+    invocation: Invocation,
     declaration: _Declaration,
     ctx: Any,
     run: Callable[[], Awaitable[Any]],
-    failed: Callable[[Exception], Awaitable[Any]],
-) -> Any:
-    """Wait for the leases, run the tool (``run``) holding them within the tool's timeout,
-    and hand the kernel's own failures to ``failed`` (the tool's failure handling)."""
-    invocation.started = True
-    invocation.task = asyncio.current_task()
-    try:
-        await invocation.ready
-        if invocation.stopped:  # by the kernel, before this task came to run the tool
-            raise asyncio.CancelledError
-    except BaseException:
-        invocation.cancel()  # withdrawn while waiting: it never held a lease
-        await _unwound(invocation)
-        raise
-    if not invocation.granted:
-        try:
-            return invocation.unrun_output()
-        except Exception as error:
-            return await failed(error)
-    running = _running.set((*invocation.callers, invocation))
-    try:
-        if declaration.timeout is None:
-            output = await run()
-        else:
-            output = await _within(invocation, declaration, ctx, run)
-    except asyncio.CancelledError:
-        invocation.cancel()
-        await _unwound(invocation)
-        raise
-    except BaseException as error:
-        invocation.end(error)
-        raise
-    finally:
-        _running.reset(running)
-    invocation.end()
-    return output
+) -> Callable[[], Awaitable[Any]]:
+    """``run`` within the tool's ``timeout_seconds``, if it has one."""
+    if declaration.timeout is None:
+        return run
+    return functools.partial(_within, invocation, declaration, ctx, run)
 
 
 async def _within(
-    invocation: _Invocation,
+    invocation: Invocation,
     declaration: _Declaration,
     ctx: Any,
     run: Callable[[], Awaitable[Any]],
@@ -599,14 +343,6 @@ async def _within(
         return await answer if inspect.isawaitable(answer) else answer
 
 
-async def _unwound(invocation: _Invocation) -> None:
-    """Wait until the kernel's call has finished, so its leases are back when a cancellation
-    goes on (a second cancellation stops the wait)."""
-    handle = invocation.handle
-    if handle is not None and not handle.finished:
-        await handle.wait_finished()
-
-
 # -- the leased copies -------------------------------------------------------------------------
 
 
@@ -624,7 +360,7 @@ class _LeasedInvoker(_FailureHandlingFunctionToolInvoker):
         self,
         original: _FailureHandlingFunctionToolInvoker,
         declaration: _Declaration,
-        dispatch: _Dispatch,
+        dispatch: Calls,
         *,
         function_tool: FunctionTool | None = None,
     ) -> None:
@@ -648,11 +384,10 @@ class _LeasedInvoker(_FailureHandlingFunctionToolInvoker):
         )
 
     def __call__(self, ctx: ToolContext[Any], input: str) -> Any:
-        invocation = self._dispatch.submit(self._declaration, ctx, input)
+        invocation = _submit(self._dispatch, self._declaration, ctx, input)
         invoke = super().__call__
-        return _run_leased(
-            invocation, self._declaration, ctx, lambda: invoke(ctx, input), self._failed(ctx, input)
-        )
+        run = _timed(invocation, self._declaration, ctx, lambda: invoke(ctx, input))
+        return run_held(invocation, run, self._failed(ctx, input))
 
     def _failed(self, ctx: ToolContext[Any], input_json: str) -> Callable[[Exception], Any]:
         async def failed(error: Exception) -> Any:
@@ -669,13 +404,13 @@ class _LeasedInvoker(_FailureHandlingFunctionToolInvoker):
         return failed
 
 
-def _plain_invoker(original: _Invoker, declaration: _Declaration, dispatch: _Dispatch) -> _Invoker:
+def _plain_invoker(original: _Invoker, declaration: _Declaration, dispatch: Calls) -> _Invoker:
     """An invoker for a ``FunctionTool`` built by hand (its own ``on_invoke_tool``): the same
     signature (the SDK picks the context it passes from it), submitting synchronously."""
 
     @functools.wraps(original)
     def invoke(ctx: Any, input_json: str) -> Awaitable[Any]:
-        invocation = dispatch.submit(declaration, ctx, input_json)
+        invocation = _submit(dispatch, declaration, ctx, input_json)
 
         async def failed(error: Exception) -> Any:
             result = await maybe_invoke_function_tool_failure_error_function(
@@ -685,14 +420,13 @@ def _plain_invoker(original: _Invoker, declaration: _Declaration, dispatch: _Dis
                 raise error
             return result
 
-        return _run_leased(invocation, declaration, ctx, lambda: original(ctx, input_json), failed)
+        run = _timed(invocation, declaration, ctx, lambda: original(ctx, input_json))
+        return run_held(invocation, run, failed)
 
     return invoke
 
 
-def _leased_copy(
-    tool: FunctionTool, declaration: _Declaration, dispatch: _Dispatch
-) -> FunctionTool:
+def _leased_copy(tool: FunctionTool, declaration: _Declaration, dispatch: Calls) -> FunctionTool:
     leased_tool = copy.copy(tool)  # the SDK's own copy: every field, subclasses kept
     declaration.tool = leased_tool
     # The SDK's timeout would count a wait for leases too: the copy counts from the grant.

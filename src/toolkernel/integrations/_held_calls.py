@@ -1,0 +1,332 @@
+"""A framework's tool call whose leases a call of the kernel holds while the framework's own
+task runs the tool.
+
+Agent frameworks run each tool call in a task of their own, whose context variables (tracing
+spans, the run's context) and cancellation (their timeouts, a failed sibling) the tool must
+keep. So the tool is not run by the kernel: :meth:`Calls.submit` submits a call of a stand-in
+tool (``_Hold``) carrying the real tool's claims; when its leases are granted, the stand-in
+wakes the framework's task (:func:`run_held`), which runs the tool and then lets the stand-in
+return, giving the leases back.
+
+- A call the kernel ends without running the stand-in (its policy denied it, the wait for
+  leases timed out, the kernel closed, a before-hook answered) wakes the framework's task too
+  (a kernel listener hears its ``CallFinished``), with the kernel's error to hand to the tool's
+  failure handling.
+- The framework cancelling its task withdraws the waiting call, or cancels the running one;
+  the cancellation goes on once the leases are back. The kernel cancelling the stand-in
+  (``kernel.cancel``, closing) cancels the framework's task, and holds the leases until the
+  tool has stopped.
+- A call made from inside a tool that holds leases (an agent used as a tool, its agent calling
+  leased tools of the same kernel) is not a nested call to the kernel, which can't know the
+  framework's task is its caller's: if it waits behind its callers' leases, or for a place in
+  ``max_concurrency`` while only its callers run, it would wait for ever, and fails with a
+  :class:`~toolkernel.DeadlockError` saying so instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import itertools
+import weakref
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import anyio
+
+from .._errors import DeadlockError, KernelClosedError, ToolError
+from ..kernel import (
+    CallBlocked,
+    CallEvent,
+    CallFinished,
+    CallHandle,
+    CallStarted,
+    Kernel,
+    KeyFunction,
+    Status,
+    ToolCall,
+)
+from ..kernel import ToolContext as KernelContext
+from ..locks import Claim
+
+__all__ = ["Calls", "Invocation", "run_held", "ClaimsOf"]
+
+ClaimsOf = Callable[[Mapping[str, Any], KeyFunction], Sequence[Claim] | None]
+"""A call's claims from its arguments and the kernel's key function; None for a barrier."""
+
+_running: contextvars.ContextVar[tuple[Invocation, ...]] = contextvars.ContextVar(
+    "toolkernel_integrations_running", default=()
+)
+"""The calls whose tools this task runs (the tasks a tool starts inherit it): a call made from
+inside one, as by an agent used as a tool, must not wait for it."""
+
+
+class Invocation:
+    """One call of a framework's tool: submitted to the kernel when the framework invokes the
+    tool; granted when the kernel's call starts; ended when the tool returns or fails."""
+
+    __slots__ = (
+        "call_id",
+        "callers",
+        "deadlock",
+        "done",
+        "ended",
+        "failure",
+        "granted",
+        "handle",
+        "ready",
+        "started",
+        "stopped",
+        "task",
+        "waits_for",
+    )
+
+    def __init__(self, call_id: str) -> None:
+        loop = asyncio.get_running_loop()
+        self.call_id = call_id
+        self.handle: CallHandle | None = None
+        self.callers = _running.get()  # the leased tools this call is made from inside
+        self.deadlock: str | None = None  # why it would wait for one of them for ever
+        self.waits_for: tuple[str, ...] = ()  # the calls it waits behind, when blocked
+        # Each future has one waiter (cancelling a waiter cancels its future, so the flags
+        # say what happened): ``ready`` the framework's task, ``done`` the kernel's call.
+        self.ready: asyncio.Future[None] = loop.create_future()  # granted, or finished unrun
+        self.done: asyncio.Future[None] = loop.create_future()  # the tool has ended
+        self.granted = False
+        self.ended = False
+        self.stopped = False  # the kernel cancelled the call
+        self.failure: str | None = None  # why the tool failed, for the kernel's result
+        self.started = False  # the framework awaited the invocation
+        self.task: asyncio.Task[Any] | None = None  # the framework's task running the tool
+
+    def wake(self) -> None:
+        if not self.ready.done():
+            self.ready.set_result(None)
+
+    def end(self, failure: BaseException | None = None) -> None:
+        if failure is not None and self.failure is None:
+            self.failure = f"{type(failure).__name__}: {failure}"
+        self.ended = True
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+        self.end()
+
+    async def held(self) -> None:
+        """The kernel's call: hold the leases until the tool has ended. If the kernel cancels
+        the call (closing, ``kernel.cancel``), the tool is cancelled in its own task (the
+        framework then answers the model as for any cancelled tool) and the leases are held
+        until it has ended."""
+        try:
+            if not self.ended:
+                await self.done
+        finally:
+            if not self.ended:
+                self.stopped = True
+                if self.task is not None:
+                    self.task.cancel()
+                with anyio.CancelScope(shield=True):
+                    self.done = asyncio.get_running_loop().create_future()
+                    await self.done
+
+    def unrun_output(self) -> Any:
+        """For a call the kernel finished without running the tool: the output a before-hook
+        supplied, or else the kernel's error raised (for the tool's failure handling)."""
+        if self.deadlock is not None:
+            raise DeadlockError(self.deadlock)
+        result = self.handle.result if self.handle is not None else None
+        if result is not None and result.status is Status.OK:
+            return result.output
+        if result is None:
+            raise KernelClosedError("the kernel closed before the call could be submitted")
+        error = result.exception
+        if isinstance(error, Exception):
+            raise error
+        raise ToolError(result.error or result.status.value)
+
+
+class _Hold:
+    """The kernel's side of one call, as a tool of its batch: its claims, and a run that holds
+    the leases until the framework's task has run the tool."""
+
+    __slots__ = ("_claims", "_invocation", "name")
+    wait_timeout = None
+    run_timeout = None  # the framework's own timeout bounds the tool, in its task
+
+    def __init__(self, name: str, claims: ClaimsOf, invocation: Invocation) -> None:
+        self.name = name
+        self._claims = claims
+        self._invocation = invocation
+
+    def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(arguments)  # checked by the framework, in the tool's own way
+
+    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
+        return self._claims(arguments, key)
+
+    async def invoke(self, ctx: KernelContext, arguments: Mapping[str, Any]) -> Any:
+        invocation = self._invocation
+        invocation.granted = True
+        invocation.wake()
+        await invocation.held()
+        if invocation.failure is not None:
+            raise ToolError(invocation.failure)
+        return None
+
+
+class Calls:
+    """A kernel's calls of framework tools, by call id: tells each when the kernel finished it
+    without running the tool (denied, timed out waiting, cancelled, closed), and fails one that
+    would wait for ever for the tools it was made from inside."""
+
+    _kernels: ClassVar[weakref.WeakKeyDictionary[Kernel, Calls]] = weakref.WeakKeyDictionary()
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.live: dict[str, Invocation] = {}
+        self.nested_waiting: dict[str, Invocation] = {}  # blocked, made inside leased tools
+        self._numbers = itertools.count(2)
+        kernel.add_listener(self._event)
+
+    @classmethod
+    def of(cls, kernel: Kernel) -> Calls:
+        found = cls._kernels.get(kernel)
+        if found is None:
+            found = cls._kernels[kernel] = cls(kernel)
+        return found
+
+    def _event(self, event: CallEvent) -> None:
+        if type(event) is CallFinished:
+            invocation = self.live.get(event.call_id)
+            # The id may be another call's, of the kernel's own tools: ours has its result.
+            handle = invocation.handle if invocation is not None else None
+            if invocation is not None and handle is not None and handle.finished:
+                del self.live[event.call_id]
+                self.nested_waiting.pop(event.call_id, None)
+                invocation.wake()
+            if self.nested_waiting:
+                self._check_nested()  # the call that ended may leave only their callers
+        elif type(event) is CallBlocked:
+            blocked = self.live.get(event.call_id)
+            if blocked is not None and blocked.callers:
+                blocked.waits_for = event.waits_for
+                self.nested_waiting[event.call_id] = blocked
+                self._check_nested()
+        elif type(event) is CallStarted and self.nested_waiting:
+            self.nested_waiting.pop(event.call_id, None)
+
+    def _check_nested(self) -> None:
+        """Fail each call made from inside leased tools (an agent used as a tool) that waits
+        for them: behind one of their leases, or for a place in ``max_concurrency`` while
+        only they run. They hold what they hold until the call has ended: it would wait for
+        ever."""
+        running = None
+        for call_id, blocked in list(self.nested_waiting.items()):
+            callers = [c for c in blocked.callers if self.live.get(c.call_id) is c]
+            if not callers:
+                continue
+            held = next((c for c in callers if c.call_id in blocked.waits_for), None)
+            if held is not None:
+                what = "leases"
+            else:
+                if running is None:
+                    running = [info.call_id for info in self.kernel.snapshot().running]
+                ids = {c.call_id for c in callers}
+                if not running or len(running) > len(ids) or not ids.issuperset(running):
+                    continue
+                held, what = callers[-1], "places in max_concurrency"
+            name = held.handle.call.name if held.handle is not None else "?"
+            blocked.deadlock = (
+                f"this call waits for the {what} of the tool {name!r} (call {held.call_id}), "
+                f"which it was made from inside: that tool holds them until this call has "
+                f"ended, so it would wait for ever. Declare what {name!r} itself touches (for "
+                f"a tool that runs an agent whose own tools hold their leases: "
+                f"claims={{{name!r}: lambda args: []}}), and leave its calls room in "
+                f"max_concurrency"
+            )
+            del self.nested_waiting[call_id]
+            if blocked.handle is not None:
+                blocked.handle.cancel()
+
+    def submit(
+        self, name: str, call_id: str, arguments: Mapping[str, Any], claims: ClaimsOf
+    ) -> Invocation:
+        """Submit one call of the tool ``name`` (synchronously: this fixes its place in the
+        kernel's order); ``claims`` computes its claims at admission, None for a barrier."""
+        if call_id in self.live:
+            call_id = f"{call_id}#{next(self._numbers)}"  # another run's call of the same id
+        invocation = Invocation(call_id)
+        hold = _Hold(name, claims, invocation)
+        call = ToolCall(call_id, name, arguments)
+        self.live[call_id] = invocation
+        with contextlib.suppress(KernelClosedError):  # no handle: the outcome says so
+            invocation.handle = self.kernel.submit(call, tools=[hold])
+        if invocation.deadlock is not None and invocation.handle is not None:
+            invocation.handle.cancel()  # found blocked while it was being submitted
+        if invocation.handle is None or invocation.handle.finished:
+            self.live.pop(call_id, None)
+            invocation.wake()  # refused at admission, or a before-hook answered at once
+        task = asyncio.current_task()
+        if task is not None:
+            # The framework may cancel the task that awaits the invocation before it ever
+            # starts (a timeout's task); then nothing else would end the kernel's call.
+            task.add_done_callback(functools.partial(_abandon, invocation))
+        return invocation
+
+
+def _abandon(invocation: Invocation, _task: object) -> None:
+    if not invocation.started:
+        invocation.cancel()
+
+
+async def run_held(
+    invocation: Invocation,
+    run: Callable[[], Awaitable[Any]],
+    failed: Callable[[Exception], Awaitable[Any]],
+) -> Any:
+    """Wait for the leases, run the tool (``run``, in this task) holding them, and hand the
+    kernel's own failures (denied, timed out waiting, closed...) to ``failed``: the tool's
+    failure handling, which answers the model. A cancellation withdraws or cancels the
+    kernel's call, and goes on once its leases are back."""
+    invocation.started = True
+    invocation.task = asyncio.current_task()
+    try:
+        await invocation.ready
+        if invocation.stopped:  # by the kernel, before this task came to run the tool
+            raise asyncio.CancelledError
+    except BaseException:
+        invocation.cancel()  # withdrawn while waiting: it never held a lease
+        await _unwound(invocation)
+        raise
+    if not invocation.granted:
+        try:
+            return invocation.unrun_output()
+        except Exception as error:
+            return await failed(error)
+    running = _running.set((*invocation.callers, invocation))
+    try:
+        output = await run()
+    except asyncio.CancelledError:
+        invocation.cancel()
+        await _unwound(invocation)
+        raise
+    except BaseException as error:
+        invocation.end(error)
+        raise
+    finally:
+        _running.reset(running)
+    invocation.end()
+    return output
+
+
+async def _unwound(invocation: Invocation) -> None:
+    """Wait until the kernel's call has finished, so its leases are back when a cancellation
+    goes on (a second cancellation stops the wait)."""
+    handle = invocation.handle
+    if handle is not None and not handle.finished:
+        await handle.wait_finished()
