@@ -54,12 +54,9 @@ from ._file_tools import fs_of
 from ._shell_commit import ShellStatistics, run_and_commit
 from ._workspace import Workspace
 from .shell import ShellRules, analyse
-from .shell._analysis import Analysis
 from .shell._claims import barrier_claims, keyed_claims
 from .shell._confine import Launch, unenforced_note
-from .shell._git_config import repository_programs
 from .shell._syntax import MISSING_PARSER, parse
-from .shell._tool_config import moved_writes, tools_of
 
 __all__ = ["BASH_OUTPUT_LIMIT", "HeadAndTail", "make_bash_tool"]
 
@@ -253,49 +250,14 @@ class BashTool(FunctionTool):
         workspace = getattr(key, "__self__", None)
         in_workspace = isinstance(workspace, Workspace)
         root = workspace.root if isinstance(workspace, Workspace) else None
+        # With the workspace, the project's configuration is read where it decides what runs
+        # (hooks, drivers, a tool's configured output); the kernel computes a call's claims
+        # again once they are granted, and requeues it if they changed meanwhile.
         analysis = analyse(arguments["command"], self.rules, root=root)
-        if isinstance(workspace, Workspace) and _configured_elsewhere(analysis, workspace):
-            return barrier_claims()
         if not analysis.effects_known and (not in_workspace or sandbox_unavailable()):
             # Nothing will see what it really changes: what the rules can't know, it may touch.
             return barrier_claims()
         return keyed_claims(analysis, key)
-
-
-def _configured_elsewhere(analysis: Analysis, workspace: Workspace) -> str | None:
-    """Why the project's configuration makes ``analysis`` wrong, or None. The kernel computes
-    a call's claims again once they are granted, and requeues it if they changed, so a
-    configuration changed while it waited is seen.
-
-    Reading git commands run whatever diff and filter drivers the repository configures; then
-    they are not read-only (``shell._git_config``). ruff, mypy and pytest write where their
-    configuration says (``shell._tool_config``).
-    """
-    if analysis.barrier is not None:
-        return None
-    if analysis.git == "read":
-        why = repository_programs(workspace.root)
-        if why is not None:
-            return why
-    tools = tools_of(analysis.rules)
-    if not tools:
-        return None
-    return moved_writes(tools, _directories(analysis, workspace), os.environ)
-
-
-def _directories(analysis: Analysis, workspace: Workspace) -> list[str]:
-    """The workspace root and each directory a path of ``analysis`` lies in or names."""
-    found = [str(workspace.root)]
-    for access in analysis.accesses:
-        if access.path is None or access.path.startswith("~"):
-            continue
-        parts = access.path.split("/")
-        for end in range(1, len(parts) + 1):
-            with contextlib.suppress(Exception):  # not in the workspace: not its configuration
-                real = workspace.real_path(workspace.key("/".join(parts[:end]) or "/"))
-                if real.is_dir():
-                    found.append(str(real))
-    return found
 
 
 def make_bash_tool(rules: ShellRules | None = None, *, writable: Sequence[str] = ()) -> BashTool:

@@ -12,7 +12,7 @@ import pytest
 import toolkernel as tk
 from toolkernel.locks import EVERYTHING
 from toolkernel.tools import Workspace, builtin_tools
-from toolkernel.tools.shell._git_config import repository_programs
+from toolkernel.tools.shell import analyse
 
 from .helpers import run_bash
 
@@ -57,7 +57,7 @@ def test_git_in_a_repository_naming_programs_is_a_barrier(
     assert claims_of(repository, "git diff") != [tk.exclusive(EVERYTHING)]  # shared, before
     with open(repository / ".git" / "config", "a") as config:
         config.write(f"[{section}]\n\t{key} = {value}\n")
-    assert repository_programs(repository) is not None
+    assert analyse("git diff", root=repository).barrier is not None
     for command in ("git diff", "git status", "git log -p -1 | head", "cd sub && git show"):
         assert claims_of(repository, command) == [tk.exclusive(tk.path())], command
 
@@ -67,7 +67,7 @@ def test_plain_repository_settings_keep_git_read_only(repository: pathlib.Path) 
         config.write(
             '[remote "origin"]\n\turl = https://example.org/r.git\n[diff]\n\talgorithm = patience\n'
         )
-    assert repository_programs(repository) is None
+    assert analyse("git diff", root=repository).barrier is None
     assert tk.exclusive(tk.path()) not in claims_of(repository, "git diff")
 
 

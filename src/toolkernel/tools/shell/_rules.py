@@ -105,7 +105,7 @@ Fields of a rule (all optional):
     ``GIT_OPTIONAL_LOCKS=0`` and the programs a repository can name (fsmonitor, hooks, pager,
     external diff) disabled, if every git command in it only reads. In a repository whose own
     configuration names diff or filter drivers (programs git would run even to read), the
-    Bash tool makes it a barrier instead (``_git_config``).
+    analysis with the project read makes it a barrier instead (``_project``).
 ``when``
     A table of option name to a partial rule: with that option present, its fields replace the
     rule's (``[ruff.check.when."--fix"] operands = "write..."``).
