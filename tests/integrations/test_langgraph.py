@@ -548,6 +548,7 @@ async def test_a_cancelled_run_returns_its_leases() -> None:
         assert_leases_returned(kernel)
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])  # invoke needs no asyncio
 async def test_sync_invoke_with_a_shared_kernel_from_a_worker_thread() -> None:
     files = Files()
     async with tk.open_kernel() as kernel:
