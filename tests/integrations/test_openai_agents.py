@@ -226,6 +226,37 @@ async def test_a_path_outside_the_workspace_makes_the_call_a_barrier(
     assert [files.span(n) for n in "aob"] == [(0, 1), (1, 2), (2, 3)]
 
 
+async def test_a_path_argument_left_out_claims_the_default_the_schema_states(
+    tmp_path: pathlib.Path, autojump_clock: Any
+) -> None:
+    files = Files(tmp_path)
+
+    @function_tool(strict_mode=False)
+    async def log(text: str, path: str = "log.txt") -> str:
+        """Append to a log."""
+        return await files.append(text, path, text, 1)
+
+    @function_tool(strict_mode=False)
+    async def note(text: str, path: str | None = None) -> str:
+        """Append to a note (where the tool decides, when not told)."""
+        return await files.append(text, path or "log.txt", text, 1)
+
+    schema = note.params_json_schema["properties"]["path"]
+    schema.pop("default", None)  # as a tool built by hand may say nothing of it
+    response = calls(
+        ("log", {"text": "a"}),
+        ("log", {"text": "b", "path": "log.txt"}),
+        ("note", {"text": "c"}),
+        ("log", {"text": "d", "path": "other.txt"}),
+    )
+    async with tk.open_kernel(root=tmp_path) as kernel:
+        tools = leased([log, note], kernel, writes={"log": ["path"], "note": ["path"]})
+        await run(tools, response)
+    assert files.read("log.txt") == "abc"
+    # a left out with its default, b on that file; c can't be told: a barrier, so d waits
+    assert [files.span(n) for n in "abcd"] == [(0, 1), (1, 2), (2, 3), (3, 4)]
+
+
 async def test_claims_functions_per_tool_and_for_every_tool(
     tmp_path: pathlib.Path, autojump_clock: Any
 ) -> None:

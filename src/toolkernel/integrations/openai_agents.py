@@ -247,7 +247,8 @@ class _Declaration:
         try:
             for names, make in ((self.reads, shared), (self.writes, exclusive)):
                 for name in names:
-                    for raw in _path_values(arguments.get(name)):
+                    value = arguments[name] if name in arguments else self._default(name)
+                    for raw in _path_values(value):
                         found.append(make(_keyed(raw, key)))
             for claim in declared or ():
                 if isinstance(claim, Claim) and isinstance(claim.resource, Path):
@@ -258,10 +259,19 @@ class _Declaration:
             return None
         return found
 
+    def _default(self, name: str) -> Any:
+        """What the tool takes for a path argument the call leaves out: the default its
+        schema states; without one the tool's own, which can't be seen (a barrier)."""
+        properties = self.tool.params_json_schema.get("properties")
+        schema = properties.get(name) if isinstance(properties, Mapping) else None
+        if isinstance(schema, Mapping) and "default" in schema:
+            return schema["default"]
+        raise _Barrier
+
 
 def _path_values(value: Any) -> Sequence[str]:
     if value is None:
-        return ()  # left out: the tool's default, which the user's declaration did not name
+        return ()  # null: the argument names no path
     if isinstance(value, str):
         return (value,)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
