@@ -191,3 +191,39 @@ async def test_a_caller_cancelled_meanwhile_cancels_the_calls(autojump_clock, re
     assert got["c1"].ok
     assert got["c2"].status is tk.Status.CANCELLED
     assert got["c2"].error == "cancelled: the caller of run() was cancelled"
+
+
+async def test_a_streamed_batch_times_out_with_its_events(autojump_clock, rec) -> None:
+    events: list[tk.CallEvent] = []
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        calls = [edit("c1", "a", 1), edit("c2", "a", 5), read("c3", "b", 10)]
+        async with kernel.stream(calls, timeout=3) as stream:
+            async for event in stream:
+                events.append(event)
+        assert anyio.current_time() == 3
+        assert_leases_returned(kernel)
+    finished = {e.call_id: e.result for e in events if isinstance(e, tk.CallFinished)}
+    assert finished["c1"].ok and finished["c1"].finished_at == 1
+    assert finished["c2"].status is finished["c3"].status is tk.Status.TIMEOUT
+    assert "the batch's limit of 3 s ran out after it had run for 2 s" in (
+        finished["c2"].error or ""
+    )
+
+
+async def test_a_streamed_batch_with_a_timeout_of_zero_starts_nothing(autojump_clock, rec) -> None:
+    calls = [edit("c1", "a"), read("c2", "b")]
+    async with (
+        tk.open_kernel(tools=make_tools(rec)) as kernel,
+        kernel.stream(calls, timeout=0) as s,
+    ):
+        finished = [e.result async for e in s if isinstance(e, tk.CallFinished)]
+    assert [r.status for r in finished] == [tk.Status.TIMEOUT, tk.Status.TIMEOUT]
+    assert rec.spans == {}
+
+
+async def test_a_streamed_batch_refuses_a_bad_timeout(rec) -> None:
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        with pytest.raises(ValueError, match="timeout must be"):
+            async with kernel.stream([edit("c1", "a")], timeout=math.nan):
+                pass
+        assert kernel.snapshot().pending == kernel.snapshot().queued == ()

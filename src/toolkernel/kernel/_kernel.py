@@ -21,6 +21,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, cast
 
 import anyio
@@ -43,6 +44,7 @@ from ._policy import Permission
 from ._protocol import Environment, KernelTool
 from ._record import Batch, CallRecord
 from ._scheduler import Scheduler
+from ._timed import TimedEvents
 
 __all__ = ["Kernel", "open_kernel_core"]
 
@@ -237,13 +239,18 @@ class Kernel(metaclass=NoPublicConstructor):
 
     @asynccontextmanager
     async def stream(
-        self, calls: Iterable[ToolCall], *, tools: Iterable[KernelTool] | None = None
+        self,
+        calls: Iterable[ToolCall],
+        *,
+        tools: Iterable[KernelTool] | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - as for ``run``
     ) -> AsyncIterator[AsyncIterator[CallEvent]]:
         """Submit a batch and iterate over its events; the iteration ends when all finished.
 
-        Leaving the block early cancels what is still running. ``tools`` as for
-        ``submit_batch``.
+        Leaving the block early cancels what is still running. ``tools`` and ``timeout`` as for
+        ``run`` (calls it cuts short end TIMEOUT, with their ``CallFinished``).
         """
+        check_seconds("timeout", timeout)
         send, receive = anyio.create_memory_object_stream[CallEvent](math.inf)
         calls = list(calls)
         remaining = len(calls)
@@ -263,9 +270,14 @@ class Kernel(metaclass=NoPublicConstructor):
             send.close()
         # Attached before admission, so the batch's first events (CallQueued) are not missed.
         records = self._scheduler.submit(calls, sink, self._caller(), tools)
+        events: AsyncIterator[CallEvent] = receive
+        if timeout is not None:
+            out_of_time = partial(self._scheduler.time_out, records, timeout)
+            clock = self._loop.clock
+            events = TimedEvents(receive, clock() + timeout, clock, out_of_time)
         try:
             async with receive:
-                yield receive
+                yield events
         finally:
             # Detach from every call first: cancelling one can start or finish others.
             for record in records:
