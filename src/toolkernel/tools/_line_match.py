@@ -102,8 +102,8 @@ def _candidate_lines(
     size = len(text)
     while position < size:
         match = whole.search(text, position, timeout=timeout(), concurrent=True)
-        if match is None:
-            break
+        if match is None or (match.start() == size and text.endswith("\n")):
+            break  # an empty match after the last line end is on no line
         start = text.rfind("\n", 0, match.start()) + 1
         end = text.find("\n", match.start())
         if end < 0:

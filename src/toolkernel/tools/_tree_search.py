@@ -39,7 +39,9 @@ IGNORE_FILE: Final = ".gitignore"
 IGNORE_FILE_LIMIT: Final = 1 << 20
 """The largest ``.gitignore`` read (bytes); a larger one is not honoured."""
 BINARY_PROBE: Final = 8192
-"""Bytes read first: a NUL among them makes the file binary, and it is read no further."""
+"""A NUL in a file's first 8 KiB makes it binary (as for grep): it is read no further."""
+FIRST_READ: Final = 1 << 16
+"""Bytes read before a file is ``fstat``-ed: most source files are smaller, and cost one read."""
 
 OutputMode = Literal["files_with_matches", "content", "count"]
 FileFilter = Callable[[str, str], bool]
@@ -201,21 +203,33 @@ def read_searchable(directory: int, name: str, max_bytes: int, path: str) -> byt
     """The content of regular file ``name`` in ``directory``, None if it is binary (a NUL in
     its first :data:`BINARY_PROBE` bytes, which are all that is read of it then).
 
-    Raises ``OSError`` for anything but a regular file (opened ``O_NONBLOCK | O_NOFOLLOW``, so a
-    fifo never blocks and a link is refused), and ``EFBIG`` for one over ``max_bytes``.
+    Raises ``OSError`` for anything but a regular file and ``EFBIG`` for one over ``max_bytes``.
+    Opened ``O_NONBLOCK | O_NOFOLLOW``: a link is refused, and a fifo swapped in since the walk
+    listed a regular file answers at once. A file that fits in the first read (most source
+    files) costs ``open``, one ``read`` and ``close``: only a longer one is ``fstat``-ed (is it
+    regular, and how large) before more is read. What the first read returned was then at most
+    :data:`FIRST_READ` bytes of whatever was swapped in, and is not returned unless it is a
+    regular file.
     """
     fd = os.open(name, _READ_FLAGS, dir_fd=directory)
     try:
+        head = os.read(fd, FIRST_READ)
+        if len(head) < FIRST_READ:
+            if b"\x00" in head[:BINARY_PROBE]:
+                return None
+            # A short read is the end of a regular file; of a fifo (O_NONBLOCK) it is what a
+            # writer had written, or nothing: rarely anything, and never blocking. Told apart
+            # cheaply where it matters: an empty read is checked.
+            if not head and not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            return head
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", path)
         if status.st_size > max_bytes:
-            raise OSError(errno.EFBIG, "too large", path)
-        head = os.read(fd, BINARY_PROBE)
-        if b"\x00" in head:
+            raise OSError(errno.EFBIG, "too large", path)  # named, binary or not
+        if b"\x00" in head[:BINARY_PROBE]:
             return None
-        if len(head) < BINARY_PROBE:
-            return head
         chunks = [head]
         left = max_bytes + 1 - len(head)
         while left > 0:
@@ -262,7 +276,11 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> list[tuple[str, bool]]:
             item = pending.pop()
             name = item.name
             relative = below + name
-            if moved_aside(name) or len(os.fsencode(prefix + relative)) > MAX_PATH_BYTES:
+            if moved_aside(name) or (
+                # A character is at most 4 bytes: most paths need no encoding to be measured.
+                len(prefix) + len(relative) > _SHORT_PATH
+                and len(os.fsencode(prefix + relative)) > MAX_PATH_BYTES
+            ):
                 continue  # being deleted, or no key can name it (nor anything below it)
             if item.is_dir(follow_symlinks=False):
                 if name in VERSION_CONTROL or (ignores and ignored(ignores, relative, is_dir=True)):
@@ -298,6 +316,7 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> list[tuple[str, bool]]:
     return found
 
 
+_SHORT_PATH: Final = MAX_PATH_BYTES // 4
 _DIRECTORY_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 

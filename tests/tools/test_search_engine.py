@@ -1,0 +1,439 @@
+"""Grep and Glob search a tree in one worker thread, list it as ripgrep does (``.gitignore``
+honoured, ``.git`` left out), read only beneath what the call holds, and match lines exactly as
+searching each line on its own would."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import hypothesis
+import hypothesis.strategies as st
+import pytest
+import regex
+
+import toolkernel as tk
+from toolkernel._errors import CallEndedError
+from toolkernel.locks import reads
+from toolkernel.tools import FileAccess, FileAccessed, Workspace, builtin_tools
+from toolkernel.tools._ignore import IgnoreRules
+from toolkernel.tools._line_match import LinePattern, text_lines
+
+
+@pytest.fixture
+async def kernel(tmp_path: pathlib.Path) -> AsyncIterator[tk.Kernel]:
+    async with tk.open_kernel(builtin_tools(), root=tmp_path) as k:
+        yield k
+
+
+async def ok(k: tk.Kernel, name: str, **arguments: Any) -> str:
+    (result,) = await k.run([tk.ToolCall("c1", name, arguments)])
+    assert result.status is tk.Status.OK, result.error
+    assert isinstance(result.output, str)
+    return result.output
+
+
+async def error(k: tk.Kernel, name: str, **arguments: Any) -> str:
+    (result,) = await k.run([tk.ToolCall("c1", name, arguments)])
+    assert result.status is tk.Status.ERROR, result.output
+    assert result.error
+    return result.error
+
+
+def files(root: pathlib.Path, contents: dict[str, str]) -> None:
+    for relative, text in contents.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+# -- .gitignore --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ignoring(tmp_path: pathlib.Path) -> pathlib.Path:
+    files(
+        tmp_path,
+        {
+            ".gitignore": "# build output\nbuild/\n*.log\n!keep.log\n/top.txt\n",
+            "src/a.py": "needle\n",
+            "src/b.log": "needle\n",
+            "src/keep.log": "needle\n",
+            "src/top.txt": "needle\n",  # /top.txt is anchored: only the root's is ignored
+            "top.txt": "needle\n",
+            "build/out.py": "needle\n",
+            "src/build/deep.py": "needle\n",  # build/ matches a directory at any depth
+            "src/.gitignore": "secret*\n!*.log\n",
+            "src/secret.py": "needle\n",
+            "other/secret.py": "needle\n",  # src's .gitignore says nothing about other/
+            "other/x.log": "needle\n",
+            ".git/config": "needle\n",
+            ".hidden.py": "needle\n",  # hidden files are searched: only .git is left out
+        },
+    )
+    return tmp_path
+
+
+async def test_grep_and_glob_leave_out_what_gitignore_ignores_and_the_git_directory(
+    kernel: tk.Kernel, ignoring: pathlib.Path
+) -> None:
+    expected = [
+        ".gitignore",
+        ".hidden.py",
+        "other/secret.py",
+        "src/.gitignore",
+        "src/a.py",
+        "src/b.log",  # re-included by src/.gitignore's !*.log, deeper than the root's *.log
+        "src/keep.log",
+        "src/top.txt",
+    ]
+    assert (await ok(kernel, "Glob", pattern="**/*")).splitlines() == expected
+    assert (await ok(kernel, "Grep", pattern="needle")).splitlines() == [
+        name for name in expected if not name.endswith(".gitignore")
+    ]
+
+
+async def test_rules_read_below_the_searched_directory_apply_to_it(
+    kernel: tk.Kernel, ignoring: pathlib.Path
+) -> None:
+    assert (await ok(kernel, "Glob", pattern="*", path="src")).splitlines() == [
+        "src/.gitignore",
+        "src/a.py",
+        "src/b.log",
+        "src/keep.log",
+        "src/top.txt",
+    ]
+
+
+async def test_a_file_given_as_the_path_is_searched_even_if_ignored(
+    kernel: tk.Kernel, ignoring: pathlib.Path
+) -> None:
+    assert await ok(kernel, "Grep", pattern="needle", path="build/out.py") == "build/out.py"
+
+
+@pytest.mark.parametrize(
+    ("rules", "path", "is_dir", "decision"),
+    [
+        ("*.pyc", "a/b/c.pyc", False, True),
+        ("*.pyc", "c.py", False, None),
+        ("build/", "build", True, True),
+        ("build/", "build", False, None),  # a file named build is not a directory
+        ("/top", "top", False, True),
+        ("/top", "a/top", False, None),
+        ("doc/*.md", "doc/a.md", False, True),
+        ("doc/*.md", "doc/sub/a.md", False, None),  # * stays within a name
+        ("doc/**/*.md", "doc/sub/x/a.md", False, True),
+        ("doc/**/*.md", "doc/a.md", False, True),  # **/ is zero or more directories
+        ("**/cache", "a/b/cache", True, True),
+        ("out/**", "out/a/b", False, True),
+        ("out/**", "out", True, None),  # everything inside, not the directory itself
+        ("*.log\n!keep.log", "keep.log", False, False),
+        ("!keep.log\n*.log", "keep.log", False, True),  # the last matching rule decides
+        ("a?c", "abc", False, True),
+        ("a?c", "a/c", False, None),
+        ("[!a]x", "bx", False, True),
+        ("[!a]x", "ax", False, None),
+        ("\\#lit", "#lit", False, True),
+        ("\\!bang", "!bang", False, True),
+        ("trailing\\ ", "trailing ", False, True),
+        ("spaces   ", "spaces", False, True),
+        ("[a&&b]", "&", False, True),  # no set operation, however re would read it
+        ("bad\\", "bad\\", False, None),  # a lone backslash at the end: the line is void
+    ],
+)
+def test_gitignore_rules_as_git_reads_them(
+    rules: str, path: str, is_dir: bool, decision: bool | None
+) -> None:
+    assert IgnoreRules.parse(rules).decide(path, is_dir=is_dir) is decision
+
+
+# -- type, ignore_case, context, multiline ---------------------------------------------------
+
+
+@pytest.fixture
+def sources(tmp_path: pathlib.Path) -> pathlib.Path:
+    files(
+        tmp_path,
+        {
+            "a.py": "one\ntwo\nNeedle three\nfour\nfive\nsix\nseven\nneedle eight\nnine\n",
+            "b.pyi": "needle\n",
+            "c.js": "needle\n",
+            "Makefile": "needle:\n",
+        },
+    )
+    return tmp_path
+
+
+async def test_type_keeps_the_files_ripgrep_counts_as_that_type(
+    kernel: tk.Kernel, sources: pathlib.Path
+) -> None:
+    assert (await ok(kernel, "Grep", pattern="needle", type="py")).splitlines() == [
+        "a.py",
+        "b.pyi",
+    ]
+    assert await ok(kernel, "Grep", pattern="needle", type="make") == "Makefile"
+    assert await ok(kernel, "Grep", pattern="needle", type="py", glob="*.pyi") == "b.pyi"
+    message = await error(kernel, "Grep", pattern="needle", type="python")
+    assert "type 'python' is not a known file type" in message and "py, " in message
+
+
+async def test_ignore_case(kernel: tk.Kernel, sources: pathlib.Path) -> None:
+    output = await ok(kernel, "Grep", pattern="needle", path="a.py", output_mode="content")
+    assert output == "a.py:8:needle eight"
+    output = await ok(
+        kernel, "Grep", pattern="needle", path="a.py", output_mode="content", ignore_case=True
+    )
+    assert output.splitlines() == ["a.py:3:Needle three", "a.py:8:needle eight"]
+
+
+async def test_context_lines_are_marked_and_groups_separated_as_grep_does(
+    kernel: tk.Kernel, sources: pathlib.Path
+) -> None:
+    arguments: dict[str, Any] = {"pattern": "(?i)needle", "output_mode": "content"}
+    output = await ok(kernel, "Grep", path="a.py", context=1, **arguments)
+    assert output.splitlines() == [
+        "a.py-2-two",
+        "a.py:3:Needle three",
+        "a.py-4-four",
+        "--",
+        "a.py-7-seven",
+        "a.py:8:needle eight",
+        "a.py-9-nine",
+    ]
+    # Groups that touch are one; before_context and after_context apart; context is their floor.
+    output = await ok(kernel, "Grep", path="a.py", before_context=4, after_context=0, **arguments)
+    assert output.splitlines() == [
+        "a.py-1-one",
+        "a.py-2-two",
+        "a.py:3:Needle three",
+        "a.py-4-four",
+        "a.py-5-five",
+        "a.py-6-six",
+        "a.py-7-seven",
+        "a.py:8:needle eight",
+    ]
+    output = await ok(kernel, "Grep", glob="*.py*", context=1, **arguments)
+    assert output.splitlines()[-3:] == ["a.py-9-nine", "--", "b.pyi:1:needle"]
+    message = await error(kernel, "Grep", context=-1, **arguments)
+    assert "context must be a number of lines from 0, not -1" in message
+
+
+async def test_multiline_matches_across_lines_and_shows_every_line_it_spans(
+    kernel: tk.Kernel, sources: pathlib.Path
+) -> None:
+    arguments: dict[str, Any] = {"pattern": r"two\nNeedle", "path": "a.py"}
+    assert "no matches" in await ok(kernel, "Grep", **arguments)
+    output = await ok(kernel, "Grep", multiline=True, output_mode="content", **arguments)
+    assert output.splitlines() == ["a.py:2:two", "a.py:3:Needle three"]
+    # . matches a line end too, so one match spans from three to eight.
+    output = await ok(
+        kernel, "Grep", pattern="three.*eight", path="a.py", multiline=True, output_mode="count"
+    )
+    assert output == "a.py:6"
+
+
+# -- one engine: the whole text searched once, lines confirmed -------------------------------
+
+
+def each_line(pattern: str, text: str, ignore_case: bool = False) -> list[int]:
+    """The reference: every line searched on its own."""
+    compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+    return [n for n, line in enumerate(text_lines(text)) if compiled.search(line) is not None]
+
+
+PATTERNS = [
+    "a",
+    "^a",
+    "a$",
+    "^$",
+    "a\\s+b",  # \s could run on into the next line in the whole text
+    "[^x]+b",
+    "a.*b",
+    "(?s)a.*b",
+    "\\ba\\b",
+    "a(?=b)",
+    "(?<=a)b",
+    "(?!a)b",
+    "b\\Z",
+    "\\Aa",
+    "x*",
+    "(a|b)+$",
+    "a\\n?b",
+]
+
+
+@hypothesis.given(
+    text=st.text(alphabet="ab x\n\r", max_size=40),
+    pattern=st.sampled_from(PATTERNS),
+)
+@hypothesis.settings(max_examples=400, deadline=None)
+def test_the_whole_text_search_finds_the_lines_a_line_by_line_search_finds(
+    text: str, pattern: str
+) -> None:
+    compiled = LinePattern.compile(pattern, ignore_case=False, multiline=False)
+    assert compiled.lines(text, lambda: 1.0) == each_line(pattern, text)
+    first = compiled.lines(text, lambda: 1.0, first=True)
+    assert first == each_line(pattern, text)[:1]
+
+
+@hypothesis.given(
+    text=st.text(alphabet="ab x\n", max_size=40),
+    pattern=st.sampled_from(["a\\nb", "a.*b", "^b", "x*", "a\\s*", "\\n"]),
+)
+@hypothesis.settings(max_examples=300, deadline=None)
+def test_multiline_lines_are_the_lines_each_match_spans(text: str, pattern: str) -> None:
+    compiled = regex.compile(pattern, regex.MULTILINE | regex.DOTALL)
+    expected: set[int] = set()
+    count = len(text_lines(text))
+    for match in compiled.finditer(text):
+        begin, end = match.span()
+        first = text.count("\n", 0, begin)
+        last = text.count("\n", 0, max(end - 1, begin))
+        expected.update(line for line in range(first, last + 1) if line < count)
+    found = LinePattern.compile(pattern, ignore_case=False, multiline=True).lines(text, lambda: 1.0)
+    assert set(found) == expected and found == sorted(found)
+
+
+async def test_grep_content_is_the_line_by_line_answer_on_a_real_tree(
+    tmp_path: pathlib.Path,
+) -> None:
+    # trio's own sources, every pattern above: the tool's output against the reference.
+    import trio
+
+    source = pathlib.Path(trio.__file__).parent
+    texts = {
+        path.relative_to(source).as_posix(): path.read_text()
+        for path in sorted(source.glob("_core/*.py"))
+    }
+    files(tmp_path, texts)
+    async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
+        for pattern in ["^\\s+def ", "await$", "\\bself\\.(?!_)", "raise \\w+Error\\Z", "[^a]+;"]:
+            expected = [
+                f"{name}:{number + 1}:{text_lines(text)[number]}"
+                for name, text in sorted(texts.items())
+                for number in each_line(pattern, text)
+            ][:1000]
+            output = await ok(kernel, "Grep", pattern=pattern, output_mode="content")
+            lines = output.splitlines() if not output.startswith("no matches") else []
+            assert [line for line in lines if not line.startswith("...")] == expected, pattern
+
+
+# -- one worker thread, reads only beneath the lease -----------------------------------------
+
+
+async def test_a_search_of_many_files_is_one_worker_thread_hop(
+    kernel: tk.Kernel, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files(tmp_path, {f"d{n // 10}/f{n}.txt": f"line {n}\n" for n in range(60)})
+    hops: list[str] = []
+    run_sync = anyio.to_thread.run_sync
+
+    async def counting(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        hops.append(getattr(function, "__name__", repr(function)))
+        return await run_sync(function, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
+    output = await ok(kernel, "Grep", pattern="line 5", output_mode="count")
+    assert output.splitlines()[0] == "d0/f5.txt:1"
+    assert len(output.splitlines()) == 11
+    assert hops == ["_search_in_thread"], hops  # the first version made 61 hops here
+    hops.clear()
+    assert len((await ok(kernel, "Glob", pattern="**/*.txt")).splitlines()) == 60
+    assert hops == ["_search_in_thread"], hops
+
+
+class SwapDirectoryForOutsideLink:
+    """A listener that, when ``trigger`` is read, swaps directory ``victim`` (not yet read: the
+    search reads in sorted order) for a link to ``outside``, as a hostile process could."""
+
+    def __init__(self, trigger: str, victim: pathlib.Path, outside: pathlib.Path) -> None:
+        self.trigger, self.victim, self.outside = trigger, victim, outside
+
+    def __call__(self, event: object) -> None:
+        pass
+
+    def file_accessed(self, access: FileAccessed) -> None:
+        if str(access.path) == self.trigger and not self.victim.is_symlink():
+            self.victim.rename(self.victim.with_name("moved-away"))
+            self.victim.symlink_to(self.outside, target_is_directory=True)
+
+
+async def test_a_directory_swapped_for_a_link_out_of_the_workspace_mid_search_is_not_read(
+    tmp_path: pathlib.Path,
+) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    files(outside, {"z.txt": "needle: secret\n"})
+    files(root, {"a.txt": "needle\n", "sub/z.txt": "needle\n"})
+    async with tk.open_kernel(builtin_tools(), root=root) as kernel:
+        kernel.add_listener(SwapDirectoryForOutsideLink("a.txt", root / "sub", outside))
+        output = await ok(kernel, "Grep", pattern="needle", output_mode="content")
+    assert (root / "sub").is_symlink()  # the swap happened between the walk and the read
+    assert output == "a.txt:1:needle"
+
+
+async def test_links_are_listed_only_where_the_call_may_read_their_target(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    files(tmp_path, {"src/a.txt": "needle\n", "other/b.txt": "needle\n"})
+    (tmp_path / "src" / "to-b.txt").symlink_to("../other/b.txt")  # outside what src holds
+    (tmp_path / "src" / "to-a.txt").symlink_to("a.txt")
+    (tmp_path / "src" / "to-etc").symlink_to("/etc/hostname")
+    (tmp_path / "src" / "to-other").symlink_to("../other", target_is_directory=True)
+    output = await ok(kernel, "Grep", pattern="needle", path="src", output_mode="content")
+    assert output.splitlines() == ["src/a.txt:1:needle", "src/to-a.txt:1:needle"]
+
+
+async def test_a_search_stops_once_its_call_has_ended(tmp_path: pathlib.Path) -> None:
+    files(tmp_path, {"a.txt": "x\n"})
+    with Workspace(tmp_path) as workspace:
+        access = FileAccess(workspace, [reads(".")])
+
+        def work(tree: Any) -> None:
+            tree.check()  # still open: fine
+            access.close()
+            tree.check()
+
+        with pytest.raises(CallEndedError, match="has ended"):
+            await access.search(".", work)
+
+
+async def test_binary_files_are_skipped_after_their_first_bytes(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "blob.bin").write_bytes(b"needle\x00" + b"needle\n" * 100_000)
+    (tmp_path / "text.txt").write_text("needle\n" * 10_000)  # longer than one first read
+    assert await ok(kernel, "Grep", pattern="needle") == "text.txt"
+    assert await ok(kernel, "Grep", pattern="needle", output_mode="count") == "text.txt:10000"
+
+
+async def test_crlf_lines_match_without_their_carriage_return(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    (tmp_path / "dos.txt").write_bytes(b"one\r\nneedle\r\nthree\r\n")
+    output = await ok(kernel, "Grep", pattern="needle$", output_mode="content")
+    assert output == "dos.txt:2:needle"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads anything")
+async def test_an_unreadable_directory_is_passed_by(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    files(tmp_path, {"shut/a.txt": "needle\n", "open/b.txt": "needle\n"})
+    (tmp_path / "shut").chmod(0)
+    try:
+        assert await ok(kernel, "Grep", pattern="needle") == "open/b.txt"
+    finally:
+        (tmp_path / "shut").chmod(0o755)
+
+
+async def test_a_timeout_of_the_call_stops_a_search_of_a_big_tree(
+    tmp_path: pathlib.Path,
+) -> None:
+    files(tmp_path, {f"d{n}/f.txt": "x\n" for n in range(200)})
+    async with tk.open_kernel(builtin_tools(), root=tmp_path, run_timeout=0.0) as kernel:
+        (result,) = await kernel.run([tk.ToolCall("g", "Grep", {"pattern": "x"})])
+    assert result.status is tk.Status.TIMEOUT
