@@ -449,6 +449,24 @@ async def test_a_timeout_answers_as_the_sdk_does_and_returns_the_leases(
     assert (stats.name, stats.count, stats.errors) == ("slow", 2, 1)
 
 
+async def test_a_tool_leased_again_keeps_its_timeout(
+    tmp_path: pathlib.Path, autojump_clock: Any
+) -> None:
+    files = Files(tmp_path)
+
+    @function_tool(timeout=2)
+    async def slow(path: str, text: str) -> str:
+        """Append slowly."""
+        return await files.append(text, path, text, 10)
+
+    async with tk.open_kernel(root=tmp_path) as kernel:
+        (once,) = leased([slow], kernel, writes={"slow": ["path"]})
+        (twice,) = leased([once], kernel, writes={"slow": ["path"]})
+        result = await run([twice], calls(("slow", {"path": "f.txt", "text": "1"})))
+        assert_leases_returned(kernel)
+    assert outputs(result) == {"c0": "Tool 'slow' timed out after 2 seconds."}
+
+
 async def test_a_cancelled_run_cancels_its_calls_and_returns_their_leases(
     tmp_path: pathlib.Path, autojump_clock: Any
 ) -> None:

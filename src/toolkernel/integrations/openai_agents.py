@@ -31,11 +31,12 @@ ends, and is ordered there.
 **What a call claims**: ``reads``/``writes`` map a tool's name to the names of its arguments
 holding paths it reads (shared) or writes (exclusive), keyed through the kernel's workspace;
 ``claims`` maps a tool's name to a function of the arguments returning claims, or is one
-function ``(tool, arguments) -> claims or None`` for every tool. A call with nothing declared
-holds the whole workspace exclusively (a barrier), and so does a call whose path can't be keyed
-(outside the workspace, not a string) or whose arguments are not a JSON object: wrapping a tool
-is never less safe than running its calls one at a time, and never refuses a call the tool
-would have served.
+function ``(tool, arguments) -> claims or None`` for every tool. A path argument the call
+leaves out claims the default the tool's schema states. A call with nothing declared holds the
+whole workspace exclusively (a barrier), and so does a call whose path can't be keyed (outside
+the workspace, not a string, left out with no default stated) or whose arguments are not a
+JSON object: wrapping a tool is never less safe than running its calls one at a time, and never
+refuses a call the tool would have served.
 
 **What the model sees** is what the SDK gives for the tool: its output, or for a failure the
 tool's ``failure_error_function`` (the SDK's default message unless the tool sets its own), be
@@ -362,15 +363,15 @@ class _LeasedInvoker(_FailureHandlingFunctionToolInvoker):
 
     It is the SDK's own class, kept so that what the SDK does with such an invoker keeps
     working (``tool.__wrapped__``, preparing arguments for an approval policy, sync tools'
-    checks, failure handling); ``__call__`` is synchronous, submitting the call before the
-    runner awaits it, even from inside ``timeout_seconds``' own task.
+    checks, failure handling); ``__call__`` is synchronous, submitting the call before
+    anything awaits.
     """
 
     def __init__(
         self,
         original: _FailureHandlingFunctionToolInvoker,
         declaration: _Declaration,
-        dispatch: Calls,
+        calls: Calls,
         *,
         function_tool: FunctionTool | None = None,
     ) -> None:
@@ -379,7 +380,7 @@ class _LeasedInvoker(_FailureHandlingFunctionToolInvoker):
         )
         self._original = original
         self._declaration = declaration
-        self._dispatch = dispatch
+        self._calls = calls
         for name, value in vars(original).items():  # the SDK's markers (a sync tool's)
             if name.startswith("__agents_"):
                 setattr(self, name, value)
@@ -389,12 +390,10 @@ class _LeasedInvoker(_FailureHandlingFunctionToolInvoker):
             return self
         declaration = copy.copy(self._declaration)
         declaration.tool = function_tool
-        return _LeasedInvoker(
-            self._original, declaration, self._dispatch, function_tool=function_tool
-        )
+        return _LeasedInvoker(self._original, declaration, self._calls, function_tool=function_tool)
 
     def __call__(self, ctx: ToolContext[Any], input: str) -> Any:
-        invocation = _submit(self._dispatch, self._declaration, ctx, input)
+        invocation = _submit(self._calls, self._declaration, ctx, input)
         invoke = super().__call__
         run = _timed(invocation, self._declaration, ctx, lambda: invoke(ctx, input))
         return run_held(invocation, run, self._failed(ctx, input))
@@ -414,13 +413,13 @@ class _LeasedInvoker(_FailureHandlingFunctionToolInvoker):
         return failed
 
 
-def _plain_invoker(original: _Invoker, declaration: _Declaration, dispatch: Calls) -> _Invoker:
+def _plain_invoker(original: _Invoker, declaration: _Declaration, calls: Calls) -> _Invoker:
     """An invoker for a ``FunctionTool`` built by hand (its own ``on_invoke_tool``): the same
     signature (the SDK picks the context it passes from it), submitting synchronously."""
 
     @functools.wraps(original)
     def invoke(ctx: Any, input_json: str) -> Awaitable[Any]:
-        invocation = _submit(dispatch, declaration, ctx, input_json)
+        invocation = _submit(calls, declaration, ctx, input_json)
 
         async def failed(error: Exception) -> Any:
             result = await maybe_invoke_function_tool_failure_error_function(
@@ -433,19 +432,23 @@ def _plain_invoker(original: _Invoker, declaration: _Declaration, dispatch: Call
         run = _timed(invocation, declaration, ctx, lambda: original(ctx, input_json))
         return run_held(invocation, run, failed)
 
+    # Copied by wraps, an invoker's own binding would replace this one in the SDK's copies.
+    vars(invoke).pop("__agents_bind_function_tool__", None)
     return invoke
 
 
-def _leased_copy(tool: FunctionTool, declaration: _Declaration, dispatch: Calls) -> FunctionTool:
+def _leased_copy(tool: FunctionTool, declaration: _Declaration, calls: Calls) -> FunctionTool:
     leased_tool = copy.copy(tool)  # the SDK's own copy: every field, subclasses kept
     declaration.tool = leased_tool
     # The SDK's timeout would count a wait for leases too: the copy counts from the grant.
     declaration.timeout, leased_tool.timeout_seconds = tool.timeout_seconds, None
     original = tool.on_invoke_tool
+    if isinstance(original, _LeasedInvoker):  # leased again: these leases instead
+        declaration.timeout, original = original._declaration.timeout, original._original
     if isinstance(original, _FailureHandlingFunctionToolInvoker):
         leased_tool.on_invoke_tool = _LeasedInvoker(
-            original, declaration, dispatch, function_tool=leased_tool
+            original, declaration, calls, function_tool=leased_tool
         )
     else:
-        leased_tool.on_invoke_tool = _plain_invoker(original, declaration, dispatch)
+        leased_tool.on_invoke_tool = _plain_invoker(original, declaration, calls)
     return leased_tool
