@@ -28,6 +28,7 @@ import attrs
 from .._errors import ModelError
 from ..formats.openai import chat_tool_messages, parse_chat
 from ..kernel import CallFinished, Kernel, Status, ToolCall, ToolResult
+from ..kernel._options import check_seconds
 from ..tools._todo import TodoWrite
 from ._events import AgentEvent, ModelReplied, ModelRetrying, StepStarted, TodosUpdated
 from ._model import Model
@@ -92,6 +93,7 @@ async def run_agent(
     on_event: Callable[[AgentEvent], object] | None = None,
     cancel_scope: anyio.CancelScope | None = None,
     stream: bool = False,
+    turn_timeout: float | None = None,
 ) -> AgentOutcome:
     """Run ``model`` on ``prompt`` with the kernel's tools until it is done.
 
@@ -122,7 +124,11 @@ async def run_agent(
       streams tool calls badly can't break a working loop; the gain is the time the model spends
       writing the calls after each one (about a tenth of a multi-call turn on recorded sessions,
       see ``benchmarks/streaming.py``).
+    - ``turn_timeout``: seconds each step's calls may take, from the first one's start
+      (``kernel.run(timeout=...)``): the calls still unfinished then end TIMEOUT, and the
+      model reads so, with the results of those that finished; the loop goes on.
     """
+    check_seconds("turn_timeout", turn_timeout)
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
         raise ValueError(f"max_steps must be an int >= 1, not {max_steps!r}")
     emit = on_event or _ignore
@@ -144,7 +150,7 @@ async def run_agent(
         for index in range(1, max_steps + 1):
             emit(StepStarted(index))
             if stream and isinstance(model, StreamingModel):
-                turn = StreamedTurn(kernel, toolset, index, emit)
+                turn = StreamedTurn(kernel, toolset, index, emit, turn_timeout)
                 try:
                     await _ask(partial(turn.attempt, model, history, tools), retry, index, emit)
                 except ModelError as exc:
@@ -169,7 +175,7 @@ async def run_agent(
             results: list[ToolResult | None] = [None] * len(calls)
             try:
                 if calls:
-                    await _run_batch(kernel, toolset, calls, results, index, emit)
+                    await _run_batch(kernel, toolset, calls, results, index, emit, turn_timeout)
             finally:  # cancelled or not, every call the model emitted gets its answer
                 _record(history, steps, index, says, assistant, calls, results)
             if not calls:
@@ -273,6 +279,7 @@ async def _run_batch(
     results: list[ToolResult | None],
     step: int,
     emit: Callable[[AgentEvent], object],
+    limit: float | None = None,
 ) -> None:
     """Run one batch, passing its events on; fill ``results`` (in call order) as calls end."""
     # Ids are usually unique, but a model may repeat one (the kernel fails the repeat): match
@@ -280,7 +287,7 @@ async def _run_batch(
     waiting: dict[str, list[int]] = {}
     for position, call in enumerate(calls):
         waiting.setdefault(str(call.id), []).append(position)
-    async with kernel.stream(calls) as events:
+    async with kernel.stream(calls, timeout=limit) as events:
         async for event in events:
             emit(event)
             if not isinstance(event, CallFinished):

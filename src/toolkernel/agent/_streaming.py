@@ -78,8 +78,11 @@ class StreamedTurn:
         toolset: Mapping[str, object],
         step: int,
         emit: Callable[[AgentEvent], object],
+        timeout: float | None = None,
     ) -> None:
         self._kernel = kernel
+        self._timeout = timeout  # for the step's calls, from the first one's start
+        self._deadline: float | None = None
         self._toolset = toolset
         self._step = step
         self._emit = emit
@@ -101,7 +104,7 @@ class StreamedTurn:
         ModelError (its started calls cancelled first) if the answer fails."""
         self.assistant, self.says = None, ""
         self.calls, self.results, self._positions, self._finished = [], [], {}, []
-        self._held = []
+        self._held, self._deadline = [], None
         failure: Exception | None = None
         # Leaving the stack leaves each call's ``kernel.stream`` (after the task group has
         # ended): a call still running (the answer failed, or the loop is cancelled) is
@@ -179,7 +182,13 @@ class StreamedTurn:
     ) -> None:
         # Entering submits the call at once (no checkpoint before it), so calls are queued in
         # the order their blocks completed.
-        events = await stack.enter_async_context(self._kernel.stream([call]))
+        left = None
+        if self._timeout is not None:  # what is left of the step's time, for this call
+            now = anyio.current_time()
+            if self._deadline is None:
+                self._deadline = now + self._timeout
+            left = max(self._deadline - now, 0.0)
+        events = await stack.enter_async_context(self._kernel.stream([call], timeout=left))
         group.start_soon(self._drain, events, position)
 
     async def _submit_held(
