@@ -559,6 +559,37 @@ async def test_kernel_failures_reach_the_model_through_the_failure_error_functio
     assert isinstance(seen[0], tk.PermissionDeniedError) and isinstance(seen[1], ValueError)
 
 
+async def test_the_kernels_before_hooks_may_answer_or_block_a_call(
+    tmp_path: pathlib.Path, autojump_clock: Any
+) -> None:
+    files = Files(tmp_path)
+
+    async def cached(call: tk.ToolCall) -> tk.SupplyResult | tk.Block | None:
+        if call.arguments.get("text") == "cached":
+            return tk.SupplyResult("from the cache")
+        if call.arguments.get("text") == "blocked":
+            return tk.Block("not this one")
+        return None
+
+    async with tk.open_kernel(root=tmp_path, before_hooks=[cached]) as kernel:
+        tools = leased(append_tools(files), kernel, writes={"append": ["path"]})
+        result = await run(
+            tools,
+            calls(
+                ("append", {"path": "f.txt", "text": "cached"}),
+                ("append", {"path": "f.txt", "text": "blocked"}),
+                ("append", {"path": "f.txt", "text": "a"}),
+            ),
+        )
+        assert_leases_returned(kernel)
+    assert outputs(result) == {
+        "c0": "from the cache",
+        "c1": "An error occurred while running the tool. Please try again.",
+        "c2": "appended 'a' to f.txt",
+    }
+    assert files.read("f.txt") == "a"
+
+
 async def test_a_closed_kernel_fails_the_call_as_the_tool_would(tmp_path: pathlib.Path) -> None:
     files = Files(tmp_path)
     async with tk.open_kernel(root=tmp_path) as kernel:
