@@ -172,3 +172,12 @@ def test_a_schema_that_refers_to_itself_is_followed_only_so_deep() -> None:
     assert "note" not in parsed.arguments["root"]  # strict mode's nulls still go near the top
     deep = drop_nulls({"root": tree(5000)}, TreeTool().parameters_schema())
     assert deep["root"]["children"][0].keys() == {"children"}
+
+
+def test_an_output_nested_too_deeply_to_print_is_answered_in_every_format() -> None:
+    result = tk.ToolResult("c1", "keep", tk.Status.OK, nested(5000, "x"))
+    (chat,) = openai.chat_tool_messages([result])
+    (responses,) = openai.responses_outputs([result])
+    (message,) = anthropic.tool_results([result])
+    shown = "(list nested too deeply to show)"
+    assert chat["content"] == responses["output"] == message["content"] == shown

@@ -32,7 +32,11 @@ def output_text(output: object) -> str:
     try:
         return json.dumps(output, default=_jsonable, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):  # a cycle, NaN keys, a __str__ that raises
+        pass
+    try:
         return str(output)
+    except RecursionError:  # nested deeper than even its repr goes
+        return f"({type(output).__name__} nested too deeply to show)"
 
 
 def _jsonable(value: object) -> object:
