@@ -126,6 +126,9 @@ class Tool:
                 self.total += step
                 return self.total
 
+    With ``thread = True`` (or ``thread=True``), ``run`` is a plain ``def`` run in a worker
+    thread, as for :func:`tool`.
+
     Raises :class:`ToolDeclarationError` for a declaration that could not work (see
     :func:`tool`).
     """
