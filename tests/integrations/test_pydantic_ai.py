@@ -447,6 +447,30 @@ async def test_a_cancelled_run_returns_its_leases(autojump_clock: Any, tmp_path:
     assert files.ran == {"3": (2, 3)} and files.text == {"g": "3"}
 
 
+async def test_an_agent_used_as_a_tool_fails_a_call_that_would_wait_for_it_for_ever(
+    autojump_clock: Any, tmp_path: Any
+) -> None:
+    files = Files()
+    toolset = files.toolset()
+    inner: list[Any] = []
+
+    @toolset.tool_plain
+    async def delegate(path: str) -> str:
+        """Hand the edit to another agent with the same leased tools."""
+        result = await run(Agent(scripted(appends(path, "x")), toolsets=[leased]), "edit")
+        inner.append(result)
+        return "delegated"
+
+    async with tk.open_kernel(root=tmp_path) as kernel:
+        leased = LeasedToolset(toolset, kernel, writes=WRITES)  # delegate: a barrier
+        result = await run(Agent(scripted([("delegate", {"path": "f"})]), toolsets=[leased]), "go")
+        assert_leases_returned(kernel)
+    assert returns(result.all_messages())["t0c0"].content == "delegated"
+    answer = returns(inner[0].all_messages())["t0c0"]
+    assert answer.outcome == "failed" and "would wait for ever" in str(answer.content)
+    assert files.ran == {}
+
+
 # -- mistakes ------------------------------------------------------------------------------------
 
 

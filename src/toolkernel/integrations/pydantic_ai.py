@@ -31,6 +31,8 @@ the kernel's policy or cancelled before it ran is a ``ToolFailed``.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import copy
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,7 +41,17 @@ from typing import Any
 import anyio
 
 from .._errors import ToolDeclarationError
-from ..kernel import CallEvent, CallFinished, Kernel, KeyFunction, Status, ToolCall, ToolContext
+from ..kernel import (
+    CallBlocked,
+    CallEvent,
+    CallFinished,
+    CallHandle,
+    Kernel,
+    KeyFunction,
+    Status,
+    ToolCall,
+    ToolContext,
+)
 from ..kernel import ToolResult as KernelResult
 from ..locks import Claim
 from ..tools import Tool
@@ -64,16 +76,36 @@ ToolClaimsFunction = Callable[[str, Mapping[str, Any]], Iterable[Claim] | None]
 # Kernel call ids: the model's call id and a number, unique however many agents share a kernel.
 _numbers = itertools.count(1)
 
+_holding: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "toolkernel_pydantic_ai_holding", default=frozenset()
+)
+"""The kernel calls whose leases the tools this task runs inside hold (the tasks a tool starts
+inherit it): a call made from inside them, as by an agent used as a tool, must not wait for them."""
+
 
 class _Lease:
     """One call's meeting point between pydantic-ai's task, which runs the tool, and the
     kernel's, which holds the leases meanwhile."""
 
-    __slots__ = ("done", "granted", "revoked", "scope", "wake", "woken")
+    __slots__ = (
+        "callers",
+        "deadlock",
+        "done",
+        "granted",
+        "handle",
+        "revoked",
+        "scope",
+        "wake",
+        "woken",
+    )
 
     def __init__(self) -> None:
-        self.wake = anyio.Event()  # the leases are granted, or the call ended without them
-        self.done = anyio.Event()  # pydantic-ai's side is through: the kernel's call may end
+        # asyncio's own events: pydantic-ai runs on asyncio only, and they cost less to make.
+        self.wake = asyncio.Event()  # the leases are granted, or the call ended without them
+        self.done = asyncio.Event()  # pydantic-ai's side is through: the kernel's call may end
+        self.handle: CallHandle | None = None
+        self.callers = _holding.get()  # the leased calls this one is made from inside
+        self.deadlock: str | None = None  # why it would wait for one of them for ever
         self.granted = False
         self.woken = False  # counted out of the calls that wait
         self.scope: anyio.CancelScope | None = None  # around the tool, while it runs
@@ -130,6 +162,20 @@ class _Calls:
             lease = self.leases.get(event.call_id)
             if lease is not None:
                 lease.wake.set()
+        elif type(event) is CallBlocked:
+            lease = self.leases.get(event.call_id)
+            if lease is not None and lease.callers:
+                held = next((c for c in event.waits_for if c in lease.callers), None)
+                if held is not None:
+                    lease.deadlock = (
+                        f"this call waits for the leases of call {held}, which it was made "
+                        f"from inside: that call holds them until this one has ended, so it "
+                        f"would wait for ever. Declare what the outer tool itself touches (for "
+                        f"a tool that runs an agent whose tools hold their own leases: "
+                        f"claims={{'<tool name>': lambda args: []}})"
+                    )
+                    if lease.handle is not None:
+                        lease.handle.cancel()
 
 
 class _LeaseTool(Tool):
@@ -345,9 +391,11 @@ class LeasedToolset(WrapperToolset[Any]):
         call_id = f"{ctx.tool_call_id or name}#{next(_numbers)}"
         lease = calls.expect(call_id)
         try:
-            handle = self.kernel.submit(
+            handle = lease.handle = self.kernel.submit(
                 ToolCall(call_id, name, tool_args), tools=(self._lease_tool(name),)
             )
+            if lease.deadlock is not None:
+                handle.cancel()  # found waiting for its callers while it was submitted
             try:
                 if not handle.finished:
                     await lease.wake.wait()
@@ -356,14 +404,20 @@ class LeasedToolset(WrapperToolset[Any]):
                 raise
             calls.woken(lease)
             if lease.granted:
-                with anyio.CancelScope() as lease.scope:
-                    if not lease.revoked:
-                        return await self.wrapped.call_tool(name, tool_args, ctx, tool)
+                holding = _holding.set(lease.callers | {call_id})
+                try:
+                    with anyio.CancelScope() as lease.scope:
+                        if not lease.revoked:
+                            return await self.wrapped.call_tool(name, tool_args, ctx, tool)
+                finally:
+                    _holding.reset(holding)
                 lease.scope = None  # the kernel ended the call: say how, below
             lease.done.set()
             result = await handle.wait_finished()
         finally:
             calls.forget(call_id, lease)
+        if lease.deadlock is not None:
+            raise ToolFailed(lease.deadlock)
         return _answer(result)
 
     def _lease_tool(self, name: str) -> _LeaseTool:
