@@ -86,3 +86,21 @@ async def test_a_call_after_thousands_of_others_runs_with_their_outputs() -> Non
         results = await kernel.run(calls)
     assert all(r.ok for r in results)
     assert results[-1].output == "d7"
+
+
+async def test_ids_names_and_arguments_nested_too_deeply_to_print_fail_their_call() -> None:
+    deep: object = 1
+    for _ in range(5000):
+        deep = [deep]
+    calls = [
+        tk.ToolCall("c1", deep, {}),  # type: ignore[arg-type]
+        tk.ToolCall("c2", "keep", {"text": "x"}, after=(deep,)),  # type: ignore[arg-type]
+        tk.ToolCall(deep, "keep", {"text": "x"}),  # type: ignore[arg-type]
+        tk.ToolCall("c4", "keep", {"text": deep}),
+    ]
+    async with tk.open_kernel(tools=[keep]) as kernel:
+        results = [(await kernel.run([call]))[0] for call in calls]
+        assert_leases_returned(kernel)
+    assert [r.status for r in results] == [tk.Status.ERROR] * 4
+    for result in results[:3]:
+        assert "a list nested too deeply to show" in (result.error or "")

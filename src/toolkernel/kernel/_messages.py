@@ -63,7 +63,10 @@ def seconds(value: float) -> str:
 
 
 def _preview(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:  # nested deeper than its repr goes
+        text = f"a {type(value).__name__} nested too deeply to show"
     return text if len(text) <= 60 else text[:57] + "..."
 
 
