@@ -3,6 +3,7 @@
 ::
 
     from agents import Agent, Runner, function_tool
+    import toolkernel as tk
     from toolkernel.integrations.openai_agents import leased
 
     @function_tool
