@@ -197,12 +197,15 @@ class _Slot:
         self.claimed = False  # a worker took it
         self.decided = False
         self.refusal: ToolResult | None = None  # the kernel ended it before any grant
-        self.released = anyio.Event()
-        # Read by the worker: an anyio event in the loop's own task, a thread's event from
-        # LangGraph's executor threads.
-        self.verdict: anyio.Event | threading.Event = (
-            threading.Event() if threaded else anyio.Event()
-        )
+        # Under ainvoke all is on LangGraph's asyncio loop, and asyncio's events cost a seventh
+        # of anyio's; under invoke the worker waits in LangGraph's executor thread, and the
+        # stand-in on the kernel's loop, which may be trio's.
+        self.released: asyncio.Event | anyio.Event
+        self.verdict: asyncio.Event | threading.Event
+        if threaded:
+            self.released, self.verdict = anyio.Event(), threading.Event()
+        else:
+            self.released, self.verdict = asyncio.Event(), asyncio.Event()
 
     def decide(self, refusal: ToolResult | None) -> None:
         """Granted (None), or ended by the kernel unrun (``_Batch.decide`` calls it once)."""
@@ -453,7 +456,7 @@ class ToolNode(_LangGraphToolNode):
         slot = batch.claim(call)
         try:
             verdict = slot.verdict
-            assert isinstance(verdict, anyio.Event)
+            assert isinstance(verdict, asyncio.Event)
             if not verdict.is_set():
                 await verdict.wait()
             if slot.refusal is not None:
