@@ -21,13 +21,14 @@ raises ``TimeoutError`` (the ``regex`` module's), which the tool turns into a me
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import bisect
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import attrs
 import regex
 
-__all__ = ["LinePattern", "text_lines"]
+__all__ = ["LinePattern", "candidate_starts", "text_lines"]
 
 _LINE_BLIND: Final = regex.compile(r"\\[AZzG]|\(\?<?[=!]")
 """What in a pattern can see past a line's end: it is then searched line by line."""
@@ -83,6 +84,12 @@ class LinePattern:
             return _each_line(self.line, text, timeout, first)
         return _candidate_lines(self.text, self.line, text, timeout, first)
 
+    @property
+    def joinable(self) -> bool:
+        """True iff texts may be searched joined (:func:`candidate_starts`), each ending with a
+        line end and holding no ``\\r``: the lines found are those found in each alone."""
+        return self.text is not None
+
 
 def _each_line(pattern: regex.Pattern[str], text: str, timeout: Timeout, first: bool) -> list[int]:
     found = []
@@ -98,8 +105,31 @@ def _candidate_lines(
     whole: regex.Pattern[str], line: regex.Pattern[str], text: str, timeout: Timeout, first: bool
 ) -> list[int]:
     found: list[int] = []
-    position, number, counted = 0, 0, 0  # ``number`` is the line that starts at ``counted``
-    size = len(text)
+    number, counted = 0, 0  # ``number`` is the line that starts at ``counted``
+    for start in candidate_starts(whole, line, text, timeout, (0,) if first else None):
+        number += text.count("\n", counted, start)
+        counted = start
+        found.append(number)
+    return found
+
+
+def candidate_starts(
+    whole: regex.Pattern[str],
+    line: regex.Pattern[str],
+    text: str,
+    timeout: Timeout,
+    firsts: Sequence[int] | None = None,
+) -> list[int]:
+    """Where the matching lines of ``text`` start, found by searching the whole text.
+
+    ``text`` may be several texts joined, each ending with a line end: the search runs over
+    all of them at once (one call into the engine for many small files), and finds in each the
+    lines a search of it alone would. With ``firsts``, the offsets where those texts start
+    (ascending), only the first matching line of each is wanted: the search skips on to the
+    next text after one.
+    """
+    found: list[int] = []
+    position, size = 0, len(text)
     while position < size:
         match = whole.search(text, position, timeout=timeout(), concurrent=True)
         if match is None or (match.start() == size and text.endswith("\n")):
@@ -108,14 +138,14 @@ def _candidate_lines(
         end = text.find("\n", match.start())
         if end < 0:
             end = size
-        number += text.count("\n", counted, start)
-        counted = start
         if match.end() <= end or line.search(text[start:end], timeout=timeout(), concurrent=True):
-            found.append(number)
-            if first:
-                break
-        if end == size:
-            break
+            found.append(start)
+            if firsts is not None:
+                following = bisect.bisect_right(firsts, start)
+                if following == len(firsts):
+                    break
+                position = firsts[following]
+                continue
         position = end + 1
     return found
 

@@ -50,6 +50,7 @@ from collections.abc import Callable
 from typing import Final, TypeVar
 
 import anyio
+import attrs
 import regex
 from wcmatch import glob as wcglob
 
@@ -70,7 +71,14 @@ from ._tree_search import (
     list_tree,
 )
 
-__all__ = ["SEARCH_SIZE_LIMIT", "SEARCH_TIME_LIMIT", "compile_glob", "glob", "grep"]
+__all__ = [
+    "SEARCH_SIZE_LIMIT",
+    "SEARCH_TIME_LIMIT",
+    "GlobMatcher",
+    "compile_glob",
+    "glob",
+    "grep",
+]
 
 RESULT_LIMIT: Final = 1000
 SEARCH_SIZE_LIMIT: Final = TEXT_SIZE_LIMIT
@@ -83,7 +91,19 @@ T = TypeVar("T")
 _GLOB_FLAGS: Final = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB | wcglob.FORCEUNIX
 
 
-def compile_glob(pattern: str) -> wcglob.WcMatcher[str]:
+@attrs.frozen
+class GlobMatcher:
+    """A compiled glob: :meth:`match` says whether a relative POSIX path matches it."""
+
+    expression: re.Pattern[str]
+    """wcmatch's translation of the glob (every brace expansion, one alternative each): one
+    ``re`` call per path, where wcmatch's own matcher costs ten times that in Python."""
+
+    def match(self, path: str) -> bool:
+        return self.expression.match(path) is not None
+
+
+def compile_glob(pattern: str) -> GlobMatcher:
     """Compile a glob for matching relative POSIX paths: ``**/*.py``, ``src/*.{js,ts}``.
 
     A pattern that could never match a relative path (absolute, or climbing with ``..``) is
@@ -100,7 +120,9 @@ def compile_glob(pattern: str) -> wcglob.WcMatcher[str]:
             f"give the directory to search as path instead"
         )
     try:
-        return wcglob.compile(pattern, flags=_GLOB_FLAGS)
+        # No NEGATE flag, so nothing is excluded: the expressions to include are all.
+        include, _ = wcglob.translate(pattern, flags=_GLOB_FLAGS)
+        return GlobMatcher(re.compile("|".join(f"(?:{part})" for part in include)))
     except Exception as exc:  # wcmatch's PatternLimitException is a plain Exception
         raise ToolError(f"glob {pattern!r} is not a valid pattern: {exc}") from None
 

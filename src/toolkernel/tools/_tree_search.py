@@ -29,7 +29,7 @@ from ._beneath import open_directory
 from ._fileops import moved_aside
 from ._fs import Subtree
 from ._ignore import IgnoreRules, ignored
-from ._line_match import LinePattern, Timeout, text_lines
+from ._line_match import LinePattern, Timeout, candidate_starts, text_lines
 from ._workspace import MAX_PATH_BYTES
 
 __all__ = ["FileFilter", "GrepOptions", "Searched", "SearchTimedOut", "grep_tree", "list_tree"]
@@ -87,9 +87,8 @@ def grep_tree(
     """Search the files below ``tree`` that ``keep`` keeps, in sorted order, until
     ``options.limit`` output lines are exceeded."""
     searched = Searched()
-    lines = searched.lines
     base_depth = len(tree.parts)
-    context = options.mode == "content" and (options.before or options.after)
+    search = _Search(tree, options, timeout, searched)
     reader = _Reader(tree)
     try:
         for path, linked in _walk(tree, keep):
@@ -106,30 +105,111 @@ def grep_tree(
                 continue  # binary
             if tree.observed:
                 tree.read(tuple(path.split("/")[base_depth:]))
-            text = data.decode("utf-8", errors="replace")
-            try:
-                found = options.pattern.lines(
-                    text, timeout, first=options.mode == "files_with_matches"
-                )
-            except TimeoutError:
-                raise SearchTimedOut(path) from None
-            if not found:
-                continue
-            if options.mode == "files_with_matches":
-                lines.append(path)
-            elif options.mode == "count":
-                lines.append(f"{path}:{len(found)}")
-            elif context:
-                if lines:
-                    lines.append("--")
-                _with_context(lines, path, text_lines(text), found, options)
-            else:
-                _content(lines, path, text, found, options.width)
-            if len(lines) > options.limit:
+            if search.add(path, data.decode("utf-8", errors="replace")):
                 break
+        else:
+            search.flush()
     finally:
         reader.close()
     return searched
+
+
+JOINED_SIZE: Final = 1 << 20
+"""Characters of small files searched in one call into the engine (see :class:`_Search`)."""
+
+
+class _Search:
+    """Matches the texts of the files in order and writes their output lines.
+
+    A call into the engine costs a few microseconds whatever it searches, as much as reading
+    a small file: so small files are searched joined, :data:`JOINED_SIZE` characters at a
+    time, where the pattern allows it (:attr:`LinePattern.joinable`). A joined search that runs
+    out of time is done again one file at a time, so the message names the file.
+    """
+
+    def __init__(
+        self, tree: Subtree, options: GrepOptions, timeout: Timeout, searched: Searched
+    ) -> None:
+        self._tree, self._options, self._timeout = tree, options, timeout
+        self._lines = searched.lines
+        self._pending: list[tuple[str, str]] = []
+        self._size = 0
+
+    def add(self, path: str, text: str) -> bool:
+        """Search ``text`` (now or with the next ones); True once enough lines are written."""
+        pattern = self._options.pattern
+        if pattern.joinable and "\r" not in text:
+            if text and not text.endswith("\n"):
+                text += "\n"  # the same lines, and the next text starts on a line of its own
+            self._pending.append((path, text))
+            self._size += len(text)
+            return self._size >= JOINED_SIZE and self.flush()
+        return self.flush() or self._alone(path, text)
+
+    def flush(self) -> bool:
+        """Search the texts held back; True once enough lines are written."""
+        pending = self._pending
+        if not pending:
+            return False
+        self._pending, self._size = [], 0
+        if len(pending) == 1:
+            return self._alone(*pending[0])
+        firsts, offset = [], 0
+        for _, text in pending:
+            firsts.append(offset)
+            offset += len(text)
+        pattern = self._options.pattern
+        assert pattern.text is not None  # joinable
+        try:
+            starts = candidate_starts(
+                pattern.text,
+                pattern.line,
+                "".join(text for _, text in pending),
+                self._timeout,
+                firsts if self._options.mode == "files_with_matches" else None,
+            )
+        except TimeoutError:
+            for path, text in pending:
+                self._tree.check()
+                if self._alone(path, text):
+                    return True
+            return False
+        index, count = 0, len(starts)
+        for (path, text), first in zip(pending, firsts, strict=True):
+            found, counted, number = [], 0, 0
+            while index < count and starts[index] < first + len(text):
+                start = starts[index] - first
+                number += text.count("\n", counted, start)
+                counted = start
+                found.append(number)
+                index += 1
+            if found and self._emit(path, text, found):
+                return True
+        return False
+
+    def _alone(self, path: str, text: str) -> bool:
+        mode = self._options.mode
+        try:
+            found = self._options.pattern.lines(
+                text, self._timeout, first=mode == "files_with_matches"
+            )
+        except TimeoutError:
+            raise SearchTimedOut(path) from None
+        return bool(found) and self._emit(path, text, found)
+
+    def _emit(self, path: str, text: str, found: list[int]) -> bool:
+        options, lines = self._options, self._lines
+        if options.mode == "files_with_matches":
+            lines.append(path)
+        elif options.mode == "count":
+            lines.append(f"{path}:{len(found)}")
+        elif options.before or options.after:
+            if lines:
+                lines.append("--")
+            _with_context(lines, path, text_lines(text), found, options)
+        else:
+            _content(lines, path, text, found, options.width)
+        return len(lines) > options.limit
 
 
 def _content(lines: list[str], path: str, text: str, found: list[int], width: int) -> None:
