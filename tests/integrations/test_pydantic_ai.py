@@ -7,6 +7,8 @@ that "takes" a second ends one virtual second after it starts.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -502,3 +504,13 @@ async def test_options_of_the_wrong_shape_are_refused(
             LeasedToolset(Files().toolset(), kernel, **options)
         with pytest.raises(TypeError, match="needs a kernel"):
             LeasedToolset(Files().toolset(), None)  # type: ignore[arg-type]
+
+
+def test_without_its_extra_the_module_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['pydantic_ai'] = None; import toolkernel.integrations.pydantic_ai"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    last = ran.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: toolkernel.integrations.pydantic_ai needs the")
+    assert "pip install 'toolkernel[pydantic-ai]'" in last

@@ -17,16 +17,21 @@ this toolset, could reorder calls; pydantic-ai's own hooks don't.)
 
 Where the tool runs. In pydantic-ai's task, as without the wrapper: its context variables (the
 run context, tracing spans), its exceptions (``ModelRetry``, ``ToolFailed``, ``CallDeferred``,
-``ApprovalRequired``) and its timeout stay pydantic-ai's. The kernel's call only holds the
-leases: it starts when they are granted, wakes the waiting task, and ends when the tool does.
-If the kernel ends it first (``kernel.cancel``, its run limit, the kernel closing), the tool is
-cancelled, and the leases return only once it has stopped. If pydantic-ai cancels the call
-(a cancelled run, a failed sibling), its kernel call is cancelled and its leases return.
+``ApprovalRequired``) and its timeout stay pydantic-ai's (a tool's ``timeout`` bounds its run,
+not its wait for leases). The kernel's call only holds the leases: it starts when they are
+granted, wakes the waiting task, and ends when the tool does. If the kernel ends it first
+(``kernel.cancel``, its run limit, the kernel closing), the tool is cancelled, and the leases
+return only once it has stopped. If pydantic-ai cancels the call (a cancelled run, a failed
+sibling), its kernel call is withdrawn or cancelled and its leases return. A deferred call
+(``requires_approval``, ``ApprovalRequired``, ``CallDeferred``) holds no lease while it awaits
+approval or its result; approved, it takes them again when it runs.
 
-A call the kernel refuses becomes what pydantic-ai tells the model: arguments that can't be
-claimed (a path outside the workspace) and a wait for leases that timed out are a
-``ModelRetry`` (the model may try again, as after pydantic-ai's own timeout); a call denied by
-the kernel's policy or cancelled before it ran is a ``ToolFailed``.
+A call the kernel refuses or ends becomes what pydantic-ai tells the model: arguments that
+can't be claimed (a path outside the workspace), a wait for leases that timed out and the
+kernel's run limit are a ``ModelRetry`` (the model may try again, as after pydantic-ai's own
+timeout); a call denied by the kernel's policy or cancelled by the kernel is a ``ToolFailed``.
+So is a call made from inside a leased tool (an agent used as a tool, whose agent's tools are
+leased in the same kernel) that waits for that tool's own leases: it would wait for ever.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import Any
 import anyio
 
 from .._errors import ToolDeclarationError
+from .._extras import require_extra
 from ..kernel import (
     CallBlocked,
     CallEvent,
@@ -56,15 +62,11 @@ from ..kernel import ToolResult as KernelResult
 from ..locks import Claim
 from ..tools import Tool
 
-try:
-    from pydantic_ai import RunContext
-    from pydantic_ai.exceptions import ModelRetry, ToolFailed
-    from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
-except ImportError:  # pragma: no cover - the dev set-up installs it
-    raise ImportError(
-        "toolkernel.integrations.pydantic_ai needs pydantic-ai: "
-        "pip install 'toolkernel[pydantic-ai]'"
-    ) from None
+require_extra("pydantic-ai", "toolkernel.integrations.pydantic_ai", "pydantic_ai")
+
+from pydantic_ai import RunContext  # noqa: E402 - after saying which extra brings it
+from pydantic_ai.exceptions import ModelRetry, ToolFailed  # noqa: E402
+from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset  # noqa: E402
 
 __all__ = ["LeasedToolset", "ClaimsFunction", "ToolClaimsFunction"]
 
