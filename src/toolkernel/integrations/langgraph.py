@@ -23,12 +23,12 @@ ends; the stand-in can't be cancelled while the work runs, so leases never retur
 the kernel ends before its grant (denied, timed out waiting, cancelled, its claims refused)
 runs nothing and answers with an error ``ToolMessage`` saying why.
 
-What a call claims is said by tool name, as for ``toolkernel.mcp.stdio_tools``: ``reads=`` and
-``writes=`` name the arguments holding paths; ``claims=`` gives a function of the arguments
-returning claims (or a list of claims for every call). A tool given none of them is a barrier:
-it holds the whole workspace exclusively, so wrapping is never less safe than running calls one
-at a time. A call whose path arguments are not strings is a barrier too, and LangGraph then
-answers its bad arguments as usual.
+What a call claims is said by tool name (``_declared``), as for ``toolkernel.mcp.stdio_tools``:
+``reads=`` and ``writes=`` name the arguments holding paths; ``claims=`` gives a function of the
+arguments returning claims (or a list of claims for every call). A tool given none of them is a
+barrier: it holds the whole workspace exclusively, so wrapping is never less safe than running
+calls one at a time. A call whose path arguments are not strings is a barrier too, and
+LangGraph then answers its bad arguments as usual.
 
 Without ``kernel=``, each run of the node opens a kernel of its own with no workspace root: a
 path is keyed as this process would open it (absolute, normalized lexically, symlinks not
@@ -52,9 +52,8 @@ import asyncio
 import contextlib
 import contextvars
 import functools
-import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, Literal, TypeAlias
 
@@ -82,7 +81,6 @@ except ImportError as exc:  # say which extra brings them
         raise
     raise ImportError(_missing, name=exc.name) from None
 
-from .._errors import ToolDeclarationError
 from .._open import open_kernel
 from ..kernel import (
     CallEvent,
@@ -94,13 +92,12 @@ from ..kernel import (
     ToolResult,
 )
 from ..kernel import ToolCall as KernelCall
-from ..locks import Claim, Mode, Path, exclusive, path, shared
+from ..locks import Claim
 from . import _loop_thread
+from ._declared import ClaimsFunction, Declaration, declarations, process_key
 
 __all__ = ["ToolNode", "ClaimsFunction"]
 
-ClaimsFunction: TypeAlias = Callable[[Mapping[str, Any]], Iterable[Claim] | None]
-"""Claims of one tool's call from its arguments (as the model sent them); None: a barrier."""
 
 _InputType: TypeAlias = Literal["list", "dict", "tool_calls"]
 _Output: TypeAlias = ToolMessage | Command[Any] | list[Command[Any] | ToolMessage]
@@ -123,7 +120,7 @@ class _Gate:
     wait_timeout: float | None = None
     run_timeout: float | None = None
 
-    def __init__(self, name: str, declared: _Declaration | None, batch: _Batch) -> None:
+    def __init__(self, name: str, declared: Declaration | None, batch: _Batch) -> None:
         self.name = name
         self._declared = declared
         self._batch = batch
@@ -134,7 +131,7 @@ class _Gate:
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         if self._declared is None:
             return None
-        return self._declared.claims(arguments, _process_key if self._batch.own else key)
+        return self._declared.claims(arguments, process_key if self._batch.own else key)
 
     async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> None:
         slot = self._batch.slots[ctx.call_id]
@@ -143,47 +140,6 @@ class _Gate:
         # (a kernel's run timeout, its closing) may end them first.
         with anyio.CancelScope(shield=True):
             await slot.released.wait()
-
-
-class _Declaration:
-    """What a call of one tool claims, from ``reads=``/``writes=``/``claims=``."""
-
-    def __init__(
-        self,
-        reads: Sequence[str],
-        writes: Sequence[str],
-        claims: ClaimsFunction | Sequence[Claim] | None,
-    ) -> None:
-        self.reads = tuple(reads)
-        self.writes = tuple(writes)
-        self.function = claims if callable(claims) else None
-        self.fixed = None if claims is None or callable(claims) else tuple(claims)
-
-    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> list[Claim] | None:
-        found: list[Claim] = []
-        for names, make in ((self.reads, shared), (self.writes, exclusive)):
-            for name in names:
-                value = arguments.get(name)
-                if value is None:
-                    continue  # left out: claims nothing, as a default of None would
-                if isinstance(value, str):
-                    value = [value]
-                if not isinstance(value, list | tuple) or not all(
-                    isinstance(v, str) for v in value
-                ):
-                    return None  # not a path: a barrier; LangGraph answers the bad argument
-                found.extend(make(key(raw)) for raw in value)
-        extra = self.fixed if self.function is None else self.function(arguments)
-        if extra is None:
-            return None if self.function is not None else found
-        for claim in extra:
-            if not isinstance(claim, Claim):
-                raise TypeError(f"claims must be toolkernel claims, not {claim!r}")
-            if isinstance(claim.resource, Path):  # spelled lexically: key it as paths are
-                make = exclusive if claim.mode is Mode.EXCLUSIVE else shared
-                claim = make(key(str(claim.resource)))
-            found.append(claim)
-        return found
 
 
 class _Slot:
@@ -239,7 +195,7 @@ class _Batch:
         self,
         kernel: Kernel,
         calls: Sequence[ToolCall],
-        declarations: Mapping[str, _Declaration | None],
+        declarations: Mapping[str, Declaration | None],
         *,
         threaded: bool,
         own: bool,
@@ -390,7 +346,7 @@ class ToolNode(_LangGraphToolNode):
         if kernel is not None and not isinstance(kernel, Kernel):
             raise TypeError(f"kernel= takes a toolkernel Kernel (open_kernel), not {kernel!r}")
         self.kernel = kernel
-        self._declarations = _declarations(list(self.tools_by_name), claims, reads, writes)
+        self._declarations = declarations(list(self.tools_by_name), claims, reads, writes)
         self._token: anyio.lowlevel.EventLoopToken | None = None
         if kernel is not None:
             with contextlib.suppress(RuntimeError):  # not in a loop: found at invoke()
@@ -535,7 +491,7 @@ class ToolNode(_LangGraphToolNode):
             return True
         arguments = call.get("args")
         try:
-            declared.claims(arguments if isinstance(arguments, dict) else {}, _process_key)
+            declared.claims(arguments if isinstance(arguments, dict) else {}, process_key)
         except Exception:
             return False
         return True
@@ -596,14 +552,6 @@ class ToolNode(_LangGraphToolNode):
             batch.post(slot.release)
 
 
-def _process_key(raw: str) -> Path:
-    """A path's key in a kernel of the node's own, which has no workspace: the path as this
-    process opens it (relative to its working directory, ``~`` expanded), made absolute and
-    normalized lexically (symlinks are not followed), so every spelling of it is one key."""
-    absolute = os.path.normpath(os.path.join(os.getcwd(), os.path.expanduser(raw)))
-    return path(absolute.lstrip(os.sep) or ".")
-
-
 def _run_sync_on(
     token: anyio.lowlevel.EventLoopToken, function: Callable[..., Any], *args: Any
 ) -> Any:
@@ -618,61 +566,3 @@ def _current_batch() -> _Batch | _Alone:
             "langgraph-prebuilt runs calls in a way this adapter does not know"
         )
     return batch
-
-
-def _declarations(
-    names: Sequence[str],
-    claims: Mapping[str, ClaimsFunction | Sequence[Claim]] | None,
-    reads: Mapping[str, Sequence[str]] | None,
-    writes: Mapping[str, Sequence[str]] | None,
-) -> dict[str, _Declaration | None]:
-    """Each tool's declaration; None for a tool declared nothing (a barrier)."""
-    for option, given in (("claims", claims), ("reads", reads), ("writes", writes)):
-        if given is None:
-            continue
-        if not isinstance(given, Mapping):
-            raise ToolDeclarationError(
-                f"{option}= maps tool names to what their calls claim, such as "
-                f"{option}={{'edit_file': ...}}; not {given!r}"
-            )
-        for name, value in given.items():
-            if name not in names:
-                raise ToolDeclarationError(
-                    f"{option}= names tool {name!r}, but the node has no tool by that name; "
-                    f"its tools are {', '.join(names) or 'none'}"
-                )
-            _check_declared(option, name, value)
-    found: dict[str, _Declaration | None] = {}
-    for name in names:
-        given_reads = (reads or {}).get(name, ())
-        given_writes = (writes or {}).get(name, ())
-        given_claims = (claims or {}).get(name)
-        if given_reads or given_writes or given_claims is not None:
-            found[name] = _Declaration(given_reads, given_writes, given_claims)
-        else:
-            found[name] = None
-    return found
-
-
-def _check_declared(option: str, name: str, value: Any) -> None:
-    if option == "claims":
-        if callable(value):
-            return
-        if _is_list_of(value, Claim):
-            return
-        raise ToolDeclarationError(
-            f"claims= for tool {name!r} must be a function of the arguments returning claims, "
-            f"or a list of claims; not {value!r}"
-        )
-    if _is_list_of(value, str):
-        return
-    raise ToolDeclarationError(
-        f"{option}= for tool {name!r} must list the names of arguments holding paths, such "
-        f"as ['path']; not {value!r}"
-    )
-
-
-def _is_list_of(value: Any, kind: type) -> bool:
-    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
-        return False
-    return all(isinstance(item, kind) for item in value)
