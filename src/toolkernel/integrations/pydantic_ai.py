@@ -18,7 +18,9 @@ this toolset, could reorder calls; pydantic-ai's own hooks don't.)
 Where the tool runs. In pydantic-ai's task, as without the wrapper: its context variables (the
 run context, tracing spans), its exceptions (``ModelRetry``, ``ToolFailed``, ``CallDeferred``,
 ``ApprovalRequired``) and its timeout stay pydantic-ai's (a tool's ``timeout`` bounds its run,
-not its wait for leases). The kernel's call only holds the leases: it starts when they are
+not its wait for leases; but a plain ``def`` tool that runs out of it is left running in its
+worker thread by pydantic-ai, without its leases: give such a tool no ``timeout``, or make it
+``async def``). The kernel's call only holds the leases: it starts when they are
 granted, wakes the waiting task, and ends when the tool does. If the kernel ends it first
 (``kernel.cancel``, its run limit, the kernel closing), the tool is cancelled, and the leases
 return only once it has stopped. If pydantic-ai cancels the call (a cancelled run, a failed
