@@ -154,6 +154,22 @@ async def test_edits_of_one_file_run_in_emission_order_and_none_is_lost(
         assert files.ran["a"] == (0, 1)
 
 
+async def test_emission_order_holds_with_pydantic_ais_instrumentation_hooks(
+    autojump_clock: Any, tmp_path: Any
+) -> None:
+    """The instrumentation capability wraps every call's execution: still no wait on the way."""
+    files = Files()
+    texts = "abcdefghij"
+    async with tk.open_kernel(root=tmp_path) as kernel:
+        toolset = LeasedToolset(files.toolset(), kernel, writes=WRITES)
+        Agent.instrument_all(True)
+        try:
+            await run(Agent(scripted(appends("f", *texts)), toolsets=[toolset]), "edit")
+        finally:
+            Agent.instrument_all(False)
+    assert files.text == {"f": texts}
+
+
 async def test_calls_on_different_files_run_together(autojump_clock: Any, tmp_path: Any) -> None:
     files = Files()
     turn = [("append", {"path": f"dir/{n}.txt", "text": str(n)}) for n in range(20)]
