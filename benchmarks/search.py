@@ -236,9 +236,9 @@ async def measure(
         return runner.rows
 
 
-async def run(quick: bool) -> int:
+async def run(quick: bool, sizes: list[int] | None) -> int:
     reps = 3 if quick else 5
-    sizes = [1_000] if quick else [1_000, 10_000, 100_000]
+    sizes = sizes or ([1_000] if quick else [1_000, 10_000, 100_000])
     rows: list[tuple[str, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="toolkernel-search-") as scratch:
         for size in sizes:
@@ -282,8 +282,11 @@ async def run(quick: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: 1,000 files, 3 reps")
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", help="the generated trees' sizes (files), instead"
+    )
     options = parser.parse_args(argv)
-    return trio.run(run, options.quick)
+    return trio.run(run, options.quick, options.sizes)
 
 
 if __name__ == "__main__":

@@ -45,8 +45,9 @@ import contextlib
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -62,6 +63,8 @@ from ._workspace import Workspace
 __all__ = ["FileAccess", "FileAccessed", "Entry", "Subtree"]
 
 T = TypeVar("T")
+CANCEL_POLL: Final = 0.002
+"""Seconds between two looks at a search's cancellation (:meth:`Subtree.check`)."""
 PathArg = str | os.PathLike[str]
 
 
@@ -474,22 +477,27 @@ class Subtree:
     what the walk meets on the way.
     """
 
-    __slots__ = ("_access", "_key", "parts", "root")
+    __slots__ = ("_access", "_key", "_next_poll", "observed", "parts", "root")
 
     def __init__(self, access: FileAccess, root: int, key: Path, parts: tuple[str, ...]) -> None:
         self._access, self.root, self._key, self.parts = access, root, key, parts
+        self.observed = access.observer is not None
+        """True iff the access has an observer to tell of each file read (:meth:`read`)."""
+        self._next_poll = 0.0
 
     def check(self) -> None:
-        """Raise if the call was cancelled (its thread abandoned) or has ended; call it before
-        each file the search opens, so an abandoned search stops at the next one."""
-        anyio.from_thread.check_cancelled()
+        """Raise if the call has ended, or was cancelled (its thread abandoned); call it before
+        each file the search opens, so an abandoned search stops there.
+
+        The end is seen at once; a cancellation within :data:`CANCEL_POLL` seconds (asking
+        the event loop costs as much as reading a small file, so it is asked that often).
+        """
+        now = time.monotonic()
+        if now >= self._next_poll:
+            anyio.from_thread.check_cancelled()
+            self._next_poll = now + CANCEL_POLL
         if self._access._closed:
             raise self._access._ended("read", "/".join(self.parts) or ".")
-
-    @property
-    def observed(self) -> bool:
-        """True iff the access has an observer to tell of each file read (:meth:`read`)."""
-        return self._access.observer is not None
 
     def read(self, relative: tuple[str, ...]) -> None:
         """Tell the access's observer of a read of ``relative`` (components below ``parts``);

@@ -77,10 +77,12 @@ class IgnoreRules:
                 rules.append(rule)
         return cls(tuple(rules))
 
-    def decide(self, relative: str, *, is_dir: bool) -> bool | None:
+    def decide(self, relative: str, *, is_dir: bool, name: str | None = None) -> bool | None:
         """True if ``relative`` (POSIX, below this file's directory) is ignored, False if a
-        ``!`` rule re-includes it, None if no rule matches it."""
-        name = relative.rpartition("/")[2]
+        ``!`` rule re-includes it, None if no rule matches it. ``name``: its last component,
+        if the caller has it at hand."""
+        if name is None:
+            name = relative.rpartition("/")[2]
         by_name = self._any_name is not None and self._any_name.fullmatch(name) is not None
         by_path = self._any_path is not None and self._any_path.fullmatch(relative) is not None
         if not (by_name or by_path):
@@ -93,15 +95,18 @@ class IgnoreRules:
         return None
 
 
-def ignored(stack: Sequence[tuple[str, IgnoreRules]], relative: str, *, is_dir: bool) -> bool:
-    """Whether ``relative`` is ignored by the ``.gitignore`` files in ``stack``.
+def ignored(
+    stack: Sequence[tuple[str, IgnoreRules]], relative: str, name: str, *, is_dir: bool
+) -> bool:
+    """Whether ``relative`` (whose last component is ``name``) is ignored by the
+    ``.gitignore`` files in ``stack``.
 
     ``stack`` holds, shallowest first, each file's directory (relative to the same base as
     ``relative``, ``""`` for the base itself) and its rules; the deepest that decides wins.
     """
     for directory, rules in reversed(stack):
         below = relative[len(directory) + 1 :] if directory else relative
-        decision = rules.decide(below, is_dir=is_dir)
+        decision = rules.decide(below, is_dir=is_dir, name=name)
         if decision is not None:
             return decision
     return False

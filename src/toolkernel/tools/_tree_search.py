@@ -338,24 +338,30 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> list[tuple[str, bool]]:
         finally:
             os.close(directory)
         return [(base, False)] if regular and (keep is None or keep(base, name)) else []
+    os.close(top)
     found: list[tuple[str, bool]] = []
     prefix = base + "/" if base else ""
-    ignores: list[tuple[str, IgnoreRules]] = []
-    # Each frame: an open directory, its path below the base, the entries still to look at,
-    # and how many ignore files were in force above it.
-    frames: list[tuple[int, str, list[os.DirEntry[str]], int]] = []
-    try:
-        frames.append((top, "", _enter(tree, top, "", ignores), 0))
-        while frames:
-            fd, below, pending, depth = frames[-1]
-            if not pending:
-                frames.pop()
-                os.close(fd)
-                del ignores[depth:]
-                continue
-            item = pending.pop()
+    # Directories still to list: their path below the base, and the ignore files above them.
+    # Each is opened from the root in one openat2 (RESOLVE_BENEATH, no link followed; a
+    # component walk without it), so only one directory is open at a time however wide the
+    # tree is.
+    waiting: list[tuple[str, Ignores]] = [("", ())]
+    while waiting:
+        below, ignores = waiting.pop()
+        # A tree can be huge: the call's cancellation (its run timeout) stops the walk.
+        tree.check()
+        try:
+            fd = open_directory(root, (*parts, *below.split("/")) if below else parts)
+        except OSError:
+            continue  # vanished, unreadable, or swapped for a link: skip it, like rg
+        try:
+            entries, ignores = _enter(tree, fd, below, ignores)
+        finally:
+            os.close(fd)
+        inside = below + "/" if below else ""
+        for item in entries:
             name = item.name
-            relative = below + name
+            relative = inside + name
             if moved_aside(name) or (
                 # A character is at most 4 bytes: most paths need no encoding to be measured.
                 len(prefix) + len(relative) > _SHORT_PATH
@@ -363,53 +369,41 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> list[tuple[str, bool]]:
             ):
                 continue  # being deleted, or no key can name it (nor anything below it)
             if item.is_dir(follow_symlinks=False):
-                if name in VERSION_CONTROL or (ignores and ignored(ignores, relative, is_dir=True)):
-                    continue
-                # A tree can be huge: the call's cancellation (its run timeout) stops the walk.
-                tree.check()
-                try:
-                    child = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
-                except OSError:
-                    continue  # vanished, unreadable, or swapped for a link: skip it, like rg
-                depth_here = len(ignores)
-                try:
-                    entries = _enter(tree, child, relative, ignores)
-                except BaseException:
-                    os.close(child)
-                    raise
-                frames.append((child, relative + "/", entries, depth_here))
+                if name not in VERSION_CONTROL and not (
+                    ignores and ignored(ignores, relative, name, is_dir=True)
+                ):
+                    waiting.append((relative, ignores))
                 continue
             link = item.is_symlink()
             if not (link or item.is_file(follow_symlinks=False)):
                 continue
-            if ignores and ignored(ignores, relative, is_dir=False):
+            if ignores and ignored(ignores, relative, name, is_dir=False):
                 continue
             if keep is not None and not keep(relative, name):
                 continue
             if link and not tree.readable_link(prefix + relative):
                 continue
             found.append((prefix + relative, link))
-    finally:
-        for fd, _, _, _ in frames:
-            os.close(fd)
     found.sort()
     return found
 
 
+Ignores = tuple[tuple[str, IgnoreRules], ...]
+"""The ignore files in force: each one's directory below the base, and its rules."""
 _SHORT_PATH: Final = MAX_PATH_BYTES // 4
 _DIRECTORY_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _enter(
-    tree: Subtree, fd: int, relative: str, ignores: list[tuple[str, IgnoreRules]]
-) -> list[os.DirEntry[str]]:
-    """The entries of directory ``fd`` (``relative`` below the base); its ``.gitignore``, if
-    any, joins ``ignores``."""
+    tree: Subtree, fd: int, relative: str, ignores: Ignores
+) -> tuple[list[os.DirEntry[str]], Ignores]:
+    """The entries of directory ``fd`` (``relative`` below the base), and the ignore files in
+    force below it: ``ignores`` and its own ``.gitignore``, if any."""
     try:
         with os.scandir(fd) as iterator:
             entries = list(iterator)
     except OSError:
-        return []  # unreadable: skip it, like rg
+        return [], ignores  # unreadable: skip it, like rg
     for entry in entries:
         if entry.name == IGNORE_FILE and entry.is_file(follow_symlinks=False):
             try:
@@ -421,6 +415,6 @@ def _enter(
             if data:
                 rules = IgnoreRules.parse(data.decode("utf-8", errors="replace"))
                 if rules.rules:
-                    ignores.append((relative, rules))
+                    ignores = (*ignores, (relative, rules))
             break
-    return entries
+    return entries, ignores
