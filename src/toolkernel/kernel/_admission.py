@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import gc
 import json
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 
 from .._errors import CapacityError, InvalidCallError, InvalidClaimError, UnknownPoolError
 from ..locks import EVERYTHING, Claim, Path, Pool, canonical_claims, covers, exclusive
@@ -113,11 +114,36 @@ def check_structure(call: ToolCall) -> BaseException | None:
     return None
 
 
+# Classes whose instances are tools, whatever the instance: checking a runtime protocol looks up
+# each of its members on every instance (slow before Python 3.12), and a batch that brings its
+# tools (``kernel.run(calls, tools=...)``) is checked on every submission.
+_TOOL_CLASSES: weakref.WeakSet[type] = weakref.WeakSet()
+_TOOL_MEMBERS: Final = (
+    "name",
+    "wait_timeout",
+    "run_timeout",
+    "parse_arguments",
+    "claims",
+    "invoke",
+)
+
+
+def _is_tool(tool: object) -> bool:
+    kind = type(tool)
+    if kind in _TOOL_CLASSES:
+        return True
+    if not isinstance(tool, KernelTool):
+        return False
+    if all(hasattr(kind, member) for member in _TOOL_MEMBERS):  # not set per instance
+        _TOOL_CLASSES.add(kind)
+    return True
+
+
 def tools_by_name(tools: Iterable[KernelTool]) -> dict[str, KernelTool]:
     """The tools keyed by name; a non-tool, a bad name or a name given twice is refused."""
     found: dict[str, KernelTool] = {}
     for tool in tools:
-        if not isinstance(tool, KernelTool):
+        if not _is_tool(tool):
             raise TypeError(f"expected a tool (made with @tool or Tool), not {tool!r}")
         if not isinstance(tool.name, str) or not tool.name:
             raise ValueError(f"a tool's name must be a non-empty string, not {tool.name!r}")
