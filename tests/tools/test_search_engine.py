@@ -97,6 +97,35 @@ async def test_grep_and_glob_leave_out_what_gitignore_ignores_and_the_git_direct
     ]
 
 
+async def test_rules_on_names_alone_are_told_apart_in_one_call_and_decide_the_same(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    # No rule with a "/": the walk asks one expression per name first (names_only).
+    files(
+        tmp_path,
+        {
+            ".gitignore": "*.log\n!keep.log\nbuild/\n",
+            "a.log": "",
+            "keep.log": "",
+            "a.py": "",
+            "build/x.py": "",
+            "src/build": "",  # a file named build: build/ is for directories
+            "src/.gitignore": "*.py\n",
+            "src/b.py": "",
+            "src/c.log": "",
+            "src/d.txt": "",
+        },
+    )
+    assert (await ok(kernel, "Glob", pattern="**/*")).splitlines() == [
+        ".gitignore",
+        "a.py",
+        "keep.log",
+        "src/.gitignore",
+        "src/build",
+        "src/d.txt",
+    ]
+
+
 async def test_rules_read_below_the_searched_directory_apply_to_it(
     kernel: tk.Kernel, ignoring: pathlib.Path
 ) -> None:

@@ -21,13 +21,14 @@ Each pattern compiles to one ``re`` expression made only of literals, classes an
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Final
 
 import attrs
 
-__all__ = ["IgnoreRules", "ignored"]
+__all__ = ["IgnoreRules", "ignored", "names_only"]
 
 _MAX_RULES: Final = 10_000
 """Rules read from one file; a generated ``.gitignore`` of millions of lines is cut there."""
@@ -110,6 +111,21 @@ def ignored(
         if decision is not None:
             return decision
     return False
+
+
+@functools.lru_cache(maxsize=64)
+def names_only(stack: tuple[tuple[str, IgnoreRules], ...]) -> re.Pattern[str] | None:
+    """One expression matching every name a rule in ``stack`` could match, if all of them
+    match names alone (no ``/`` in them); else None. A name it does not match is not ignored,
+    found in one call rather than one per file of ``stack``; cached, as a walk asks for the
+    same stack in directory after directory."""
+    expressions = []
+    for _, rules in stack:
+        for rule in rules.rules:
+            if rule.anchored:
+                return None
+            expressions.append(rule.expression.pattern)
+    return re.compile("|".join(f"(?:{e})" for e in expressions) or "(?!)", re.DOTALL)
 
 
 def _compile(line: str) -> _Rule | None:

@@ -28,7 +28,7 @@ from .._errors import InvalidClaimError
 from ._beneath import open_directory
 from ._fileops import moved_aside
 from ._fs import Subtree
-from ._ignore import IgnoreRules, ignored
+from ._ignore import IgnoreRules, ignored, names_only
 from ._line_match import LinePattern, Timeout, candidate_starts, text_lines
 from ._workspace import MAX_PATH_BYTES
 
@@ -131,14 +131,14 @@ class _Search:
         self, tree: Subtree, options: GrepOptions, timeout: Timeout, searched: Searched
     ) -> None:
         self._tree, self._options, self._timeout = tree, options, timeout
+        self._joinable = options.pattern.joinable
         self._lines = searched.lines
         self._pending: list[tuple[str, str]] = []
         self._size = 0
 
     def add(self, path: str, text: str) -> bool:
         """Search ``text`` (now or with the next ones); True once enough lines are written."""
-        pattern = self._options.pattern
-        if pattern.joinable and "\r" not in text:
+        if self._joinable and "\r" not in text:
             if text and not text.endswith("\n"):
                 text += "\n"  # the same lines, and the next text starts on a line of its own
             self._pending.append((path, text))
@@ -359,6 +359,8 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> list[tuple[str, bool]]:
         finally:
             os.close(fd)
         inside = below + "/" if below else ""
+        # Most names match no rule: one call tells, where every rule in force is on names.
+        quick = names_only(ignores)
         for item in entries:
             name = item.name
             relative = inside + name
@@ -370,14 +372,20 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> list[tuple[str, bool]]:
                 continue  # being deleted, or no key can name it (nor anything below it)
             if item.is_dir(follow_symlinks=False):
                 if name not in VERSION_CONTROL and not (
-                    ignores and ignored(ignores, relative, name, is_dir=True)
+                    ignores
+                    and (quick is None or quick.fullmatch(name))
+                    and ignored(ignores, relative, name, is_dir=True)
                 ):
                     waiting.append((relative, ignores))
                 continue
             link = item.is_symlink()
             if not (link or item.is_file(follow_symlinks=False)):
                 continue
-            if ignores and ignored(ignores, relative, name, is_dir=False):
+            if (
+                ignores
+                and (quick is None or quick.fullmatch(name))
+                and ignored(ignores, relative, name, is_dir=False)
+            ):
                 continue
             if keep is not None and not keep(relative, name):
                 continue
@@ -390,6 +398,8 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> list[tuple[str, bool]]:
 
 Ignores = tuple[tuple[str, IgnoreRules], ...]
 """The ignore files in force: each one's directory below the base, and its rules."""
+
+
 _SHORT_PATH: Final = MAX_PATH_BYTES // 4
 _DIRECTORY_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
