@@ -11,7 +11,9 @@ loop), in one process and one run:
    run whose response has no call at all is timed too, and taken off: what is left is the cost
    of ``n`` calls, per call. ``+us`` is what leasing adds to the SDK's own cost of a call;
    target: at most the SDK's own (``leased/SDK`` at most 2x). Rounds alternate which side goes
-   first; each figure is the median of the rounds.
+   first; each figure is the median of the rounds. The garbage collector is off while a run is
+   timed (as ``timeit`` does) and collects between runs: the SDK's import leaves a heap whose
+   collections would otherwise land, milliseconds at a time, on whichever run set them off.
 2. **Lost edits.** ``turns`` responses, each with two calls of a tool that reads a file, awaits
    (``asyncio.sleep(0)``: any await between the read and the write, as real tools have), and
    writes it back with a line added. A turn loses an edit when its file ends with fewer than two
@@ -80,9 +82,13 @@ async def timed_run(tools: Sequence[FunctionTool], size: int, serial: int) -> tu
     """Wall and CPU seconds for one ``Runner.run`` whose model answers ``size`` calls, then a
     message."""
     agent = Agent(name="bench", model=ScriptedModel(responses(size, serial)), tools=list(tools))
-    began, cpu = time.perf_counter(), time.process_time()
-    result = await Runner.run(agent, "go", run_config=NO_TRACING, max_turns=4)
-    elapsed = time.perf_counter() - began, time.process_time() - cpu
+    gc.disable()  # as timeit does: a collection would land on whichever run set it off
+    try:
+        began, cpu = time.perf_counter(), time.process_time()
+        result = await Runner.run(agent, "go", run_config=NO_TRACING, max_turns=4)
+        elapsed = time.perf_counter() - began, time.process_time() - cpu
+    finally:
+        gc.enable()
     assert result.final_output == "done", result.final_output
     return elapsed
 
@@ -99,14 +105,14 @@ async def overhead(root: str, rounds: int, warm: int) -> dict[tuple[str, int], t
                     serial += 1
                     await timed_run(tools, size, serial)
         gc.collect()
-        gc.freeze()  # the SDK's import leaves a large heap: a full collection would take 0.3 s
+        gc.freeze()  # the SDK's import leaves a large heap: a full collection takes 0.3 s
         for rnd in range(rounds):
             order = list(sides.items())
             if rnd % 2:
                 order.reverse()
-            gc.collect()
             for size in (0, *SIZES):
                 for name, tools in order:
+                    gc.collect()
                     serial += 1
                     samples.setdefault((name, size), []).append(
                         await timed_run(tools, size, serial)
