@@ -121,7 +121,18 @@ def test_batches_over_the_built_in_tools_reach_every_tool_and_argument() -> None
 
     draw()
     assert set(seen) == set(BY_NAME)
-    assert seen["Grep"] == {"pattern", "path", "glob", "output_mode"}
+    assert seen["Grep"] == {
+        "pattern",
+        "path",
+        "glob",
+        "output_mode",
+        "type",
+        "ignore_case",
+        "context",
+        "before_context",
+        "after_context",
+        "multiline",
+    }
     assert seen["MultiEdit"] == {"file_path", "edits"}
 
 

@@ -19,7 +19,8 @@ import regex
 import toolkernel as tk
 from toolkernel._errors import CallEndedError
 from toolkernel.locks import reads
-from toolkernel.tools import FileAccess, FileAccessed, Workspace, builtin_tools
+from toolkernel.tools import FileAccess, FileAccessed, Workspace, _tree_search, builtin_tools
+from toolkernel.tools._fs import Subtree
 from toolkernel.tools._ignore import IgnoreRules
 from toolkernel.tools._line_match import LinePattern, text_lines
 
@@ -349,6 +350,43 @@ async def test_grep_content_is_the_line_by_line_answer_on_a_real_tree(
             output = await ok(kernel, "Grep", pattern=pattern, output_mode="content")
             lines = output.splitlines() if not output.startswith("no matches") else []
             assert [line for line in lines if not line.startswith("...")] == expected, pattern
+
+
+@hypothesis.given(
+    texts=st.lists(st.text(alphabet="ab\n", max_size=8), min_size=1, max_size=6),
+    pattern=st.sampled_from(["a\nb", "b$", "^a", "a.*b", "b\n", "\n\n", "(?<=a)b", "a\\Z"]),
+    multiline=st.booleans(),
+    mode=st.sampled_from(["files_with_matches", "content", "count"]),
+)
+@hypothesis.settings(max_examples=150, deadline=None)
+def test_texts_searched_joined_give_what_each_searched_alone_gives(
+    tmp_path_factory: pytest.TempPathFactory,
+    texts: list[str],
+    pattern: str,
+    multiline: bool,
+    mode: _tree_search.OutputMode,
+) -> None:
+    # Small files are searched joined (a match may run from one into the next, files may lack
+    # a last line end): the output is the one each file searched alone gives.
+    compiled = LinePattern.compile(pattern, ignore_case=False, multiline=multiline)
+    options = _tree_search.GrepOptions(compiled, mode, 0, 0, 1000, 2000, 1 << 20)
+
+    def compare(tree: Subtree) -> tuple[list[str], list[str]]:
+        joined, alone = _tree_search.Searched(), _tree_search.Searched()
+        search = _tree_search._Search(tree, options, lambda: 1.0, joined)
+        reference = _tree_search._Search(tree, options, lambda: 1.0, alone)
+        for number, text in enumerate(texts):
+            search.add(f"f{number}", text)
+            reference._alone(f"f{number}", text)
+        search.flush()
+        return joined.lines, alone.lines
+
+    async def main() -> tuple[list[str], list[str]]:
+        with Workspace(tmp_path_factory.getbasetemp()) as workspace:
+            return await FileAccess(workspace, [reads(".")]).search(".", compare)
+
+    joined, alone = anyio.run(main)
+    assert joined == alone
 
 
 # -- one worker thread, reads only beneath the lease -----------------------------------------

@@ -60,17 +60,20 @@ class LinePattern:
     """The pattern with ``MULTILINE``, to find candidate lines in one call; None where it could
     find fewer lines than searching each (see the module's docstring)."""
     multiline: bool
+    blind: bool = False
+    """True iff the pattern can see past a line's (or a text's) end: look-around, ``\\A``..."""
 
     @classmethod
     def compile(cls, pattern: str, *, ignore_case: bool, multiline: bool) -> LinePattern:
         """Compile ``pattern`` (raises ``regex.error`` if it is not a valid expression)."""
         flags = regex.IGNORECASE if ignore_case else 0
+        blind = _LINE_BLIND.search(pattern) is not None
         if multiline:
             whole = regex.compile(pattern, flags | regex.MULTILINE | regex.DOTALL)
-            return cls(whole, None, True)
+            return cls(whole, None, True, blind)
         line = regex.compile(pattern, flags)
-        if _LINE_BLIND.search(pattern):
-            return cls(line, None, False)
+        if blind:
+            return cls(line, None, False, blind)
         return cls(line, regex.compile(pattern, flags | regex.MULTILINE), False)
 
     def lines(self, text: str, timeout: Timeout, *, first: bool = False) -> list[int]:
@@ -86,9 +89,11 @@ class LinePattern:
 
     @property
     def joinable(self) -> bool:
-        """True iff texts may be searched joined (:func:`candidate_starts`), each ending with a
-        line end and holding no ``\\r``: the lines found are those found in each alone."""
-        return self.text is not None
+        """True iff texts may be searched joined, each ending with a line end: line by line
+        (:func:`candidate_starts`, texts without ``\\r``), the lines found are those found in
+        each alone; ``multiline``, a text holding the start of a match is one that may match
+        alone, and one holding none does not match."""
+        return not self.blind
 
 
 def _each_line(pattern: regex.Pattern[str], text: str, timeout: Timeout, first: bool) -> list[int]:

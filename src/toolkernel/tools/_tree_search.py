@@ -16,6 +16,7 @@ bounded by ``timeout=``, so a pattern that backtracks stops within its time limi
 
 from __future__ import annotations
 
+import bisect
 import errno
 import os
 import stat
@@ -132,15 +133,14 @@ class _Search:
     ) -> None:
         self._tree, self._options, self._timeout = tree, options, timeout
         self._joinable = options.pattern.joinable
+        self._multiline = options.pattern.multiline
         self._lines = searched.lines
         self._pending: list[tuple[str, str]] = []
         self._size = 0
 
     def add(self, path: str, text: str) -> bool:
         """Search ``text`` (now or with the next ones); True once enough lines are written."""
-        if self._joinable and "\r" not in text:
-            if text and not text.endswith("\n"):
-                text += "\n"  # the same lines, and the next text starts on a line of its own
+        if self._joinable and (self._multiline or "\r" not in text):
             self._pending.append((path, text))
             self._size += len(text)
             return self._size >= JOINED_SIZE and self.flush()
@@ -154,17 +154,22 @@ class _Search:
         self._pending, self._size = [], 0
         if len(pending) == 1:
             return self._alone(*pending[0])
+        # Each text ends with a line end, so the next starts on a line of its own (the same
+        # lines: text_lines does not count a last line end).
+        texts = [text if text.endswith("\n") or not text else text + "\n" for _, text in pending]
         firsts, offset = [], 0
-        for _, text in pending:
+        for text in texts:
             firsts.append(offset)
             offset += len(text)
         pattern = self._options.pattern
-        assert pattern.text is not None  # joinable
         try:
+            if pattern.multiline:
+                return self._holding_a_match(pending, "".join(texts), firsts)
+            assert pattern.text is not None  # joinable
             starts = candidate_starts(
                 pattern.text,
                 pattern.line,
-                "".join(text for _, text in pending),
+                "".join(texts),
                 self._timeout,
                 firsts if self._options.mode == "files_with_matches" else None,
             )
@@ -175,7 +180,7 @@ class _Search:
                     return True
             return False
         index, count = 0, len(starts)
-        for (path, text), first in zip(pending, firsts, strict=True):
+        for (path, _), text, first in zip(pending, texts, firsts, strict=True):
             found, counted, number = [], 0, 0
             while index < count and starts[index] < first + len(text):
                 start = starts[index] - first
@@ -185,6 +190,27 @@ class _Search:
                 index += 1
             if found and self._emit(path, text, found):
                 return True
+        return False
+
+    def _holding_a_match(
+        self, pending: list[tuple[str, str]], joined: str, firsts: list[int]
+    ) -> bool:
+        """Search each text of ``joined`` that holds the start of a match alone (a multiline
+        match may run on into the next text, so only a search of it alone says)."""
+        position, size = 0, len(joined)
+        while position <= size:
+            match = self._options.pattern.line.search(
+                joined, position, timeout=self._timeout(), concurrent=True
+            )
+            if match is None:
+                break
+            index = bisect.bisect_right(firsts, match.start()) - 1
+            self._tree.check()
+            if self._alone(*pending[index]):
+                return True
+            if index + 1 == len(firsts):
+                break
+            position = firsts[index + 1]
         return False
 
     def _alone(self, path: str, text: str) -> bool:
