@@ -15,11 +15,19 @@ import hypothesis
 import hypothesis.strategies as st
 import pytest
 import regex
+from wcmatch import glob as wcglob
 
 import toolkernel as tk
 from toolkernel._errors import CallEndedError
 from toolkernel.locks import reads
-from toolkernel.tools import FileAccess, FileAccessed, Workspace, _tree_search, builtin_tools
+from toolkernel.tools import (
+    FileAccess,
+    FileAccessed,
+    Workspace,
+    _search,
+    _tree_search,
+    builtin_tools,
+)
 from toolkernel.tools._fs import Subtree
 from toolkernel.tools._ignore import IgnoreRules
 from toolkernel.tools._line_match import LinePattern, text_lines
@@ -179,6 +187,23 @@ def test_gitignore_rules_as_git_reads_them(
     rules: str, path: str, is_dir: bool, decision: bool | None
 ) -> None:
     assert IgnoreRules.parse(rules).decide(path, is_dir=is_dir) is decision
+
+
+GLOBS = ["**/*.py", "**/*.{py,txt}", "**/a*", "**/.*", "*.py", "src/**/*.py", "**/a/*.py", "**"]
+
+
+@hypothesis.given(
+    path=st.lists(st.sampled_from(["a", "a.py", ".h.py", "src", "b.txt", "x"]), min_size=1).map(
+        "/".join
+    ),
+    pattern=st.sampled_from(GLOBS),
+)
+@hypothesis.settings(max_examples=300, deadline=None)
+def test_a_compiled_glob_matches_as_wcmatch_does(path: str, pattern: str) -> None:
+    expected = wcglob.compile(pattern, flags=_search._GLOB_FLAGS).match(path)
+    matcher = _search.compile_glob(pattern)
+    assert matcher.match(path) is expected
+    assert matcher.match_name(path, path.rpartition("/")[2]) is expected
 
 
 # -- type, ignore_case, context, multiline ---------------------------------------------------

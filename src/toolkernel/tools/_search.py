@@ -98,9 +98,18 @@ class GlobMatcher:
     expression: re.Pattern[str]
     """wcmatch's translation of the glob (every brace expansion, one alternative each): one
     ``re`` call per path, where wcmatch's own matcher costs ten times that in Python."""
+    on_names: bool = False
+    """True iff ``expression`` is matched against the last component only: ``**/*.py`` is
+    ``*.py`` on the name, and that expression is several times quicker than the path's."""
 
     def match(self, path: str) -> bool:
+        if self.on_names:
+            path = path.rpartition("/")[2]
         return self.expression.match(path) is not None
+
+    def match_name(self, relative: str, name: str) -> bool:
+        """:meth:`match` of ``relative``, whose last component is ``name``."""
+        return self.expression.match(name if self.on_names else relative) is not None
 
 
 def compile_glob(pattern: str) -> GlobMatcher:
@@ -120,9 +129,12 @@ def compile_glob(pattern: str) -> GlobMatcher:
             f"give the directory to search as path instead"
         )
     try:
+        # "**/" then no "/" (not even in braces): whatever the directories, the name decides.
+        name = pattern[3:]
+        on_names = pattern.startswith("**/") and "/" not in name and "**" not in name
         # No NEGATE flag, so nothing is excluded: the expressions to include are all.
-        include, _ = wcglob.translate(pattern, flags=_GLOB_FLAGS)
-        return GlobMatcher(re.compile("|".join(f"(?:{part})" for part in include)))
+        include, _ = wcglob.translate(name if on_names else pattern, flags=_GLOB_FLAGS)
+        return GlobMatcher(re.compile("|".join(f"(?:{part})" for part in include)), on_names)
     except Exception as exc:  # wcmatch's PatternLimitException is a plain Exception
         raise ToolError(f"glob {pattern!r} is not a valid pattern: {exc}") from None
 
@@ -147,10 +159,7 @@ async def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     fs = fs_of(ctx)
     matcher = compile_glob(pattern)
 
-    def keep(relative: str, name: str) -> bool:
-        return matcher.match(relative)
-
-    found = await _search(fs, path, lambda tree: list_tree(tree, keep))
+    found = await _search(fs, path, lambda tree: list_tree(tree, matcher.match_name))
     if not found:
         return f"no files match {pattern!r} under {path}"
     shown = found[:RESULT_LIMIT]
