@@ -387,37 +387,40 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> list[tuple[str, bool]]:
         inside = below + "/" if below else ""
         # Most names match no rule: one call tells, where every rule in force is on names.
         quick = names_only(ignores)
+        outer = prefix + inside  # the directory, root-relative
+        room = _SHORT_PATH - len(outer)
         for item in entries:
             name = item.name
-            relative = inside + name
             if moved_aside(name) or (
                 # A character is at most 4 bytes: most paths need no encoding to be measured.
-                len(prefix) + len(relative) > _SHORT_PATH
-                and len(os.fsencode(prefix + relative)) > MAX_PATH_BYTES
+                len(name) > room and len(os.fsencode(outer + name)) > MAX_PATH_BYTES
             ):
                 continue  # being deleted, or no key can name it (nor anything below it)
-            if item.is_dir(follow_symlinks=False):
+            if item.is_file(follow_symlinks=False):
+                link = False
+            elif item.is_dir(follow_symlinks=False):
                 if name not in VERSION_CONTROL and not (
                     ignores
                     and (quick is None or quick.fullmatch(name))
-                    and ignored(ignores, relative, name, is_dir=True)
+                    and ignored(ignores, inside + name, name, is_dir=True)
                 ):
-                    waiting.append((relative, ignores))
+                    waiting.append((inside + name, ignores))
                 continue
-            link = item.is_symlink()
-            if not (link or item.is_file(follow_symlinks=False)):
-                continue
+            elif item.is_symlink():
+                link = True
+            else:
+                continue  # a fifo, a socket, a device
             if (
                 ignores
                 and (quick is None or quick.fullmatch(name))
-                and ignored(ignores, relative, name, is_dir=False)
+                and ignored(ignores, inside + name, name, is_dir=False)
             ):
                 continue
-            if keep is not None and not keep(relative, name):
+            if keep is not None and not keep(inside + name, name):
                 continue
-            if link and not tree.readable_link(prefix + relative):
+            if link and not tree.readable_link(outer + name):
                 continue
-            found.append((prefix + relative, link))
+            found.append((outer + name, link))
     found.sort()
     return found
 
