@@ -25,6 +25,7 @@ REAL_PACKAGES = {
     "toolkernel.agent",
     "toolkernel.cli",
     "toolkernel.formats",
+    "toolkernel.integrations",
     "toolkernel.kernel",
     "toolkernel.locks",
     "toolkernel.mcp",
