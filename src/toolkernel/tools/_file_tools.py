@@ -289,15 +289,15 @@ async def list_dir(ctx: ToolContext, path: str = ".") -> str:
     """
     try:
         # Links are shown, never followed: their targets may lie outside what this call holds.
-        entries = await fs_of(ctx).list_entries(path)
+        entries, total = await fs_of(ctx).list_first_entries(path, LIST_LIMIT)
     except FileNotFoundError:
         raise ToolError(f"directory {path!r} does not exist") from None
     except NotADirectoryError:
         raise ToolError(f"{path!r} is a file, not a directory; use Read") from None
     if not entries:
         return f"(directory {path} is empty)"
-    shown = "\n".join(_shown(entry) for entry in entries[:LIST_LIMIT])
-    more = len(entries) - LIST_LIMIT
+    shown = "\n".join(_shown(entry) for entry in entries)
+    more = total - LIST_LIMIT
     if more > 0:
         shown += f"\n... ({more} more entries; use Glob with a pattern to narrow the listing)"
     return shown

@@ -20,6 +20,7 @@ import contextlib
 import errno
 import fcntl
 import io
+import operator
 import os
 import re
 import secrets
@@ -212,17 +213,25 @@ def listdir(root: int, parts: Sequence[str]) -> list[str]:
         os.close(fd)
 
 
-def entries(root: int, parts: Sequence[str]) -> list[Entry]:
-    """The entries of directory ``parts``, sorted by name, no link followed; trees being
-    deleted (:func:`moved_aside`) are left out."""
+def entries(root: int, parts: Sequence[str], limit: int | None = None) -> tuple[list[Entry], int]:
+    """The entries of directory ``parts``, sorted by name, no link followed, and how many
+    there are; trees being deleted (:func:`moved_aside`) are left out.
+
+    With ``limit``, only the first ``limit`` become :class:`Entry` values (a link's target is
+    read only for those): a directory of 100,000 names is sorted, not described in full.
+    """
     fd = open_directory(root, parts)
     try:
         with os.scandir(fd) as iterator:
-            found = [_entry(fd, item) for item in iterator if not moved_aside(item.name)]
+            items = [item for item in iterator if not moved_aside(item.name)]
+        items.sort(key=_name)
+        shown = items if limit is None else items[:limit]
+        return [_entry(fd, item) for item in shown], len(items)
     finally:
         os.close(fd)
-    found.sort(key=lambda entry: entry.name)
-    return found
+
+
+_name = operator.attrgetter("name")
 
 
 def _entry(fd: int, item: os.DirEntry[str]) -> Entry:

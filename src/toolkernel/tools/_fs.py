@@ -326,7 +326,19 @@ class FileAccess:
         Each :class:`Entry` says whether the name is a file, a directory, a symbolic link (with
         the text it holds, never resolved) or something else. Needs a read lease on ``path``.
         """
-        return await self._run("list", path, False, _fileops.entries)
+        found, _ = await self.list_first_entries(path, None)
+        return found
+
+    async def list_first_entries(
+        self, path: PathArg = ".", limit: int | None = None
+    ) -> tuple[list[Entry], int]:
+        """Return the first ``limit`` entries of directory ``path`` (all with None), as
+        :meth:`list_entries` does, and how many entries it has in all."""
+
+        def io(root: int, parts: tuple[str, ...]) -> tuple[list[Entry], int]:
+            return _fileops.entries(root, parts, limit)
+
+        return await self._run("list", path, False, io)
 
     async def walk(self, path: PathArg = ".") -> list[str]:
         """Return the workspace-relative POSIX paths of all regular files below ``path``, sorted.
