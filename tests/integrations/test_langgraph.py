@@ -565,7 +565,7 @@ def test_bad_declarations_are_refused_when_the_node_is_built() -> None:
     tools = Files().tools()
     with pytest.raises(tk.ToolDeclarationError, match="no tool by that name; its tools are"):
         ToolNode(tools, writes={"apend": ["path"]})
-    with pytest.raises(tk.ToolDeclarationError, match="must list the names of arguments"):
+    with pytest.raises(tk.ToolDeclarationError, match="must be a list of argument names"):
         ToolNode(tools, reads={"append": "path"})
     with pytest.raises(tk.ToolDeclarationError, match="a function of the arguments"):
         ToolNode(tools, claims={"append": "path"})

@@ -754,7 +754,7 @@ def test_bad_declarations_are_refused_when_wrapping(tmp_path: pathlib.Path) -> N
             (
                 lambda: leased(tools, kernel, reads=["path"]),
                 tk.ToolDeclarationError,
-                "tool name: ",
+                "must map tool names",
             ),
             (lambda: leased([print], kernel), TypeError, "function tools"),
             (lambda: leased(tools, None), TypeError, "the kernel"),

@@ -367,16 +367,18 @@ async def test_a_call_the_kernels_policy_denies_fails_for_the_model(
     assert files.ran == {"1": (0, 1)}
 
 
-async def test_a_path_outside_the_workspace_is_a_retry_for_the_model(
+async def test_a_path_outside_the_workspace_makes_the_call_a_barrier(
     autojump_clock: Any, tmp_path: Any
 ) -> None:
     files = Files()
+    turn = [*appends("a", "1"), *appends("../x", "2"), *appends("b", "3")]
     async with tk.open_kernel(root=tmp_path) as kernel:
         toolset = LeasedToolset(files.toolset(), kernel, writes=WRITES)
-        result = await run(Agent(scripted(appends("../x", "1")), toolsets=[toolset]), "go")
-    answer = returns(result.all_messages())["t0c0"]
-    assert answer.outcome == "retried" and "outside the workspace" in str(answer.content)
-    assert files.ran == {}
+        result = await run(Agent(scripted(turn), toolsets=[toolset]), "go")
+    answer = returns(result.all_messages())["t0c1"]
+    assert answer.outcome == "success"  # served, not refused
+    assert files.ran == {"1": (0, 1), "2": (1, 2), "3": (2, 3)}
+    assert_leases_returned(kernel)
 
 
 async def test_approval_required_tools_hold_no_lease_while_a_human_decides(
@@ -507,9 +509,10 @@ async def test_reads_naming_an_argument_the_tool_lacks_is_refused(
     ("options", "match"),
     [
         ({"reads": ["append"]}, "must map tool names"),
-        ({"writes": {"append": "path"}}, "must map tool names to lists"),
-        ({"writes": {"append": [1]}}, "by strings"),
-        ({"claims": {"append": "path"}}, "claims= must map"),
+        ({"writes": {"append": "path"}}, "must be a list of argument names"),
+        ({"writes": {"append": [1]}}, "must be a list of argument names"),
+        ({"claims": {"append": "path"}}, "must be a function of the arguments"),
+        ({"claims": "path"}, "claims= must map tool names"),
     ],
 )
 async def test_options_of_the_wrong_shape_are_refused(

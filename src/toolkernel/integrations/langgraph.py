@@ -23,12 +23,14 @@ ends; the stand-in can't be cancelled while the work runs, so leases never retur
 the kernel ends before its grant (denied, timed out waiting, cancelled, its claims refused)
 runs nothing and answers with an error ``ToolMessage`` saying why.
 
-What a call claims is said by tool name (``_declared``), as for ``toolkernel.mcp.stdio_tools``:
-``reads=`` and ``writes=`` name the arguments holding paths; ``claims=`` gives a function of the
-arguments returning claims (or a list of claims for every call). A tool given none of them is a
-barrier: it holds the whole workspace exclusively, so wrapping is never less safe than running
-calls one at a time. A call whose path arguments are not strings is a barrier too, and
-LangGraph then answers its bad arguments as usual.
+What a call claims is said by tool name (``_declared``, as the other adapters take it), as for
+``toolkernel.mcp.stdio_tools``: ``reads=`` and ``writes=`` name the arguments holding paths;
+``claims=`` gives a function of the arguments returning claims (or a list of claims for every
+call), or is one function ``(tool, arguments) -> claims`` for every tool. A tool given none of
+them is a barrier: it holds the whole workspace exclusively, so wrapping is never less safe than
+running calls one at a time. A call whose path can't be keyed (not a string, a ``~`` path, left
+out with no default stated in the tool's schema, outside the kernel's workspace) is a barrier
+too, never refused: the tool serves it, or LangGraph answers its bad arguments, as usual.
 
 Without ``kernel=``, each run of the node opens a kernel of its own with no workspace root: a
 path is keyed as this process would open it (absolute, normalized lexically, symlinks not
@@ -38,7 +40,7 @@ granted at once.
 
 With ``kernel=`` (one opened with any tools: the node's are given with each batch), its calls
 are ordered against everything else that kernel runs, and their paths are keyed by its
-workspace (a path outside it is refused, as for the kernel's own tools). ``invoke`` then needs
+workspace (a path outside it makes the call a barrier). ``invoke`` then needs
 a way into the kernel's loop: build the node inside that loop, or call ``invoke`` from one of
 its worker threads (``anyio.to_thread.run_sync``). A graph run by one of the node's tools,
 whose node shares that kernel, would wait for ever on leases its caller holds: its calls run in
@@ -94,9 +96,11 @@ from ..kernel import (
 from ..kernel import ToolCall as KernelCall
 from ..locks import Claim
 from . import _loop_thread
-from ._declared import ClaimsFunction, Declaration, declarations, process_key
+from ._declared import ClaimsFunction as ClaimsFunction
+from ._declared import Declaration, declarations, process_key
+from ._declared import ToolClaimsFunction as ToolClaimsFunction
 
-__all__ = ["ToolNode", "ClaimsFunction"]
+__all__ = ["ToolNode", "ClaimsFunction", "ToolClaimsFunction"]
 
 
 _InputType: TypeAlias = Literal["list", "dict", "tool_calls"]
@@ -120,9 +124,12 @@ class _Gate:
     wait_timeout: float | None = None
     run_timeout: float | None = None
 
-    def __init__(self, name: str, declared: Declaration | None, batch: _Batch) -> None:
+    def __init__(
+        self, name: str, declared: Declaration | None, tool: BaseTool | None, batch: _Batch
+    ) -> None:
         self.name = name
         self._declared = declared
+        self._tool = tool
         self._batch = batch
 
     def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -131,7 +138,8 @@ class _Gate:
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         if self._declared is None:
             return None
-        return self._declared.claims(arguments, process_key if self._batch.own else key)
+        key = process_key if self._batch.own else key
+        return self._declared.claims(arguments, key, self._tool)
 
     async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> None:
         slot = self._batch.slots[ctx.call_id]
@@ -196,6 +204,7 @@ class _Batch:
         kernel: Kernel,
         calls: Sequence[ToolCall],
         declarations: Mapping[str, Declaration | None],
+        tools: Mapping[str, BaseTool],
         *,
         threaded: bool,
         own: bool,
@@ -223,7 +232,7 @@ class _Batch:
             if name not in gates:
                 # A name the node has no tool for is a barrier too: a wrap_tool_call may
                 # answer it with anything.
-                gates[name] = _Gate(name, declarations.get(name), self)
+                gates[name] = _Gate(name, declarations.get(name), tools.get(name), self)
             arguments = slot.call.get("args")
             kernel_calls.append(
                 KernelCall(slot.kernel_id, name, arguments if isinstance(arguments, dict) else {})
@@ -325,18 +334,22 @@ class ToolNode(_LangGraphToolNode):
     message run one after the other in the order the model emitted them (a wrapper runs
     inside the call's leases); the others run together. ``reads``/``writes`` map a tool's name
     to the names of its arguments that hold paths; ``claims`` maps it to a function of the
-    arguments returning claims, or to a list of claims. A tool with none is a barrier.
-    ``kernel``: a kernel to run in (opened with any tools); None opens one for each run.
+    arguments returning claims, or to a list of claims, or is one function ``(tool,
+    arguments) -> claims`` for every tool. A tool with none is a barrier, and so is a call
+    whose path can't be keyed. ``kernel``: a kernel to run in (opened with any tools); None
+    opens one for each run.
 
     Raises :class:`toolkernel.ToolDeclarationError` for options naming a tool the node does
-    not have, or that are not of the shapes above.
+    not have or an argument its tool does not have, or that are not of the shapes above.
     """
 
     def __init__(
         self,
         tools: Sequence[BaseTool | Callable[..., Any]],
         *,
-        claims: Mapping[str, ClaimsFunction | Sequence[Claim]] | None = None,
+        claims: Mapping[str, ClaimsFunction | Sequence[Claim]]
+        | ToolClaimsFunction[BaseTool]
+        | None = None,
         reads: Mapping[str, Sequence[str]] | None = None,
         writes: Mapping[str, Sequence[str]] | None = None,
         kernel: Kernel | None = None,
@@ -346,7 +359,12 @@ class ToolNode(_LangGraphToolNode):
         if kernel is not None and not isinstance(kernel, Kernel):
             raise TypeError(f"kernel= takes a toolkernel Kernel (open_kernel), not {kernel!r}")
         self.kernel = kernel
-        self._declarations = declarations(list(self.tools_by_name), claims, reads, writes)
+        self._declarations = declarations(
+            {name: _properties(tool) for name, tool in self.tools_by_name.items()},
+            claims,
+            reads,
+            writes,
+        )
         self._token: anyio.lowlevel.EventLoopToken | None = None
         if kernel is not None:
             with contextlib.suppress(RuntimeError):  # not in a loop: found at invoke()
@@ -391,7 +409,9 @@ class ToolNode(_LangGraphToolNode):
         runtime: Runtime,
     ) -> Any:
         own = kernel is not self.kernel
-        batch = _Batch(kernel, tool_calls, self._declarations, threaded=False, own=own)
+        batch = _Batch(
+            kernel, tool_calls, self._declarations, self.tools_by_name, threaded=False, own=own
+        )
         token = _BATCH.set(batch)
         try:
             return await super()._afunc(input, config, runtime)
@@ -439,7 +459,13 @@ class ToolNode(_LangGraphToolNode):
         if self.kernel is not None and self.kernel not in _HOLDING.get():
             hop = self._hop_to_kernel()
             make = functools.partial(
-                _Batch, self.kernel, tool_calls, self._declarations, threaded=True, own=False
+                _Batch,
+                self.kernel,
+                tool_calls,
+                self._declarations,
+                self.tools_by_name,
+                threaded=True,
+                own=False,
             )
             batch: _Batch = hop(make)
             batch.post = hop
@@ -471,7 +497,14 @@ class ToolNode(_LangGraphToolNode):
         try:
             async with open_kernel() as kernel:
                 closing = asyncio.Event()
-                batch = _Batch(kernel, tool_calls, self._declarations, threaded=True, own=True)
+                batch = _Batch(
+                    kernel,
+                    tool_calls,
+                    self._declarations,
+                    self.tools_by_name,
+                    threaded=True,
+                    own=True,
+                )
                 batch.post = _loop_thread.post
                 ready.set_result((batch, closing))
                 await closing.wait()
@@ -491,7 +524,11 @@ class ToolNode(_LangGraphToolNode):
             return True
         arguments = call.get("args")
         try:
-            declared.claims(arguments if isinstance(arguments, dict) else {}, process_key)
+            declared.claims(
+                arguments if isinstance(arguments, dict) else {},
+                process_key,
+                self.tools_by_name.get(call["name"]),
+            )
         except Exception:
             return False
         return True
@@ -550,6 +587,15 @@ class ToolNode(_LangGraphToolNode):
                 _HOLDING.reset(holding)
         finally:
             batch.post(slot.release)
+
+
+def _properties(tool: BaseTool) -> Mapping[str, Any]:
+    """The properties of the tool's arguments' schema: their names, and defaults."""
+    try:
+        properties = tool.args
+    except Exception:  # a schema LangGraph itself could not write
+        return {}
+    return properties if isinstance(properties, Mapping) else {}
 
 
 def _run_sync_on(

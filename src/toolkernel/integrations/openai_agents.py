@@ -31,13 +31,15 @@ ends, and is ordered there.
 
 **What a call claims**: ``reads``/``writes`` map a tool's name to the names of its arguments
 holding paths it reads (shared) or writes (exclusive), keyed through the kernel's workspace;
-``claims`` maps a tool's name to a function of the arguments returning claims, or is one
-function ``(tool, arguments) -> claims or None`` for every tool. A path argument the call
-leaves out claims the default the tool's schema states. A call with nothing declared holds the
-whole workspace exclusively (a barrier), and so does a call whose path can't be keyed (outside
-the workspace, not a string, left out with no default stated) or whose arguments are not a
-JSON object: wrapping a tool is never less safe than running its calls one at a time, and never
-refuses a call the tool would have served.
+``claims`` maps a tool's name to a function of the arguments returning claims or to a list of
+claims, or is one function ``(tool, arguments) -> claims or None`` for every tool (the same
+options, checked and applied the same way, as the LangGraph and pydantic-ai adapters', see
+``_declared``). A path argument the call leaves out claims the default the tool's schema
+states. A call with nothing declared holds the whole workspace exclusively (a barrier), and so
+does a call whose path can't be keyed (outside the workspace, a ``~`` path, not a string, left
+out with no default stated) or whose arguments are not a JSON object: wrapping a tool is never
+less safe than running its calls one at a time, and never refuses a call the tool would have
+served.
 
 **What the model sees** is what the SDK gives for the tool: its output, or for a failure the
 tool's ``failure_error_function`` (the SDK's default message unless the tool sets its own), be
@@ -72,9 +74,12 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .._errors import InvalidClaimError, ToolDeclarationError
+from .._errors import ToolDeclarationError
 from ..kernel import Kernel, KeyFunction
-from ..locks import Claim, Mode, Path, exclusive, shared
+from ..locks import Claim
+from ._declared import ClaimsFunction as ClaimsFunction
+from ._declared import Declaration, check_options, declaration
+from ._declared import ToolClaimsFunction as ToolClaimsFunction
 from ._held_calls import Calls, Invocation, run_held
 
 try:
@@ -98,12 +103,6 @@ except ImportError:  # pragma: no cover - the dev set-up installs it
 
 __all__ = ["leased", "ClaimsFunction", "ToolClaimsFunction"]
 
-ClaimsFunction = Callable[[Mapping[str, Any]], Iterable[Claim]]
-"""Claims of one tool's call from its arguments, as ``@tool(claims=...)`` takes them."""
-ToolClaimsFunction = Callable[[FunctionTool, Mapping[str, Any]], Iterable[Claim] | None]
-"""Claims of any tool's call from the tool and the arguments; None leaves the call to
-``reads``/``writes``, or makes it a barrier."""
-
 _Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
 
 
@@ -111,7 +110,9 @@ def leased(
     tools: Iterable[FunctionTool],
     kernel: Kernel,
     *,
-    claims: Mapping[str, ClaimsFunction] | ToolClaimsFunction | None = None,
+    claims: Mapping[str, ClaimsFunction | Sequence[Claim]]
+    | ToolClaimsFunction[FunctionTool]
+    | None = None,
     reads: Mapping[str, Sequence[str]] | None = None,
     writes: Mapping[str, Sequence[str]] | None = None,
 ) -> list[FunctionTool]:
@@ -122,8 +123,9 @@ def leased(
 
     Raises ``TypeError`` for a tool that is not a ``FunctionTool`` (hosted tools run on the
     provider's side: there is nothing to lease) or a kernel that is not one, and
-    :class:`~toolkernel.ToolDeclarationError` when ``reads``/``writes``/``claims`` name a tool
-    not given or an argument the tool does not have, or when two tools share a name.
+    :class:`~toolkernel.ToolDeclarationError` when ``reads``/``writes``/``claims`` are not of
+    the shapes above or name a tool not given or an argument the tool does not have, or when
+    two tools share a name.
     """
     if not isinstance(kernel, Kernel):
         raise TypeError(
@@ -142,35 +144,12 @@ def leased(
         if tool.name in names:
             raise ToolDeclarationError(f"two tools given to leased() are named {tool.name!r}")
         names[tool.name] = tool
-    by_tool = claims if isinstance(claims, Mapping) else {}
-    if claims is not None and not isinstance(claims, Mapping) and not callable(claims):
-        raise ToolDeclarationError(
-            f"claims= takes {{tool name: function of the arguments}} or one function "
-            f"(tool, arguments) -> claims; not {claims!r}"
-        )
-    for option, paths in (("reads", reads), ("writes", writes)):
-        if paths is not None and not isinstance(paths, Mapping):
-            raise ToolDeclarationError(
-                f"{option}= takes {{tool name: [names of arguments holding paths]}}, not {paths!r}"
-            )
-    for option, mapping in (("reads", reads), ("writes", writes), ("claims", by_tool)):
-        for name in mapping or {}:
-            if name not in names:
-                raise ToolDeclarationError(
-                    f"{option}= names tool {name!r}, but no tool given to leased() has that "
-                    f"name; they are {', '.join(names) or 'none'}"
-                )
+    check_options(claims, reads, writes, names)
     calls = Calls.of(kernel)
     return [
         _leased_copy(
             tool,
-            _Declaration.make(
-                tool,
-                reads=(reads or {}).get(tool.name, ()),
-                writes=(writes or {}).get(tool.name, ()),
-                claims=by_tool.get(tool.name),
-                tool_claims=None if isinstance(claims, Mapping) else claims,
-            ),
+            _Declaration(tool, declaration(tool.name, _properties(tool), claims, reads, writes)),
             calls,
         )
         for tool in given
@@ -180,114 +159,26 @@ def leased(
 # -- what a call claims ------------------------------------------------------------------------
 
 
-class _Barrier(Exception):
-    """The call can't be told apart from one that touches anything: it holds everything."""
+def _properties(tool: FunctionTool) -> Mapping[str, Any]:
+    """The properties of the tool's arguments' schema: their names, and defaults."""
+    properties = tool.params_json_schema.get("properties")
+    return properties if isinstance(properties, Mapping) else {}
 
 
 class _Declaration:
-    """What the calls of one tool claim, from the user's ``reads``/``writes``/``claims``."""
+    """What the calls of one tool claim (``_declared``), and its ``timeout_seconds``."""
 
-    __slots__ = ("claims", "reads", "timeout", "tool", "tool_claims", "writes")
+    __slots__ = ("declared", "timeout", "tool")
 
-    def __init__(
-        self,
-        tool: FunctionTool,
-        reads: tuple[str, ...],
-        writes: tuple[str, ...],
-        claims: ClaimsFunction | None,
-        tool_claims: ToolClaimsFunction | None,
-    ) -> None:
+    def __init__(self, tool: FunctionTool, declared: Declaration | None) -> None:
         self.tool = tool
-        self.reads, self.writes = reads, writes
-        self.claims, self.tool_claims = claims, tool_claims
+        self.declared = declared
         self.timeout: float | None = None  # the tool's timeout_seconds
-
-    @classmethod
-    def make(
-        cls,
-        tool: FunctionTool,
-        *,
-        reads: Sequence[str],
-        writes: Sequence[str],
-        claims: ClaimsFunction | None,
-        tool_claims: ToolClaimsFunction | None,
-    ) -> _Declaration:
-        properties = tool.params_json_schema.get("properties")
-        known = properties if isinstance(properties, Mapping) else {}
-        checked: dict[str, tuple[str, ...]] = {}
-        for option, argument_names in (("reads", reads), ("writes", writes)):
-            if isinstance(argument_names, str) or not isinstance(argument_names, Iterable):
-                raise ToolDeclarationError(
-                    f"{option}= for tool {tool.name!r} must be a list of argument names, not "
-                    f"{argument_names!r}"
-                )
-            checked[option] = tuple(argument_names)
-            for argument in checked[option]:
-                if argument not in known:
-                    takes = ", ".join(map(str, known)) or "no arguments"
-                    raise ToolDeclarationError(
-                        f"{option}= names argument {argument!r} of tool {tool.name!r}, which has "
-                        f"no such argument (it takes {takes}); name an argument that holds a path"
-                    )
-        if claims is not None and not callable(claims):
-            raise ToolDeclarationError(
-                f"claims= for tool {tool.name!r} must be a function of the arguments returning "
-                f"claims, not {claims!r}"
-            )
-        return cls(tool, checked["reads"], checked["writes"], claims, tool_claims)
 
     def of_call(self, arguments: Mapping[str, Any], key: KeyFunction) -> list[Claim] | None:
         """A call's claims, its paths keyed; None for a barrier."""
-        declared: Iterable[Claim] | None = None
-        if self.claims is not None:
-            declared = self.claims(arguments)
-        elif self.tool_claims is not None:
-            declared = self.tool_claims(self.tool, arguments)
-        if declared is None and not (self.reads or self.writes):
-            return None
-        found: list[Claim] = []
-        try:
-            for names, make in ((self.reads, shared), (self.writes, exclusive)):
-                for name in names:
-                    value = arguments[name] if name in arguments else self._default(name)
-                    for raw in _path_values(value):
-                        found.append(make(_keyed(raw, key)))
-            for claim in declared or ():
-                if isinstance(claim, Claim) and isinstance(claim.resource, Path):
-                    make = exclusive if claim.mode is Mode.EXCLUSIVE else shared
-                    claim = make(_keyed(str(claim.resource), key))
-                found.append(claim)
-        except _Barrier:
-            return None
-        return found
-
-    def _default(self, name: str) -> Any:
-        """What the tool takes for a path argument the call leaves out: the default its
-        schema states; without one the tool's own, which can't be seen (a barrier)."""
-        properties = self.tool.params_json_schema.get("properties")
-        schema = properties.get(name) if isinstance(properties, Mapping) else None
-        if isinstance(schema, Mapping) and "default" in schema:
-            return schema["default"]
-        raise _Barrier
-
-
-def _path_values(value: Any) -> Sequence[str]:
-    if value is None:
-        return ()  # null: the argument names no path
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return value
-    raise _Barrier
-
-
-def _keyed(raw: str, key: KeyFunction) -> Path:
-    if not raw or "\0" in raw:
-        raise _Barrier
-    try:
-        return key(raw)
-    except (InvalidClaimError, ValueError, OSError):
-        raise _Barrier from None  # outside the workspace: the tool may still serve it
+        declared = self.declared
+        return None if declared is None else declared.claims(arguments, key, self.tool)
 
 
 def _parsed(input_json: str) -> Mapping[str, Any] | None:

@@ -28,10 +28,13 @@ sibling), its kernel call is withdrawn or cancelled and its leases return. A def
 (``requires_approval``, ``ApprovalRequired``, ``CallDeferred``) holds no lease while it awaits
 approval or its result; approved, it takes them again when it runs.
 
-A call the kernel refuses or ends becomes what pydantic-ai tells the model: arguments that
-can't be claimed (a path outside the workspace), a wait for leases that timed out and the
-kernel's run limit are a ``ModelRetry`` (the model may try again, as after pydantic-ai's own
-timeout); a call denied by the kernel's policy or cancelled by the kernel is a ``ToolFailed``.
+A call whose path can't be keyed (outside the workspace, a ``~`` path, left out with no default
+stated) is not refused: it is a barrier, and the tool serves it as it would without leases (as
+the other adapters and ``toolkernel.mcp`` do). A call the kernel refuses or ends becomes what
+pydantic-ai tells the model: claims that can't be computed (a ``claims=`` function that
+raises), a wait for leases that timed out and the kernel's run limit are a ``ModelRetry`` (the
+model may try again, as after pydantic-ai's own timeout); a call denied by the kernel's policy
+or cancelled by the kernel is a ``ToolFailed``.
 So is a call made from inside a leased tool (an agent used as a tool, whose agent's tools are
 leased in the same kernel) that waits for that tool's own leases: it would wait for ever.
 """
@@ -42,12 +45,11 @@ import asyncio
 import contextvars
 import copy
 import itertools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
 
-from .._errors import ToolDeclarationError
 from .._extras import require_extra
 from ..kernel import (
     CallBlocked,
@@ -63,6 +65,9 @@ from ..kernel import (
 from ..kernel import ToolResult as KernelResult
 from ..locks import Claim
 from ..tools import Tool
+from ._declared import ClaimsFunction as ClaimsFunction
+from ._declared import Declaration, check_options, declaration
+from ._declared import ToolClaimsFunction as ToolClaimsFunction
 
 require_extra("pydantic-ai", "toolkernel.integrations.pydantic_ai", "pydantic_ai")
 
@@ -71,11 +76,6 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed  # noqa: E402
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset  # noqa: E402
 
 __all__ = ["LeasedToolset", "ClaimsFunction", "ToolClaimsFunction"]
-
-ClaimsFunction = Callable[[Mapping[str, Any]], Iterable[Claim]]
-"""Claims of one tool's call from its arguments, as ``@tool(claims=...)`` takes them."""
-ToolClaimsFunction = Callable[[str, Mapping[str, Any]], Iterable[Claim] | None]
-"""Claims of any tool's call from the tool's name and the arguments; None: a barrier."""
 
 # Kernel call ids: the model's call id and a number, unique however many agents share a kernel.
 _numbers = itertools.count(1)
@@ -186,18 +186,9 @@ class _LeaseTool(Tool):
     """A tool of the wrapped toolset as the kernel sees it: its claims, and a call that holds
     them while pydantic-ai's task runs the tool (see the module's docstring)."""
 
-    def __init__(
-        self,
-        name: str,
-        leases: dict[str, _Lease],
-        *,
-        reads: Sequence[str],
-        writes: Sequence[str],
-        claims: ClaimsFunction | None,
-    ) -> None:
-        super().__init__(name=name, description=f"the pydantic-ai tool {name!r}", claims=claims)
-        # Set here, not given to ``Tool``: the arguments are the pydantic-ai tool's, not run's.
-        self.reads, self.writes = tuple(reads), tuple(writes)
+    def __init__(self, name: str, leases: dict[str, _Lease], declared: Declaration | None) -> None:
+        super().__init__(name=name, description=f"the pydantic-ai tool {name!r}")
+        self._declared = declared
         self._leases = leases
 
     def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -205,10 +196,9 @@ class _LeaseTool(Tool):
         return dict(arguments)
 
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
-        if self.reads or self.writes:
-            # A path argument the call leaves out claims nothing (as a default of None would).
-            arguments = {**dict.fromkeys((*self.reads, *self.writes)), **arguments}
-        return super().claims(arguments, key)
+        """What ``_declared`` says of the call; None (a barrier) for a tool declared nothing."""
+        declared = self._declared
+        return None if declared is None else declared.claims(arguments, key, self.name)
 
     async def run(self, ctx: ToolContext, **arguments: Any) -> Any:
         return await self.invoke(ctx, arguments)
@@ -232,49 +222,6 @@ class _LeaseTool(Tool):
         return None
 
 
-def _names(option: str, value: object) -> dict[str, tuple[str, ...]]:
-    """``{tool name: [argument names]}`` checked; an empty mapping for None."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ToolDeclarationError(
-            f"{option}= must map tool names to lists of argument names holding paths, such as "
-            f"{option}={{'read_file': ['path']}}; not {value!r}"
-        )
-    checked: dict[str, tuple[str, ...]] = {}
-    for tool, arguments in value.items():
-        if (
-            not isinstance(tool, str)
-            or isinstance(arguments, str)
-            or not isinstance(arguments, Iterable)
-        ):
-            raise ToolDeclarationError(
-                f"{option}= must map tool names to lists of argument names, such as "
-                f"{option}={{'read_file': ['path']}}; not {tool!r}: {arguments!r}"
-            )
-        names = tuple(arguments)
-        if not all(isinstance(name, str) for name in names):
-            raise ToolDeclarationError(
-                f"{option}= for tool {tool!r} must name arguments by strings, not {names!r}"
-            )
-        checked[tool] = names
-    return checked
-
-
-def _claims_option(value: object) -> Mapping[str, ClaimsFunction] | ToolClaimsFunction | None:
-    if value is None or callable(value):
-        return value
-    if isinstance(value, Mapping) and all(
-        isinstance(tool, str) and callable(function) for tool, function in value.items()
-    ):
-        return value
-    raise ToolDeclarationError(
-        "claims= must map tool names to functions of the arguments returning claims, such as "
-        "claims={'tap': lambda args: [exclusive(device('phone'))]}, or be one function "
-        f"(tool name, arguments) -> claims for every tool; not {value!r}"
-    )
-
-
 class LeasedToolset(WrapperToolset[Any]):
     """A pydantic-ai toolset whose tool calls each hold their leases in ``kernel``.
 
@@ -294,11 +241,15 @@ class LeasedToolset(WrapperToolset[Any]):
       string, or a list of strings) a call reads (a shared lease) or writes (an exclusive one),
       keyed through the kernel's workspace like ``@tool(reads=...)``;
     - ``claims``: ``{tool name: function of the arguments returning claims}`` (devices, pools,
-      paths built from several arguments; ``[]`` for a call that needs nothing), or one function
-      ``(tool name, arguments) -> claims`` for every tool (None for a call: a barrier);
+      paths built from several arguments; ``[]`` for a call that needs nothing) or ``{tool
+      name: list of claims}``, or one function ``(tool name, arguments) -> claims`` for every
+      tool (None for a call leaves it to ``reads``/``writes``, or makes it a barrier);
     - a tool given none of these holds the whole workspace exclusively (``EVERYTHING``, a
       barrier): it runs alone, after the calls emitted before it, so wrapping a toolset is never
-      less safe than running its calls one at a time.
+      less safe than running its calls one at a time. So does a call whose path can't be keyed
+      (outside the workspace, a ``~`` path, left out with no default stated): never refused.
+
+    These options are checked and applied as the other adapters' are (``_declared``).
 
     The kernel need not have been opened with these tools (it runs them beside its own, under
     the same leases), and it must run on the agent's event loop. What becomes of a call the
@@ -314,7 +265,9 @@ class LeasedToolset(WrapperToolset[Any]):
         toolset: AbstractToolset[Any],
         kernel: Kernel,
         *,
-        claims: Mapping[str, ClaimsFunction] | ToolClaimsFunction | None = None,
+        claims: Mapping[str, ClaimsFunction | Sequence[Claim]]
+        | ToolClaimsFunction[str]
+        | None = None,
         reads: Mapping[str, Sequence[str]] | None = None,
         writes: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
@@ -327,13 +280,14 @@ class LeasedToolset(WrapperToolset[Any]):
             )
         super().__init__(toolset)
         self.kernel = kernel
-        self.reads = _names("reads", reads)
-        self.writes = _names("writes", writes)
-        self.claims = _claims_option(claims)
-        # Shared by the copies pydantic-ai makes for each run (``_around``).
+        check_options(claims, reads, writes, None)  # the tools are known when a run lists them
+        self.reads = reads
+        self.writes = writes
+        self.claims = claims
+        # Shared by the copies pydantic-ai makes for each run (``_around``): each tool's kernel
+        # stand-in, made for the schema it was made from.
         self._calls = _Calls(kernel)
-        self._tools: dict[str, _LeaseTool] = {}
-        self._checked: set[tuple[str, int]] = set()
+        self._tools: dict[str, tuple[object, _LeaseTool]] = {}
 
     # -- pydantic-ai's side ----------------------------------------------------------------------
 
@@ -362,28 +316,11 @@ class LeasedToolset(WrapperToolset[Any]):
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         tools = await self.wrapped.get_tools(ctx)
-        for option, declared in (("reads", self.reads), ("writes", self.writes)):
-            for name, arguments in declared.items():
-                found = tools.get(name)
-                if found is not None:
-                    self._check_arguments(option, name, arguments, found)
+        for name in (*(self.reads or ()), *(self.writes or ())):
+            found = tools.get(name)
+            if found is not None:
+                self._lease_tool(name, found)  # refuses arguments the tool does not have
         return tools
-
-    def _check_arguments(
-        self, option: str, name: str, arguments: Sequence[str], tool: ToolsetTool[Any]
-    ) -> None:
-        schema = tool.tool_def.parameters_json_schema
-        if (name, id(schema)) in self._checked:
-            return
-        properties = schema.get("properties") or {}
-        for argument in arguments:
-            if argument not in properties:
-                takes = ", ".join(properties) or "no arguments"
-                raise ToolDeclarationError(
-                    f"{option}= names argument {argument!r} of tool {name!r}, which has no such "
-                    f"argument (it takes {takes}); name an argument that holds a path"
-                )
-        self._checked.add((name, id(schema)))
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
@@ -396,7 +333,7 @@ class LeasedToolset(WrapperToolset[Any]):
         lease = calls.expect(call_id)
         try:
             handle = lease.handle = self.kernel.submit(
-                ToolCall(call_id, name, tool_args), tools=(self._lease_tool(name),)
+                ToolCall(call_id, name, tool_args), tools=(self._lease_tool(name, tool),)
             )
             if lease.deadlock is not None:
                 handle.cancel()  # found waiting for its callers while it was submitted
@@ -424,26 +361,23 @@ class LeasedToolset(WrapperToolset[Any]):
             raise ToolFailed(lease.deadlock)
         return _answer(result)
 
-    def _lease_tool(self, name: str) -> _LeaseTool:
+    def _lease_tool(self, name: str, tool: ToolsetTool[Any]) -> _LeaseTool:
+        """The kernel's stand-in for tool ``name``, declared for its schema."""
+        schema = tool.tool_def.parameters_json_schema
         found = self._tools.get(name)
-        if found is None:
-            claims = self.claims
-            function: ClaimsFunction | None
-            if claims is None or isinstance(claims, Mapping):
-                function = None if claims is None else claims.get(name)
-            else:
-
-                def function(arguments: Mapping[str, Any], _all: Any = claims) -> Any:
-                    return _all(name, arguments)
-
-            found = self._tools[name] = _LeaseTool(
-                name,
-                self._calls.leases,
-                reads=self.reads.get(name, ()),
-                writes=self.writes.get(name, ()),
-                claims=function,
-            )
-        return found
+        if found is not None and found[0] is schema:
+            return found[1]
+        properties = schema.get("properties")
+        declared = declaration(
+            name,
+            properties if isinstance(properties, Mapping) else {},
+            self.claims,
+            self.reads,
+            self.writes,
+        )
+        lease_tool = _LeaseTool(name, self._calls.leases, declared)
+        self._tools[name] = (schema, lease_tool)
+        return lease_tool
 
 
 def _answer(result: KernelResult) -> Any:
