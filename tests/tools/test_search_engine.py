@@ -30,7 +30,7 @@ from toolkernel.tools import (
 )
 from toolkernel.tools._fs import Subtree
 from toolkernel.tools._ignore import IgnoreRules
-from toolkernel.tools._line_match import LinePattern, text_lines
+from toolkernel.tools._line_match import LinePattern, required_literal, text_lines
 
 
 @pytest.fixture
@@ -412,6 +412,43 @@ def test_texts_searched_joined_give_what_each_searched_alone_gives(
 
     joined, alone = anyio.run(main)
     assert joined == alone
+
+
+PIECES = ["ab", "c", "d+", "e?", "[ab]", "[^a]", "\\.", "x{2}", "abc", "\\bq", ".", "f*", "-_ "]
+
+
+@hypothesis.given(
+    pattern=st.lists(st.sampled_from(PIECES), min_size=1, max_size=6).map("".join),
+    text=st.text(alphabet="abcdefqx.-_ ", max_size=40),
+)
+@hypothesis.settings(max_examples=400, deadline=None)
+def test_every_match_holds_the_required_literal(pattern: str, text: str) -> None:
+    # Files without it are passed by unsearched: that must never lose a match.
+    literal = required_literal(pattern)
+    hypothesis.assume(literal is not None)
+    assert literal is not None
+    for match in regex.finditer(pattern, text):
+        assert literal in match.group(), (pattern, text, literal)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literal"),
+    [
+        ("needle_[0-9]+", "needle_"),
+        ("def [a-z_]+_nowait", "_nowait"),
+        ("ab{123}", None),  # a count is no literal
+        ("x\\x41bcd", None),  # nor an escape's argument
+        ("[a\\]bcd]xy", None),  # nor a class's members
+        ("(abc)?def", None),  # in a group, anything may be optional
+        ("abc|defg", None),
+        ("(?i)abcd", None),
+        ("abcd?", "abc"),
+    ],
+)
+def test_the_required_literal_is_taken_only_where_it_is_plain(
+    pattern: str, literal: str | None
+) -> None:
+    assert required_literal(pattern) == literal
 
 
 # -- one worker thread, reads only beneath the lease -----------------------------------------

@@ -28,7 +28,7 @@ from typing import Final
 import attrs
 import regex
 
-__all__ = ["LinePattern", "candidate_starts", "text_lines"]
+__all__ = ["LinePattern", "candidate_starts", "required_literal", "text_lines"]
 
 _LINE_BLIND: Final = regex.compile(r"\\[AZzG]|\(\?<?[=!]")
 """What in a pattern can see past a line's end: it is then searched line by line."""
@@ -62,19 +62,23 @@ class LinePattern:
     multiline: bool
     blind: bool = False
     """True iff the pattern can see past a line's (or a text's) end: look-around, ``\\A``..."""
+    literal: str | None = None
+    """Text every match holds (:func:`required_literal`): a text without it has no match, told
+    by ``in`` at the speed of ``memchr`` rather than by the engine."""
 
     @classmethod
     def compile(cls, pattern: str, *, ignore_case: bool, multiline: bool) -> LinePattern:
         """Compile ``pattern`` (raises ``regex.error`` if it is not a valid expression)."""
         flags = regex.IGNORECASE if ignore_case else 0
         blind = _LINE_BLIND.search(pattern) is not None
+        literal = None if ignore_case else required_literal(pattern)
         if multiline:
             whole = regex.compile(pattern, flags | regex.MULTILINE | regex.DOTALL)
-            return cls(whole, None, True, blind)
+            return cls(whole, None, True, blind, literal)
         line = regex.compile(pattern, flags)
         if blind:
-            return cls(line, None, False, blind)
-        return cls(line, regex.compile(pattern, flags | regex.MULTILINE), False)
+            return cls(line, None, False, blind, literal)
+        return cls(line, regex.compile(pattern, flags | regex.MULTILINE), False, False, literal)
 
     def lines(self, text: str, timeout: Timeout, *, first: bool = False) -> list[int]:
         """The 0-based numbers of the lines of ``text`` that match, in order; with ``first``,
@@ -94,6 +98,77 @@ class LinePattern:
         each alone; ``multiline``, a text holding the start of a match is one that may match
         alone, and one holding none does not match."""
         return not self.blind
+
+
+_PLAIN: Final = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ ,:;\"'=<>/!@%&~`-"
+)
+"""Characters that stand for themselves anywhere outside a class (no flag can change them:
+patterns with inline flags are not looked into)."""
+_MIN_LITERAL: Final = 3
+_ESCAPES_WITH_ARGUMENTS: Final = frozenset("xuUNpPgkXLo")
+
+
+def required_literal(pattern: str) -> str | None:
+    """The longest run of plain characters that every match of ``pattern`` must hold, or None.
+
+    Conservative: only a pattern without alternation, inline flags or groups is looked into
+    (anything in a group may be optional), outside character classes and escapes; a character
+    made optional by the quantifier after it is not part of the run, and a run shorter than
+    :data:`_MIN_LITERAL` is not worth it.
+    """
+    if any(char in pattern for char in "|()"):
+        return None
+    best, run, index, size = "", "", 0, len(pattern)
+    while index < size:
+        char = pattern[index]
+        if char in _PLAIN:
+            following = pattern[index + 1] if index + 1 < size else ""
+            if following in ("?", "*", "{"):
+                best, run = max(best, run, key=len), ""  # optional, or counted: not required
+            elif following == "+":
+                best, run = max(best, run + char, key=len), ""  # required once, then maybe more
+            else:
+                run += char
+            index += 1
+            continue
+        best, run = max(best, run, key=len), ""
+        if char == "\\":
+            escaped = pattern[index + 1 : index + 2]
+            if not escaped or escaped in _ESCAPES_WITH_ARGUMENTS or escaped.isdigit():
+                return None  # \x41, \N{...}, \p{L}, \g<1>, \1: not worth telling apart
+            index += 2
+        elif char == "[":
+            index = _class_end(pattern, index)
+            if index < 0:
+                return None
+        elif char == "{":
+            index = pattern.find("}", index) + 1  # a count, never a literal
+            if index == 0:
+                return None
+        else:
+            index += 1
+    best = max(best, run, key=len)
+    return best if len(best) >= _MIN_LITERAL else None
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The index after the ``]`` closing the class opened at ``start``, or -1."""
+    index = start + 1
+    if pattern.startswith("^", index):
+        index += 1
+    if pattern.startswith("]", index):
+        index += 1  # a "]" first is a member
+    while index < len(pattern):
+        if pattern[index] == "\\":
+            index += 2
+        elif pattern[index] == "[":
+            return -1  # a nested set (V1) or a POSIX class: not looked into
+        elif pattern[index] == "]":
+            return index + 1
+        else:
+            index += 1
+    return -1
 
 
 def _each_line(pattern: regex.Pattern[str], text: str, timeout: Timeout, first: bool) -> list[int]:

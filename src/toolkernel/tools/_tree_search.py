@@ -134,12 +134,15 @@ class _Search:
         self._tree, self._options, self._timeout = tree, options, timeout
         self._joinable = options.pattern.joinable
         self._multiline = options.pattern.multiline
+        self._literal = options.pattern.literal
         self._lines = searched.lines
         self._pending: list[tuple[str, str]] = []
         self._size = 0
 
     def add(self, path: str, text: str) -> bool:
         """Search ``text`` (now or with the next ones); True once enough lines are written."""
+        if self._literal is not None and self._literal not in text:
+            return False  # no match can be in it
         if self._joinable and (self._multiline or "\r" not in text):
             self._pending.append((path, text))
             self._size += len(text)
