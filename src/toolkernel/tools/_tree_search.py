@@ -79,7 +79,7 @@ class Searched:
 
 def list_tree(tree: Subtree, keep: FileFilter | None) -> list[str]:
     """The root-relative paths of the files below ``tree`` that ``keep`` keeps, sorted."""
-    return [path for path, _ in _walk(tree, keep)]
+    return _walk(tree, keep)[0]
 
 
 def grep_tree(
@@ -92,7 +92,9 @@ def grep_tree(
     search = _Search(tree, options, timeout, searched)
     reader = _Reader(tree)
     try:
-        for path, linked in _walk(tree, keep):
+        paths, links = _walk(tree, keep)
+        for path in paths:
+            linked = path in links
             tree.check()
             try:
                 data = reader.read(path, linked, options.max_bytes)
@@ -352,8 +354,8 @@ def read_searchable(directory: int, name: str, max_bytes: int, path: str) -> byt
         os.close(fd)
 
 
-def _walk(tree: Subtree, keep: FileFilter | None) -> list[tuple[str, bool]]:
-    """The files below ``tree`` (root-relative, and whether each is a link), sorted."""
+def _walk(tree: Subtree, keep: FileFilter | None) -> tuple[list[str], set[str]]:
+    """The files below ``tree`` (root-relative), sorted, and which of them are links."""
     root, parts = tree.root, tree.parts
     base = "/".join(parts)
     try:
@@ -366,9 +368,10 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> list[tuple[str, bool]]:
             regular = stat.S_ISREG(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode)
         finally:
             os.close(directory)
-        return [(base, False)] if regular and (keep is None or keep(base, name)) else []
+        return ([base] if regular and (keep is None or keep(base, name)) else []), set()
     os.close(top)
-    found: list[tuple[str, bool]] = []
+    found: list[str] = []
+    links: set[str] = set()
     prefix = base + "/" if base else ""
     # Directories still to list: their path below the base, and the ignore files above them.
     # Each is opened from the root in one openat2 (RESOLVE_BENEATH, no link followed; a
@@ -423,9 +426,11 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> list[tuple[str, bool]]:
                 continue
             if link and not tree.readable_link(outer + name):
                 continue
-            found.append((outer + name, link))
+            found.append(outer + name)
+            if link:
+                links.add(outer + name)
     found.sort()
-    return found
+    return found, links
 
 
 Ignores = tuple[tuple[str, IgnoreRules], ...]
