@@ -2,16 +2,20 @@
 
 The walk lists the tree below the checked path as ripgrep does: ``.gitignore`` files met on the
 way are honoured (:mod:`._ignore`), version-control directories (``.git``, ``.hg``, ``.svn``)
-are left out, hidden files are not. Directories are entered with ``O_NOFOLLOW`` relative to their
-parent, so the walk never leaves the tree the call's lease covers; a symbolic link to a file is
-listed only if it leads to a file in the workspace that the call may read, and read through the
-access's own check. Paths no key can name (``MAX_PATH_BYTES``) and trees being deleted are left
-out. The files are then read in sorted order, each opened beneath its directory's descriptor
-without following a link, so the result is the same whatever order the disk lists them in.
+are left out, hidden files are not. Each directory is opened from the root without following
+a link (``open_directory``: one ``openat2`` with ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS``, or
+one ``O_NOFOLLOW`` open a component), so the walk never leaves the tree the call's lease covers,
+and a directory swapped for a link since it was listed is passed by. A symbolic link to a file
+is listed only if it leads to a file in the workspace that the call may read, and is read
+through the access's own check. Paths no key can name (``MAX_PATH_BYTES``) and trees being
+deleted are left out. The files are then read in sorted order, each opened with ``O_NOFOLLOW``
+beneath its directory's descriptor, so the result is the same whatever order the disk lists
+them in.
 
 Cancellation: the walk checks before each directory and the search before each file
-(:meth:`Subtree.check`); a cancelled call's thread stops there. The engine's own calls are
-bounded by ``timeout=``, so a pattern that backtracks stops within its time limit.
+(:meth:`Subtree.check`): the call's end at once, its cancellation within a few milliseconds,
+and a cancelled call's thread stops there. The engine's own calls are bounded by ``timeout=``,
+so a pattern that backtracks stops within its time limit.
 """
 
 from __future__ import annotations
