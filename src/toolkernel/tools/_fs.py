@@ -36,8 +36,8 @@ it to see what each call touched). Without one it costs a ``None`` check per ope
 Blocking I/O runs in worker threads (``anyio.to_thread.run_sync``), one thread hop per operation;
 the key resolution and the access check run in the same thread call as the I/O, so the event loop
 never waits on the disk. A search (:meth:`FileAccess.search`) is one operation: one check of the
-directory searched, one hop for the whole tree below it. Only regular files are read: a fifo or a device would block a worker
-thread for good.
+directory searched, one hop for the whole tree below it. Only regular files are read: a fifo or
+a device would block a worker thread for good.
 """
 
 from __future__ import annotations
