@@ -14,13 +14,21 @@ return, giving the leases back.
   failure handling.
 - The framework cancelling its task withdraws the waiting call, or cancels the running one;
   the cancellation goes on once the leases are back. The kernel cancelling the stand-in
-  (``kernel.cancel``, closing) cancels the framework's task, and holds the leases until the
-  tool has stopped.
+  (``kernel.cancel``, closing) cancels the tool, and holds the leases until it has stopped:
+  by cancelling the framework's task, or (``run_held(..., scoped=True)``, for a framework
+  that takes a cancelled task for a cancelled run) a cancel scope around the tool only, the
+  call then answered as one the kernel ended unrun.
+- The tool raising makes the kernel's result an ERROR saying what it raised.
 - A call made from inside a tool that holds leases (an agent used as a tool, its agent calling
   leased tools of the same kernel) is not a nested call to the kernel, which can't know the
   framework's task is its caller's: if it waits behind its callers' leases, or for a place in
   ``max_concurrency`` while only its callers run, it would wait for ever, and fails with a
   :class:`~toolkernel.DeadlockError` saying so instead.
+
+The calls a task runs inside (:func:`holding`, :func:`callers`) are one context for every
+adapter, and a kernel's calls (:meth:`Calls.of`) one registry, whichever adapters submit them:
+so a call of one framework's tool made from inside another's (a pydantic-ai agent run by an
+Agents SDK tool, an SDK agent run by a LangGraph tool) is seen to be nested too.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import contextvars
 import functools
 import itertools
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import anyio
@@ -51,43 +59,76 @@ from ..kernel import (
 from ..kernel import ToolContext as KernelContext
 from ..locks import Claim
 
-__all__ = ["Calls", "Invocation", "run_held", "ClaimsOf"]
+__all__ = ["Calls", "ClaimsOf", "HeldCall", "Invocation", "callers", "holding", "run_held"]
 
 ClaimsOf = Callable[[Mapping[str, Any], KeyFunction], Sequence[Claim] | None]
 """A call's claims from its arguments and the kernel's key function; None for a barrier."""
 
-_running: contextvars.ContextVar[tuple[Invocation, ...]] = contextvars.ContextVar(
+
+class HeldCall:
+    """A kernel's call holding leases while a framework runs its tool outside the kernel: what
+    a call made from inside the tool must not wait for."""
+
+    __slots__ = ("call_id", "handle", "kernel")
+
+    def __init__(self, kernel: Kernel, call_id: str, handle: CallHandle | None = None) -> None:
+        self.kernel = kernel
+        self.call_id = call_id
+        self.handle = handle
+
+    @property
+    def holds(self) -> bool:
+        """Whether the kernel's call is still on (submitted and not finished)."""
+        handle = self.handle
+        return handle is not None and not handle.finished
+
+
+_running: contextvars.ContextVar[tuple[HeldCall, ...]] = contextvars.ContextVar(
     "toolkernel_integrations_running", default=()
 )
-"""The calls whose tools this task runs (the tasks a tool starts inherit it): a call made from
-inside one, as by an agent used as a tool, must not wait for it."""
+"""The calls whose tools this task runs, of any adapter and kernel (the tasks and threads a
+tool starts inherit it): a call made from inside one, as by an agent used as a tool, must not
+wait for it."""
 
 
-class Invocation:
+def callers(kernel: Kernel) -> tuple[HeldCall, ...]:
+    """The calls of ``kernel`` this task runs inside and that still hold their leases."""
+    return tuple(c for c in _running.get() if c.kernel is kernel and c.holds)
+
+
+@contextlib.contextmanager
+def holding(call: HeldCall) -> Iterator[None]:
+    """Run the tool of ``call`` (a call made within sees it among its callers)."""
+    token = _running.set((*_running.get(), call))
+    try:
+        yield
+    finally:
+        _running.reset(token)
+
+
+class Invocation(HeldCall):
     """One call of a framework's tool: submitted to the kernel when the framework invokes the
     tool; granted when the kernel's call starts; ended when the tool returns or fails."""
 
     __slots__ = (
-        "call_id",
         "callers",
         "deadlock",
         "done",
         "ended",
         "failure",
         "granted",
-        "handle",
         "ready",
+        "scope",
         "started",
         "stopped",
         "task",
         "waits_for",
     )
 
-    def __init__(self, call_id: str) -> None:
+    def __init__(self, kernel: Kernel, call_id: str) -> None:
+        super().__init__(kernel, call_id)
         loop = asyncio.get_running_loop()
-        self.call_id = call_id
-        self.handle: CallHandle | None = None
-        self.callers = _running.get()  # the leased tools this call is made from inside
+        self.callers = callers(kernel)  # the leased tools this call is made from inside
         self.deadlock: str | None = None  # why it would wait for one of them for ever
         self.waits_for: tuple[str, ...] = ()  # the calls it waits behind, when blocked
         # Each future has one waiter (cancelling a waiter cancels its future, so the flags
@@ -100,6 +141,7 @@ class Invocation:
         self.failure: str | None = None  # why the tool failed, for the kernel's result
         self.started = False  # the framework awaited the invocation
         self.task: asyncio.Task[Any] | None = None  # the framework's task running the tool
+        self.scope: anyio.CancelScope | None = None  # around the tool only (``scoped``)
 
     def wake(self) -> None:
         if not self.ready.done():
@@ -119,16 +161,18 @@ class Invocation:
 
     async def held(self) -> None:
         """The kernel's call: hold the leases until the tool has ended. If the kernel cancels
-        the call (closing, ``kernel.cancel``), the tool is cancelled in its own task (the
-        framework then answers the model as for any cancelled tool) and the leases are held
-        until it has ended."""
+        the call (closing, ``kernel.cancel``), the tool is cancelled in its own task (by its
+        scope, or else the task: the framework then answers the model as for any cancelled
+        tool) and the leases are held until it has ended."""
         try:
             if not self.ended:
                 await self.done
         finally:
             if not self.ended:
                 self.stopped = True
-                if self.task is not None:
+                if self.scope is not None:
+                    self.scope.cancel()
+                elif self.task is not None:
                     self.task.cancel()
                 with anyio.CancelScope(shield=True):
                     self.done = asyncio.get_running_loop().create_future()
@@ -184,7 +228,10 @@ class Calls:
     without running the tool (denied, timed out waiting, cancelled, closed), and fails one that
     would wait for ever for the tools it was made from inside."""
 
-    _kernels: ClassVar[weakref.WeakKeyDictionary[Kernel, Calls]] = weakref.WeakKeyDictionary()
+    # Weak both ways: the kernel's listener keeps its registry, and the registry its kernel.
+    _kernels: ClassVar[weakref.WeakKeyDictionary[Kernel, weakref.ref[Calls]]] = (
+        weakref.WeakKeyDictionary()
+    )
 
     def __init__(self, kernel: Kernel) -> None:
         self.kernel = kernel
@@ -195,9 +242,12 @@ class Calls:
 
     @classmethod
     def of(cls, kernel: Kernel) -> Calls:
-        found = cls._kernels.get(kernel)
+        """The registry of ``kernel``'s calls, shared by every adapter."""
+        known = cls._kernels.get(kernel)
+        found = known() if known is not None else None
         if found is None:
-            found = cls._kernels[kernel] = cls(kernel)
+            found = cls(kernel)
+            cls._kernels[kernel] = weakref.ref(found)
         return found
 
     def _event(self, event: CallEvent) -> None:
@@ -227,7 +277,7 @@ class Calls:
         ever."""
         running = None
         for call_id, blocked in list(self.nested_waiting.items()):
-            callers = [c for c in blocked.callers if self.live.get(c.call_id) is c]
+            callers = [c for c in blocked.callers if c.holds]
             if not callers:
                 continue
             held = next((c for c in callers if c.call_id in blocked.waits_for), None)
@@ -240,7 +290,8 @@ class Calls:
                 if not running or len(running) > len(ids) or not ids.issuperset(running):
                     continue
                 held, what = callers[-1], "places in max_concurrency"
-            name = held.handle.call.name if held.handle is not None else "?"
+            assert held.handle is not None  # it holds
+            name = held.handle.call.name
             blocked.deadlock = (
                 f"this call waits for the {what} of the tool {name!r} (call {held.call_id}), "
                 f"which it was made from inside: that tool holds them until this call has "
@@ -260,7 +311,7 @@ class Calls:
         kernel's order); ``claims`` computes its claims at admission, None for a barrier."""
         if call_id in self.live:
             call_id = f"{call_id}#{next(self._numbers)}"  # another run's call of the same id
-        invocation = Invocation(call_id)
+        invocation = Invocation(self.kernel, call_id)
         hold = _Hold(name, claims, invocation)
         call = ToolCall(call_id, name, arguments)
         self.live[call_id] = invocation
@@ -288,29 +339,38 @@ async def run_held(
     invocation: Invocation,
     run: Callable[[], Awaitable[Any]],
     failed: Callable[[Exception], Awaitable[Any]],
+    *,
+    scoped: bool = False,
 ) -> Any:
     """Wait for the leases, run the tool (``run``, in this task) holding them, and hand the
     kernel's own failures (denied, timed out waiting, closed...) to ``failed``: the tool's
     failure handling, which answers the model. A cancellation withdraws or cancels the
-    kernel's call, and goes on once its leases are back."""
+    kernel's call, and goes on once its leases are back.
+
+    ``scoped``: the kernel cancelling the call cancels a scope around ``run`` rather than this
+    task, and the call is then answered by ``failed`` with the kernel's error, as one the
+    kernel ended before it ran."""
     invocation.started = True
     invocation.task = asyncio.current_task()
     try:
         await invocation.ready
-        if invocation.stopped:  # by the kernel, before this task came to run the tool
+        if invocation.stopped and not scoped:  # by the kernel, before the tool could run
             raise asyncio.CancelledError
     except BaseException:
         invocation.cancel()  # withdrawn while waiting: it never held a lease
         await _unwound(invocation)
         raise
     if not invocation.granted:
-        try:
-            return invocation.unrun_output()
-        except Exception as error:
-            return await failed(error)
-    running = _running.set((*invocation.callers, invocation))
+        return await _unrun(invocation, failed)
+    output: Any = _STOPPED
     try:
-        output = await run()
+        with holding(invocation):
+            if not scoped:
+                output = await run()
+            else:
+                with anyio.CancelScope() as invocation.scope:
+                    if not invocation.stopped:
+                        output = await run()
     except asyncio.CancelledError:
         invocation.cancel()
         await _unwound(invocation)
@@ -318,10 +378,22 @@ async def run_held(
     except BaseException as error:
         invocation.end(error)
         raise
-    finally:
-        _running.reset(running)
     invocation.end()
+    if output is _STOPPED:  # the kernel cancelled the call: it says why
+        await _unwound(invocation)
+        return await _unrun(invocation, failed)
     return output
+
+
+_STOPPED: Any = object()
+
+
+async def _unrun(invocation: Invocation, failed: Callable[[Exception], Awaitable[Any]]) -> Any:
+    """The answer for a call the kernel ended without the tool's output."""
+    try:
+        return invocation.unrun_output()
+    except Exception as error:
+        return await failed(error)
 
 
 async def _unwound(invocation: Invocation) -> None:

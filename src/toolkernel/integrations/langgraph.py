@@ -42,10 +42,15 @@ With ``kernel=`` (one opened with any tools: the node's are given with each batc
 are ordered against everything else that kernel runs, and their paths are keyed by its
 workspace (a path outside it makes the call a barrier). ``invoke`` then needs
 a way into the kernel's loop: build the node inside that loop, or call ``invoke`` from one of
-its worker threads (``anyio.to_thread.run_sync``). A graph run by one of the node's tools,
-whose node shares that kernel, would wait for ever on leases its caller holds: its calls run in
-a kernel of their own instead (in order among themselves; what orders them against the rest
-is the leases of the call that runs them, so declare that call's claims to cover theirs).
+its worker threads (``anyio.to_thread.run_sync``). A graph run from inside a call that holds
+leases in that kernel (by one of the node's tools, or by a leased tool of the Agents SDK or
+pydantic-ai adapters), whose node shares the kernel, would wait for ever on leases its caller
+holds: its calls run in a kernel of their own instead (in order among themselves; what orders
+them against the rest is the leases of the call that runs them, so declare that call's claims
+to cover theirs). The other way round, a node's call is among the callers the other adapters
+see (``_held_calls``): an agent of theirs run by one of the node's tools, whose tools are
+leased in the same kernel, fails a call that would wait for ever for it with a
+:class:`~toolkernel.DeadlockError` instead.
 """
 
 from __future__ import annotations
@@ -99,6 +104,7 @@ from . import _loop_thread
 from ._declared import ClaimsFunction as ClaimsFunction
 from ._declared import Declaration, declarations, process_key
 from ._declared import ToolClaimsFunction as ToolClaimsFunction
+from ._held_calls import HeldCall, callers, holding
 
 __all__ = ["ToolNode", "ClaimsFunction", "ToolClaimsFunction"]
 
@@ -306,14 +312,6 @@ _BATCH: contextvars.ContextVar[_Batch | _Alone | None] = contextvars.ContextVar(
 )
 
 
-# The kernels whose leases the call running in this context holds: a graph run by a tool, whose
-# node shares such a kernel, runs its calls in a kernel of its own rather than wait for ever on
-# its caller's leases.
-_HOLDING: contextvars.ContextVar[tuple[Kernel, ...]] = contextvars.ContextVar(
-    "toolkernel_langgraph_holding", default=()
-)
-
-
 class ToolNode(_LangGraphToolNode):
     """``langgraph.prebuilt.ToolNode``, each message's calls run through a kernel in order.
 
@@ -381,7 +379,7 @@ class ToolNode(_LangGraphToolNode):
         tool_calls, _ = self._parse_input(input)
         if not tool_calls:
             return await super()._afunc(input, config, runtime)
-        if self.kernel is not None and self.kernel not in _HOLDING.get():
+        if self.kernel is not None and not callers(self.kernel):
             return await self._arun_batch(self.kernel, tool_calls, input, config, runtime)
         if self._alone(tool_calls):
             token = _BATCH.set(_ALONE)
@@ -437,11 +435,9 @@ class ToolNode(_LangGraphToolNode):
                 await verdict.wait()
             if slot.refusal is not None:
                 return slot.message()
-            holding = _HOLDING.set((*_HOLDING.get(), batch.kernel))
-            try:
+            # A graph or an agent the call runs sees its leases (``_held_calls``).
+            with holding(HeldCall(batch.kernel, slot.kernel_id, slot.handle)):
                 return await super()._arun_one(call, input_type, tool_runtime)
-            finally:
-                _HOLDING.reset(holding)
         finally:
             slot.release()
 
@@ -456,7 +452,7 @@ class ToolNode(_LangGraphToolNode):
         tool_calls, _ = self._parse_input(input)
         if not tool_calls:
             return super()._func(input, config, runtime)
-        if self.kernel is not None and self.kernel not in _HOLDING.get():
+        if self.kernel is not None and not callers(self.kernel):
             hop = self._hop_to_kernel()
             make = functools.partial(
                 _Batch,
@@ -580,11 +576,8 @@ class ToolNode(_LangGraphToolNode):
             verdict.wait()
             if slot.refusal is not None:
                 return slot.message()
-            holding = _HOLDING.set((*_HOLDING.get(), batch.kernel))
-            try:
+            with holding(HeldCall(batch.kernel, slot.kernel_id, slot.handle)):
                 return super()._run_one(call, input_type, tool_runtime)
-            finally:
-                _HOLDING.reset(holding)
         finally:
             batch.post(slot.release)
 

@@ -59,7 +59,11 @@ without leases; the kernel holds the leases in a call of its own meanwhile, whic
 ``max_concurrency``'s places (see ``_held_calls``). An agent used as a tool (``Agent.as_tool``)
 whose own agent calls leased tools of the same kernel should be declared as touching nothing
 itself (``claims={"helper": lambda args: []}``): undeclared, it is a barrier its agent's calls
-would wait for for ever, and they fail with a :class:`~toolkernel.DeadlockError` saying so.
+would wait for for ever, and they fail with a :class:`~toolkernel.DeadlockError` saying so (so
+does a call that would wait for ever for a place in ``max_concurrency`` its callers fill). So
+do calls across the adapters sharing the kernel: a pydantic-ai agent's made from inside a
+leased tool here, and this SDK's made from inside a leased pydantic-ai tool or a LangGraph
+node's call (a LangGraph node run by a tool here runs its calls in a kernel of its own).
 Under asyncio only, as the SDK is. The kernel's before-hooks may block a call or supply its
 result, not rewrite its arguments (the SDK parses those itself).
 """

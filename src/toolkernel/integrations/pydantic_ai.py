@@ -20,13 +20,15 @@ run context, tracing spans), its exceptions (``ModelRetry``, ``ToolFailed``, ``C
 ``ApprovalRequired``) and its timeout stay pydantic-ai's (a tool's ``timeout`` bounds its run,
 not its wait for leases; but a plain ``def`` tool that runs out of it is left running in its
 worker thread by pydantic-ai, without its leases: give such a tool no ``timeout``, or make it
-``async def``). The kernel's call only holds the leases: it starts when they are
-granted, wakes the waiting task, and ends when the tool does. If the kernel ends it first
-(``kernel.cancel``, its run limit, the kernel closing), the tool is cancelled, and the leases
-return only once it has stopped. If pydantic-ai cancels the call (a cancelled run, a failed
-sibling), its kernel call is withdrawn or cancelled and its leases return. A deferred call
-(``requires_approval``, ``ApprovalRequired``, ``CallDeferred``) holds no lease while it awaits
-approval or its result; approved, it takes them again when it runs.
+``async def``). The kernel's call only holds the leases (``_held_calls``, as for the Agents
+SDK's tools): it starts when they are granted, wakes the waiting task, and ends when the tool
+does, OK or, when the tool raised (``ModelRetry`` and deferrals included), ERROR. If the kernel
+ends it first (``kernel.cancel``, its run limit, the kernel closing), the tool is cancelled (a
+cancel scope around the tool: pydantic-ai would take its task's cancellation for the whole
+run's), and the leases return only once it has stopped. If pydantic-ai cancels the call (a
+cancelled run, a failed sibling), its kernel call is withdrawn or cancelled and its leases
+return. A deferred call (``requires_approval``, ``ApprovalRequired``, ``CallDeferred``) holds
+no lease while it awaits approval or its result; approved, it takes them again when it runs.
 
 A call whose path can't be keyed (outside the workspace, a ``~`` path, left out with no default
 stated) is not refused: it is a barrier, and the tool serves it as it would without leases (as
@@ -36,38 +38,29 @@ raises), a wait for leases that timed out and the kernel's run limit are a ``Mod
 model may try again, as after pydantic-ai's own timeout); a call denied by the kernel's policy
 or cancelled by the kernel is a ``ToolFailed``.
 So is a call made from inside a leased tool (an agent used as a tool, whose agent's tools are
-leased in the same kernel) that waits for that tool's own leases: it would wait for ever.
+leased in the same kernel; the tool may be this adapter's, an Agents SDK tool's or a LangGraph
+node's) that waits behind that tool's own leases, or for a place in the kernel's
+``max_concurrency`` while only the tools it was made from inside run: it would wait for ever,
+and the ``ToolFailed`` gives the :class:`~toolkernel.DeadlockError`'s message saying so. Such
+an agent tool should be declared as touching nothing itself (``claims={"delegate": lambda
+args: []}``), and the kernel leave its calls room in ``max_concurrency``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import copy
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import anyio
-
+from .._errors import DeadlockError
 from .._extras import require_extra
-from ..kernel import (
-    CallBlocked,
-    CallEvent,
-    CallFinished,
-    CallHandle,
-    Kernel,
-    KeyFunction,
-    Status,
-    ToolCall,
-    ToolContext,
-)
+from ..kernel import Kernel, KeyFunction, Status
 from ..kernel import ToolResult as KernelResult
 from ..locks import Claim
-from ..tools import Tool
 from ._declared import ClaimsFunction as ClaimsFunction
 from ._declared import Declaration, check_options, declaration
 from ._declared import ToolClaimsFunction as ToolClaimsFunction
+from ._held_calls import Calls, Invocation, run_held
 
 require_extra("pydantic-ai", "toolkernel.integrations.pydantic_ai", "pydantic_ai")
 
@@ -77,149 +70,19 @@ from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset  #
 
 __all__ = ["LeasedToolset", "ClaimsFunction", "ToolClaimsFunction"]
 
-# Kernel call ids: the model's call id and a number, unique however many agents share a kernel.
-_numbers = itertools.count(1)
 
-_holding: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
-    "toolkernel_pydantic_ai_holding", default=frozenset()
-)
-"""The kernel calls whose leases the tools this task runs inside hold (the tasks a tool starts
-inherit it): a call made from inside them, as by an agent used as a tool, must not wait for them."""
+class _Claims:
+    """What the calls of one tool claim (``_declared``); None for a barrier."""
 
+    __slots__ = ("declared", "name")
 
-class _Lease:
-    """One call's meeting point between pydantic-ai's task, which runs the tool, and the
-    kernel's, which holds the leases meanwhile."""
+    def __init__(self, name: str, declared: Declaration | None) -> None:
+        self.name = name
+        self.declared = declared
 
-    __slots__ = (
-        "callers",
-        "deadlock",
-        "done",
-        "granted",
-        "handle",
-        "revoked",
-        "scope",
-        "wake",
-        "woken",
-    )
-
-    def __init__(self) -> None:
-        # asyncio's own events: pydantic-ai runs on asyncio only, and they cost less to make.
-        self.wake = asyncio.Event()  # the leases are granted, or the call ended without them
-        self.done = asyncio.Event()  # pydantic-ai's side is through: the kernel's call may end
-        self.handle: CallHandle | None = None
-        self.callers = _holding.get()  # the leased calls this one is made from inside
-        self.deadlock: str | None = None  # why it would wait for one of them for ever
-        self.granted = False
-        self.woken = False  # counted out of the calls that wait
-        self.scope: anyio.CancelScope | None = None  # around the tool, while it runs
-        self.revoked = False  # the kernel ended the call: the tool must not run, or stop
-
-    def revoke(self) -> None:
-        self.revoked = True
-        if self.scope is not None:
-            self.scope.cancel()
-
-
-class _Calls:
-    """The calls of a :class:`LeasedToolset` (and of the copies pydantic-ai makes of it for each
-    run) that wait for or hold leases, by kernel call id.
-
-    A call that finishes without its leases (refused, timed out, cancelled while waiting) is
-    heard of through a listener of the kernel's, there only while some call waits: a kernel
-    nobody listens to builds no events.
-    """
-
-    __slots__ = ("_stop_listening", "_waiting", "kernel", "leases")
-
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self.leases: dict[str, _Lease] = {}
-        self._waiting = 0  # calls submitted and neither granted nor finished
-        self._stop_listening: Callable[[], None] | None = None
-
-    def expect(self, call_id: str) -> _Lease:
-        """A call about to be submitted (synchronous)."""
-        lease = self.leases[call_id] = _Lease()
-        if self._waiting == 0:
-            self._stop_listening = self.kernel.add_listener(self._heard)
-        self._waiting += 1
-        return lease
-
-    def woken(self, lease: _Lease) -> None:
-        """``lease``'s call was granted its leases, or finished without them."""
-        if not lease.woken:
-            lease.woken = True
-            self._waiting -= 1
-            if self._waiting == 0 and self._stop_listening is not None:
-                self._stop_listening()
-                self._stop_listening = None
-
-    def forget(self, call_id: str, lease: _Lease) -> None:
-        """pydantic-ai's side of the call is through, whatever happened."""
-        lease.done.set()
-        self.woken(lease)
-        del self.leases[call_id]
-
-    def _heard(self, event: CallEvent) -> None:
-        if type(event) is CallFinished:
-            lease = self.leases.get(event.call_id)
-            if lease is not None:
-                lease.wake.set()
-        elif type(event) is CallBlocked:
-            lease = self.leases.get(event.call_id)
-            if lease is not None and lease.callers:
-                held = next((c for c in event.waits_for if c in lease.callers), None)
-                if held is not None:
-                    lease.deadlock = (
-                        f"this call waits for the leases of call {held}, which it was made "
-                        f"from inside: that call holds them until this one has ended, so it "
-                        f"would wait for ever. Declare what the outer tool itself touches (for "
-                        f"a tool that runs an agent whose tools hold their own leases: "
-                        f"claims={{'<tool name>': lambda args: []}})"
-                    )
-                    if lease.handle is not None:
-                        lease.handle.cancel()
-
-
-class _LeaseTool(Tool):
-    """A tool of the wrapped toolset as the kernel sees it: its claims, and a call that holds
-    them while pydantic-ai's task runs the tool (see the module's docstring)."""
-
-    def __init__(self, name: str, leases: dict[str, _Lease], declared: Declaration | None) -> None:
-        super().__init__(name=name, description=f"the pydantic-ai tool {name!r}")
-        self._declared = declared
-        self._leases = leases
-
-    def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """The arguments as pydantic-ai validated them."""
-        return dict(arguments)
-
-    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
-        """What ``_declared`` says of the call; None (a barrier) for a tool declared nothing."""
-        declared = self._declared
+    def __call__(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
+        declared = self.declared
         return None if declared is None else declared.claims(arguments, key, self.name)
-
-    async def run(self, ctx: ToolContext, **arguments: Any) -> Any:
-        return await self.invoke(ctx, arguments)
-
-    async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Any:
-        """Hold the call's leases until pydantic-ai's task is through with the tool."""
-        lease = self._leases.get(ctx.call_id)
-        if lease is None or lease.done.is_set():
-            return None  # pydantic-ai's side left before the grant
-        lease.granted = True
-        lease.wake.set()
-        try:
-            await lease.done.wait()
-        except BaseException:
-            if not lease.done.is_set():
-                # Ended by the kernel: stop the tool, and keep the leases until it has stopped.
-                lease.revoke()
-                with anyio.CancelScope(shield=True):
-                    await lease.done.wait()
-            raise
-        return None
 
 
 class LeasedToolset(WrapperToolset[Any]):
@@ -284,10 +147,10 @@ class LeasedToolset(WrapperToolset[Any]):
         self.reads = reads
         self.writes = writes
         self.claims = claims
-        # Shared by the copies pydantic-ai makes for each run (``_around``): each tool's kernel
-        # stand-in, made for the schema it was made from.
-        self._calls = _Calls(kernel)
-        self._tools: dict[str, tuple[object, _LeaseTool]] = {}
+        # Shared by the copies pydantic-ai makes for each run (``_around``): each tool's claims,
+        # made for the schema they were made from.
+        self._calls = Calls.of(kernel)
+        self._tools: dict[str, tuple[object, _Claims]] = {}
 
     # -- pydantic-ai's side ----------------------------------------------------------------------
 
@@ -319,50 +182,27 @@ class LeasedToolset(WrapperToolset[Any]):
         for name in (*(self.reads or ()), *(self.writes or ())):
             found = tools.get(name)
             if found is not None:
-                self._lease_tool(name, found)  # refuses arguments the tool does not have
+                self._claims_of(name, found)  # refuses arguments the tool does not have
         return tools
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         """Run the call holding its leases; see the module's docstring."""
-        # Everything up to the first await is synchronous: the call queues for its leases in
-        # the order pydantic-ai started the calls' tasks, the order the model emitted them.
-        calls = self._calls
-        call_id = f"{ctx.tool_call_id or name}#{next(_numbers)}"
-        lease = calls.expect(call_id)
-        try:
-            handle = lease.handle = self.kernel.submit(
-                ToolCall(call_id, name, tool_args), tools=(self._lease_tool(name, tool),)
-            )
-            if lease.deadlock is not None:
-                handle.cancel()  # found waiting for its callers while it was submitted
-            try:
-                if not handle.finished:
-                    await lease.wake.wait()
-            except BaseException:
-                handle.cancel()  # pydantic-ai cancelled the call: its leases return
-                raise
-            calls.woken(lease)
-            if lease.granted:
-                holding = _holding.set(lease.callers | {call_id})
-                try:
-                    with anyio.CancelScope() as lease.scope:
-                        if not lease.revoked:
-                            return await self.wrapped.call_tool(name, tool_args, ctx, tool)
-                finally:
-                    _holding.reset(holding)
-                lease.scope = None  # the kernel ended the call: say how, below
-            lease.done.set()
-            result = await handle.wait_finished()
-        finally:
-            calls.forget(call_id, lease)
-        if lease.deadlock is not None:
-            raise ToolFailed(lease.deadlock)
-        return _answer(result)
+        # Submitted before the first await: the call queues for its leases in the order
+        # pydantic-ai started the calls' tasks, the order the model emitted them.
+        invocation = self._calls.submit(
+            name, ctx.tool_call_id or name, tool_args, self._claims_of(name, tool)
+        )
+        return await run_held(
+            invocation,
+            lambda: self.wrapped.call_tool(name, tool_args, ctx, tool),
+            lambda error: _failed(invocation, error),
+            scoped=True,  # pydantic-ai takes its task's cancellation for the whole run's
+        )
 
-    def _lease_tool(self, name: str, tool: ToolsetTool[Any]) -> _LeaseTool:
-        """The kernel's stand-in for tool ``name``, declared for its schema."""
+    def _claims_of(self, name: str, tool: ToolsetTool[Any]) -> _Claims:
+        """What the calls of tool ``name`` claim, declared for its schema."""
         schema = tool.tool_def.parameters_json_schema
         found = self._tools.get(name)
         if found is not None and found[0] is schema:
@@ -375,9 +215,19 @@ class LeasedToolset(WrapperToolset[Any]):
             self.reads,
             self.writes,
         )
-        lease_tool = _LeaseTool(name, self._calls.leases, declared)
-        self._tools[name] = (schema, lease_tool)
-        return lease_tool
+        claims = _Claims(name, declared)
+        self._tools[name] = (schema, claims)
+        return claims
+
+
+async def _failed(invocation: Invocation, error: Exception) -> Any:
+    """What pydantic-ai is told of a call the kernel ended without the tool's output."""
+    if isinstance(error, DeadlockError):
+        raise ToolFailed(str(error))
+    result = invocation.handle.result if invocation.handle is not None else None
+    if result is None:
+        raise error  # the kernel was closed before the call could be submitted
+    return _answer(result)
 
 
 def _answer(result: KernelResult) -> Any:
