@@ -558,8 +558,10 @@ EXPECTED_PARAMETERS = {
     "Glob": (["pattern"], ["pattern", "path"]),
     "Grep": (
         ["pattern"],
-        ["pattern", "path", "glob", "output_mode", "type", "ignore_case", "context"]
-        + ["before_context", "after_context", "multiline"],
+        [
+            *("pattern", "path", "glob", "output_mode", "type", "ignore_case", "context"),
+            *("before_context", "after_context", "multiline"),
+        ],
     ),
     "ListDir": ([], ["path"]),
     "Move": (["source", "destination"], ["source", "destination"]),
