@@ -3,6 +3,49 @@
 Each exception subclasses the builtin it refines, so code that catches the builtin keeps working:
 ``InvalidClaimError`` is a ``ValueError``, ``UndeclaredAccessError`` a ``PermissionError``.
 Messages are lower-case and name the rule and the object they are about.
+
+The hierarchy, with the builtins each class refines in brackets::
+
+    * ToolkernelError (Exception)
+      x InvalidClaimError (ValueError) - a bad claim, path, mode, unit count or pool name
+        + PathEscapeError
+        + CapacityError
+        + UnknownPoolError (LookupError)
+      x LeaseReleaseError (RuntimeError) - a lease released twice or never held
+        + ForeignLeaseError
+      x InvalidCallError (ValueError) - a call that can't be admitted as written
+        + UnknownToolError (LookupError)
+        + InvalidArgumentsError (TypeError)
+        + DependencyCycleError
+      x DeadlockError (RuntimeError)
+      x NestingDepthError (RecursionError)
+      x UndeclaredAccessError (PermissionError)
+      x PathChangedError (OSError)
+      x CallEndedError (RuntimeError)
+      x ToolDeclarationError (TypeError, ValueError) - raised when a tool is declared
+      x PermissionDeniedError (PermissionError) - the policy, the approver or a hook said no
+        + ApprovalRequiredError
+        + ApprovalTimeoutError (TimeoutError)
+      x HookError (RuntimeError) - a user's hook, policy or approver failed
+      x CallTimeoutError (TimeoutError)
+        + LeaseWaitTimeoutError
+        + RunTimeoutError
+      x CallCancelledError
+      x DependencyFailedError
+      x ToolError - raised by a tool to fail its call with a message for the model
+        + MCPToolError
+        + MCPServerGoneError (ConnectionError)
+      x IllegalTransitionError (RuntimeError)
+      x KernelClosedError (RuntimeError)
+      x SchemaError (ValueError)
+      x ModelError (RuntimeError)
+      x ShellRulesError (ValueError)
+      x HoldMore - not a failure: a running tool asks to hold more
+
+Most of these are never raised out of ``Kernel.run``: a call that fails ends with a result whose
+``error_type`` names the class (section "how a call can fail" below). They are raised to the
+code that made the mistake: a claim or a tool declared wrongly, a lease released twice, work
+submitted to a closed kernel.
 """
 
 from __future__ import annotations
