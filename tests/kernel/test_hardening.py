@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -159,14 +160,45 @@ async def test_an_after_entry_that_is_not_a_string_is_an_error_of_that_call(
 
 
 @pytest.mark.parametrize("name", [["Read"], None, 42, {"n": 1}])
-async def test_a_tool_name_that_is_not_a_string_is_an_error_of_that_call(
+async def test_a_tool_name_that_is_not_a_string_is_an_invalid_call_not_an_unknown_tool(
     autojump_clock: trio.testing.MockClock, rec: Recorder, name: object
 ) -> None:
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         bad, good = await kernel.run([tk.ToolCall("c1", name), read("c2", "a.txt")])  # type: ignore[arg-type]
         assert_leases_returned(kernel)
-    assert (bad.status, bad.error_type) == (tk.Status.ERROR, "UnknownToolError")
+    # Malformed, not a name looked up and missed: InvalidCallError, not UnknownToolError.
+    assert (bad.status, bad.error_type) == (tk.Status.ERROR, "InvalidCallError")
+    assert not isinstance(bad.exception, LookupError)
     assert "must be a string" in (bad.error or "")
+    assert good.status is tk.Status.OK
+
+
+class _Fussy(tk.Tool):
+    """A tool whose own argument check fails with something else than InvalidArgumentsError."""
+
+    def __init__(self) -> None:
+        super().__init__(name="fussy")
+
+    async def run(self, ctx: tk.ToolContext) -> str:
+        return "ran"
+
+    def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        raise ValueError("no fuss allowed")
+
+
+async def test_a_tool_whose_argument_check_raises_fails_its_call_with_invalid_arguments(
+    autojump_clock: trio.testing.MockClock, rec: Recorder
+) -> None:
+    async with tk.open_kernel(tools=[_Fussy(), *make_tools(rec)]) as kernel:
+        bad, good = await kernel.run([tk.ToolCall("c1", "fussy", {}), read("c2", "a.txt")])
+        assert_leases_returned(kernel)
+    # The tool's own parse failed, not a user's hook: InvalidArgumentsError, not HookError.
+    assert (bad.status, bad.error_type) == (tk.Status.ERROR, "InvalidArgumentsError")
+    assert isinstance(bad.exception, tk.InvalidArgumentsError)
+    assert isinstance(bad.exception.__cause__, ValueError)
+    assert bad.error == (
+        "InvalidArgumentsError: can't check the arguments of fussy: ValueError: no fuss allowed"
+    )
     assert good.status is tk.Status.OK
 
 

@@ -209,7 +209,7 @@ def set_arguments(
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a tool's own parse_arguments failing: this call's error
-        return messages.hook_failed(f"checking the arguments of {tool.name}", exc)
+        return messages.arguments_failed(tool.name, exc)
     record.claims = claims
     record.arguments = arguments
     return None

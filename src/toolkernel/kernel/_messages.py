@@ -77,8 +77,9 @@ def bad_call_id(value: object) -> InvalidCallError:
     return InvalidCallError(f"a call id must be a string, not {_preview(value)}")
 
 
-def bad_tool_name(value: object) -> UnknownToolError:
-    return UnknownToolError(f"a tool name must be a string, not {_preview(value)}")
+def bad_tool_name(value: object) -> InvalidCallError:
+    # Malformed, not unknown: no tool could have this name (``UnknownToolError`` is a lookup).
+    return InvalidCallError(f"a tool name must be a string, not {_preview(value)}")
 
 
 def unknown_tool(name: str, known: Iterable[str]) -> UnknownToolError:
@@ -115,6 +116,14 @@ def _json_type(value: object) -> str:
     if isinstance(value, (list, tuple)):
         return "an array"
     return type(value).__name__
+
+
+def arguments_failed(tool: str, exc: BaseException) -> InvalidArgumentsError:
+    """The tool's own ``parse_arguments`` raised something else than ``InvalidArgumentsError``:
+    the arguments could not be checked, which is this call's error, not a hook's."""
+    error = InvalidArgumentsError(f"can't check the arguments of {tool}: {describe(exc)}")
+    error.__cause__ = exc
+    return error
 
 
 def claims_failed(tool: str, exc: BaseException) -> InvalidClaimError:
