@@ -79,7 +79,8 @@ import trio.testing
 
 import toolkernel as tk
 from toolkernel.locks import Claim, Mode, Path, canonical_claims
-from toolkernel.tools import Workspace, builtin_tools, is_read_only_command
+from toolkernel.replay import is_read_only_command
+from toolkernel.tools import Workspace, builtin_tools
 from toolkernel.tools.shell import _confine, analyse, command_environment
 from toolkernel.tools.shell._claims import keyed_claims
 

@@ -10,6 +10,7 @@ prints it, :func:`timeline_svg` draws one turn.
 
 from ._kernel import KernelReplay as KernelReplay
 from ._kernel import replay_on_kernel as replay_on_kernel
+from ._read_only import is_read_only_command as is_read_only_command
 from ._report import STRATEGIES as STRATEGIES
 from ._report import Comparison as Comparison
 from ._report import TurnSchedules as TurnSchedules

@@ -43,7 +43,8 @@ from ..locks import (
     reads,
     writes,
 )
-from ..tools import is_read_only_command, shell_claims
+from ..tools import shell_claims
+from ._read_only import is_read_only_command
 
 __all__ = [
     "RecordedCall",
@@ -127,7 +128,7 @@ def claims_for(tool: str, args: Mapping[str, Any]) -> tuple[Claim, ...]:
 def is_read_only_call(tool: str, args: Mapping[str, Any]) -> bool:
     """Read-only as the coarse schemes other agents use see it: Read, Grep, Glob, LS,
     ListDir, WebFetch, WebSearch, and a Bash command on a read-only list
-    (``toolkernel.tools.is_read_only_command``, or ``git status|log|diff|show`` alone, which
+    (:func:`is_read_only_command`, or ``git status|log|diff|show`` alone, which
     Claude Code's list takes as read-only too)."""
     if tool != "Bash":
         return tool in READ_ONLY_TOOLS

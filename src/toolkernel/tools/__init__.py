@@ -1,7 +1,6 @@
 """Tools and the world they act on: the workspace that names files, and checked file access."""
 
 from ._builtin import builtin_tools as builtin_tools
-from ._builtin import is_read_only_command as is_read_only_command
 from ._declare import FunctionTool as FunctionTool
 from ._declare import Tool as Tool
 from ._declare import tool as tool

@@ -11,12 +11,11 @@ from collections.abc import Sequence
 from ._bash import make_bash_tool
 from ._declare import Tool
 from ._file_tools import delete, edit, list_dir, move, multi_edit, read, write
-from ._read_only import is_read_only_command
 from ._search import glob, grep
 from ._todo import TodoWrite
 from .shell import ShellRules
 
-__all__ = ["builtin_tools", "is_read_only_command"]
+__all__ = ["builtin_tools"]
 
 
 def builtin_tools(

@@ -1,10 +1,10 @@
 """Which shell commands count as read-only: a conservative, textual allow-list.
 
-The Bash tool no longer uses it: its claims come from ``shell_claims`` (a parse and a rule
-table). It stays as the "read-only command list" of the coarse schemes the demo and the
-benchmarks compare against, the kind of list other agents keep. A command on it would be safe
-under a *shared* lease on the workspace, so a program on it must never write a file nor run
-another program, whatever its options and whatever the repository it runs in says:
+The Bash tool does not use it: its claims come from ``shell_claims`` (a parse and a rule
+table). It is the "read-only command list" of the coarse schemes the demo and the benchmarks
+compare against (:func:`is_read_only_call`), the kind of list other agents keep. A command on
+it would be safe under a *shared* lease on the workspace, so a program on it must never write a
+file nor run another program, whatever its options and whatever the repository it runs in says:
 
 - ``git`` is not on it. Even ``git status`` runs programs the repository's configuration names
   (``core.fsmonitor``, hooks, ``diff.external``, textconv and clean filters, ``core.pager``).
