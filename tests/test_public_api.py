@@ -114,7 +114,15 @@ PROMISED = {
     toolkernel.trace: ["Timeline", "ChromeTrace", "format_statistics"],
     toolkernel.trace.otel: ["ToolCallSpans"],
     toolkernel.replay: ["load_turns", "compare", "format_table", "timeline_svg"],
-    toolkernel.kernel: ["ResourceContention", "KernelStatistics", "ToolStatistics", "Content"],
+    toolkernel.kernel: [
+        "ResourceContention",
+        "KernelStatistics",
+        "ToolStatistics",
+        "Content",
+        "KernelListener",
+        "FileAccessListener",
+        "LeaseListener",
+    ],
 }
 
 

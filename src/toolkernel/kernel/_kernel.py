@@ -38,6 +38,7 @@ from ._constructor import NoPublicConstructor
 from ._context import ToolContext
 from ._events import CallEvent, CallFinished
 from ._handle import CallHandle
+from ._listeners import FileAccessListener, KernelListener, LeaseListener
 from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions, check_seconds
 from ._policy import Permission
@@ -103,35 +104,29 @@ class Kernel(metaclass=NoPublicConstructor):
         """The tools by name."""
         return dict(self._scheduler.tools)
 
-    def add_listener(self, listener: Callable[[CallEvent], None]) -> Callable[[], None]:
+    def add_listener(self, listener: KernelListener) -> Callable[[], None]:
         """Call ``listener`` synchronously with every event; returns a function that removes it.
 
         Each event is given in the task where it happens: ``CallQueued`` in the task that
         submitted the call, ``CallStarted`` in the task that runs it, just before its tool
         runs (so a listener may set context there, as ``toolkernel.trace.otel`` does).
 
-        If ``listener`` also has a ``file_accessed`` method, that is called with a
-        ``toolkernel.tools.FileAccessed`` for every file access a call makes through
-        ``ctx.fs`` (allowed or refused), from the worker thread doing the I/O: it must be
-        quick and thread-safe. That is how ``toolkernel.testing.Recorder`` sees what tools
-        touched. Calls that started before it was added are not watched.
-
-        If it has a ``leases_returned`` method, that is called with a call's id when the call's
-        leases return before its ``CallFinished``: a call gives its leases back when its tool
-        ends, before its after-hooks run, and the next call on its files may start meanwhile.
-        (Without after-hooks the two happen at once, and only ``CallFinished`` is given.)
-        ``toolkernel.testing.Recorder`` ends a call's run there.
+        A listener that is also a :class:`~toolkernel.kernel.FileAccessListener` (it has a
+        ``file_accessed`` method) sees every file access made through ``ctx.fs``; one that is a
+        :class:`~toolkernel.kernel.LeaseListener` (a ``leases_returned`` method) is told when a
+        call's leases return before its ``CallFinished``. ``toolkernel.testing.Recorder`` is
+        both. The protocols' docstrings say when each is called.
 
         A listener that raises is removed (and the error logged); it never breaks a call.
         """
         report = self._scheduler.report
         listeners, watchers = report.listeners, report.access_listeners
         listeners.append(listener)
-        watch = getattr(listener, "file_accessed", None)
-        if callable(watch):
+        watch = listener.file_accessed if isinstance(listener, FileAccessListener) else None
+        if watch is not None:
             watchers.append(watch)
-        returned = getattr(listener, "leases_returned", None)
-        if callable(returned):
+        returned = listener.leases_returned if isinstance(listener, LeaseListener) else None
+        if returned is not None:
             report.release_listeners.append(returned)
 
         def remove() -> None:

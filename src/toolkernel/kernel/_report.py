@@ -45,11 +45,11 @@ class Reporter:
         self._tallies: dict[str, ToolTally] = {}
         self._finished = 0
         self._contention = ContentionTally()
-        # Listeners that also watch file access (a ``file_accessed`` method): see
-        # ``Kernel.add_listener``. Called from the worker threads doing the I/O.
+        # The ``file_accessed`` methods of listeners that are ``FileAccessListener``s (see
+        # ``_listeners``). Called from the worker threads doing the I/O.
         self.access_listeners: list[Callable[[Any], None]] = []
-        # Listeners told when a call's leases return before its ``CallFinished`` (a
-        # ``leases_returned`` method): see ``Kernel.add_listener``.
+        # The ``leases_returned`` methods of listeners that are ``LeaseListener``s: told when a
+        # call's leases return before its ``CallFinished``.
         self.release_listeners: list[Callable[[str], None]] = []
 
     def emit(self, record: CallRecord, event: CallEvent) -> None:

@@ -31,6 +31,8 @@ from ..kernel import (
     CallFinished,
     CallQueued,
     CallStarted,
+    FileAccessListener,
+    LeaseListener,
     Status,
     ToolResult,
 )
@@ -171,7 +173,7 @@ class _Entry:
 
 
 @attrs.define(eq=False, repr=False)
-class Recorder:
+class Recorder(FileAccessListener, LeaseListener):
     """A kernel listener recording every call's claims, wait and run intervals, and files.
 
     ::
