@@ -175,9 +175,27 @@ def test_two_tools_with_one_name_are_refused() -> None:
         async with tk.open_kernel(tools=[*make_tools(rec), *make_tools(rec)]):
             pass
 
-    # The kernel is built before open_kernel's nursery opens, so the error comes plainly.
-    with pytest.raises(ValueError, match="two tools are named 'read'"):
+    # The kernel is built before open_kernel's nursery opens, so the error comes plainly: a
+    # ToolDeclarationError, which is the ValueError it always was.
+    with pytest.raises(tk.ToolDeclarationError, match="two tools are named 'read'") as info:
         trio.run(main)
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("tools", "match"),
+    [([object()], "expected a tool"), (["Read"], "expected a tool")],
+)
+def test_a_kernel_given_something_else_than_tools_refuses_it_as_a_declaration(
+    tools: list[object], match: str
+) -> None:
+    async def main() -> None:
+        async with tk.open_kernel(tools=tools):  # type: ignore[arg-type]
+            pass
+
+    with pytest.raises(tk.ToolDeclarationError, match=match) as info:
+        trio.run(main)
+    assert isinstance(info.value, TypeError)
 
 
 def test_tool_declarations_name_real_parameters() -> None:

@@ -17,7 +17,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
-from .._errors import CapacityError, InvalidCallError, InvalidClaimError, UnknownPoolError
+from .._errors import (
+    CapacityError,
+    InvalidCallError,
+    InvalidClaimError,
+    ToolDeclarationError,
+    UnknownPoolError,
+)
 from ..locks import EVERYTHING, Claim, Path, Pool, canonical_claims, covers, exclusive
 from . import _messages as messages
 from ._call import Status, ToolCall
@@ -140,15 +146,18 @@ def _is_tool(tool: object) -> bool:
 
 
 def tools_by_name(tools: Iterable[KernelTool]) -> dict[str, KernelTool]:
-    """The tools keyed by name; a non-tool, a bad name or a name given twice is refused."""
+    """The tools keyed by name; a non-tool, a bad name or a name given twice is refused with
+    a ``ToolDeclarationError`` (a ``TypeError`` and a ``ValueError``)."""
     found: dict[str, KernelTool] = {}
     for tool in tools:
         if not _is_tool(tool):
-            raise TypeError(f"expected a tool (made with @tool or Tool), not {tool!r}")
+            raise ToolDeclarationError(f"expected a tool (made with @tool or Tool), not {tool!r}")
         if not isinstance(tool.name, str) or not tool.name:
-            raise ValueError(f"a tool's name must be a non-empty string, not {tool.name!r}")
+            raise ToolDeclarationError(
+                f"a tool's name must be a non-empty string, not {tool.name!r}"
+            )
         if tool.name in found:
-            raise ValueError(f"two tools are named {tool.name!r}")
+            raise ToolDeclarationError(f"two tools are named {tool.name!r}")
         found[tool.name] = tool
     return found
 
