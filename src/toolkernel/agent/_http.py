@@ -176,13 +176,8 @@ class OpenAICompatibleModel:
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[object]
     ) -> Mapping[str, Any]:
         """One request; the assistant message of the first choice."""
-        http = _httpx()
         content = json.dumps(self.request_body(messages, tools), default=str).encode()
-        client: httpx.AsyncClient | None = self._client
-        owned = client is None
-        if client is None:
-            client = http.AsyncClient(timeout=None)
-        try:
+        async with self._connection() as client:
             with anyio.move_on_after(self.timeout) as scope:
                 request = client.build_request(
                     "POST", self.url, content=content, headers=self._headers
@@ -198,22 +193,6 @@ class OpenAICompatibleModel:
                     f"the model server at {self.url} did not answer within {self.timeout:g} s",
                     transient=True,
                 )
-        except http.TransportError as exc:
-            raise ModelError(
-                f"the connection to the model server at {self.url} failed: "
-                f"{type(exc).__name__}: {exc or 'no details'}",
-                transient=True,
-            ) from exc
-        except http.HTTPError as exc:
-            raise ModelError(
-                f"the request to the model server at {self.url} failed: "
-                f"{type(exc).__name__}: {exc}",
-                transient=False,
-            ) from exc
-        finally:
-            if owned:
-                with anyio.CancelScope(shield=True):
-                    await client.aclose()
         return _answer(self.url, response.status_code, response.headers, body)
 
     async def stream(
@@ -222,15 +201,10 @@ class OpenAICompatibleModel:
         """One streamed request (``"stream": true``): the Chat Completions chunks of the answer
         as they come (dicts). A server that answers with a whole completion instead gives it as
         one chunk. ``timeout`` bounds the whole answer, as for :meth:`complete`."""
-        http = _httpx()
         body = {**self.request_body(messages, tools), "stream": True}
         content = json.dumps(body, default=str).encode()
         deadline = anyio.current_time() + self.timeout
-        client: httpx.AsyncClient | None = self._client
-        owned = client is None
-        if client is None:
-            client = http.AsyncClient(timeout=None)
-        try:
+        async with self._connection() as client:
             request = client.build_request("POST", self.url, content=content, headers=self._headers)
             response = await self._within(client.send(request, stream=True), deadline)
             try:
@@ -259,6 +233,19 @@ class OpenAICompatibleModel:
             finally:
                 with anyio.CancelScope(shield=True):
                     await response.aclose()
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[httpx.AsyncClient]:
+        """The client for one request (the one given, or one of its own, closed after), with
+        httpx's failures turned into ModelErrors: transient for the connection's, final for
+        the others."""
+        http = _httpx()
+        client: httpx.AsyncClient | None = self._client
+        owned = client is None
+        if client is None:
+            client = http.AsyncClient(timeout=None)
+        try:
+            yield client
         except http.TransportError as exc:
             raise ModelError(
                 f"the connection to the model server at {self.url} failed: "
