@@ -81,18 +81,31 @@ class WireCall:
 
 def to_tool_calls(wire: Sequence[WireCall], tools: Iterable[object]) -> list[ToolCall]:
     """Kernel calls for the calls of one model message, in order (see the module docstring)."""
-    toolset = tool_objects(tools)
-    names = NameMap(toolset)
-    by_name = {n: t for t in toolset if isinstance(n := getattr(t, "name", None), str)}
+    lookup = ToolLookup(tools)
     ids = _ids(wire)
-    schemas: dict[str, dict[str, Any] | None] = {}
-    calls = []
-    for position, (call, call_id) in enumerate(zip(wire, ids, strict=True), start=1):
-        name = names.tool(call.name) if isinstance(call.name, str) else ""
-        if name not in schemas:
-            tool = by_name.get(name)
-            schemas[name] = tool_schema(tool) if tool is not None else None
-        schema = schemas[name]
+    return [
+        lookup.call(call, call_id, position, ids)
+        for position, (call, call_id) in enumerate(zip(wire, ids, strict=True), start=1)
+    ]
+
+
+class ToolLookup:
+    """The tools a message's calls name: wire names mapped back, each schema read once."""
+
+    def __init__(self, tools: Iterable[object] | Mapping[str, object]) -> None:
+        toolset = tool_objects(tools)
+        self._names = NameMap(toolset)
+        self._by_name = {n: t for t in toolset if isinstance(n := getattr(t, "name", None), str)}
+        self._schemas: dict[str, dict[str, Any] | None] = {}
+
+    def call(self, call: WireCall, call_id: str, position: int, ids: Sequence[str]) -> ToolCall:
+        """The kernel call for the message's call at ``position`` (from 1), given its id and
+        the ids ``depends_on`` may name."""
+        name = self._names.tool(call.name) if isinstance(call.name, str) else ""
+        if name not in self._schemas:
+            tool = self._by_name.get(name)
+            self._schemas[name] = tool_schema(tool) if tool is not None else None
+        schema = self._schemas[name]
         arguments = _arguments(call.arguments)
         requested: object = None
         if isinstance(arguments, dict):
@@ -102,8 +115,7 @@ def to_tool_calls(wire: Sequence[WireCall], tools: Iterable[object]) -> list[Too
                 arguments = drop_nulls(arguments, schema)
         after, arguments = resolve_dependencies(requested, arguments, position, ids)
         # Arguments that are not an object go as they came: the kernel's error says so.
-        calls.append(ToolCall(call_id, name, cast(Any, arguments), after=after))
-    return calls
+        return ToolCall(call_id, name, cast(Any, arguments), after=after)
 
 
 def _ids(wire: Sequence[WireCall]) -> list[str]:

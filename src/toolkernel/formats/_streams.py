@@ -26,14 +26,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from ..kernel import ToolCall
-from ._calls import WireCall, _arguments, field, tool_objects
-from ._dependencies import resolve_dependencies
-from ._names import NameMap
-from ._nulls import drop_nulls
-from ._schema import DEPENDS_ON, declares, tool_schema
+from ._calls import ToolLookup, WireCall, field
 
 __all__ = ["AnswerStream", "CallReader", "StreamFormatError"]
 
@@ -321,10 +317,7 @@ class CallReader:
     """
 
     def __init__(self, tools: Iterable[object] | Mapping[str, object]) -> None:
-        toolset = tool_objects(tools)
-        self._names = NameMap(toolset)
-        self._by_name = {n: t for t in toolset if isinstance(n := getattr(t, "name", None), str)}
-        self._schemas: dict[str, dict[str, Any] | None] = {}
+        self._lookup = ToolLookup(tools)
         self.ids: list[str] = []
         self._taken: set[str] = set()
 
@@ -340,17 +333,4 @@ class CallReader:
             call_id = made
         self.ids.append(call_id)
         self._taken.add(call_id)
-        name = self._names.tool(call.name) if isinstance(call.name, str) else ""
-        if name not in self._schemas:
-            tool = self._by_name.get(name)
-            self._schemas[name] = tool_schema(tool) if tool is not None else None
-        schema = self._schemas[name]
-        arguments = _arguments(call.arguments)
-        requested: object = None
-        if isinstance(arguments, dict):
-            if DEPENDS_ON in arguments and not (schema and declares(schema, DEPENDS_ON)):
-                requested = arguments.pop(DEPENDS_ON)
-            if schema is not None:
-                arguments = drop_nulls(arguments, schema)
-        after, arguments = resolve_dependencies(requested, arguments, position, self.ids)
-        return ToolCall(call_id, name, cast(Any, arguments), after=after)
+        return self._lookup.call(call, call_id, position, self.ids)
