@@ -82,8 +82,9 @@ class Batch:
     awaited_by: CallRecord | None = None
     # Set by the scheduler when ``unfinished`` reaches 0, if someone (``run``) waits for that.
     done: Signal | None = None
-    # Tools given with the batch (``kernel.run(calls, tools=...)``), found before the kernel's.
-    tools: dict[str, KernelTool] | None = None
+    # The tools its calls are found in when the batch brought some (``kernel.run(calls,
+    # tools=...)``): those, then the kernel's own.
+    tools: Mapping[str, KernelTool] | None = None
     # The limit of a ``run(timeout=...)`` that ran out: its unfinished calls end TIMEOUT.
     time_limit: float | None = None
 

@@ -173,7 +173,7 @@ class Scheduler(NestedCalls, Requeuing):
                 raise TypeError(f"expected ToolCall, got {type(call).__name__}")
         self._serial += 1
         batch = Batch(self._serial, len(calls), self._serial + 1)
-        batch.tools = tools
+        batch.tools = None if tools is None else ChainMap(tools, self.tools)
         now = self._now()  # the batch is admitted at one moment
         # When every call is ready the moment it is admitted (no hooks, the default policy, no
         # after=), the calls ask for their leases in emission order straight away: none can be
@@ -309,8 +309,7 @@ class Scheduler(NestedCalls, Requeuing):
         return record
 
     def _admit(self, record: CallRecord) -> BaseException | None:
-        extra = record.batch.tools
-        tools = self.tools if extra is None else ChainMap(extra, self.tools)
+        tools = record.batch.tools or self.tools
         return admit(record, tools, self._key, self.leasing.pools)
 
     def _fill_in(self, record: CallRecord) -> bool:
