@@ -27,6 +27,7 @@ from .._errors import (
 from ..locks import EVERYTHING, Claim, Path, Pool, canonical_claims, covers, exclusive
 from . import _messages as messages
 from ._call import Status, ToolCall
+from ._causes import RootCause
 from ._outputs import placeholders
 from ._protocol import KernelTool
 from ._record import CallRecord
@@ -82,7 +83,9 @@ class CallNames:
 
     def __init__(self) -> None:
         self.live: dict[str, CallRecord] = {}
-        self.ended: OrderedDict[str, tuple[str, Status, str | None]] = OrderedDict()
+        self.ended: OrderedDict[str, tuple[str, Status, str | None, RootCause | None]] = (
+            OrderedDict()
+        )
 
     def add(self, record: CallRecord) -> None:
         """Name ``record`` by its id (a later call with the same id shadows it)."""
@@ -98,9 +101,23 @@ class CallNames:
         ended = self.ended
         if call_id in ended:
             ended.move_to_end(call_id)
-        ended[call_id] = (record.name, status, error)
+        ended[call_id] = (record.name, status, error, record.root_cause)
         if len(ended) > REMEMBERED_FINISHED:
             ended.popitem(last=False)
+
+
+def skip(
+    record: CallRecord,
+    dep_id: str,
+    name: str,
+    status: Status,
+    error: str | None,
+    root: RootCause | None,
+) -> BaseException:
+    """``record`` is skipped because ``dep_id`` ended ``status`` (skipped in turn when ``root``
+    is not None): it carries the head of the chain on, for whoever runs after it."""
+    record.root_cause = root or RootCause(dep_id, name, status, error)
+    return messages.dependency_failed(dep_id, name, status, error, root)
 
 
 Failures = dict[int, tuple[Status, BaseException]]
@@ -316,7 +333,7 @@ def link_dependencies(records: list[CallRecord], failures: Failures, names: Call
             remembered = ended.get(dep_id) if dep is None else None
             if remembered is not None:
                 if remembered[1] is not Status.OK and record.uid not in failed_before:
-                    why = messages.dependency_failed(dep_id, *remembered)
+                    why = skip(record, dep_id, *remembered)
                     failed_before[record.uid] = (Status.SKIPPED, why)
                 continue
             if dep is None or dep is record:
@@ -350,8 +367,8 @@ def link_dependencies(records: list[CallRecord], failures: Failures, names: Call
                 # failure skips this call through ``dependents``.
                 waits.append(dep)
             elif result.status is not Status.OK:
-                failed = messages.dependency_failed(
-                    dep.call.id, dep.name, result.status, result.error
+                failed = skip(
+                    record, dep.call.id, dep.name, result.status, result.error, dep.root_cause
                 )
                 failures[record.uid] = (Status.SKIPPED, failed)
                 break

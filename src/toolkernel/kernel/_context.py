@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 import attrs
 
@@ -10,12 +11,21 @@ from .._errors import CallEndedError
 from ..locks import Claim
 from ._call import ToolResult
 from ._protocol import Environment
-
-if TYPE_CHECKING:
-    from ._kernel import Kernel
-    from ._record import CallRecord
+from ._record import CallRecord
 
 __all__ = ["ToolContext"]
+
+
+class Runner(Protocol):
+    """What a context needs of the kernel running its call."""
+
+    async def _call_nested(
+        self, parent: CallRecord, name: str, arguments: Mapping[str, Any]
+    ) -> ToolResult: ...
+
+    def _progress(self, record: CallRecord, message: str, data: Any) -> None: ...
+
+    def _file_observer(self) -> Callable[..., None] | None: ...
 
 
 @attrs.define(eq=False)
@@ -37,7 +47,7 @@ class ToolContext:
     depth: int
     """0 for a call the model made, 1 for a call made by a tool, and so on."""
     _environment: Environment | None = attrs.field(repr=False, alias="environment")
-    _kernel: Kernel = attrs.field(repr=False, alias="kernel")
+    _kernel: Runner = attrs.field(repr=False, alias="kernel")
     _record: CallRecord = attrs.field(repr=False, alias="record")
     resumed: Any = attrs.field(default=None, init=False)
     """What this tool's previous run of this call left, when it raised ``HoldMore`` (the
@@ -53,10 +63,10 @@ class ToolContext:
         if self._ended:
             raise self._revoked("use its file access")
         if self._fs is None and self._environment is not None:
-            report = self._kernel._scheduler.report
-            if report.access_listeners:  # somebody watches what calls touch
+            observer = self._kernel._file_observer()
+            if observer is not None:  # somebody watches what calls touch
                 self._fs = self._environment.file_access(
-                    self.claims, self.call_id, observer=report.file_accessed
+                    self.claims, self.call_id, observer=observer
                 )
             else:
                 self._fs = self._environment.file_access(self.claims, self.call_id)
@@ -66,7 +76,7 @@ class ToolContext:
         """Report progress; it is emitted as a ``CallProgress`` event. Not a checkpoint."""
         if self._ended:
             raise self._revoked("report progress")
-        self._kernel._scheduler.progress(self._record, message, data)
+        self._kernel._progress(self._record, message, data)
 
     async def call(self, name: str, /, **arguments: Any) -> ToolResult:
         """Run another tool from inside this one and return its result (never raises for it).

@@ -9,16 +9,20 @@ writes a fresh schema, and ``tool.claims(arguments, key)``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import cast
-
-import anyio
-import anyio.lowlevel
+from typing import Protocol
 
 from ._call import ToolCall, ToolResult
 from ._record import CallRecord
 
 __all__ = ["CallHandle"]
+
+
+class Waits(Protocol):
+    """What a handle needs of its kernel."""
+
+    async def _wait_finished(self, record: CallRecord) -> ToolResult: ...
+
+    def _cancel_call(self, record: CallRecord) -> None: ...
 
 
 class CallHandle:
@@ -31,15 +35,13 @@ class CallHandle:
         assert handle.finished and handle.result is result
     """
 
-    __slots__ = ("_cancel", "_record", "call")
+    __slots__ = ("_kernel", "_record", "call")
 
-    def __init__(
-        self, call: ToolCall, record: CallRecord, cancel: Callable[[CallRecord, str], None]
-    ) -> None:
+    def __init__(self, call: ToolCall, record: CallRecord, kernel: Waits) -> None:
         self.call = call
         """The call as submitted."""
         self._record = record
-        self._cancel = cancel
+        self._kernel = kernel
 
     def __repr__(self) -> str:
         return f"<CallHandle {self.call.id!r} {self._record.state.name}>"
@@ -67,16 +69,8 @@ class CallHandle:
 
     async def wait_finished(self) -> ToolResult:
         """Wait until the call has finished and return its result. Always a checkpoint."""
-        record = self._record
-        if record.result is None:
-            if record.finished is None:
-                record.finished = anyio.Event()
-            await cast(anyio.Event, record.finished).wait()
-        else:
-            await anyio.lowlevel.checkpoint()  # as waiting on a set event would
-        assert record.result is not None
-        return record.result
+        return await self._kernel._wait_finished(self._record)
 
     def cancel(self) -> None:
         """Cancel the call (synchronous); it finishes with a CANCELLED result."""
-        self._cancel(self._record, "cancelled")
+        self._kernel._cancel_call(self._record)

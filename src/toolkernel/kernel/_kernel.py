@@ -4,13 +4,16 @@ Every decision about a call (admission, emission order, grants, timeouts, deadlo
 is taken synchronously by the :class:`~toolkernel.kernel._scheduler.Scheduler`; its module
 docstring describes a call's lifecycle. This module only does what needs an event loop:
 
-- it spawns a task when the scheduler grants a call (or when hooks or the policy have to
-  await), runs the tool in a cancel scope carrying the run timeout, and reports the outcome;
+- it takes the actions the scheduler's operations return (``_actions``): it spawns a task when
+  the scheduler grants a call (or when hooks or the policy have to await), runs the tool in a
+  cancel scope carrying the run timeout, and reports the outcome;
 - it runs every await made on a user's behalf (before-hooks, the approver, the tool, after-hooks)
   inside a cancel scope the scheduler can cancel, so cancelling a call or closing the kernel
   always returns;
 - it sleeps until the earliest lease-wait deadline, in one timer task;
 - it lets callers wait: for a batch (one event per batch), a call, or a nested call's grant.
+
+Its cancel scopes and events are its own, kept here by record; nothing is hung on the records.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import contextvars
 import inspect
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, cast
@@ -32,8 +35,10 @@ from .._errors import HoldMore
 from ..locks import LeaseTableStatistics, path
 from . import _loop as loop
 from . import _messages as messages
+from ._actions import INTERRUPT, PREPHASE, START, TIMER, Action
 from ._admission import split_by_cover
-from ._call import CANCELLED, ERROR, OK, Status, ToolCall, ToolResult
+from ._call import CANCELLED, ERROR, OK, RUNNING, Status, ToolCall, ToolResult
+from ._causes import ASKED, CancelReason, Why
 from ._constructor import NoPublicConstructor
 from ._context import ToolContext
 from ._events import CallEvent, CallFinished
@@ -41,7 +46,7 @@ from ._handle import CallHandle
 from ._listeners import FileAccessListener, KernelListener, LeaseListener
 from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions, check_seconds
-from ._policy import Permission
+from ._policy import Decision, Permission
 from ._protocol import Environment, KernelTool
 from ._record import Batch, CallRecord
 from ._scheduler import Scheduler
@@ -83,16 +88,17 @@ class Kernel(metaclass=NoPublicConstructor):
         self._approval_timeout = math.inf if timeout is None else timeout
         self._loop = loop.current()
         self._spawn: loop.Spawn | None = None
-        self._inline: list[CallRecord] | None = None  # see ``run``
         self._timer_scope: anyio.CancelScope | None = None
+        # The async layer's own handles, by record: the scope a call's hooks or tool run in;
+        # what a handle's ``wait_finished`` or a nested call's parent waits on; ``run``'s wait.
+        self._scopes: dict[CallRecord, Any] = {}
+        self._waiters: dict[CallRecord, anyio.Event] = {}
+        self._batch_waiters: dict[Batch, anyio.Event] = {}
         self._scheduler = Scheduler(
             tools,
             options,
             key=environment.key if environment is not None else path,
             clock=self._loop.clock,
-            spawn_call=self._spawn_call,
-            spawn_prephase=self._spawn_prephase,
-            deadline_changed=self._deadline_changed,
         )
         # With a workspace, a granted call's keys are confirmed before it runs.
         self._call_task = self._run_task if environment is not None else self._execute
@@ -153,8 +159,9 @@ class Kernel(metaclass=NoPublicConstructor):
         which the kernel was not opened with). Raises ``TypeError`` (and submits nothing) if an
         item is not a ``ToolCall``, and ``KernelClosedError`` once the kernel is closing.
         """
-        records = self._scheduler.submit(calls, None, tools=tools)
-        return [CallHandle(r.call, r, self._scheduler.cancel) for r in records]
+        records, actions = self._scheduler.submit(calls, None, tools=tools)
+        self._act(actions)
+        return [CallHandle(r.call, r, self) for r in records]
 
     async def run(
         self,
@@ -173,49 +180,48 @@ class Kernel(metaclass=NoPublicConstructor):
         """
         check_seconds("timeout", timeout)
         calls = calls if isinstance(calls, list) else list(calls)
-        if len(calls) == 1 and timeout is None:
-            self._inline = []  # ``_spawn_call`` hands the calls granted now to this task
-            records: list[CallRecord] = []
-            try:
-                records = self._scheduler.submit(calls, None, self._caller(), tools)
-            finally:
-                granted, self._inline = self._inline, None
-                # Only this batch's own call runs here: a listener may have submitted others,
-                # or cancelled a call whose leases went to another, while it was admitted.
-                inline = [r for r in granted if records and r is records[0]]
-                for record in granted:
-                    if record not in inline:
-                        self._spawn_call(record)
-        else:
-            records = self._scheduler.submit(calls, None, self._caller(), tools)
-            inline = None
+        records, actions = self._scheduler.submit(calls, None, self._caller(), tools)
+        inline = None
+        if len(records) == 1 and timeout is None and actions:
+            # A lone call granted at once runs in this task, not one of its own; every other
+            # action is taken as usual (a listener may have submitted or cancelled calls).
+            start = (START, records[0])
+            if start in actions:
+                inline = records[0]
+                actions = [action for action in actions if action != start]
+        self._act(actions)
         if not records:
             await anyio.lowlevel.checkpoint()
             return []
         batch = records[0].batch
         try:
-            if inline:
+            if inline is not None:
                 await self._loop.checkpoint()  # a schedule point, whatever the tool does
-                await self._call_task(inline[0])
+                await self._call_task(inline)
             # One event for the whole batch, not one per call: a batch of thousands would
             # otherwise wake this task thousands of times.
             if batch.unfinished:
-                done = batch.done = anyio.Event()
+                done = self._batch_waiters[batch] = anyio.Event()
                 if timeout != 0:  # with 0 no call starts (on asyncio, its task would begin)
                     with anyio.move_on_after(math.inf if timeout is None else timeout):
                         await done.wait()
                 if batch.unfinished:  # out of time (the caller's own cancellation raised)
-                    self._scheduler.time_out(records, cast(float, timeout))
+                    self._act(self._scheduler.time_out(records, cast(float, timeout)))
                     await self._unwound(batch)
                     await anyio.lowlevel.checkpoint()  # with 0, nothing above awaited
-            elif not inline:
+            elif inline is None:
                 await anyio.lowlevel.checkpoint()  # every call failed at admission
         except BaseException:
-            for record in records:
-                self._scheduler.cancel(record, "cancelled: the caller of run() was cancelled")
+            self._cancel_batch(records, CancelReason(Why.CALLER_CANCELLED))
             await self._unwound(batch)
             raise
+        finally:
+            self._batch_waiters.pop(batch, None)
         return [cast(ToolResult, record.result) for record in records]
+
+    def _cancel_batch(self, records: list[CallRecord], reason: CancelReason) -> None:
+        for record in records:
+            self._act(self._scheduler.cancel(record, reason))
 
     def _caller(self) -> CallRecord | None:
         """The running call of this kernel whose tool (or a task it started) is submitting."""
@@ -229,8 +235,8 @@ class Kernel(metaclass=NoPublicConstructor):
         ``run`` and ``stream`` leave no call of theirs running or holding a lease."""
         if batch.unfinished:
             with anyio.CancelScope(shield=True):
-                done = batch.done = batch.done or anyio.Event()
-                await cast(anyio.Event, done).wait()
+                done = self._batch_waiters.setdefault(batch, anyio.Event())
+                await done.wait()
 
     @asynccontextmanager
     async def stream(
@@ -264,10 +270,11 @@ class Kernel(metaclass=NoPublicConstructor):
         if not calls:
             send.close()
         # Attached before admission, so the batch's first events (CallQueued) are not missed.
-        records = self._scheduler.submit(calls, sink, self._caller(), tools)
+        records, actions = self._scheduler.submit(calls, sink, self._caller(), tools)
+        self._act(actions)
         events: AsyncIterator[CallEvent] = receive
         if timeout is not None:
-            out_of_time = partial(self._scheduler.time_out, records, timeout)
+            out_of_time = partial(self._time_out, records, timeout)
             clock = self._loop.clock
             events = TimedEvents(receive, clock() + timeout, clock, out_of_time)
         try:
@@ -278,10 +285,16 @@ class Kernel(metaclass=NoPublicConstructor):
             for record in records:
                 record.sinks = tuple(s for s in record.sinks if s is not sink)
             send.close()
-            for record in records:
-                self._scheduler.cancel(record, "cancelled: the stream was left early")
+            self._cancel_batch(records, CancelReason(Why.STREAM_LEFT))
             if records:
-                await self._unwound(records[0].batch)
+                batch = records[0].batch
+                try:
+                    await self._unwound(batch)
+                finally:
+                    self._batch_waiters.pop(batch, None)
+
+    def _time_out(self, records: list[CallRecord], limit: float) -> None:
+        self._act(self._scheduler.time_out(records, limit))
 
     def cancel(self, *call_ids: str) -> None:
         """Cancel calls by id (synchronous); unknown or finished ids are ignored.
@@ -295,11 +308,11 @@ class Kernel(metaclass=NoPublicConstructor):
         for call_id in call_ids:
             record = self._scheduler.live_call(call_id)
             if record is not None:
-                self._scheduler.cancel(record, "cancelled")
+                self._act(self._scheduler.cancel(record, ASKED))
 
     def cancel_all(self) -> None:
         """Cancel every unfinished call."""
-        self._scheduler.cancel_all()
+        self._act(self._scheduler.cancel_all())
 
     def snapshot(self) -> KernelSnapshot:
         """What runs, what waits for leases (and behind whom), what is pending."""
@@ -318,17 +331,42 @@ class Kernel(metaclass=NoPublicConstructor):
 
     # -- what the scheduler asks for -------------------------------------------------------------
 
-    def _spawn_call(self, record: CallRecord) -> None:
-        inline = self._inline
-        if inline is not None:
-            inline.append(record)  # ``run`` of a lone call runs it in its own task
-            return
-        self._spawn_task(self._call_task, record, _CALL_TASK_NAME)
+    def _act(self, actions: Sequence[Action]) -> None:
+        """Take the actions a scheduler operation returned, in order (``_actions``)."""
+        for act, record in actions:
+            if act is START:
+                self._spawn_task(self._call_task, record, _CALL_TASK_NAME)
+            elif act is INTERRUPT:
+                self._interrupt(cast(CallRecord, record))
+            elif act is TIMER:
+                scope = self._timer_scope
+                deadline = self._scheduler.next_deadline()
+                if scope is not None and deadline < scope.deadline:
+                    scope.deadline = deadline
+            elif act is PREPHASE:
+                self._spawn_task(self._prephase_task, record, _PREPHASE_TASK_NAME)
+            else:  # WAKE
+                record = cast(CallRecord, record)
+                waiter = self._waiters.pop(record, None) if self._waiters else None
+                if waiter is not None:
+                    waiter.set()
+                if record.batch.unfinished == 0 and self._batch_waiters:
+                    done = self._batch_waiters.pop(record.batch, None)
+                    if done is not None:
+                        done.set()
 
-    def _spawn_prephase(self, record: CallRecord) -> None:
-        self._spawn_task(self._prephase_task, record, _PREPHASE_TASK_NAME)
+    def _interrupt(self, record: CallRecord) -> None:
+        scope = self._scopes.get(record)
+        if scope is not None:
+            scope.cancel()  # the task running it unwinds and finishes it
+        elif record.result is None:
+            # Pending, queued, granted with its task not started yet (the task then finds it
+            # finished and does nothing: on asyncio a task cancelled before it starts never
+            # runs at all), or a nested call between two steps of its parent's task.
+            reason = record.cancel_reason or ASKED
+            self._act(self._scheduler.finish_failed(record, CANCELLED, messages.cancelled(reason)))
 
-    def _spawn_task(self, function: Any, record: CallRecord, name: str) -> None:
+    def _spawn_task(self, function: Any, record: Any, name: str) -> None:
         spawn = self._spawn
         assert spawn is not None
         if _running_call.get() is None:
@@ -341,10 +379,42 @@ class Kernel(metaclass=NoPublicConstructor):
         context.run(_running_call.set, None)
         context.run(spawn, function, record, name)
 
-    def _deadline_changed(self, deadline: float) -> None:
-        scope = self._timer_scope
-        if scope is not None and deadline < scope.deadline:
+    def _scope(self, record: CallRecord, deadline: float = math.inf) -> Any:
+        """The cancel scope ``record``'s hooks or tool run in, under ``deadline``; cancelled
+        already if the call was. The caller forgets it (``_scopes.pop``) when it leaves it."""
+        scope = self._loop.CancelScope()
+        if deadline != math.inf:
             scope.deadline = deadline
+        if record.cancel_reason is not None:
+            scope.cancel()
+        self._scopes[record] = scope
+        return scope
+
+    async def _wait_finished(self, record: CallRecord) -> ToolResult:
+        """For ``CallHandle``: wait until ``record`` has finished."""
+        if record.result is None:
+            waiter = self._waiters.get(record)
+            if waiter is None:
+                waiter = self._waiters[record] = anyio.Event()
+            await waiter.wait()
+        else:
+            await anyio.lowlevel.checkpoint()  # as waiting on a set event would
+        assert record.result is not None
+        return record.result
+
+    def _cancel_call(self, record: CallRecord) -> None:
+        """For ``CallHandle``: cancel ``record``."""
+        self._act(self._scheduler.cancel(record, ASKED))
+
+    def _progress(self, record: CallRecord, message: str, data: Any) -> None:
+        """For ``ToolContext.progress``."""
+        self._scheduler.progress(record, message, data)
+
+    def _file_observer(self) -> Callable[..., None] | None:
+        """For ``ToolContext.fs``: what to tell of every file a call touches, if anyone
+        listens."""
+        report = self._scheduler.report
+        return report.file_accessed if report.access_listeners else None
 
     async def _timer(self, _: None) -> None:
         """Expire lease waits that ran past their deadline (one task for the whole kernel)."""
@@ -354,32 +424,27 @@ class Kernel(metaclass=NoPublicConstructor):
                 self._timer_scope = scope
                 await anyio.sleep_forever()
             self._timer_scope = None
-            scheduler.expire(self._loop.clock())
+            self._act(scheduler.expire(self._loop.clock()))
 
     # -- pre-phase: hooks and policy --------------------------------------------------------------
 
     async def _prephase_task(self, record: CallRecord) -> None:
-        scheduler = self._scheduler
         if record.result is not None:
             return  # cancelled before this task began
         try:
-            with self._loop.CancelScope() as scope:
-                record.scope = scope
-                if record.cancel_reason is not None:
-                    scope.cancel()
+            with self._scope(record) as scope:
                 ready = await self._prephase(record)
         except BaseException:
-            record.scope = None
-            scheduler.finish_failed(record, CANCELLED, messages.cancelled("cancelled"))
+            self._scopes.pop(record, None)
+            self._fail(record, CANCELLED, messages.cancelled(record.cancel_reason or ASKED))
             raise
-        record.scope = None
+        self._scopes.pop(record, None)
         if record.result is not None:
             return
         if scope.cancelled_caught or not ready:
-            reason = record.cancel_reason or "cancelled"
-            scheduler.finish_failed(record, CANCELLED, messages.cancelled(reason))
+            self._fail(record, CANCELLED, messages.cancelled(record.cancel_reason or ASKED))
         else:
-            scheduler.mark_ready(record)
+            self._act(self._scheduler.mark_ready(record))
 
     async def _prephase(self, record: CallRecord) -> bool:
         """Before-hooks, then the policy (and the approver). True: the call may go on."""
@@ -392,20 +457,22 @@ class Kernel(metaclass=NoPublicConstructor):
             except BaseException as exc:
                 if self._loop.propagates(exc):
                     raise
-                scheduler.finish_failed(record, ERROR, messages.hook_failed("a before-hook", exc))
+                self._fail(record, ERROR, messages.hook_failed("a before-hook", exc))
                 return False
-            if record.result is not None or not scheduler.take_before_answer(record, answer):
+            if record.result is None:
+                self._act(scheduler.take_before_answer(record, answer))
+            if record.result is not None:
                 return False
         if record.provisional:
-            scheduler.hooks_answered(record)
-        decision = scheduler.decide(record)
-        if decision is None:
+            self._act(scheduler.hooks_answered(record))
+        decision = scheduler.policy_verdict(record)
+        if not isinstance(decision, Decision):
+            self._fail(record, *decision)
             return False
         if decision.permission is not Permission.ASK:
             return True
         if self._approver is None:
-            refusal: BaseException = messages.no_approver(record.name, decision.reason)
-            scheduler.finish_failed(record, Status.DENIED, refusal)
+            self._fail(record, Status.DENIED, messages.no_approver(record.name, decision.reason))
             return False
         with anyio.move_on_after(self._approval_timeout) as waiting:
             try:
@@ -413,20 +480,26 @@ class Kernel(metaclass=NoPublicConstructor):
             except BaseException as exc:
                 if self._loop.propagates(exc):
                     raise
-                scheduler.finish_failed(record, ERROR, messages.hook_failed("the approver", exc))
+                self._fail(record, ERROR, messages.hook_failed("the approver", exc))
                 return False
         if waiting.cancelled_caught:
-            refusal = messages.approval_timed_out(
-                record.name, decision.reason, self._approval_timeout
-            )
-            scheduler.finish_failed(record, Status.DENIED, refusal)
+            limit = self._approval_timeout
+            refusal = messages.approval_timed_out(record.name, decision.reason, limit)
+            self._fail(record, Status.DENIED, refusal)
             return False
-        return record.result is None and scheduler.take_approval(record, decision, answer)
+        if record.result is None:
+            self._act(scheduler.take_approval(record, decision, answer))
+        return record.result is None
+
+    def _fail(self, record: CallRecord, status: Status, exception: BaseException) -> None:
+        self._act(self._scheduler.finish_failed(record, status, exception))
 
     # -- running ---------------------------------------------------------------------------------
 
     async def _run_task(self, record: CallRecord) -> None:
-        if self._scheduler.confirm_keys(record):
+        if record.result is None:
+            self._act(self._scheduler.confirm_keys(record))
+        if record.state is RUNNING and record.result is None:
             await self._execute(record)
 
     async def _execute(self, record: CallRecord) -> None:
@@ -435,7 +508,7 @@ class Kernel(metaclass=NoPublicConstructor):
         if record.result is not None:
             return  # a nested call cancelled between two steps of its parent
         if record.cancel_reason is not None:  # cancelled between its grant and its start
-            scheduler.finish_failed(record, CANCELLED, messages.cancelled(record.cancel_reason))
+            self._fail(record, CANCELLED, messages.cancelled(record.cancel_reason))
             return
         tool = record.tool
         assert tool is not None and record.claims is not None
@@ -451,27 +524,23 @@ class Kernel(metaclass=NoPublicConstructor):
         record.context = context
         status, output, failure = OK, None, None
         try:
-            with self._loop.CancelScope() as scope:
-                record.scope = scope
-                if deadline != math.inf:
-                    scope.deadline = deadline
-                if record.cancel_reason is not None:
-                    scope.cancel()
+            with self._scope(record, deadline) as scope:
                 running = _running_call.set(record)
                 try:
                     output = await tool.invoke(context, record.arguments)
                 finally:
                     _running_call.reset(running)
         except BaseException as exc:
-            record.scope = None
+            self._scopes.pop(record, None)
             if self._loop.propagates(exc):
                 # The task running it is being cancelled (the kernel closing, the caller of a
                 # lone call's run(), a parent call): finish, and let the cancellation go on.
-                reason = record.cancel_reason or "cancelled: the task running it was cancelled"
-                scheduler.finish_failed(record, CANCELLED, messages.cancelled(reason))
+                reason = record.cancel_reason or CancelReason(Why.TASK_CANCELLED)
+                self._fail(record, CANCELLED, messages.cancelled(reason))
                 raise
             if isinstance(exc, HoldMore) and record.parent is None and not scope.cancel_called:
-                if scheduler.hold_more(record, exc.claims, exc.state):
+                self._act(scheduler.hold_more(record, exc.claims, exc.state))
+                if record.state is RUNNING and record.result is None:
                     await self._execute(record)  # it holds them already: run it again
                 return  # else it is started again when granted, or it failed
             if isinstance(exc, HoldMore):
@@ -479,7 +548,7 @@ class Kernel(metaclass=NoPublicConstructor):
             status, output, failure = ERROR, None, exc
             _log.debug("toolkernel: call %s (%s) raised", call.id, call.name, exc_info=exc)
         else:
-            record.scope = None
+            self._scopes.pop(record, None)
             if scope.cancelled_caught:
                 output = None
                 if record.cancel_reason is not None:
@@ -487,7 +556,7 @@ class Kernel(metaclass=NoPublicConstructor):
                 else:
                     limit = scheduler.run_timeout(record) or 0.0
                     status, failure = Status.TIMEOUT, messages.run_timed_out(limit)
-        scheduler.release(record)
+        self._act(scheduler.release(record))
         if record.result is not None:
             return  # finished while its tool ran on (its parent ended first): no after-hooks
         result = scheduler.make_result(record, status, output, failure)
@@ -499,33 +568,30 @@ class Kernel(metaclass=NoPublicConstructor):
             try:
                 result = await self._after(record, result, deadline)
             except BaseException:
-                scheduler.finish_failed(record, CANCELLED, messages.cancelled("cancelled"))
+                self._fail(record, CANCELLED, messages.cancelled(record.cancel_reason or ASKED))
                 raise
-        scheduler.finish(record, result)
+        self._act(scheduler.finish(record, result))
 
     async def _after(self, record: CallRecord, result: ToolResult, deadline: float) -> ToolResult:
         """After-hooks, in a scope the scheduler can cancel like the tool's own, and under the
         same run deadline: the run limit bounds the tool and its after-hooks together."""
         scheduler = self._scheduler
-        with self._loop.CancelScope() as scope:
-            record.scope = scope
-            if deadline != math.inf:
-                scope.deadline = deadline
-            if record.cancel_reason is not None:
-                scope.cancel()
-            for hook in self._after_hooks:
-                try:
-                    answer: Any = hook(scheduler.visible_call(record), result)
-                    if inspect.isawaitable(answer):
-                        answer = await answer
-                except BaseException as exc:
-                    if self._loop.propagates(exc):
-                        raise
-                    error = messages.hook_failed("an after-hook", exc)
-                    result = scheduler.make_result(record, ERROR, None, error)
-                    break
-                result = scheduler.take_after_answer(record, result, answer)
-        record.scope = None
+        try:
+            with self._scope(record, deadline) as scope:
+                for hook in self._after_hooks:
+                    try:
+                        answer: Any = hook(scheduler.visible_call(record), result)
+                        if inspect.isawaitable(answer):
+                            answer = await answer
+                    except BaseException as exc:
+                        if self._loop.propagates(exc):
+                            raise
+                        error = messages.hook_failed("an after-hook", exc)
+                        result = scheduler.make_result(record, ERROR, None, error)
+                        break
+                    result = scheduler.take_after_answer(record, result, answer)
+        finally:
+            self._scopes.pop(record, None)
         if scope.cancelled_caught:
             if record.cancel_reason is not None:
                 cancelled = messages.cancelled(record.cancel_reason)
@@ -539,16 +605,18 @@ class Kernel(metaclass=NoPublicConstructor):
     async def _call_nested(
         self, parent: CallRecord, name: str, arguments: Mapping[str, Any]
     ) -> ToolResult:
+        """For ``ToolContext.call``: run a call made from inside ``parent``'s tool, in this
+        task, and return its result."""
         scheduler = self._scheduler
-        record = scheduler.admit_nested(parent, name, arguments)
+        record, actions = scheduler.admit_nested(parent, name, arguments)
+        self._act(actions)
         try:
             if record.result is None:
-                with self._loop.CancelScope() as scope:
-                    record.scope = scope
-                    if record.cancel_reason is not None:
-                        scope.cancel()
-                    ready = await self._prephase(record)
-                record.scope = None
+                try:
+                    with self._scope(record):
+                        ready = await self._prephase(record)
+                finally:
+                    self._scopes.pop(record, None)
                 if ready and record.result is None:
                     assert record.parent is not None and record.parent.claims is not None
                     inside, outside = split_by_cover(record.parent.claims, record.claims or ())
@@ -559,22 +627,24 @@ class Kernel(metaclass=NoPublicConstructor):
                         await self._acquire_nested(record, inside, inside=True)
                     await self._execute(record)
         finally:
-            record.scope = None
-            scheduler.end_nested(record)
+            self._waiters.pop(record, None)
+            self._act(scheduler.end_nested(record))
         assert record.result is not None
         return record.result
 
     async def _acquire_nested(self, record: CallRecord, claims: Any, *, inside: bool) -> None:
-        granted = anyio.Event()
-        record.granted = granted
-        self._scheduler.request_nested(record, claims, inside)
-        if not granted.is_set():
-            await granted.wait()
+        actions = self._scheduler.request_nested(record, claims, inside)
+        if record.waiting_in is None or record.result is not None:
+            self._act(actions)  # granted at once, or failed (a deadlock)
+            return
+        granted = self._waiters[record] = anyio.Event()
+        self._act(actions)
+        await granted.wait()
 
     # -- closing -----------------------------------------------------------------------------------
 
     def _close(self) -> None:
-        self._scheduler.close()
+        self._act(self._scheduler.close())
         if self._timer_scope is not None:
             self._timer_scope.cancel()
 

@@ -34,6 +34,7 @@ from .._errors import (
     UnknownToolError,
 )
 from ._call import Status
+from ._causes import CancelReason, RootCause
 
 __all__ = ["describe"]
 
@@ -161,23 +162,21 @@ def dependency_cycle(call_ids: list[str]) -> DependencyCycleError:
 
 
 _SKIPPED = "skipped: it had to run after "
-_SKIPPED_BECAUSE = ", which was skipped because "
 
 
 def dependency_failed(
-    call_id: str, name: str, status: Status, error: str | None
+    call_id: str, name: str, status: Status, error: str | None, root: RootCause | None
 ) -> DependencyFailedError:
-    if status is Status.SKIPPED and error and error.startswith(_SKIPPED):
-        # Its dependency was skipped in turn: name the failure at the head of the chain, not
-        # every link, so the message stays short however long the chain (each link quoting
-        # the one before made a chain of n calls cost n^2 characters).
-        if _SKIPPED_BECAUSE in error:
-            root = error.split(_SKIPPED_BECAUSE, 1)[1]
-        else:
-            root = error[len(_SKIPPED) :].replace(", which ended ", " ended ", 1)
-        return DependencyFailedError(f"{_SKIPPED}{call_id} ({name}){_SKIPPED_BECAUSE}{root}")
+    """Why a call is skipped: ``call_id`` ended ``status``; ``root`` is the failure at the head
+    of the chain when that call was skipped in turn (None when it failed itself). Only the head
+    is named, so the message stays short however long the chain."""
+    if root is None:
+        return DependencyFailedError(
+            f"{_SKIPPED}{call_id} ({name}), which ended {status.value}: {error or status.value}"
+        )
     return DependencyFailedError(
-        f"{_SKIPPED}{call_id} ({name}), which ended {status.value}: {error or status.value}"
+        f"{_SKIPPED}{call_id} ({name}), which was skipped because {root.call_id} ({root.name}) "
+        f"ended {root.status.value}: {root.error or root.status.value}"
     )
 
 
@@ -257,13 +256,8 @@ def run_timed_out(limit: float) -> RunTimeoutError:
     )
 
 
-def cancelled(reason: str) -> CallCancelledError:
-    return CallCancelledError(reason)
-
-
-OUT_OF_TIME = "the time limit of its run() ran out"
-"""The cancel reason of the calls a ``run(timeout=...)`` cuts short: they end TIMEOUT, with
-:func:`batch_timed_out`, not CANCELLED (``Scheduler.make_result``)."""
+def cancelled(reason: CancelReason) -> CallCancelledError:
+    return CallCancelledError(str(reason))
 
 
 def batch_timed_out(limit: float, ran_for: float | None, behind: str) -> CallTimeoutError:

@@ -1,41 +1,33 @@
 """What the kernel keeps about calls and batches while they are alive. Pure data.
 
-The scheduler (``_scheduler.py``) owns these and decides every change to them; the async layer
-(``_kernel.py``) only hangs its own objects on them (a cancel scope, events to wait on), through
-the small protocols below, so nothing here imports an event loop.
+The scheduler (``_scheduler.py``) owns these and decides every change to them. The async layer
+(``_kernel.py``) keeps its own objects (cancel scopes, events to wait on) itself, by record, and
+hangs nothing on them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import attrs
 
 from ..locks import Claim, LeaseTable
 from ._call import CallState, ToolCall, ToolResult
+from ._causes import CancelReason, RootCause
 from ._events import CallEvent
 from ._protocol import KernelTool
 
-if TYPE_CHECKING:
-    from ._context import ToolContext
-
-__all__ = ["CallRecord", "Batch", "LeaseGroup", "Interruptible", "Signal"]
+__all__ = ["CallRecord", "Batch", "LeaseGroup", "Revocable"]
 
 NO_ARGUMENTS: Mapping[str, Any] = MappingProxyType({})
 
 
-class Interruptible(Protocol):
-    """What a call's task runs inside (a cancel scope): the scheduler may cancel it."""
+class Revocable(Protocol):
+    """What a running call was given (its ``ToolContext``): revoked when its leases go."""
 
-    def cancel(self) -> None: ...
-
-
-class Signal(Protocol):
-    """Something a task waits on (an event): the scheduler sets it."""
-
-    def set(self) -> None: ...
+    def close(self) -> None: ...
 
 
 class LeaseGroup:
@@ -80,8 +72,6 @@ class Batch:
     # The running call whose tool submitted this batch (``kernel.run`` from inside a tool) and
     # awaits it: the wait-for graph has an edge from it to each of the batch's calls.
     awaited_by: CallRecord | None = None
-    # Set by the scheduler when ``unfinished`` reaches 0, if someone (``run``) waits for that.
-    done: Signal | None = None
     # The tools its calls are found in when the batch brought some (``kernel.run(calls,
     # tools=...)``): those, then the kernel's own.
     tools: Mapping[str, KernelTool] | None = None
@@ -124,12 +114,9 @@ class CallRecord:
     slot: int = 0  # top-level calls: ``_slots.NO_SLOT``, ``WAITING`` or ``HOLDING``
     started_at: float | None = None
     result: ToolResult | None = None
-    context: ToolContext | None = None  # while running: revoked when its leases go
-    # Set by the async layer: the scope its hooks or its tool run in, what waiters wait on.
-    scope: Interruptible | None = None
-    finished: Signal | None = None  # made by the first ``CallHandle.wait_finished``
-    granted: Signal | None = None  # nested calls: set when the parent's task may go on
-    cancel_reason: str | None = None
+    context: Revocable | None = None  # while running: revoked when its leases go
+    cancel_reason: CancelReason | None = None
+    root_cause: RootCause | None = None  # skipped: the failure at the head of its chain
     deps_left: set[int] | None = None  # uids of the ``after=`` calls it still waits for
     # Output passing (``_outputs``): its arguments before the placeholders are filled in, and
     # the calls whose outputs fill them, by id.

@@ -1,50 +1,54 @@
 """A granted call put back in line, keeping its place: its paths changed meaning after the
-grant, or its tool asked to hold more (``HoldMore``). The part of
-:class:`~toolkernel.kernel._scheduler.Scheduler` that decides it (a base class of it, as
-``NestedCalls`` is: it uses the scheduler's state and its way out, ``finish``)."""
+grant, or its tool asked to hold more (``HoldMore``). The scheduler's decisions about it, made
+through the few things of the scheduler's that :class:`Host` declares."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .._errors import InvalidCallError, InvalidClaimError
 from ..locks import Claim, Path
 from . import _messages as messages
 from ._admission import compute_claims, with_more
 from ._call import ERROR, QUEUED, RUNNING, CallState, Status
+from ._leasing import Leasing
 from ._record import CallRecord
+from ._report import Reporter
 
-if TYPE_CHECKING:
-    from ._leasing import Leasing
-    from ._report import Reporter
-
-__all__ = ["MAX_REQUEUES", "Requeuing"]
+__all__ = ["MAX_REQUEUES", "Requeuing", "Host"]
 
 MAX_REQUEUES = 3
 """How often a call may go back to the queue (its paths changed meaning, its tool asked for
 more) before it fails."""
 
 
+class Host(Protocol):
+    """What putting a call back in line needs of the scheduler."""
+
+    leasing: Leasing
+    report: Reporter
+
+    def now(self) -> float: ...
+
+    def key(self, text: str) -> Path: ...
+
+    def move(self, record: CallRecord, state: CallState, now: float) -> None: ...
+
+    def hand_slot_on(self, record: CallRecord) -> None:
+        """``record`` gives up its slot (or its place in line for one)."""
+
+    def break_wait_cycles(self) -> None: ...
+
+    def fail(self, record: CallRecord, status: Status, exception: BaseException) -> None:
+        """Finish ``record`` with ``status`` and the exception that says why."""
+
+
 class Requeuing:
     """Putting a granted call back in line."""
 
-    if TYPE_CHECKING:
-        _now: Callable[[], float]
-        _key: Callable[[str], Path]
-        _running_tools: int
-        leasing: Leasing
-        report: Reporter
-
-        def _move(self, record: CallRecord, state: CallState, now: float) -> None: ...
-
-        def _hand_slot_on(self, record: CallRecord) -> None: ...
-
-        def _break_wait_cycles(self) -> None: ...
-
-        def finish_failed(
-            self, record: CallRecord, status: Status, exception: BaseException
-        ) -> None: ...
+    def __init__(self, host: Host) -> None:
+        self._host = host
 
     def confirm_keys(self, record: CallRecord) -> bool:
         """Recompute a granted call's claims; if a path now names something else (a symlink or
@@ -58,13 +62,14 @@ class Requeuing:
         """
         if record.keys_fresh or record.cancel_reason is not None or record.tool is None:
             return True  # keyed a moment ago, or it will not run anyway
-        pools = self.leasing.pools
+        host = self._host
+        pools = host.leasing.pools
         try:
-            fresh = compute_claims(record.tool, record.arguments, self._key, pools)
+            fresh = compute_claims(record.tool, record.arguments, host.key, pools)
             if record.more_claims:
                 fresh = with_more(record.name, fresh, record.more_claims, pools)
         except (InvalidCallError, InvalidClaimError) as exc:
-            self.finish_failed(record, ERROR, exc)
+            host.fail(record, ERROR, exc)
             return False
         if fresh == record.claims:
             return True
@@ -74,16 +79,13 @@ class Requeuing:
         """The call's tool asked to hold ``more`` as well (``HoldMore``): its run ends, and the
         call goes back in line, in its place, with its claims and ``more``. Returns True if it
         holds them at once (its tool may run again now); else it waits (holding nothing), and
-        is started again when granted. A request that can't be met fails the call."""
-        self._running_tools -= 1
-        context, record.context = record.context, None
-        if context is not None:
-            context.close()
+        is started again when granted. A request that can't be met fails the call (the
+        scheduler has ended its run and revoked its context already)."""
         assert record.claims is not None
         try:
-            fresh = with_more(record.name, record.claims, more, self.leasing.pools)
+            fresh = with_more(record.name, record.claims, more, self._host.leasing.pools)
         except InvalidClaimError as exc:
-            self.finish_failed(record, ERROR, exc)
+            self._host.fail(record, ERROR, exc)
             return False
         assert isinstance(more, list | tuple)
         record.more_claims, record.resumed = (*record.more_claims, *more), state
@@ -94,17 +96,18 @@ class Requeuing:
     ) -> bool:
         """Requeue a granted call with ``fresh`` claims, keeping its place: True if it holds
         them at once; else it waits, its slot going to the next in line."""
+        host = self._host
         record.requeues += 1
         if record.requeues > MAX_REQUEUES:
-            self.finish_failed(record, ERROR, too_often(MAX_REQUEUES))
+            host.fail(record, ERROR, too_often(MAX_REQUEUES))
             return False
         record.claims = fresh
-        now = self._now()
-        self._move(record, QUEUED, now)
-        if self.leasing.requeue(record, fresh):
-            self._move(record, RUNNING, now)
+        now = host.now()
+        host.move(record, QUEUED, now)
+        if host.leasing.requeue(record, fresh):
+            host.move(record, RUNNING, now)
             return True
-        self._hand_slot_on(record)
-        self.report.blocked(record, self._now())
-        self._break_wait_cycles()
+        host.hand_slot_on(record)
+        host.report.blocked(record, host.now())
+        host.break_wait_cycles()
         return False

@@ -16,16 +16,20 @@ Lifecycle of one call (states in ``_call.CallState``; every move goes through ``
 - *QUEUED*: the request is in the lease table. The call is **not** a task: nothing runs until
   the table grants it, either at once or inside some other call's release. Lease-wait limits
   are kept in a heap (``_deadlines``); the async layer sleeps until the earliest.
-- *RUNNING*: the grant asks the async layer to spawn the call's task (nested calls run inline
+- *RUNNING*: the grant asks the async layer to start the call's task (nested calls run inline
   in their parent's task). The task confirms the call's path keys, runs the tool in a cancel
   scope carrying the run timeout, and reports back.
 - *FINISHED*: ``finish`` is the one way out, whatever happened: it revokes the call's context,
   releases every lease (granting, and so spawning, whoever is next before anything else can
   run), records the result, emits ``CallFinished``, wakes whoever waits, and moves dependents on.
 
-The async layer (``_kernel.py``) gives the scheduler a clock and three callbacks (spawn a call's
-task, spawn a pre-phase task, the next lease-wait deadline changed) and hangs its cancel scopes
-and events on the records; it never changes a record itself.
+The scheduler never calls into the async layer (``_kernel.py``): every operation that changes
+what runs returns the :mod:`~toolkernel.kernel._actions` the async layer must take (start a
+call's task, await its hooks, interrupt it, wake its waiters, move the timer), in the order
+decided. The async layer gives it a clock, keeps its cancel scopes and events itself, and never
+changes a record. Nested calls and putting a call back in line are collaborators
+(``_nested.NestedCalls``, ``_requeue.Requeuing``) that reach the scheduler only through the
+``Host`` protocol each declares.
 
 The way through when nothing is in the way (no hooks, the default policy, nobody listening, the
 leases granted at once) is taken by every call of a large batch, so it is kept short: PENDING
@@ -39,21 +43,23 @@ from __future__ import annotations
 import logging
 import math
 from collections import ChainMap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import attrs
 
 from .._errors import KernelClosedError
-from ..locks import Path
+from ..locks import Claim, Path
 from . import _messages as messages
 from . import _waits as waits
+from ._actions import INTERRUPT, NO_ACTIONS, PREPHASE, START, TIMER, WAKE, Action
 from ._admission import (
     CallNames,
     admit,
     gc_paused_for,
     link_dependencies,
     set_arguments,
+    skip,
     tools_by_name,
 )
 from ._call import (
@@ -70,6 +76,7 @@ from ._call import (
     ToolResult,
     check_transition,
 )
+from ._causes import ASKED, OUT_OF_TIME, CancelReason, Why
 from ._events import CallEvent, CallProgress, CallQueued, CallStarted
 from ._leasing import Leasing
 from ._nested import NestedCalls
@@ -78,7 +85,7 @@ from ._options import KernelOptions
 from ._order import next_requests
 from ._outputs import fill_in
 from ._policy import Decision, Permission, RewriteArguments, SupplyResult, allow_all
-from ._prephase import approval_verdict, before_hook_verdict, policy_verdict
+from ._prephase import Refusal, approval_verdict, before_hook_verdict, policy_verdict
 from ._protocol import KernelTool
 from ._record import Batch, CallRecord
 from ._report import Reporter
@@ -97,7 +104,7 @@ def _limit(own: float | None, tool: Any, name: str, default: float | None) -> fl
     return default if by_tool is None else by_tool
 
 
-class Scheduler(NestedCalls, Requeuing):
+class Scheduler:
     """All of a kernel's state and every decision about its calls. See the module docstring."""
 
     def __init__(
@@ -107,27 +114,25 @@ class Scheduler(NestedCalls, Requeuing):
         *,
         key: Callable[[str], Path],
         clock: Callable[[], float],
-        spawn_call: Callable[[CallRecord], None],
-        spawn_prephase: Callable[[CallRecord], None],
-        deadline_changed: Callable[[float], None],
     ) -> None:
         self.tools = tools_by_name(tools)
         self.max_concurrency = options.max_concurrency
         self.slots = Slots(options.max_concurrency)
+        # What the async layer must do, gathered as decided; each operation hands it over.
+        self._out: list[Action] = []
         self.leasing = Leasing(
             options.pools,
             clock=clock,
             granted=self._granted,
             wait_timeout=self.wait_timeout,
-            deadline_changed=deadline_changed,
+            deadline_changed=self._timer_moved,
         )
-        self._key = key
-        self._now = clock
-        self._spawn_call = spawn_call
-        self._spawn_prephase = spawn_prephase
+        self.key = key
+        self.now = clock
+        self._nested = NestedCalls(self, options.max_depth)
+        self._requeuing = Requeuing(self)
         self._policy = options.policy
         self._has_before_hooks = bool(options.before_hooks)
-        self._max_depth = options.max_depth
         self._wait_timeout = options.wait_timeout
         self._run_timeout = options.run_timeout
         self._serial = 0
@@ -142,6 +147,17 @@ class Scheduler(NestedCalls, Requeuing):
         self.closed = False
         self._admitting: Batch | None = None  # the batch ``submit`` is admitting, if any
 
+    def _take(self) -> Sequence[Action]:
+        """Hand over what was decided since the last hand-over."""
+        out = self._out
+        if not out:
+            return NO_ACTIONS
+        self._out = []
+        return out
+
+    def _timer_moved(self, deadline: float) -> None:
+        self._out.append((TIMER, None))
+
     # -- submitting and cancelling ----------------------------------------------------------------
 
     def submit(
@@ -150,7 +166,7 @@ class Scheduler(NestedCalls, Requeuing):
         sink: Callable[[CallEvent], None] | None,
         awaited_by: CallRecord | None = None,
         tools: Iterable[KernelTool] | None = None,
-    ) -> list[CallRecord]:
+    ) -> tuple[list[CallRecord], Sequence[Action]]:
         """Admit a batch; every call is queued (and says so) before any of them can finish.
         ``awaited_by``: the running call whose tool submits the batch and waits for it;
         ``tools``: tools of this batch alone, found by name before the kernel's own."""
@@ -159,7 +175,8 @@ class Scheduler(NestedCalls, Requeuing):
         calls = list(calls)
         extra = None if tools is None else tools_by_name(tools)
         with gc_paused_for(len(calls)):
-            return self._submit(calls, sink, awaited_by, extra)
+            records = self._submit(calls, sink, awaited_by, extra)
+        return records, self._take()
 
     def _submit(
         self,
@@ -174,7 +191,7 @@ class Scheduler(NestedCalls, Requeuing):
         self._serial += 1
         batch = Batch(self._serial, len(calls), self._serial + 1)
         batch.tools = None if tools is None else ChainMap(tools, self.tools)
-        now = self._now()  # the batch is admitted at one moment
+        now = self.now()  # the batch is admitted at one moment
         # When every call is ready the moment it is admitted (no hooks, the default policy, no
         # after=), the calls ask for their leases in emission order straight away: none can be
         # held back behind an earlier one that has not asked yet, so the batch keeps no list of
@@ -216,7 +233,7 @@ class Scheduler(NestedCalls, Requeuing):
             if failed is None and announced and record.cancel_reason is not None:
                 failed = (CANCELLED, messages.cancelled(record.cancel_reason))
             if failed is not None:
-                self.finish_failed(record, *failed)
+                self.fail(record, *failed)
         self._admitting = batch
         try:
             if in_order:
@@ -243,41 +260,42 @@ class Scheduler(NestedCalls, Requeuing):
         """The unfinished top-level call with this id, if any."""
         return self._names.live.get(call_id)
 
-    def cancel(self, record: CallRecord, reason: str) -> None:
-        """Cancel a call (synchronous); it finishes CANCELLED, now or when its task unwinds."""
+    def cancel(self, record: CallRecord, reason: CancelReason) -> Sequence[Action]:
+        """Cancel a call and the calls it awaits; each finishes CANCELLED when the async layer
+        acts on its ``INTERRUPT``: at once, or when the task running it unwinds."""
+        self._cancel(record, reason)
+        return self._take()
+
+    def _cancel(self, record: CallRecord, reason: CancelReason) -> None:
         if record.result is not None:
             return
         if record.cancel_reason is None:
             record.cancel_reason = reason
         if record.batch.announcing:
             return  # its batch is being announced: it finishes once every call is (``_submit``)
-        if record.scope is not None:
-            record.scope.cancel()  # the pre-phase or running task finishes it
-        else:
-            # Pending, queued, granted with its task not started yet (the task then finds it
-            # finished and does nothing: on asyncio a task cancelled before it starts never
-            # runs at all), or a nested call between two steps of its parent's task.
-            self.finish_failed(record, CANCELLED, messages.cancelled(reason))
+        self.interrupt(record)
         for child in sorted(record.awaiting or (), key=lambda r: r.uid):
-            self.cancel(child, f"cancelled with its parent call {record.call.id}")
+            self._cancel(child, CancelReason(Why.WITH_PARENT, record.call.id))
 
-    def time_out(self, records: Iterable[CallRecord], limit: float) -> None:
+    def time_out(self, records: Iterable[CallRecord], limit: float) -> Sequence[Action]:
         """The time limit of the batch of ``records`` ran out: each unfinished one is cancelled
         and ends TIMEOUT (``make_result``); the results of those that finished are kept."""
         for record in records:
             if record.result is None:
                 record.batch.time_limit = limit
-                self.cancel(record, messages.OUT_OF_TIME)
+                self._cancel(record, OUT_OF_TIME)
+        return self._take()
 
-    def cancel_all(self, reason: str = "cancelled") -> None:
+    def cancel_all(self, reason: CancelReason = ASKED) -> Sequence[Action]:
         """Cancel every unfinished call."""
         for record in sorted(self._live.values(), key=lambda r: r.uid):
-            self.cancel(record, reason)
+            self._cancel(record, reason)
+        return self._take()
 
-    def close(self) -> None:
+    def close(self) -> Sequence[Action]:
         """Refuse new calls and cancel every unfinished one."""
         self.closed = True
-        self.cancel_all("cancelled: the kernel is closing")
+        return self.cancel_all(CancelReason(Why.KERNEL_CLOSING))
 
     # -- admission ------------------------------------------------------------------------------
 
@@ -310,16 +328,25 @@ class Scheduler(NestedCalls, Requeuing):
 
     def _admit(self, record: CallRecord) -> BaseException | None:
         tools = record.batch.tools or self.tools
-        return admit(record, tools, self._key, self.leasing.pools)
+        return admit(record, tools, self.key, self.leasing.pools)
+
+    def admit_alone(
+        self, call: ToolCall, parent: CallRecord
+    ) -> tuple[CallRecord, BaseException | None]:
+        """For ``NestedCalls``: admit ``call``, made inside ``parent``, as a batch of its own."""
+        self._serial += 1
+        batch = Batch(self._serial, 1, self._serial + 1)
+        record = self._new_record(call, batch, self.now(), True, parent)
+        return record, self._admit(record)
 
     def _fill_in(self, record: CallRecord) -> bool:
         """Fill a call's placeholders from its finished sources and admit its arguments; False
         if that failed it."""
         results = {i: r.result for i, r in (record.sources or {}).items() if r.result is not None}
         arguments, record.unfilled, record.sources = record.unfilled, None, None
-        failure = set_arguments(record, fill_in(arguments, results), self._key, self.leasing.pools)
+        failure = set_arguments(record, fill_in(arguments, results), self.key, self.leasing.pools)
         if failure is not None:
-            self.finish_failed(record, ERROR, failure)
+            self.fail(record, ERROR, failure)
             return False
         return True
 
@@ -327,66 +354,71 @@ class Scheduler(NestedCalls, Requeuing):
 
     def _begin_prephase(self, record: CallRecord) -> None:
         if self._has_before_hooks:
-            self._spawn_prephase(record)
+            self._out.append((PREPHASE, record))
             return
         if self._policy is allow_all:  # it allows everything: don't ask it, call by call
-            self.mark_ready(record)
+            self._mark_ready(record)
             return
-        decision = self.decide(record)
-        if decision is None:
-            return  # finished: denied, or the policy failed
-        if decision.permission is Permission.ALLOW:
-            self.mark_ready(record)
+        decision = self.policy_verdict(record)
+        if not isinstance(decision, Decision):
+            self.fail(record, *decision)  # denied, or the policy failed
+        elif decision.permission is Permission.ALLOW:
+            self._mark_ready(record)
         else:
-            self._spawn_prephase(record)  # ASK: someone has to be asked, and that takes a task
+            self._out.append((PREPHASE, record))  # ASK: someone has to be asked: a task
 
     def visible_call(self, record: CallRecord) -> ToolCall:
         """The call as hooks and the policy see it: with its parsed arguments."""
         return attrs.evolve(record.call, arguments=dict(record.arguments))
 
-    def take_before_answer(self, record: CallRecord, answer: object) -> bool:
-        """Act on what a before-hook answered; False if that finished the call."""
+    def take_before_answer(self, record: CallRecord, answer: object) -> Sequence[Action]:
+        """Act on what a before-hook answered (it may finish the call: a supplied result, a
+        block, a bad answer)."""
         verdict = before_hook_verdict(answer)
         if verdict is None:
-            return True
+            return NO_ACTIONS
         if isinstance(verdict, SupplyResult):
-            self.finish(record, self.make_result(record, OK, verdict.output))
-            return False
+            self._finish(record, self.make_result(record, OK, verdict.output))
+            return self._take()
         if isinstance(verdict, RewriteArguments):
-            failure = set_arguments(record, verdict.arguments, self._key, self.leasing.pools)
+            failure = set_arguments(record, verdict.arguments, self.key, self.leasing.pools)
             if failure is None:
-                return True
+                return NO_ACTIONS
             verdict = (ERROR, failure)
-        self.finish_failed(record, *verdict)
-        return False
+        self.fail(record, *verdict)
+        return self._take()
 
-    def hooks_answered(self, record: CallRecord) -> None:
+    def hooks_answered(self, record: CallRecord) -> Sequence[Action]:
         """Every before-hook has answered: ``record``'s claims are final, so later calls of its
         batch that do not conflict with them need not wait for it any more."""
         record.provisional = False
         if record.parent is None and record.batch.unrequested:
             self._issue_requests(record.batch)
+        return self._take()
 
-    def decide(self, record: CallRecord) -> Decision | None:
-        """Ask the policy; None if that finished the call (denied, or the policy failed)."""
+    def policy_verdict(self, record: CallRecord) -> Decision | Refusal:
+        """What the policy decides for ``record``, or the refusal to finish it with (denied,
+        or the policy failed). Changes nothing."""
         # The default policy ignores the call: don't copy its arguments for it.
         call = record.call if self._policy is allow_all else self.visible_call(record)
-        verdict = policy_verdict(self._policy, call)
-        if isinstance(verdict, Decision):
-            return verdict
-        self.finish_failed(record, *verdict)
-        return None
+        return policy_verdict(self._policy, call)
 
-    def take_approval(self, record: CallRecord, decision: Decision, answer: object) -> bool:
-        """Act on an approver's answer; False if that finished the call."""
+    def take_approval(
+        self, record: CallRecord, decision: Decision, answer: object
+    ) -> Sequence[Action]:
+        """Act on an approver's answer (a refusal finishes the call)."""
         verdict = approval_verdict(answer, record.name, decision.reason)
         if verdict is None:
-            return True
-        self.finish_failed(record, *verdict)
-        return False
+            return NO_ACTIONS
+        self.fail(record, *verdict)
+        return self._take()
 
-    def mark_ready(self, record: CallRecord) -> None:
+    def mark_ready(self, record: CallRecord) -> Sequence[Action]:
         """Hooks and policy are done: the call may request its leases when its turn comes."""
+        self._mark_ready(record)
+        return self._take()
+
+    def _mark_ready(self, record: CallRecord) -> None:
         record.ready = True
         batch = record.batch
         if record.uid > batch.last_ready:
@@ -405,17 +437,17 @@ class Scheduler(NestedCalls, Requeuing):
     def _request_top_level(self, record: CallRecord) -> None:
         self.leasing.request_top_level(record)
         if record.waiting_in is not None:
-            self._move(record, QUEUED, self._now())
-            self.report.blocked(record, self._now())
-            self._break_wait_cycles()
+            self.move(record, QUEUED, self.now())
+            self.report.blocked(record, self.now())
+            self.break_wait_cycles()
 
     def _granted(self, record: CallRecord) -> None:
         """Leases granted: start the call if it gets a slot (nested calls need none: their
-        parent's task runs them)."""
-        if record.granted is not None:
+        parent's task runs them, and is woken)."""
+        if record.parent is not None:
             if record.waiting_in is not None:
                 self.leasing.stop_waiting(record)
-            record.granted.set()
+            self._out.append((WAKE, record))
             return
         waited, record.waiting_in = record.waiting_in is not None, None
         if record.batch is self._admitting:
@@ -425,45 +457,90 @@ class Scheduler(NestedCalls, Requeuing):
         if record.batch.awaited_by is not None or self.slots.take(record):
             if record.wait_token:
                 self.leasing.stop_wait_clock(record)
-            self._move(record, RUNNING, self._now())
-            self._spawn_call(record)
+            self.move(record, RUNNING, self.now())
+            self._out.append((START, record))
         elif not waited:  # it holds its leases, and waits for a running call to finish
-            self._move(record, QUEUED, self._now())
-            self.report.blocked(record, self._now())
+            self.move(record, QUEUED, self.now())
+            self.report.blocked(record, self.now())
             self.leasing.start_wait_clock(record)
         # else its wait limit runs on: it covers the wait for leases and for a slot together
 
-    def _hand_slot_on(self, record: CallRecord) -> None:
+    def hand_slot_on(self, record: CallRecord) -> None:
         """``record`` gives up its slot (or its place in line for one)."""
         if record.slot == WAITING:
             self.leasing.stop_wait_clock(record)
         nxt = self.slots.give_back(record)
         if nxt is not None:
             self.leasing.stop_wait_clock(nxt)
-            self._move(nxt, RUNNING, self._now())
-            self._spawn_call(nxt)
+            self.move(nxt, RUNNING, self.now())
+            self._out.append((START, nxt))
 
-    def release(self, record: CallRecord) -> None:
+    def release(self, record: CallRecord) -> Sequence[Action]:
         """Revoke the call's context, give back every lease and withdraw every request; whoever
-        is next is granted (and started) before this returns. Idempotent."""
+        is next is granted (and to be started) before this returns. Idempotent."""
+        self._release(record)
+        return self._take()
+
+    def _release(self, record: CallRecord) -> None:
         if record.awaiting:
-            self.end_children(record)
+            self._nested.end_children(record)
         context = record.context
         if context is not None:
             record.context = None
             context.close()
         self.leasing.release(record)
 
+    # -- nested calls and going back in line (``_nested``, ``_requeue``) --------------------------
+
+    def admit_nested(
+        self, parent: CallRecord, name: str, arguments: Mapping[str, Any]
+    ) -> tuple[CallRecord, Sequence[Action]]:
+        """Admit a call made from inside ``parent``'s tool; it may come back finished."""
+        record = self._nested.admit(parent, name, arguments)
+        return record, self._take()
+
+    def request_nested(
+        self, record: CallRecord, claims: tuple[Claim, ...], inside: bool
+    ) -> Sequence[Action]:
+        """Request a nested call's claims (``NestedCalls.request``); its ``WAKE`` comes when
+        its parent's task may go on."""
+        self._nested.request(record, claims, inside)
+        return self._take()
+
+    def end_nested(self, record: CallRecord) -> Sequence[Action]:
+        """The parent's task is done with this nested call, whatever happened to it."""
+        self._nested.end(record)
+        return self._take()
+
+    def break_wait_cycles(self) -> None:
+        self._nested.break_wait_cycles()
+
+    def confirm_keys(self, record: CallRecord) -> Sequence[Action]:
+        """Check a granted call's path keys before it runs (``Requeuing.confirm_keys``): it
+        may run now if it is still RUNNING and unfinished afterwards."""
+        self._requeuing.confirm_keys(record)
+        return self._take()
+
+    def hold_more(self, record: CallRecord, more: object, state: object) -> Sequence[Action]:
+        """The call's tool asked to hold ``more`` (``HoldMore``): its run ends and it goes back
+        in line; it may run again at once if it is still RUNNING and unfinished afterwards."""
+        self._running_tools -= 1
+        context, record.context = record.context, None
+        if context is not None:
+            context.close()
+        self._requeuing.hold_more(record, more, state)
+        return self._take()
+
     # -- running ----------------------------------------------------------------------------------
 
     def start(self, record: CallRecord) -> float:
         """The tool is about to run; returns the deadline of its run (``inf`` for none)."""
-        started_at = record.started_at = self._now()
+        started_at = record.started_at = self.now()
         running = self._running_tools = self._running_tools + 1
         if running > self._peak_running:
             self._peak_running = running
         if record.state is not RUNNING:
-            self._move(record, RUNNING, started_at)
+            self.move(record, RUNNING, started_at)
         if self.report.listeners or record.sinks:
             self.report.emit(record, CallStarted(record.call.id, record.name, started_at))
         timeout = self.run_timeout(record)
@@ -480,6 +557,11 @@ class Scheduler(NestedCalls, Requeuing):
         error = messages.hook_answer("an after-hook", answer, "a ToolResult or None")
         return self.make_result(record, ERROR, None, error)
 
+    def interrupt(self, record: CallRecord) -> None:
+        """Ask the async layer to cancel ``record``: the task running it unwinds and finishes
+        it, or, if no task runs it now, the async layer finishes it at once."""
+        self._out.append((INTERRUPT, record))
+
     # -- finishing: the one way out ----------------------------------------------------------------
 
     def make_result(
@@ -490,7 +572,7 @@ class Scheduler(NestedCalls, Requeuing):
         exception: BaseException | None = None,
     ) -> ToolResult:
         call = record.call
-        if status is CANCELLED and record.cancel_reason is messages.OUT_OF_TIME:
+        if status is CANCELLED and record.cancel_reason is OUT_OF_TIME:
             status, exception = Status.TIMEOUT, self._out_of_time(record)
         if exception is None:
             error = error_type = None
@@ -504,7 +586,7 @@ class Scheduler(NestedCalls, Requeuing):
             error,
             record.queued_at,
             record.started_at,
-            self._now(),  # finished_at
+            self.now(),  # finished_at
             error_type,
             exception,
         )
@@ -513,19 +595,30 @@ class Scheduler(NestedCalls, Requeuing):
         """Why a call cut short by its batch's time limit ended: where it was then."""
         limit = record.batch.time_limit or 0.0
         if record.started_at is not None:
-            return messages.batch_timed_out(limit, self._now() - record.started_at, "")
+            return messages.batch_timed_out(limit, self.now() - record.started_at, "")
         queued = record.state is QUEUED
         behind = waits.describe_waits(record, self.max_concurrency) if queued else ""
         return messages.batch_timed_out(limit, None, behind)
 
-    def finish_failed(self, record: CallRecord, status: Status, exception: BaseException) -> None:
-        self.finish(record, self.make_result(record, status, None, exception))
+    def finish_failed(
+        self, record: CallRecord, status: Status, exception: BaseException
+    ) -> Sequence[Action]:
+        """Finish ``record`` with ``status`` and the exception that says why."""
+        self._finish(record, self.make_result(record, status, None, exception))
+        return self._take()
 
-    def finish(self, record: CallRecord, result: ToolResult) -> None:
-        """Give ``record`` its result: release, record, tell, wake, move dependents on.
+    def fail(self, record: CallRecord, status: Status, exception: BaseException) -> None:
+        self._finish(record, self.make_result(record, status, None, exception))
 
-        Dependents skipped because it failed are finished in this same loop, not by recursion:
-        a chain of thousands of ``after=`` calls whose head fails ends in one pass."""
+    def finish(self, record: CallRecord, result: ToolResult) -> Sequence[Action]:
+        """Give ``record`` its result: release, record, tell, wake, move dependents on."""
+        self._finish(record, result)
+        return self._take()
+
+    def _finish(self, record: CallRecord, result: ToolResult) -> None:
+        """The one way out. Dependents skipped because ``record`` failed are finished in this
+        same loop, not by recursion: a chain of thousands of ``after=`` calls whose head fails
+        ends in one pass."""
         if record.result is not None:
             return
         self._settle(record, result)
@@ -537,8 +630,13 @@ class Scheduler(NestedCalls, Requeuing):
                 if dependent.result is not None:
                     continue
                 if result.status is not OK:
-                    why = messages.dependency_failed(
-                        record.call.id, record.name, result.status, result.error
+                    why = skip(
+                        dependent,
+                        record.call.id,
+                        record.name,
+                        result.status,
+                        result.error,
+                        record.root_cause,
                     )
                     self._settle(dependent, self.make_result(dependent, Status.SKIPPED, None, why))
                     done.append(dependent)
@@ -558,27 +656,22 @@ class Scheduler(NestedCalls, Requeuing):
     def _settle(self, record: CallRecord, result: ToolResult) -> None:
         """Release, record, tell and wake for one call (``finish`` moves its dependents on)."""
         if record.slot:  # first, so a call waiting for a slot goes before those granted now
-            self._hand_slot_on(record)
+            self.hand_slot_on(record)
         if record.lease_group or record.waiting_in or record.context is not None:
-            self.release(record)
+            self._release(record)
         if record.started_at is not None:
             self._running_tools -= 1
-        self._move(record, FINISHED, result.finished_at)
+        self.move(record, FINISHED, result.finished_at)
         record.result = result
         del self._live[record.uid]
         batch = record.batch
         if batch.unrequested:
             batch.unrequested.pop(record.uid, None)
         self.report.finished(record, result)
-        if record.finished is not None:
-            record.finished.set()
-        if record.granted is not None:
-            record.granted.set()  # a nested call: its parent's task goes on
         if batch.awaited_by is not None and batch.awaited_by.awaiting:
             batch.awaited_by.awaiting.discard(record)
         batch.unfinished -= 1
-        if batch.unfinished == 0 and batch.done is not None:
-            batch.done.set()
+        self._out.append((WAKE, record))  # its waiters, its parent's task, its batch's
 
     # -- timeouts ----------------------------------------------------------------------------------
 
@@ -594,18 +687,19 @@ class Scheduler(NestedCalls, Requeuing):
         """When the earliest lease wait runs out (``inf`` if none is timed)."""
         return self.leasing.next_deadline()
 
-    def expire(self, now: float) -> None:
+    def expire(self, now: float) -> Sequence[Action]:
         """Fail the calls whose lease wait ran out by ``now``."""
         for record in self.leasing.expired(now):
             if record.result is None and record.state is QUEUED:
                 behind = waits.describe_waits(record, self.max_concurrency)
                 limit = self.wait_timeout(record) or 0
                 error = messages.wait_timed_out(limit, behind)
-                self.finish_failed(record, Status.TIMEOUT, error)
+                self.fail(record, Status.TIMEOUT, error)
+        return self._take()
 
     # -- observing ---------------------------------------------------------------------------------
 
-    def _move(self, record: CallRecord, state: CallState, now: float) -> None:
+    def move(self, record: CallRecord, state: CallState, now: float) -> None:
         """Move ``record`` to ``state`` at time ``now`` (the caller's: reading the clock once
         per step, not once per move, is a measurable part of a call's cost)."""
         check_transition(record.call.id, record.state, state)
@@ -614,7 +708,7 @@ class Scheduler(NestedCalls, Requeuing):
 
     def progress(self, record: CallRecord, message: str, data: Any) -> None:
         if self.report.listeners or record.sinks:
-            event = CallProgress(record.call.id, record.name, self._now(), message, data)
+            event = CallProgress(record.call.id, record.name, self.now(), message, data)
             self.report.emit(record, event)
 
     def snapshot(self) -> KernelSnapshot:
