@@ -11,19 +11,22 @@ from .._errors import CallEndedError
 from ..locks import Claim
 from ._call import ToolResult
 from ._protocol import Environment
-from ._record import CallRecord
 
 __all__ = ["ToolContext"]
+
+# The kernel's record of the call, handed back to it as it was given: opaque here, so that this
+# module (which every tool's signature names) needs nothing of the kernel's bookkeeping.
+_Record = Any
 
 
 class Runner(Protocol):
     """What a context needs of the kernel running its call."""
 
     async def _call_nested(
-        self, parent: CallRecord, name: str, arguments: Mapping[str, Any]
+        self, parent: _Record, name: str, arguments: Mapping[str, Any]
     ) -> ToolResult: ...
 
-    def _progress(self, record: CallRecord, message: str, data: Any) -> None: ...
+    def _progress(self, record: _Record, message: str, data: Any) -> None: ...
 
     def _file_observer(self) -> Callable[..., None] | None: ...
 
@@ -48,7 +51,7 @@ class ToolContext:
     """0 for a call the model made, 1 for a call made by a tool, and so on."""
     _environment: Environment | None = attrs.field(repr=False, alias="environment")
     _kernel: Runner = attrs.field(repr=False, alias="kernel")
-    _record: CallRecord = attrs.field(repr=False, alias="record")
+    _record: _Record = attrs.field(repr=False, alias="record")
     resumed: Any = attrs.field(default=None, init=False)
     """What this tool's previous run of this call left, when it raised ``HoldMore`` (the
     ``state`` it gave); None on a call's first run."""
