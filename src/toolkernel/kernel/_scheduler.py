@@ -437,8 +437,9 @@ class Scheduler:
     def _request_top_level(self, record: CallRecord) -> None:
         self.leasing.request_top_level(record)
         if record.waiting_in is not None:
-            self.move(record, QUEUED, self.now())
-            self.report.blocked(record, self.now())
+            now = self.now()
+            self.move(record, QUEUED, now)
+            self.report.blocked(record, now)
             self.break_wait_cycles()
 
     def _granted(self, record: CallRecord) -> None:
@@ -460,8 +461,9 @@ class Scheduler:
             self.move(record, RUNNING, self.now())
             self._out.append((START, record))
         elif not waited:  # it holds its leases, and waits for a running call to finish
-            self.move(record, QUEUED, self.now())
-            self.report.blocked(record, self.now())
+            now = self.now()
+            self.move(record, QUEUED, now)
+            self.report.blocked(record, now)
             self.leasing.start_wait_clock(record)
         # else its wait limit runs on: it covers the wait for leases and for a slot together
 

@@ -73,7 +73,18 @@ def contested(
                         found.append(text)
     if not found and max_concurrency is not None and record.parent is None:
         found.append(f"one of {max_concurrency} concurrency slots")
-    return tuple(found)
+    spelled = tuple(found)
+    # Calls queued on one file wait on the same thing: keep one tuple for them all.
+    shared = _RECENT_SPELLINGS.get(spelled)
+    if shared is not None:
+        return shared
+    if len(_RECENT_SPELLINGS) >= 1024:
+        _RECENT_SPELLINGS.clear()
+    _RECENT_SPELLINGS[spelled] = spelled
+    return spelled
+
+
+_RECENT_SPELLINGS: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
 def _pool_units_both(mine: Claim, theirs: Claim) -> bool:

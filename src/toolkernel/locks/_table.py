@@ -133,6 +133,8 @@ class LeaseTable:
         self._examined = 0
         # For each group, the ids of its waiting requests (the last one caps priority).
         self._group_waiting: dict[Hashable, KeyQueue] = {}
+        # The entries of recent claim sets, made once (bounded; pools' claims are not kept).
+        self._recent_entries: dict[tuple[Claim, ...], tuple[tuple[Entry, ...], int]] = {}
         for name, capacity in (pools or {}).items():
             check_capacity(name, capacity)
             self._capacity[name] = capacity
@@ -341,8 +343,15 @@ class LeaseTable:
             canonical = given  # a lone claim is already canonical; skip the merge
         else:
             canonical = canonical_claims(given)
+        known = self._recent_entries.get(canonical)
+        if known is not None:  # requests queued on one file share their entries
+            entries_made, exclusive_count = known
+            return self._new_request(
+                canonical, entries_made, exclusive_count, priority, group, owner
+            )
         entries = []
         exclusive_count = 0
+        pooled = False
         for claim in canonical:
             resource = claim.resource
             exclusive = claim.mode is _EXCLUSIVE
@@ -361,8 +370,25 @@ class LeaseTable:
                             f"its capacity is {capacity}"
                         )
                     pool_units = claim.units
+                pooled = True
             entries.append(Entry(claim, resource.node, exclusive, pool_units))
             exclusive_count += exclusive
+        made = tuple(entries)
+        if not pooled:  # a pool's claims are checked against its capacity, which may change
+            if len(self._recent_entries) >= 1024:
+                self._recent_entries.clear()
+            self._recent_entries[canonical] = (made, exclusive_count)
+        return self._new_request(canonical, made, exclusive_count, priority, group, owner)
+
+    def _new_request(
+        self,
+        canonical: tuple[Claim, ...],
+        entries: tuple[Entry, ...],
+        exclusive_count: int,
+        priority: int,
+        group: Hashable,
+        owner: object,
+    ) -> Request:
         effective = priority
         if group is not None:
             waiting = self._group_waiting.get(group)
@@ -373,7 +399,7 @@ class LeaseTable:
         return Request(
             lease_id,
             canonical,
-            tuple(entries),
+            entries,
             exclusive_count,
             queue_key(effective, lease_id),
             priority,
