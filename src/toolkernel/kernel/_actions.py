@@ -1,0 +1,46 @@
+"""What the scheduler asks of the async layer: the value its operations return. Pure data.
+
+The scheduler never calls into the async layer. Each of its operations that changes what runs
+returns a list of actions, in the order it decided them, and the async layer (``_kernel.py``)
+does them, as h11's connection returns the events and bytes its caller must act on:
+
+- ``START``: a granted top-level call is RUNNING; spawn the task that runs its tool.
+- ``PREPHASE``: a call's before-hooks or its approver must be awaited; spawn a task for that.
+- ``INTERRUPT``: cancel the call; if a task of the async layer runs it (its hooks, its tool),
+  cancel that task's scope and the task finishes it; if none does, finish it now, CANCELLED.
+- ``WAKE``: a call was granted (a nested one, whose parent's task waits) or finished: wake
+  whoever waits for it, and for its batch if that was the batch's last.
+- ``TIMER``: the earliest lease-wait deadline moved earlier: sleep until the new one.
+
+The async handles (cancel scopes, events) are the async layer's own, kept by it, not on the
+records.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._record import CallRecord
+
+__all__ = ["Act", "Action", "NO_ACTIONS", "START", "PREPHASE", "INTERRUPT", "WAKE", "TIMER"]
+
+
+class Act(enum.Enum):
+    START = "start"
+    PREPHASE = "prephase"
+    INTERRUPT = "interrupt"
+    WAKE = "wake"
+    TIMER = "timer"
+
+
+# Module globals: on Python 3.11 ``Act.START`` goes through the enum metaclass (about 0.1 us).
+START, PREPHASE, INTERRUPT = Act.START, Act.PREPHASE, Act.INTERRUPT
+WAKE, TIMER = Act.WAKE, Act.TIMER
+
+Action = tuple[Act, "CallRecord | None"]
+"""What to do, and to which call (None for ``TIMER``)."""
+
+NO_ACTIONS: list[Action] = []
+"""Returned when there is nothing to do (never appended to)."""
