@@ -9,6 +9,7 @@ from ._errors import CapacityError as CapacityError
 from ._errors import DeadlockError as DeadlockError
 from ._errors import DependencyCycleError as DependencyCycleError
 from ._errors import DependencyFailedError as DependencyFailedError
+from ._errors import FencedOut as FencedOut
 from ._errors import ForeignLeaseError as ForeignLeaseError
 from ._errors import HookError as HookError
 from ._errors import IllegalTransitionError as IllegalTransitionError

@@ -13,6 +13,7 @@ The hierarchy, with the builtins each class refines in brackets::
         + UnknownPoolError (LookupError)
       x LeaseReleaseError (RuntimeError) - a lease released twice or never held
         + ForeignLeaseError
+      x FencedOut (PermissionError) - a write refused: its grant is no longer held
       x InvalidCallError (ValueError) - a call that can't be admitted as written
         + UnknownToolError (LookupError)
         + InvalidArgumentsError (TypeError)
@@ -58,6 +59,7 @@ __all__ = [
     "UnknownPoolError",
     "LeaseReleaseError",
     "ForeignLeaseError",
+    "FencedOut",
     "InvalidCallError",
     "UnknownToolError",
     "InvalidArgumentsError",
@@ -119,6 +121,12 @@ class LeaseReleaseError(ToolkernelError, RuntimeError):
 
 class ForeignLeaseError(LeaseReleaseError):
     """A lease was released by someone other than its owner, or through the wrong manager."""
+
+
+class FencedOut(ToolkernelError, PermissionError):
+    """A write was refused because the grant it was made under is no longer held (its holder's
+    connection was lost, or its heartbeat fell silent past its TTL, and the leases may have gone
+    to another); the change was not made visible."""
 
 
 # -- calls and tools -------------------------------------------------------------------------

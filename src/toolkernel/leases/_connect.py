@@ -1,0 +1,90 @@
+"""From a ``leases=`` URL to a backend: ``unix:PATH``, ``etcd://host:port[?ttl=S]``, or None."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import urllib.parse
+from collections.abc import Awaitable, Callable
+
+import attrs
+
+from ._backend import LeaseBackend
+
+__all__ = ["UnixLeases", "EtcdLeases", "LeaseURL", "parse_leases", "connect"]
+
+DEFAULT_ETCD_TTL = 10.0
+
+
+@attrs.frozen
+class UnixLeases:
+    """The lease service on one machine, at the Unix socket ``path``."""
+
+    path: str
+
+
+@attrs.frozen
+class EtcdLeases:
+    """Leases kept in etcd at ``host:port``; a silent client's leases return after ``ttl`` s."""
+
+    host: str
+    port: int
+    ttl: float = DEFAULT_ETCD_TTL
+
+
+LeaseURL = UnixLeases | EtcdLeases
+
+
+def parse_leases(url: str | None) -> LeaseURL | None:
+    """Read a ``leases=`` URL: None (in-process leases), ``unix:PATH`` or ``etcd://host:port``.
+
+    >>> parse_leases("unix:/run/tk.sock")
+    UnixLeases(path='/run/tk.sock')
+    >>> parse_leases("etcd://127.0.0.1:2379?ttl=5")
+    EtcdLeases(host='127.0.0.1', port=2379, ttl=5.0)
+    """
+    if url is None:
+        return None
+    if url.startswith("unix:"):
+        path = url.removeprefix("unix:")
+        if path.startswith("//"):
+            path = path.removeprefix("//")  # unix:///run/x.sock
+        if not path:
+            raise ValueError(f"can't use leases={url!r}: it names no socket path")
+        return UnixLeases(os.fspath(path))
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme == "etcd":
+        if not parsed.hostname or parsed.port is None:
+            raise ValueError(f"can't use leases={url!r}: write etcd://host:port")
+        query = urllib.parse.parse_qs(parsed.query, strict_parsing=bool(parsed.query))
+        unknown = set(query) - {"ttl"}
+        if unknown:
+            raise ValueError(f"can't use leases={url!r}: unknown option {sorted(unknown)[0]!r}")
+        ttl = float(query["ttl"][-1]) if "ttl" in query else DEFAULT_ETCD_TTL
+        if not ttl > 0:
+            raise ValueError(f"can't use leases={url!r}: the ttl must be positive")
+        return EtcdLeases(parsed.hostname, parsed.port, ttl)
+    raise ValueError(
+        f"can't use leases={url!r}: write None (in-process), 'unix:PATH' or 'etcd://host:port'"
+    )
+
+
+async def connect(url: str | LeaseURL | None, root: str | os.PathLike[str]) -> LeaseBackend | None:
+    """Connect to the backend ``url`` names, for the workspace at ``root``; None for None.
+
+    The caller closes the backend (``await backend.aclose()``). ``root`` is where the claims'
+    keys are relative to: the lease service must serve the same root.
+    """
+    spec = parse_leases(url) if url is None or isinstance(url, str) else url
+    if spec is None:
+        return None
+    if isinstance(spec, UnixLeases):
+        from ._client import connect_unix
+
+        return await connect_unix(spec.path, root)
+    # Imported only when asked for: etcd's client is an extra. Its module offers
+    # ``async connect(spec: EtcdLeases, root) -> LeaseBackend``.
+    etcd = importlib.import_module("._etcd", __package__)
+    connect_etcd: Callable[[EtcdLeases, str | os.PathLike[str]], Awaitable[LeaseBackend]]
+    connect_etcd = etcd.connect
+    return await connect_etcd(spec, root)
