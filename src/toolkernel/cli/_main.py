@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import __version__
 from .._extras import missing_extra
+from ._serve import add_serve, run_serve
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # ---------------------------------------------------------------------------------------------
     # -- console (its own modules: cli/_console*.py) --
     _add_console(commands)
+    add_serve(commands)  # -- serve (cli/_serve.py) --
     args = parser.parse_args(argv)
     if args.command == "demo":
         from ._demo import run_demo  # imported here: ``--help`` needs none of it
@@ -78,6 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_replay(args.trace, durations=args.durations, turn=args.turn, svg=args.svg)
     if args.command == "console":
         return _run_console(args)
+    if args.command == "serve":
+        return run_serve(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -6,6 +6,8 @@ keeps them in etcd. Every backend grants by the rules of ``LeaseTable`` and stam
 a fencing token; write paths publish their visible changes through ``backend.fence(grant)``.
 """
 
+from ._address import default_socket_path as default_socket_path
+from ._address import find_service as find_service
 from ._backend import Chmod as Chmod
 from ._backend import Fence as Fence
 from ._backend import FencedOut as FencedOut
@@ -19,5 +21,5 @@ from ._backend import SetTimes as SetTimes
 from ._backend import Unlink as Unlink
 from ._connect import EtcdLeases as EtcdLeases
 from ._connect import UnixLeases as UnixLeases
-from ._connect import connect as connect
+from ._connect import open_leases as open_leases
 from ._connect import parse_leases as parse_leases

@@ -1,14 +1,305 @@
-"""The lease service's client (``unix:PATH``)."""
+"""The lease service's client (``leases="unix:PATH"``): one connection per kernel, on anyio.
+
+Requests are pipelined on the one connection: each carries a number, and the replies and grants
+that answer it carry it back, in whatever order the service decides. A reader task dispatches
+them; a writer task sends what ``release`` (synchronous) and the others queue; a heartbeat keeps
+the service from presuming this process dead while it is alive.
+
+A lost connection (the service stopped, or revoked this client after a silence longer than its
+TTL) means every grant is gone: waiting ``acquire`` calls raise ``ConnectionError``, and every
+publish through a fence of an earlier grant raises :class:`FencedOut`. There is no reconnection
+behind the caller's back: leases held before could not be trusted after it. Open a new backend.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
 
-from ._backend import LeaseBackend
+import anyio
+import anyio.abc
+import anyio.from_thread
+import attrs
+from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.streams.memory import MemoryObjectSendStream
 
-__all__ = ["connect_unix"]
+from .. import _errors
+from .._errors import FencedOut, LeaseReleaseError
+from ..locks import Claim, canonical_claims
+from ._backend import Grant, Op, Rename
+from ._wire import HEADER_SIZE, encode_claims, encode_op, frame, frame_length, parse_frame
+
+__all__ = ["UnixLeaseClient", "open_unix"]
 
 
-async def connect_unix(path: str, root: str | os.PathLike[str]) -> LeaseBackend:
-    """Connect to the lease service at ``path`` serving ``root``."""
-    raise NotImplementedError("the lease service's client is being written")
+@attrs.define(eq=False)
+class _Pending:
+    event: anyio.Event = attrs.Factory(anyio.Event)
+    reply: dict[str, Any] | None = None
+
+
+def _rebuild(error: object, lost: bool = False) -> BaseException:
+    """The exception a service's error reply describes (its own class where it is ours)."""
+    if not isinstance(error, dict):
+        return ConnectionError("the lease service answered a malformed error")
+    name = str(error.get("type"))
+    message = str(error.get("message"))
+    code = error.get("errno")
+    cls = getattr(_errors, name, None) if name in _errors.__all__ else None
+    if cls is None:
+        cls = {
+            "PermissionError": PermissionError,
+            "FileNotFoundError": FileNotFoundError,
+            "FileExistsError": FileExistsError,
+            "IsADirectoryError": IsADirectoryError,
+            "NotADirectoryError": NotADirectoryError,
+        }.get(name)
+    if isinstance(code, int) and (cls is None or issubclass(cls, OSError)):
+        return (cls or OSError)(code, message, *([error["path"]] if "path" in error else []))
+    if cls is not None:
+        return cls(message)
+    return ValueError(f"the lease service refused the request: {message}")
+
+
+@attrs.define(eq=False)
+class UnixLeaseClient:
+    """A :class:`LeaseBackend` talking to the lease service; made by :func:`open_unix`."""
+
+    path: str
+    _root_fd: int
+    _outbox: MemoryObjectSendStream[bytes]
+    ttl: float = 0.0
+    _pending: dict[int, _Pending] = attrs.field(init=False, factory=dict)
+    _held: dict[str, int] = attrs.field(init=False, factory=dict)  # grant id -> request number
+    _next: int = attrs.field(init=False, default=0)
+    _lost: str | None = attrs.field(init=False, default=None)
+
+    # -- the backend --------------------------------------------------------------------------
+
+    async def acquire(
+        self, claims: Iterable[Claim], *, priority: int = 0, label: str = ""
+    ) -> Grant:
+        """Wait until the service grants all of ``claims``; cancelling withdraws the request."""
+        wanted = canonical_claims(claims)
+        number, pending = self._send(
+            {
+                "op": "acquire",
+                "claims": encode_claims(wanted),
+                "priority": priority,
+                "label": label,
+            }
+        )
+        try:
+            await pending.event.wait()
+        except BaseException:
+            # Withdraw (or give back what was granted meanwhile): the service releases either.
+            self._pending.pop(number, None)
+            if self._lost is None:
+                self._queue({"op": "release", "n": self._number(), "of": number})
+            raise
+        reply = self._answer(number, pending)
+        grant = Grant(str(reply["lease"]), int(reply["token"]), wanted)
+        self._held[grant.id] = number
+        return grant
+
+    def release(self, grant: Grant) -> None:
+        """Give ``grant`` back. Synchronous, never blocks: the message is queued. A grant lost
+        with the connection is released without error."""
+        number = self._held.pop(grant.id, None)
+        if number is None:
+            if self._lost is not None:
+                return
+            raise LeaseReleaseError(f"can't release lease {grant.id}: it is not held")
+        self._queue({"op": "release", "n": self._number(), "of": number})
+
+    def fence(self, grant: Grant) -> UnixFence:
+        return UnixFence(self, grant)
+
+    async def aclose(self) -> None:
+        """Close the connection: the service releases everything this client held."""
+        self._lose("the client was closed")
+
+    # -- for tests and tools ------------------------------------------------------------------
+
+    async def status(self) -> dict[str, Any]:
+        """The service's counts: connections, held leases, waiting requests."""
+        number, pending = self._send({"op": "status"})
+        await pending.event.wait()
+        return self._answer(number, pending)
+
+    async def ping(self) -> None:
+        """A round trip: when it returns, the service has handled everything sent before."""
+        number, pending = self._send({"op": "ping"})
+        await pending.event.wait()
+        self._answer(number, pending)
+
+    # -- publishing ---------------------------------------------------------------------------
+
+    async def publish(self, grant: Grant, op: Op) -> None:
+        number = self._held.get(grant.id)
+        if number is None or self._lost is not None:
+            raise FencedOut(f"can't make the change: lease {grant.id} is no longer held")
+        message = {"op": "publish", "of": number, "token": grant.token, **encode_op(op)}
+        reply_number, pending = self._send(message)
+        await pending.event.wait()
+        self._answer(reply_number, pending, lost=FencedOut)
+
+    def stage(self, op: Rename) -> Rename:
+        from ._fencing import stage
+
+        return stage(self._root_fd, op)
+
+    def discard(self, scratch: tuple[str, ...]) -> None:
+        from ._backend import Unlink
+        from ._fencing import make_change
+
+        with contextlib.suppress(OSError):
+            make_change(self._root_fd, Unlink(scratch))
+
+    # -- the connection -----------------------------------------------------------------------
+
+    def _number(self) -> int:
+        self._next += 1
+        return self._next
+
+    def _queue(self, message: Mapping[str, Any]) -> None:
+        try:
+            self._outbox.send_nowait(frame(message))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._lose("the connection to the lease service is closed")
+
+    def _send(self, message: Mapping[str, Any]) -> tuple[int, _Pending]:
+        if self._lost is not None:
+            raise ConnectionError(f"no lease service: {self._lost}")
+        number = self._number()
+        pending = self._pending[number] = _Pending()
+        self._queue({**message, "n": number})
+        return number, pending
+
+    def _answer(
+        self, number: int, pending: _Pending, lost: type[Exception] = ConnectionError
+    ) -> dict[str, Any]:
+        self._pending.pop(number, None)
+        reply = pending.reply
+        if reply is None:
+            raise lost(f"lost the lease service at {self.path}: {self._lost}")
+        if not reply.get("ok"):
+            raise _rebuild(reply.get("error"))
+        return reply
+
+    def _lose(self, why: str) -> None:
+        if self._lost is not None:
+            return
+        self._lost = why
+        self._held.clear()
+        self._outbox.close()
+        for pending in self._pending.values():
+            pending.event.set()
+
+    async def run_reader(self, stream: anyio.abc.ByteReceiveStream) -> None:
+        reader = BufferedByteReceiveStream(stream)
+        try:
+            while True:
+                body = await reader.receive_exactly(
+                    frame_length(await reader.receive_exactly(HEADER_SIZE))
+                )
+                message = parse_frame(body)
+                pending = self._pending.get(message.get("re"))  # type: ignore[arg-type]
+                if pending is None:
+                    if message.get("ok") is False and "re" not in message:
+                        self._lose(str(message.get("error")))
+                        return
+                    continue  # a grant for a withdrawn request: the service releases it
+                pending.reply = message
+                pending.event.set()
+        except (
+            anyio.EndOfStream,
+            anyio.IncompleteRead,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+            OSError,
+            ValueError,
+        ):
+            pass
+        finally:
+            self._lose("the lease service closed the connection")
+
+    async def run_writer(
+        self, stream: anyio.abc.SocketStream, frames: anyio.abc.ObjectReceiveStream[bytes]
+    ) -> None:
+        try:
+            async with frames:
+                async for data in frames:
+                    await stream.send(data)
+            # Closed by this side: the service sees the end and releases everything at once.
+            await stream.send_eof()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            self._lose("the connection to the lease service broke")
+
+    async def run_heartbeat(self) -> None:
+        while self._lost is None:
+            await anyio.sleep(self.ttl / 4)
+            self._queue({"op": "ping", "n": 0})
+
+
+@attrs.frozen
+class UnixFence:
+    """Publishes one grant's changes through the service, which makes them."""
+
+    client: UnixLeaseClient
+    grant: Grant
+
+    def publish(self, op: Op) -> None:
+        """Make ``op`` visible if the grant is still held (from a worker thread; blocking)."""
+        if isinstance(op, Rename) and op.source_dir is not None:
+            staged = self.client.stage(op)
+            try:
+                anyio.from_thread.run(self.client.publish, self.grant, staged)
+            except BaseException:
+                self.client.discard(staged.source)
+                raise
+            return
+        anyio.from_thread.run(self.client.publish, self.grant, op)
+
+
+@asynccontextmanager
+async def open_unix(
+    path: str, root: str | os.PathLike[str], *, pools: Mapping[str, int] | None = None
+) -> AsyncIterator[UnixLeaseClient]:
+    """Connect to the lease service at ``path`` serving ``root``; disconnect on the way out."""
+    stream = await anyio.connect_unix(path)
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        found = os.fstat(root_fd)
+        sender, receiver = anyio.create_memory_object_stream[bytes](math.inf)
+        client = UnixLeaseClient(path, root_fd, sender)
+        try:
+            async with stream, anyio.create_task_group() as tasks:
+                tasks.start_soon(client.run_reader, stream)
+                tasks.start_soon(client.run_writer, stream, receiver)
+                hello = {
+                    "op": "hello",
+                    "root": [found.st_dev, found.st_ino],
+                    "pools": dict(pools or {}),
+                }
+                number, pending = client._send(hello)
+                await pending.event.wait()
+                client.ttl = float(client._answer(number, pending)["ttl"])
+                tasks.start_soon(client.run_heartbeat)
+                try:
+                    yield client
+                finally:
+                    client._lose("the client was closed")
+                    tasks.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The tasks catch their own errors: what the group holds came from the caller's
+            # block (or the hello), and the caller expects it as raised, not wrapped.
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+    finally:
+        os.close(root_fd)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import importlib
 import os
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 
+import anyio
 import attrs
 
 from ._backend import LeaseBackend
 
-__all__ = ["UnixLeases", "EtcdLeases", "LeaseURL", "parse_leases", "connect"]
+__all__ = ["UnixLeases", "EtcdLeases", "LeaseURL", "parse_leases", "open_leases"]
 
 DEFAULT_ETCD_TTL = 10.0
 
@@ -69,22 +71,42 @@ def parse_leases(url: str | None) -> LeaseURL | None:
     )
 
 
-async def connect(url: str | LeaseURL | None, root: str | os.PathLike[str]) -> LeaseBackend | None:
+@asynccontextmanager
+async def open_leases(
+    url: str | LeaseURL | None,
+    root: str | os.PathLike[str],
+    *,
+    pools: Mapping[str, int] | None = None,
+) -> AsyncIterator[LeaseBackend | None]:
     """Connect to the backend ``url`` names, for the workspace at ``root``; None for None.
 
-    The caller closes the backend (``await backend.aclose()``). ``root`` is where the claims'
-    keys are relative to: the lease service must serve the same root.
+    ``root`` is where the claims' keys are relative to: the lease service must serve the same
+    directory. ``pools`` are the capacities this process expects; a backend that knows a pool
+    with another capacity refuses the connection (``ValueError``). On the way out the backend
+    is closed, and everything it held is released. ::
+
+        async with open_leases("unix:/run/user/1000/toolkernel/fd01-2a.sock", ".") as backend:
+            grant = await backend.acquire([writes("a.txt")])
+            ...
+            backend.release(grant)
     """
     spec = parse_leases(url) if url is None or isinstance(url, str) else url
     if spec is None:
-        return None
+        yield None
+        return
     if isinstance(spec, UnixLeases):
-        from ._client import connect_unix
+        from ._client import open_unix
 
-        return await connect_unix(spec.path, root)
-    # Imported only when asked for: etcd's client is an extra. Its module offers
-    # ``async connect(spec: EtcdLeases, root) -> LeaseBackend``.
+        async with open_unix(spec.path, root, pools=pools) as client:
+            yield client
+        return
+    # Imported only when asked for (etcd's client is an extra). The module offers
+    # ``async connect(spec, root, *, pools) -> backend``, closed with ``aclose``.
     etcd = importlib.import_module("._etcd", __package__)
-    connect_etcd: Callable[[EtcdLeases, str | os.PathLike[str]], Awaitable[LeaseBackend]]
-    connect_etcd = etcd.connect
-    return await connect_etcd(spec, root)
+    connect_etcd: Callable[..., Awaitable[LeaseBackend]] = etcd.connect
+    backend = await connect_etcd(spec, root, pools=pools)
+    try:
+        yield backend
+    finally:
+        with anyio.CancelScope(shield=True):
+            await backend.aclose()

@@ -1,0 +1,75 @@
+"""``python -m toolkernel serve``: the lease service for one workspace root."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+__all__ = ["add_serve", "run_serve"]
+
+
+def _pool(text: str) -> tuple[str, int]:
+    name, sep, capacity = text.partition("=")
+    if not sep or not name or not capacity.isdigit() or int(capacity) < 1:
+        raise argparse.ArgumentTypeError(f"write a pool as NAME=CAPACITY, not {text!r}")
+    return name, int(capacity)
+
+
+def add_serve(commands: Any) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="share leases among the processes working on one directory (a Unix socket)",
+        description="Run a lease service for the workspace ROOT: kernels opened with "
+        "leases='unix:PATH' (PATH as printed) take their leases here, so agents in several "
+        "processes never run conflicting calls together. Prints the socket's path, then runs "
+        "until SIGINT or SIGTERM.",
+    )
+    serve.add_argument("--root", required=True, help="the workspace directory")
+    serve.add_argument(
+        "--socket",
+        metavar="PATH",
+        default=None,
+        help="where to listen (default: derived from the root, found by "
+        "toolkernel.leases.find_service)",
+    )
+    serve.add_argument(
+        "--ttl",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="release the leases of a client silent for this long (default: 10)",
+    )
+    serve.add_argument(
+        "--pool",
+        type=_pool,
+        action="append",
+        default=[],
+        metavar="NAME=CAPACITY",
+        help="fix a pool's capacity (else the first client to name a pool sets it); "
+        "may be repeated",
+    )
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import anyio
+
+    from ..leases._service import DEFAULT_TTL, serve
+
+    if not os.path.isdir(args.root):
+        print(f"serve: {args.root!r} is not a directory", file=sys.stderr)
+        return 2
+    ttl = DEFAULT_TTL if args.ttl is None else args.ttl
+    if not ttl > 0:
+        print("serve: --ttl must be positive", file=sys.stderr)
+        return 2
+    try:
+        anyio.run(
+            lambda: serve(args.root, socket_path=args.socket, ttl=ttl, pools=dict(args.pool)),
+            backend="trio",
+        )
+    except OSError as exc:
+        print(f"serve: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,335 @@
+"""The lease service: one ``LeaseTable`` deciding for every process on a workspace root.
+
+``python -m toolkernel serve --root DIR [--socket PATH]`` runs :func:`serve`. Each client
+connects over a Unix socket and speaks the frames of ``_wire``. The service owns the table: a
+request is entered in the order its frame arrives, and the grants a release makes are sent to
+their clients in the same step (the hand-off of ``LeaseTable.release``). Each grant gets a
+fencing token from a counter that only goes up (started at the service's start time in
+microseconds, so a restarted service's tokens are greater too).
+
+A client that closes its connection, crashes or falls silent for longer than the TTL loses
+everything at once: its held leases are released, its waiting requests withdrawn, and its
+connection closed, so it learns it (its next write is refused, not made late).
+
+The fence is here too: a client makes a change visible by asking the service to make it
+(``publish``). The service checks the grant is still held and covers what the change alters
+exclusively, then makes the change beneath its own root, in the same step of its event loop.
+Revocation is another step of that loop, so no change lands after its grant went away.
+
+A malformed frame gets an error reply naming what is wrong; a frame too long to read, or a peer
+of another user, gets an error and the connection is closed. Neither touches other clients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import math
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+import anyio
+import anyio.abc
+import attrs
+from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.streams.memory import MemoryObjectSendStream
+
+from .._errors import FencedOut, ToolkernelError
+from ..locks import Claim, LeaseTable
+from ..tools._beneath import DIRECTORY_FLAGS
+from ._address import default_socket_path, peer_allowed
+from ._fencing import apply_op
+from ._wire import (
+    HEADER_SIZE,
+    ProtocolError,
+    decode_claims,
+    decode_op,
+    field,
+    frame,
+    frame_length,
+    parse_frame,
+)
+
+__all__ = ["LeaseService", "serve", "DEFAULT_TTL"]
+
+DEFAULT_TTL = 10.0
+
+
+@attrs.define(eq=False)
+class _Connection:
+    number: int
+    outbox: MemoryObjectSendStream[bytes]
+    last_seen: float
+    # The client's request number of each lease it has, held or waiting, and back.
+    leases: dict[int, int] = attrs.Factory(dict)
+    numbers: dict[int, int] = attrs.Factory(dict)
+    tokens: dict[int, int] = attrs.Factory(dict)  # held lease id -> token
+    closed: bool = False
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        if not self.closed:
+            try:
+                self.outbox.send_nowait(frame(message))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self.closed = True
+
+
+def error_reply(number: object, exc: BaseException) -> dict[str, Any]:
+    error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, OSError):
+        error["message"] = exc.strerror or str(exc)
+        if exc.errno is not None:
+            error["errno"] = exc.errno
+        if exc.filename is not None:
+            error["path"] = os.fsdecode(exc.filename)
+    reply: dict[str, Any] = {"ok": False, "error": error}
+    if isinstance(number, int) and not isinstance(number, bool):
+        reply["re"] = number
+    return reply
+
+
+@attrs.define(eq=False)
+class LeaseService:
+    """The state of a running service: its table, its connections, its root."""
+
+    root_fd: int
+    ttl: float
+    table: LeaseTable
+    fixed_pools: frozenset[str]
+    _connections: dict[int, _Connection] = attrs.field(init=False, factory=dict)
+    _owners: dict[int, tuple[_Connection, int]] = attrs.field(init=False, factory=dict)
+    _next_connection: int = attrs.field(init=False, default=0)
+    _next_token: int = attrs.field(init=False, factory=lambda: time.time_ns() // 1000)
+    _root_id: tuple[int, int] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        found = os.fstat(self.root_fd)
+        self._root_id = (found.st_dev, found.st_ino)
+
+    # -- connections --------------------------------------------------------------------------
+
+    async def handle(self, stream: anyio.abc.SocketStream) -> None:
+        """Serve one client until it leaves, falls silent past the TTL, or breaks the framing."""
+        async with stream:
+            raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+            if not peer_allowed(raw):
+                problem = PermissionError(errno.EACCES, "the peer runs as another user")
+                await stream.send(frame(error_reply(None, problem)))
+                return
+            sender, receiver = anyio.create_memory_object_stream[bytes](math.inf)
+            self._next_connection += 1
+            connection = _Connection(self._next_connection, sender, anyio.current_time())
+            self._connections[connection.number] = connection
+            try:
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(self._write, stream, receiver)
+                    tasks.start_soon(self._watch, connection, tasks.cancel_scope)
+                    try:
+                        await self._read(stream, connection)
+                    finally:
+                        tasks.cancel_scope.cancel()
+            finally:
+                self.drop(connection)
+
+    def drop(self, connection: _Connection) -> None:
+        """Release everything ``connection`` holds and withdraw what it waits for, at once."""
+        connection.closed = True
+        connection.outbox.close()
+        self._connections.pop(connection.number, None)
+        for lease_id in list(connection.leases):
+            self._release(connection, lease_id)
+
+    async def _write(
+        self, stream: anyio.abc.SocketStream, frames: anyio.abc.ObjectReceiveStream[bytes]
+    ) -> None:
+        try:
+            async with frames:
+                async for data in frames:
+                    await stream.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+
+    async def _watch(self, connection: _Connection, scope: anyio.CancelScope) -> None:
+        while True:
+            silent = anyio.current_time() - connection.last_seen
+            if silent >= self.ttl:
+                scope.cancel()  # the reader's way out drops the connection
+                return
+            await anyio.sleep(self.ttl - silent)
+
+    async def _read(self, stream: anyio.abc.SocketStream, connection: _Connection) -> None:
+        reader = BufferedByteReceiveStream(stream)
+        while True:
+            try:
+                header = await reader.receive_exactly(HEADER_SIZE)
+                length = frame_length(header)
+                body = await reader.receive_exactly(length)
+            except ProtocolError as exc:
+                connection.send(error_reply(None, exc))
+                return  # no way to find the next frame
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
+                return
+            connection.last_seen = anyio.current_time()
+            number: object = None
+            try:
+                message = parse_frame(body)
+                number = message.get("n")
+                reply = self.handle_message(connection, message)
+            except (ProtocolError, ToolkernelError, OSError, ValueError, TypeError) as exc:
+                reply = error_reply(number, exc)
+            if reply is not None:
+                connection.send(reply)
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def handle_message(
+        self, connection: _Connection, message: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Act on one frame; return the reply (None for a message that has none)."""
+        op = message.get("op")
+        number = field(message, "n", int)
+        if op == "acquire":
+            return self._acquire(connection, number, message)
+        if op == "release":
+            lease_id = self._lease_of(connection, field(message, "of", int))
+            if lease_id is not None:
+                self._release(connection, lease_id)
+            return None
+        if op == "publish":
+            return self._publish(connection, number, message)
+        if op == "ping":
+            return {"re": number, "ok": True}
+        if op == "hello":
+            return self._hello(number, message)
+        if op == "status":
+            statistics = self.table.statistics()
+            return {
+                "re": number,
+                "ok": True,
+                "connections": len(self._connections),
+                "held": statistics.held,
+                "waiting": statistics.waiting,
+            }
+        raise ProtocolError(f"unknown op {op!r}")
+
+    def _hello(self, number: int, message: Mapping[str, Any]) -> dict[str, Any]:
+        root = message.get("root")
+        if root != list(self._root_id):
+            raise ProtocolError(
+                "the client's workspace root is not the directory this service serves"
+            )
+        pools = message.get("pools", {})
+        if not isinstance(pools, dict):
+            raise ProtocolError("'pools' must be an object")
+        for name, capacity in sorted(pools.items()):
+            if not isinstance(capacity, int) or isinstance(capacity, bool):
+                raise ProtocolError(f"pool {name!r}: capacity must be an integer")
+            current = self.table.capacity(name)
+            if current is None:
+                self._grant(self.table.set_capacity(name, capacity))
+            elif current != capacity:
+                raise ProtocolError(
+                    f"pool {name!r} has capacity {current} here, not {capacity}: every "
+                    "client of one service must give a pool the same capacity"
+                )
+        return {"re": number, "ok": True, "ttl": self.ttl, "pid": os.getpid()}
+
+    def _acquire(
+        self, connection: _Connection, number: int, message: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        if number in connection.numbers:
+            raise ProtocolError(f"request number {number} is in use")
+        claims: list[Claim] = decode_claims(message.get("claims"))
+        priority = message.get("priority", 0)
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise ProtocolError("'priority' must be an integer")
+        lease_id = self.table.request(claims, priority=priority, group=connection, owner=connection)
+        connection.leases[lease_id] = number
+        connection.numbers[number] = lease_id
+        self._owners[lease_id] = (connection, number)
+        if self.table.is_held(lease_id):
+            self._grant((lease_id,))
+        return None
+
+    def _lease_of(self, connection: _Connection, number: int) -> int | None:
+        return connection.numbers.get(number)
+
+    def _release(self, connection: _Connection, lease_id: int) -> None:
+        del connection.numbers[connection.leases.pop(lease_id)]
+        connection.tokens.pop(lease_id, None)
+        del self._owners[lease_id]
+        self._grant(self.table.release(lease_id, owner=connection))
+
+    def _grant(self, lease_ids: tuple[int, ...]) -> None:
+        for lease_id in lease_ids:
+            connection, number = self._owners[lease_id]
+            self._next_token += 1
+            token = self._next_token
+            connection.tokens[lease_id] = token
+            connection.send({"re": number, "ok": True, "lease": lease_id, "token": token})
+
+    def _publish(
+        self, connection: _Connection, number: int, message: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        lease_id = self._lease_of(connection, field(message, "of", int))
+        token = field(message, "token", int)
+        op = decode_op(message)
+        if lease_id is None or connection.tokens.get(lease_id) != token:
+            raise FencedOut(f"can't make the change: lease with token {token} is not held")
+        # Synchronously, in this step of the loop: nothing can revoke the grant meanwhile.
+        apply_op(self.root_fd, self.table.claims(lease_id), op)
+        return {"re": number, "ok": True}
+
+
+async def serve(
+    root: str | os.PathLike[str],
+    *,
+    socket_path: str | None = None,
+    ttl: float = DEFAULT_TTL,
+    pools: Mapping[str, int] | None = None,
+    out: TextIO = sys.stdout,
+) -> None:
+    """Serve leases for the workspace at ``root`` until cancelled, SIGINT or SIGTERM.
+
+    Prints the socket's path (one line) once clients can connect; removes it on the way out.
+    """
+    path = socket_path or default_socket_path(root, create=True)
+    root_fd = os.open(root, DIRECTORY_FLAGS)
+    try:
+        if _answers(path):
+            raise OSError(errno.EADDRINUSE, "a lease service already listens there", path)
+        service = LeaseService(
+            root_fd, ttl, LeaseTable(pools=dict(pools or {})), frozenset(pools or ())
+        )
+        listener = await anyio.create_unix_listener(path, mode=0o600)
+        try:
+            print(path, file=out, flush=True)
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(listener.serve, service.handle)
+                    async for _ in signals:
+                        tasks.cancel_scope.cancel()
+                        break
+        finally:
+            await listener.aclose()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+    finally:
+        os.close(root_fd)
+
+
+def _answers(path: str) -> bool:
+    import socket
+
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True

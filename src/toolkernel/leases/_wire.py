@@ -1,0 +1,189 @@
+"""The lease service's wire format: length-prefixed JSON, one object a frame, with a version.
+
+A frame is a 4-byte big-endian length, then that many bytes of UTF-8 JSON holding one object.
+Every object carries ``"v": 1``. Requests carry ``"op"`` and a client-chosen number ``"n"``;
+replies and grants carry ``"re"``, the number of the request they answer.
+
+Claims travel as ``{"r": "path", "p": [parts...], "m": "exclusive", "u": 1}`` (``r`` one of
+``path``, ``device`` with ``"name"``, ``pool`` with ``"name"``, ``everything``); the receiver
+rebuilds them through the public constructors, so a hostile claim fails their checks.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from ..locks import EVERYTHING, Claim, Device, Mode, Path, Pool, Resource
+from ._backend import Chmod, MakeDirectory, Op, RemoveDirectory, Rename, SetTimes, Unlink
+
+__all__ = [
+    "VERSION",
+    "MAX_FRAME",
+    "ProtocolError",
+    "frame",
+    "parse_frame",
+    "encode_claims",
+    "decode_claims",
+    "encode_op",
+    "decode_op",
+]
+
+VERSION: Final = 1
+MAX_FRAME: Final = 1 << 20
+"""The largest frame accepted (1 MiB): a bigger length prefix is an attack or a bug."""
+_LENGTH = struct.Struct(">I")
+HEADER_SIZE: Final = _LENGTH.size
+
+
+class ProtocolError(ValueError):
+    """A frame that breaks the wire format; the message says how (sent back to the peer)."""
+
+
+def frame(message: Mapping[str, Any]) -> bytes:
+    body = json.dumps({"v": VERSION, **message}, separators=(",", ":")).encode()
+    return _LENGTH.pack(len(body)) + body
+
+
+def frame_length(header: bytes) -> int:
+    (length,) = _LENGTH.unpack(header)
+    if length > MAX_FRAME:
+        raise ProtocolError(f"a frame of {length} bytes is over the limit of {MAX_FRAME}")
+    return int(length)
+
+
+def parse_frame(body: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ProtocolError(f"a frame that is not JSON: {exc}") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("a frame that is not a JSON object")
+    if message.get("v") != VERSION:
+        raise ProtocolError(f"wire version {message.get('v')!r} is not {VERSION}")
+    return message
+
+
+def field(message: Mapping[str, Any], name: str, kind: type[Any]) -> Any:
+    value = message.get(name)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ProtocolError(f"field {name!r} must be {kind.__name__}, not {value!r}")
+    return value
+
+
+def encode_claims(claims: Iterable[Claim]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for claim in claims:
+        resource = claim.resource
+        item: dict[str, Any]
+        if isinstance(resource, Path):
+            item = {"r": "path", "p": list(resource.parts)}
+        elif isinstance(resource, Device):
+            item = {"r": "device", "name": resource.name}
+        elif isinstance(resource, Pool):
+            item = {"r": "pool", "name": resource.name}
+        else:
+            item = {"r": "everything"}
+        item["m"] = claim.mode.value
+        if claim.units != 1:
+            item["u"] = claim.units
+        out.append(item)
+    return out
+
+
+def decode_claims(items: object) -> list[Claim]:
+    """Claims from the wire; :class:`ProtocolError` or the claims' own errors if malformed."""
+    if not isinstance(items, list):
+        raise ProtocolError("field 'claims' must be a list")
+    claims = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise ProtocolError(f"a claim must be an object, not {item!r}")
+        kind = item.get("r")
+        resource: Resource
+        if kind == "path":
+            parts = item.get("p")
+            if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
+                raise ProtocolError(f"a path claim's 'p' must be a list of strings: {item!r}")
+            resource = Path(tuple(parts))
+        elif kind == "device":
+            resource = Device(field(item, "name", str))
+        elif kind == "pool":
+            resource = Pool(field(item, "name", str))
+        elif kind == "everything":
+            resource = EVERYTHING
+        else:
+            raise ProtocolError(f"unknown resource kind {kind!r}")
+        try:
+            mode = Mode(item.get("m"))
+        except ValueError:
+            raise ProtocolError(f"unknown mode {item.get('m')!r}") from None
+        units = item.get("u", 1)
+        if not isinstance(units, int) or isinstance(units, bool):
+            raise ProtocolError(f"'u' must be an integer, not {units!r}")
+        claims.append(Claim(resource, mode, units=units))
+    return claims
+
+
+def _parts(value: object, name: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise ProtocolError(f"{name!r} must be a list of strings")
+    return tuple(value)
+
+
+def encode_op(op: Op) -> dict[str, Any]:
+    if isinstance(op, Rename):
+        if op.source_dir is not None:
+            raise ValueError("a rename from a descriptor is staged by the client, not sent")
+        return {
+            "kind": "rename",
+            "source": list(op.source),
+            "target": list(op.target),
+            "replace": op.replace,
+        }
+    if isinstance(op, Unlink):
+        return {"kind": "unlink", "target": list(op.target)}
+    if isinstance(op, MakeDirectory):
+        return {"kind": "mkdir", "target": list(op.target), "mode": op.mode}
+    if isinstance(op, RemoveDirectory):
+        return {"kind": "rmdir", "target": list(op.target)}
+    if isinstance(op, Chmod):
+        return {"kind": "chmod", "target": list(op.target), "mode": op.mode}
+    return {"kind": "utime", "target": list(op.target), "ns": list(op.ns)}
+
+
+def decode_op(message: Mapping[str, Any]) -> Op:
+    kind = message.get("kind")
+    target = _parts(message.get("target"), "target")
+    if kind == "rename":
+        replace = message.get("replace", True)
+        if not isinstance(replace, bool):
+            raise ProtocolError("'replace' must be a boolean")
+        return Rename(_parts(message.get("source"), "source"), target, replace)
+    if kind == "unlink":
+        return Unlink(target)
+    if kind == "mkdir":
+        return MakeDirectory(target, _mode(message))
+    if kind == "rmdir":
+        return RemoveDirectory(target)
+    if kind == "chmod":
+        return Chmod(target, _mode(message))
+    if kind == "utime":
+        ns = message.get("ns")
+        if (
+            not isinstance(ns, list)
+            or len(ns) != 2
+            or not all(isinstance(t, int) and not isinstance(t, bool) for t in ns)
+        ):
+            raise ProtocolError("'ns' must be two integers")
+        return SetTimes(target, (ns[0], ns[1]))
+    raise ProtocolError(f"unknown change kind {kind!r}")
+
+
+def _mode(message: Mapping[str, Any]) -> int:
+    mode = field(message, "mode", int)
+    if not 0 <= mode <= 0o7777:
+        raise ProtocolError(f"mode {mode!r} is out of range")
+    return int(mode)
