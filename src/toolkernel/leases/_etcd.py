@@ -74,6 +74,7 @@ import json
 import math
 import os
 import queue
+import socket
 import threading
 import time
 import uuid
@@ -119,13 +120,14 @@ class _Gateway:
         self._current = 0
         self._lock = threading.Lock()
         self._timeout = timeout
-        self._streaming: httpx.Response | None = None
+        self._streaming: socket.socket | None = None
         self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 1.0)))
 
     def close(self) -> None:
         streaming = self._streaming
         if streaming is not None:
-            streaming.close()
+            with contextlib.suppress(OSError):
+                streaming.shutdown(socket.SHUT_RDWR)
         self._client.close()
 
     def discover(self) -> None:
@@ -177,7 +179,10 @@ class _Gateway:
         timeout = httpx.Timeout(None, connect=min(self._timeout, 1.0))
         try:
             with self._client.stream("POST", endpoint + path, json=body, timeout=timeout) as r:
-                self._streaming = r
+                # Its socket, so that close() can interrupt the read (closing the response
+                # from another thread leaves a blocking recv waiting).
+                stream = r.extensions.get("network_stream")
+                self._streaming = stream.get_extra_info("socket") if stream is not None else None
                 for line in r.iter_lines():
                     if line:
                         yield json.loads(line)
@@ -275,8 +280,9 @@ class EtcdLeaseBackend:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    def _start(self) -> None:
-        self._gateway.discover()
+    def _start(self, discover: bool) -> None:
+        if discover:
+            self._gateway.discover()
         self._open_session()
         self._load()
         for thread in self._threads:
@@ -595,11 +601,13 @@ async def connect(
     *,
     pools: Mapping[str, int] | None = None,
     endpoints: Iterable[str] = (),
+    discover: bool = True,
 ) -> EtcdLeaseBackend:
     """Open a session with the etcd cluster ``spec`` names, for the workspace at ``root``.
 
     Every client of one root must give the same ``pools``. ``endpoints`` adds client URLs to the
-    members discovered from the first one. The caller closes it with ``await backend.aclose()``.
+    members discovered from the first one (``discover=False``: only those given). The caller
+    closes it with ``await backend.aclose()`` (``open_leases`` does).
     """
     real_root = await anyio.to_thread.run_sync(os.path.realpath, os.fspath(root))
     prefix = f"/toolkernel/{root_id(real_root)}/queue/".encode()
@@ -607,7 +615,7 @@ async def connect(
     gateway = _Gateway([first, *(e.rstrip("/") for e in endpoints)], timeout=max(spec.ttl / 3, 0.5))
     backend = EtcdLeaseBackend(gateway, prefix, real_root, spec.ttl, pools)
     try:
-        await anyio.to_thread.run_sync(backend._start)
+        await anyio.to_thread.run_sync(backend._start, discover)
     except BaseException:
         gateway.close()
         raise

@@ -1,0 +1,150 @@
+"""A real etcd on loopback for the tests and the benchmark: one member or a cluster of three.
+
+Uses the ``etcd`` binary on PATH (Debian: ``apt-get install etcd-server``); ``ETCD`` is None
+without one, and callers skip. Members run with short heartbeats and elections, so a lease TTL
+of one second is allowed (etcd's minimum TTL is 1.5 election timeouts) and a killed member's
+absence is noticed quickly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+
+ETCD = shutil.which("etcd")
+MISSING = "etcd is not installed (Debian: apt-get install etcd-server)"
+
+
+def free_ports(n: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+@attrs.define
+class Member:
+    name: str
+    client_port: int
+    peer_port: int
+    data_dir: Path
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def client_url(self) -> str:
+        return f"http://127.0.0.1:{self.client_port}"
+
+    @property
+    def peer_url(self) -> str:
+        return f"http://127.0.0.1:{self.peer_port}"
+
+
+@attrs.define
+class Cluster:
+    members: list[Member]
+    initial_cluster: str
+
+    def url(self, index: int = 0, ttl: float | None = None) -> str:
+        """The ``leases=`` URL of member ``index``."""
+        url = f"etcd://127.0.0.1:{self.members[index].client_port}"
+        return url if ttl is None else f"{url}?ttl={ttl:g}"
+
+    def start(self, index: int) -> None:
+        member = self.members[index]
+        assert ETCD is not None
+        with member.log.open("ab") as log:
+            member.process = subprocess.Popen(
+                [
+                    ETCD,
+                    "--name", member.name,
+                    "--data-dir", str(member.data_dir),
+                    "--listen-client-urls", member.client_url,
+                    "--advertise-client-urls", member.client_url,
+                    "--listen-peer-urls", member.peer_url,
+                    "--initial-advertise-peer-urls", member.peer_url,
+                    "--initial-cluster", self.initial_cluster,
+                    "--initial-cluster-state", "new",
+                    "--heartbeat-interval", "50",
+                    "--election-timeout", "500",
+                    "--log-level", "warn",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+
+    def kill(self, index: int) -> None:
+        """SIGKILL member ``index`` and wait for it to be gone."""
+        process = self.members[index].process
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+
+    def wait_ready(self, deadline: float = 15.0) -> None:
+        """Wait until every running member says it is healthy (it has a leader)."""
+        end = time.monotonic() + deadline
+        for member in self.members:
+            if member.process is None or member.process.poll() is not None:
+                continue
+            while True:
+                health = member.client_url + "/health"
+                with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(health) as r:
+                    if json.loads(r.read()).get("health") == "true":
+                        break
+                if time.monotonic() > end:
+                    raise TimeoutError(f"etcd member {member.name} not healthy: see {member.log}")
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        for index in range(len(self.members)):
+            self.kill(index)
+
+
+def start_cluster(directory: Path, size: int = 1) -> Cluster:
+    """Start ``size`` members on free loopback ports, their data beneath ``directory``."""
+    ports = free_ports(2 * size)
+    members = [
+        Member(
+            f"m{i}",
+            ports[2 * i],
+            ports[2 * i + 1],
+            directory / f"m{i}",
+            directory / f"m{i}.log",
+        )
+        for i in range(size)
+    ]
+    cluster = Cluster(members, ",".join(f"{m.name}={m.peer_url}" for m in members))
+    for index in range(size):
+        cluster.start(index)
+    try:
+        cluster.wait_ready()
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+@contextlib.contextmanager
+def running_cluster(directory: Path, size: int = 1) -> Iterator[Cluster]:
+    cluster = start_cluster(directory, size)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

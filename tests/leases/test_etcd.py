@@ -1,0 +1,161 @@
+"""Leases on etcd, in one process, on a real single-member etcd: grants, order, withdrawal,
+release, the fence. Skipped where etcd is not installed."""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import anyio
+import pytest
+
+from toolkernel import FencedOut, LeaseReleaseError
+from toolkernel.leases import LeaseBackend, Rename, open_leases
+from toolkernel.leases._etcd import EtcdLeaseBackend, root_id
+from toolkernel.locks import device, exclusive, reads, writes
+
+from .etcd_cluster import ETCD, MISSING, Cluster, running_cluster
+
+pytestmark = pytest.mark.skipif(ETCD is None, reason=MISSING)
+
+
+@pytest.fixture(scope="module")
+def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with running_cluster(tmp_path_factory.mktemp("etcd"), 1) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+async def pair(etcd: Cluster, tmp_path: Path) -> AsyncIterator[tuple[LeaseBackend, LeaseBackend]]:
+    async with AsyncExitStack() as stack:
+        a = await stack.enter_async_context(open_leases(etcd.url(ttl=2), tmp_path))
+        b = await stack.enter_async_context(open_leases(etcd.url(ttl=2), tmp_path))
+        assert a is not None and b is not None
+        yield a, b
+
+
+def queue_keys(cluster: Cluster, root: Path) -> list[str]:
+    """The request keys etcd holds for ``root``, read past the client under test."""
+    prefix = f"/toolkernel/{root_id(root)}/queue/".encode()
+    body = {
+        "key": base64.b64encode(prefix).decode(),
+        "range_end": base64.b64encode(prefix[:-1] + b"0").decode(),
+        "keys_only": True,
+    }
+    request = urllib.request.Request(
+        cluster.members[0].client_url + "/v3/kv/range", json.dumps(body).encode()
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        answer = json.loads(response.read())
+    return [base64.b64decode(kv["key"]).decode() for kv in answer.get("kvs", ())]
+
+
+async def wait_until_gone(cluster: Cluster, root: Path, key: str) -> None:
+    with anyio.fail_after(5):
+        # etcd's state, read from outside: nothing to wait on but the next read
+        while key in await anyio.to_thread.run_sync(queue_keys, cluster, root):  # noqa: ASYNC110
+            await anyio.sleep(0.02)
+
+
+async def test_conflicting_requests_are_granted_in_arrival_order_across_clients(
+    pair: tuple[LeaseBackend, LeaseBackend],
+) -> None:
+    a, b = pair
+    first = await a.acquire([writes("src/x.py")])
+    order: list[str] = []
+
+    async def take(backend: LeaseBackend, name: str, claims: list[object]) -> None:
+        grant = await backend.acquire(claims)  # type: ignore[arg-type]
+        order.append(name)
+        await anyio.sleep(0.05)
+        backend.release(grant)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(take, b, "writer of src", [writes("src")])
+        await anyio.sleep(0.2)
+        # A reader of a file beneath it arrives later: it waits behind the writer, not beside.
+        tg.start_soon(take, a, "reader of src/x.py", [reads("src/x.py")])
+        await anyio.sleep(0.2)
+        # Nothing ahead of this one conflicts: it overtakes both (no head-of-line blocking).
+        tg.start_soon(take, b, "reader of docs", [reads("docs")])
+        await anyio.sleep(0.3)
+        assert order == ["reader of docs"]
+        a.release(first)
+    assert order == ["reader of docs", "writer of src", "reader of src/x.py"]
+
+
+async def test_tokens_grow_with_every_later_grant(pair: tuple[LeaseBackend, LeaseBackend]) -> None:
+    a, b = pair
+    tokens = []
+    for backend in (a, b, a, b):
+        grant = await backend.acquire([exclusive(device("phone"))])
+        tokens.append(grant.token)
+        backend.release(grant)
+    assert tokens == sorted(tokens) and len(set(tokens)) == 4
+
+
+async def test_a_cancelled_waiter_is_withdrawn_and_holds_nothing(
+    pair: tuple[LeaseBackend, LeaseBackend], etcd: Cluster, tmp_path: Path
+) -> None:
+    a, b = pair
+    held = await a.acquire([writes("f")])
+    with anyio.move_on_after(0.3) as scope:
+        await b.acquire([writes("f"), writes("g")])
+    assert scope.cancelled_caught
+    # The withdrawn request named g too: had it held g, this would wait.
+    other = await a.acquire([writes("g")])
+    assert len(await anyio.to_thread.run_sync(queue_keys, etcd, tmp_path)) == 2
+    a.release(held)
+    a.release(other)
+    with anyio.fail_after(5):
+        grant = await b.acquire([writes("f")])
+    b.release(grant)
+
+
+async def test_release_twice_raises(pair: tuple[LeaseBackend, LeaseBackend]) -> None:
+    a, _ = pair
+    grant = await a.acquire([writes("f")])
+    a.release(grant)
+    with pytest.raises(LeaseReleaseError, match="not held"):
+        a.release(grant)
+
+
+async def test_the_fence_publishes_while_held_and_refuses_after(
+    pair: tuple[LeaseBackend, LeaseBackend], etcd: Cluster, tmp_path: Path
+) -> None:
+    a, _ = pair
+    grant = await a.acquire([writes("f.txt")])
+    fence = a.fence(grant)
+    (tmp_path / ".f.txt.1.tktmp").write_text("new")
+    await anyio.to_thread.run_sync(fence.publish, Rename((".f.txt.1.tktmp",), ("f.txt",)))
+    assert (tmp_path / "f.txt").read_text() == "new"
+
+    (tmp_path / ".g.2.tktmp").write_text("not mine")
+    with pytest.raises(PermissionError, match="does not hold it"):
+        await anyio.to_thread.run_sync(fence.publish, Rename((".g.2.tktmp",), ("g",)))
+
+    a.release(grant)
+    await wait_until_gone(etcd, tmp_path, grant.id)
+    (tmp_path / ".f.txt.3.tktmp").write_text("late")
+    with pytest.raises(FencedOut):
+        await anyio.to_thread.run_sync(fence.publish, Rename((".f.txt.3.tktmp",), ("f.txt",)))
+    assert (tmp_path / "f.txt").read_text() == "new"
+
+
+async def test_a_client_that_starts_later_sees_the_queue(
+    etcd: Cluster, tmp_path: Path, pair: tuple[LeaseBackend, LeaseBackend]
+) -> None:
+    a, _ = pair
+    held = await a.acquire([writes("f")])
+    async with open_leases(etcd.url(ttl=2), tmp_path) as late:
+        assert isinstance(late, EtcdLeaseBackend)
+        with anyio.move_on_after(0.3) as scope:
+            await late.acquire([reads("f")])
+        assert scope.cancelled_caught
+        a.release(held)
+        with anyio.fail_after(5):
+            late.release(await late.acquire([reads("f")]))
