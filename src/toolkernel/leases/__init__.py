@@ -21,5 +21,6 @@ from ._backend import SetTimes as SetTimes
 from ._backend import Unlink as Unlink
 from ._connect import EtcdLeases as EtcdLeases
 from ._connect import UnixLeases as UnixLeases
+from ._connect import connect as connect
 from ._connect import open_leases as open_leases
 from ._connect import parse_leases as parse_leases

@@ -17,7 +17,7 @@ import contextlib
 import math
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -33,7 +33,7 @@ from ..locks import Claim, canonical_claims
 from ._backend import Grant, Op, Rename
 from ._wire import HEADER_SIZE, encode_claims, encode_op, frame, frame_length, parse_frame
 
-__all__ = ["UnixLeaseClient", "open_unix"]
+__all__ = ["UnixLeaseClient", "open_unix", "connect_unix"]
 
 
 @attrs.define(eq=False)
@@ -77,6 +77,10 @@ class UnixLeaseClient:
     _held: dict[str, int] = attrs.field(init=False, factory=dict)  # grant id -> request number
     _next: int = attrs.field(init=False, default=0)
     _lost: str | None = attrs.field(init=False, default=None)
+    # Set by connect_unix: the block open_unix would have run the client in.
+    _block: AbstractAsyncContextManager[UnixLeaseClient] | None = attrs.field(
+        init=False, default=None
+    )
 
     # -- the backend --------------------------------------------------------------------------
 
@@ -122,6 +126,9 @@ class UnixLeaseClient:
     async def aclose(self) -> None:
         """Close the connection: the service releases everything this client held."""
         self._lose("the client was closed")
+        block, self._block = self._block, None
+        if block is not None:
+            await block.__aexit__(None, None, None)
 
     # -- for tests and tools ------------------------------------------------------------------
 
@@ -303,3 +310,13 @@ async def open_unix(
             raise
     finally:
         os.close(root_fd)
+
+
+async def connect_unix(
+    path: str, root: str | os.PathLike[str], *, pools: Mapping[str, int] | None = None
+) -> UnixLeaseClient:
+    """:func:`open_unix` without the block: ``aclose()`` ends it, in the task that connected."""
+    block = open_unix(path, root, pools=pools)
+    client = await block.__aenter__()
+    client._block = block
+    return client

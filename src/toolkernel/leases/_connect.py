@@ -13,7 +13,7 @@ import attrs
 
 from ._backend import LeaseBackend
 
-__all__ = ["UnixLeases", "EtcdLeases", "LeaseURL", "parse_leases", "open_leases"]
+__all__ = ["UnixLeases", "EtcdLeases", "LeaseURL", "parse_leases", "open_leases", "connect"]
 
 DEFAULT_ETCD_TTL = 10.0
 
@@ -110,3 +110,24 @@ async def open_leases(
     finally:
         with anyio.CancelScope(shield=True):
             await backend.aclose()
+
+
+async def connect(
+    url: str | LeaseURL | None,
+    root: str | os.PathLike[str],
+    *,
+    pools: Mapping[str, int] | None = None,
+) -> LeaseBackend | None:
+    """Like :func:`open_leases`, for callers that can't nest a block: the caller closes the
+    backend with ``await backend.aclose()``, in the task that connected (the lease service's
+    client runs tasks until then, as an ``async with`` block would)."""
+    spec = parse_leases(url) if url is None or isinstance(url, str) else url
+    if spec is None:
+        return None
+    if isinstance(spec, UnixLeases):
+        from ._client import connect_unix
+
+        return await connect_unix(spec.path, root, pools=pools)
+    etcd = importlib.import_module("._etcd", __package__)
+    connect_etcd: Callable[..., Awaitable[LeaseBackend]] = etcd.connect
+    return await connect_etcd(spec, root, pools=pools)

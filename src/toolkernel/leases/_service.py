@@ -307,8 +307,8 @@ async def serve(
         )
         listener = await anyio.create_unix_listener(path, mode=0o600)
         try:
-            print(path, file=out, flush=True)
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                print(path, file=out, flush=True)  # once a signal can stop it cleanly
                 async with anyio.create_task_group() as tasks:
                     tasks.start_soon(listener.serve, service.handle)
                     async for _ in signals:
