@@ -119,6 +119,7 @@ class Cluster:
 
 def start_cluster(directory: Path, size: int = 1) -> Cluster:
     """Start ``size`` members on free loopback ports, their data beneath ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
     ports = free_ports(2 * size)
     members = [
         Member(

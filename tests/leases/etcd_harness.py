@@ -31,7 +31,14 @@ class ClientProcess:
         self._messages: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self._backlog: list[dict[str, Any]] = []
         threading.Thread(target=self._read, daemon=True).start()
-        self.expect("ready", timeout=15)
+
+    @classmethod
+    def start(cls, n: int, url: str, root: Path) -> list[ClientProcess]:
+        """Start ``n`` clients side by side (an import of toolkernel takes a while), ready."""
+        clients = [cls(url, root) for _ in range(n)]
+        for client in clients:
+            client.expect("ready", timeout=30)
+        return clients
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -71,16 +78,15 @@ class ClientProcess:
         self.process.wait()
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            assert self.process.stdin is not None
-            with contextlib.suppress(OSError):
-                self.process.stdin.close()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        """Ask it to exit (end of its input), kill it if it doesn't, and close the pipes."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        with contextlib.suppress(OSError):  # a broken pipe, if it died
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.process.stdout.close()
 
 
 class PausableProxy:

@@ -112,6 +112,10 @@ def _prefix_end(prefix: bytes) -> bytes:
 # -- the gateway ----------------------------------------------------------------------------------
 
 
+class LeaseNotFound(ConnectionError):
+    """etcd knows no session of that id: it expired (or was revoked)."""
+
+
 class _Gateway:
     """Calls to etcd's JSON gateway, failing over between the cluster's members."""
 
@@ -148,28 +152,42 @@ class _Gateway:
             if self._endpoints[self._current] == endpoint:
                 self._current = (self._current + 1) % len(self._endpoints)
 
-    def call(self, path: str, body: Mapping[str, object], *, attempts: int | None = None) -> Any:
-        """POST ``body`` to ``path``; on a transport error try the next member, each at most
-        once (``attempts`` in all); raise the last error if none answers."""
-        tries = attempts if attempts is not None else len(self._endpoints)
-        error: Exception | None = None
-        for _ in range(max(tries, 1)):
-            endpoint = self.endpoint()
-            try:
-                response = self._client.post(endpoint + path, json=body)
-            except httpx.TransportError as exc:
-                error = exc
-                self.failed(endpoint)
-                continue
-            answer = response.json()
-            if response.status_code != 200:
-                # No leader (a member restarting, an election): another member may do.
-                error = ConnectionError(f"etcd at {endpoint} answered {answer!r}")
-                self.failed(endpoint)
-                continue
-            return answer
-        assert error is not None
-        raise error
+    def call(
+        self,
+        path: str,
+        body: Mapping[str, object],
+        *,
+        attempts: int | None = None,
+        retry_for: float = 0.0,
+    ) -> Any:
+        """POST ``body`` to ``path``; on a failure try the next member (``attempts`` in all,
+        one per member by default), and keep trying for ``retry_for`` seconds (an election
+        takes about one); raise the last error if none answers."""
+        give_up = time.monotonic() + retry_for
+        while True:
+            tries = attempts if attempts is not None else len(self._endpoints)
+            error: Exception | None = None
+            for _ in range(max(tries, 1)):
+                endpoint = self.endpoint()
+                try:
+                    response = self._client.post(endpoint + path, json=body)
+                    answer = response.json()
+                except (httpx.TransportError, ValueError) as exc:
+                    error = exc
+                    self.failed(endpoint)
+                    continue
+                if "lease not found" in str(answer.get("error", "")):
+                    raise LeaseNotFound(answer["error"])
+                if response.status_code != 200:
+                    # No leader (a member restarting, an election): another member may do.
+                    error = ConnectionError(f"etcd at {endpoint} answered {answer!r}")
+                    self.failed(endpoint)
+                    continue
+                return answer
+            assert error is not None
+            if time.monotonic() + 0.05 > give_up:
+                raise error
+            time.sleep(0.05)
 
     def stream(self, path: str, body: Mapping[str, object]) -> Iterator[Any]:
         """POST ``body`` to a streaming ``path`` of the current member; yield each JSON line.
@@ -226,6 +244,8 @@ class _Session:
     held_until: float
     """``time.monotonic()`` before which etcd cannot have expired it (see the module docstring)."""
     lost: bool = False
+    why: str = ""
+    """Why it was lost, for the messages of what it fails."""
 
 
 @attrs.define(eq=False)
@@ -306,7 +326,7 @@ class EtcdLeaseBackend:
     def _shut_down(self) -> None:
         session = self._session
         if session is not None and not session.lost:
-            session.lost = True
+            self._lose(session, "the backend was closed")
             # If no member answers, it expires by itself within its TTL.
             with contextlib.suppress(httpx.HTTPError, ConnectionError):
                 self._gateway.call("/v3/lease/revoke", {"ID": str(session.id)}, attempts=2)
@@ -321,7 +341,10 @@ class EtcdLeaseBackend:
         with self._session_lock:
             session = self._session
             if session is not None and not session.lost:
-                return session
+                if time.monotonic() < session.held_until:
+                    return session
+                # Past its TTL by our reckoning: etcd may have expired it, or soon will.
+                self._lose(session, "etcd went unheard for its TTL")
             sent = time.monotonic()
             answer = self._gateway.call("/v3/lease/grant", {"TTL": str(self._ttl)})
             ttl = float(answer["TTL"])
@@ -339,21 +362,23 @@ class EtcdLeaseBackend:
                 answer = self._gateway.call("/v3/lease/keepalive", {"ID": str(session.id)})
             except (httpx.HTTPError, ConnectionError, ValueError):
                 if time.monotonic() > session.held_until:
-                    self._lose(session)
+                    self._lose(session, "etcd went unheard for its TTL")
                 continue
             ttl = float(answer.get("result", {}).get("TTL", 0))
             if ttl > 0:
                 session.held_until = max(session.held_until, sent + ttl)
             else:
-                self._lose(session)  # etcd expired it: every key of it is gone
+                # etcd expired it (every key of it is gone): it was unheard for its TTL.
+                self._lose(session, "etcd expired its session, unheard for its TTL")
 
-    def _lose(self, session: _Session) -> None:
+    def _lose(self, session: _Session, why: str) -> None:
+        session.why = why
         session.lost = True
         with self._lock:
             lost = [r for r in self._mine.values() if r.session is session and not r.granted]
         for request in lost:
             request.error = ConnectionError(
-                "lost the etcd session while waiting for leases: etcd went unheard for its TTL"
+                f"lost the etcd session while waiting for leases: {why}"
             )
             request.wake()
 
@@ -473,20 +498,24 @@ class EtcdLeaseBackend:
         value = json.dumps(
             {"claims": encode_claims(canonical), "priority": priority, "label": label}
         ).encode()
-        event = anyio.Event()
-        wake = _threadsafe(event)
-        request: _Request | None = None
         try:
-            session = await anyio.to_thread.run_sync(self._open_session)
-            request = _Request(canonical, session, wake)
-            with self._lock:
-                self._mine[key] = request
-            answer = await anyio.to_thread.run_sync(
-                self._gateway.call,
-                "/v3/kv/put",
-                {"key": _b64(key), "value": _b64(value), "lease": str(session.id)},
-            )
-            token = int(answer["header"]["revision"])
+            for attempt in range(2):
+                session = await anyio.to_thread.run_sync(self._open_session)
+                event = anyio.Event()
+                request = _Request(canonical, session, _threadsafe(event))
+                with self._lock:
+                    self._mine[key] = request
+                try:
+                    token = await anyio.to_thread.run_sync(self._put, key, value, session)
+                    break
+                except LeaseNotFound:
+                    # etcd expired the session before the keepalive thread heard of it: take
+                    # the request out of it (losing it wakes its requests), then try a new one.
+                    with self._lock:
+                        del self._mine[key]
+                    self._lose(session, "etcd expired its session, unheard for its TTL")
+                    if attempt:
+                        raise
             await event.wait()
             if request.error is not None:
                 raise request.error
@@ -496,6 +525,30 @@ class EtcdLeaseBackend:
                 self._mine.pop(key, None)
             self._deletes.put(key)  # withdraws it, or releases a grant that raced the exit
             raise
+
+    def _put(self, key: bytes, value: bytes, session: _Session) -> int:
+        """Create the request's key; return its create revision (the fencing token).
+
+        A transaction, so that a retry after a lost answer cannot put the key twice (which
+        would not change its create revision, but would answer with another revision)."""
+        encoded = _b64(key)
+        put = {"key": encoded, "value": _b64(value), "lease": str(session.id)}
+        absent = {"key": encoded, "target": "CREATE", "result": "EQUAL", "create_revision": "0"}
+        answer = self._gateway.call(
+            "/v3/kv/txn",
+            {
+                "compare": [absent],
+                "success": [{"request_put": put}],
+                "failure": [{"request_range": {"key": encoded}}],
+            },
+            retry_for=session.ttl,
+        )
+        if answer.get("succeeded", False):
+            return int(answer["header"]["revision"])
+        kvs = answer["responses"][0]["response_range"].get("kvs", ())
+        if not kvs:
+            raise ConnectionError("the request's key vanished as it was made: the session ended")
+        return int(kvs[0]["create_revision"])
 
     def release(self, grant: Grant) -> None:
         """Release ``grant``: synchronous, never blocks (the delete is sent by a thread).
@@ -548,8 +601,10 @@ class EtcdLeaseBackend:
         self._check_time(grant, session)
 
     def _check_time(self, grant: Grant, session: _Session | None) -> None:
-        if self._closed.is_set() or session is None or session.lost:
+        if self._closed.is_set() or session is None:
             raise FencedOut(f"can't write under lease {grant.id}: it is no longer held")
+        if session.lost:
+            raise FencedOut(f"can't write under lease {grant.id}: {session.why}")
         left = session.held_until - time.monotonic()
         if left < self.margin:
             raise FencedOut(
