@@ -10,6 +10,7 @@ from ._errors import DeadlockError as DeadlockError
 from ._errors import DependencyCycleError as DependencyCycleError
 from ._errors import DependencyFailedError as DependencyFailedError
 from ._errors import FencedOut as FencedOut
+from ._errors import LeaseServiceError as LeaseServiceError
 from ._errors import ForeignLeaseError as ForeignLeaseError
 from ._errors import HookError as HookError
 from ._errors import IllegalTransitionError as IllegalTransitionError
@@ -30,6 +31,7 @@ from ._errors import RunTimeoutError as RunTimeoutError
 from ._errors import SchemaError as SchemaError
 from ._errors import ShellRulesError as ShellRulesError
 from ._errors import ToolDeclarationError as ToolDeclarationError
+from ._errors import StaleViewError as StaleViewError
 from ._errors import ToolError as ToolError
 from ._errors import ToolkernelError as ToolkernelError
 from ._errors import UndeclaredAccessError as UndeclaredAccessError

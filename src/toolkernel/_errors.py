@@ -14,6 +14,7 @@ The hierarchy, with the builtins each class refines in brackets::
       x LeaseReleaseError (RuntimeError) - a lease released twice or never held
         + ForeignLeaseError
       x FencedOut (PermissionError) - a write refused: its grant is no longer held
+      x LeaseServiceError (ConnectionError) - the shared lease service failed a request
       x InvalidCallError (ValueError) - a call that can't be admitted as written
         + UnknownToolError (LookupError)
         + InvalidArgumentsError (TypeError)
@@ -34,6 +35,7 @@ The hierarchy, with the builtins each class refines in brackets::
       x CallCancelledError
       x DependencyFailedError
       x ToolError - raised by a tool to fail its call with a message for the model
+        + StaleViewError - a write from a view of the file that is out of date
         + MCPToolError
         + MCPServerGoneError (ConnectionError)
       x IllegalTransitionError (RuntimeError)
@@ -60,6 +62,7 @@ __all__ = [
     "LeaseReleaseError",
     "ForeignLeaseError",
     "FencedOut",
+    "LeaseServiceError",
     "InvalidCallError",
     "UnknownToolError",
     "InvalidArgumentsError",
@@ -68,6 +71,7 @@ __all__ = [
     "NestingDepthError",
     "UndeclaredAccessError",
     "ToolError",
+    "StaleViewError",
     "IllegalTransitionError",
     "KernelClosedError",
     "CallEndedError",
@@ -127,6 +131,12 @@ class FencedOut(ToolkernelError, PermissionError):
     """A write was refused because the grant it was made under is no longer held (its holder's
     connection was lost, or its heartbeat fell silent past its TTL, and the leases may have gone
     to another); the change was not made visible."""
+
+
+class LeaseServiceError(ToolkernelError, ConnectionError):
+    """Leases could not be taken from the backend shared with other processes (the lease
+    service or etcd unreachable, its connection lost, a request it refused): the call fails,
+    nothing is held."""
 
 
 # -- calls and tools -------------------------------------------------------------------------
@@ -216,6 +226,16 @@ class DependencyFailedError(ToolkernelError):
 
 class ToolError(ToolkernelError):
     """Raised by a tool to fail its call with a message meant for the model, without a traceback."""
+
+
+class StaleViewError(ToolError):
+    """``Write``, ``Edit`` or ``MultiEdit`` refused a file that changed since this agent last
+    read or wrote it, or (where calls come from a model) one it never read; nothing was written.
+    ``rule`` names which (a ``toolkernel.tools.StaleRule``)."""
+
+    def __init__(self, message: str, *, rule: object) -> None:
+        super().__init__(message)
+        self.rule = rule
 
 
 class IllegalTransitionError(ToolkernelError, RuntimeError):

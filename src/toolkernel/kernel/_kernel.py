@@ -11,7 +11,10 @@ docstring describes a call's lifecycle. This module only does what needs an even
   inside a cancel scope the scheduler can cancel, so cancelling a call or closing the kernel
   always returns;
 - it sleeps until the earliest lease-wait deadline, in one timer task;
-- it lets callers wait: for a batch (one event per batch), a call, or a nested call's grant.
+- it lets callers wait: for a batch (one event per batch), a call, or a nested call's grant;
+- with leases shared with other processes (``open_kernel(leases=...)``), it takes a granted
+  call's claims from the shared backend too before the tool starts, and gives them back when
+  its local leases go (see ``_take_shared``).
 
 Its cancel scopes and events are its own, kept here by record; nothing is hung on the records.
 """
@@ -32,7 +35,8 @@ import anyio.abc
 import anyio.lowlevel
 
 from .._errors import HoldMore
-from ..locks import LeaseTableStatistics, path
+from ..leases._backend import Grant, LeaseBackend
+from ..locks import Claim, LeaseTableStatistics, path
 from . import _loop as loop
 from . import _messages as messages
 from ._actions import INTERRUPT, PREPHASE, START, TIMER, Action
@@ -79,8 +83,12 @@ class Kernel(metaclass=NoPublicConstructor):
         tools: Iterable[KernelTool],
         environment: Environment | None,
         options: KernelOptions,
+        shared: LeaseBackend | None = None,
     ) -> None:
         self._environment = environment
+        # Leases shared with other processes, and what this kernel's calls hold there.
+        self._shared = shared
+        self._grants: dict[CallRecord, Grant] = {}
         self._before_hooks = options.before_hooks
         self._after_hooks = options.after_hooks
         self._approver = options.approver
@@ -503,6 +511,79 @@ class Kernel(metaclass=NoPublicConstructor):
             await self._execute(record)
 
     async def _execute(self, record: CallRecord) -> None:
+        """Run a granted call: with shared leases, once the backend granted them too."""
+        if self._shared is None or record.result is not None:
+            await self._run_granted(record)
+            return
+        claims = self._shared_claims(record)
+        if not claims:
+            await self._run_granted(record)
+            return
+        if not await self._take_shared(record, claims):
+            return
+        try:
+            await self._run_granted(record)
+        finally:
+            self._give_shared(record)
+
+    def _shared_claims(self, record: CallRecord) -> tuple[Claim, ...]:
+        """What ``record`` must hold in the shared backend: its claims, less what its parent
+        holds there for it already (a nested call's claims its parent's leases cover)."""
+        claims = record.claims or ()
+        parent = record.parent
+        if parent is None or parent.claims is None:
+            return claims
+        return split_by_cover(parent.claims, claims)[1]
+
+    async def _take_shared(self, record: CallRecord, claims: tuple[Claim, ...]) -> bool:
+        """Wait for ``claims`` from the shared backend, holding the local leases meanwhile (a
+        wait that can't close a cycle: the backend's waits only go to earlier requests, and
+        local waiters wait only for calls holding their backend leases or asking for them).
+        Bounded by the call's lease-wait limit; cancellable like any wait. False if that
+        finished the call."""
+        backend = self._shared
+        assert backend is not None
+        held = self._grants.get(record)
+        if held is not None:
+            if held.claims == claims:
+                return True  # run again after HoldMore granted at once: what it held stands
+            self._give_shared(record)
+        limit = self._scheduler.wait_timeout(record)
+        deadline = math.inf if limit is None else self._loop.clock() + limit
+        label = f"{record.call.id} ({record.name})"
+        grant: Grant | None = None
+        try:
+            with self._scope(record, deadline):
+                grant = await backend.acquire(claims, priority=record.call.priority, label=label)
+        except BaseException as exc:
+            self._scopes.pop(record, None)
+            if self._loop.propagates(exc):
+                reason = record.cancel_reason or CancelReason(Why.TASK_CANCELLED)
+                self._fail(record, CANCELLED, messages.cancelled(reason))
+                raise
+            self._fail(record, ERROR, messages.shared_leases_failed(exc))
+            return False
+        self._scopes.pop(record, None)
+        if grant is not None:
+            if record.result is not None:  # finished meanwhile (its parent ended first)
+                backend.release(grant)
+                return False
+            self._grants[record] = grant
+            return True
+        if record.result is None:
+            if record.cancel_reason is not None:
+                self._fail(record, CANCELLED, messages.cancelled(record.cancel_reason))
+            else:
+                self._fail(record, Status.TIMEOUT, messages.shared_wait_timed_out(limit or 0.0))
+        return False
+
+    def _give_shared(self, record: CallRecord) -> None:
+        grant = self._grants.pop(record, None)
+        if grant is not None:
+            assert self._shared is not None
+            self._shared.release(grant)
+
+    async def _run_granted(self, record: CallRecord) -> None:
         """Run a granted call's tool in this task; release its leases; finish it."""
         scheduler = self._scheduler
         if record.result is not None:
@@ -557,6 +638,8 @@ class Kernel(metaclass=NoPublicConstructor):
                     limit = scheduler.run_timeout(record) or 0.0
                     status, failure = Status.TIMEOUT, messages.run_timed_out(limit)
         self._act(scheduler.release(record))
+        if self._grants:
+            self._give_shared(record)  # with its local leases, not after its after-hooks
         if record.result is not None:
             return  # finished while its tool ran on (its parent ended first): no after-hooks
         result = scheduler.make_result(record, status, output, failure)
@@ -655,6 +738,7 @@ async def open_kernel_core(
     *,
     environment: Environment | None = None,
     options: KernelOptions | None = None,
+    shared: LeaseBackend | None = None,
 ) -> AsyncIterator[Kernel]:
     """Open a :class:`Kernel` with ``options`` (checked already: a :class:`KernelOptions`);
     without an ``environment`` paths are keyed lexically and ``ctx.fs`` is None.
@@ -663,7 +747,7 @@ async def open_kernel_core(
     On exit every unfinished call is cancelled and gets its result; leases all return.
     """
     # Built before the tasks open, so bad options raise plainly, not in an ExceptionGroup.
-    kernel: Kernel = Kernel._create(tools, environment, options or KernelOptions())
+    kernel: Kernel = Kernel._create(tools, environment, options or KernelOptions(), shared)
     async with kernel._loop.tasks() as spawn:
         kernel._spawn = spawn
         spawn(kernel._timer, None, "toolkernel: lease-wait timer")

@@ -23,6 +23,7 @@ from .._errors import (
     InvalidArgumentsError,
     InvalidCallError,
     InvalidClaimError,
+    LeaseServiceError,
     LeaseWaitTimeoutError,
     NestingDepthError,
     PathChangedError,
@@ -246,6 +247,22 @@ def approval_timed_out(name: str, reason: str, limit: float) -> ApprovalTimeoutE
 def wait_timed_out(limit: float, behind: str) -> LeaseWaitTimeoutError:
     return LeaseWaitTimeoutError(
         f"timed out after waiting {seconds(limit)} for its leases{behind}; try again later"
+    )
+
+
+def shared_leases_failed(exc: BaseException) -> LeaseServiceError:
+    error = LeaseServiceError(
+        f"its leases could not be taken from the lease service other processes share: "
+        f"{describe(exc)}"
+    )
+    error.__cause__ = exc
+    return error
+
+
+def shared_wait_timed_out(limit: float) -> LeaseWaitTimeoutError:
+    return LeaseWaitTimeoutError(
+        f"waited {seconds(limit)} for its leases from the lease service, behind calls of "
+        f"another process sharing the workspace"
     )
 
 
