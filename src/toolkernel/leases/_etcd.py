@@ -564,15 +564,21 @@ class EtcdLeaseBackend:
 
     def _send_deletes(self) -> None:
         while True:
-            key = self._deletes.get()
-            if key is None:
-                return
-            while not self._closed.is_set():
+            keys = [self._deletes.get()]
+            # What queued meanwhile goes in the same transaction: one write (one fsync) for
+            # many releases, within etcd's default limit of 128 operations a transaction.
+            while len(keys) < 128 and not self._deletes.empty():
+                keys.append(self._deletes.get())
+            stop = None in keys
+            deletes = [{"request_delete_range": {"key": _b64(key)}} for key in keys if key]
+            while deletes and not self._closed.is_set():
                 try:
-                    self._gateway.call("/v3/kv/deleterange", {"key": _b64(key)})
+                    self._gateway.call("/v3/kv/txn", {"success": deletes})
                     break
                 except (httpx.HTTPError, ConnectionError, ValueError):
                     time.sleep(0.05)  # no member answers; the session's TTL is the backstop
+            if stop:
+                return
 
     # -- fencing --------------------------------------------------------------------------------
 
