@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -18,6 +19,7 @@ import pytest
 from toolkernel import LeaseReleaseError, UnknownPoolError
 from toolkernel.leases import (
     Grant,
+    Op,
     find_service,
     open_leases,
 )
@@ -44,14 +46,23 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         yield running
 
 
+@asynccontextmanager
 async def client(service: Service) -> AsyncIterator[UnixLeaseClient]:
     async with open_leases(service.url, service.root) as backend:
         assert isinstance(backend, UnixLeaseClient)
         yield backend
 
 
-def publish(backend: UnixLeaseClient, grant: Grant, op: object) -> object:
-    return anyio.to_thread.run_sync(backend.fence(grant).publish, op)
+async def publish(backend: UnixLeaseClient, grant: Grant, op: Op) -> None:
+    await anyio.to_thread.run_sync(backend.fence(grant).publish, op)
+
+
+async def wait_for_waiting(backend: UnixLeaseClient, n: int) -> None:
+    """Until the service has ``n`` requests waiting (requests sent by tasks just started are
+    sent when those tasks first run)."""
+    with anyio.fail_after(10):
+        while (await backend.status())["waiting"] != n:  # noqa: ASYNC110 - polls another process
+            await anyio.sleep(0.01)
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -104,53 +115,51 @@ def test_the_default_socket_is_found_from_any_spelling_of_the_root(
 async def test_conflicting_grants_wait_and_are_handed_off_in_arrival_order(
     service: Service,
 ) -> None:
-    async for a in client(service):
-        async for b in client(service):
-            writer = await a.acquire([writes("src/x.py")])
-            order: list[str] = []
+    async with client(service) as a, client(service) as b:
+        writer = await a.acquire([writes("src/x.py")])
+        order: list[str] = []
 
-            async def wait(backend: UnixLeaseClient, claim: Claim, name: str) -> None:
-                grant = await backend.acquire([claim])
-                order.append(name)
-                await anyio.sleep(0.05)
-                backend.release(grant)
+        async def wait(backend: UnixLeaseClient, claim: Claim, name: str) -> None:
+            grant = await backend.acquire([claim])
+            order.append(name)
+            await anyio.sleep(0.05)
+            backend.release(grant)
 
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(wait, b, reads("src"), "reader")
-                await b.ping()
-                tasks.start_soon(wait, a, writes("src/x.py"), "writer2")
-                await a.ping()
-                # Does not conflict with anything: overtakes.
-                free = await b.acquire([writes("docs")])
-                assert order == []
-                b.release(free)
-                a.release(writer)
-            assert order == ["reader", "writer2"]
-            later = await b.acquire([writes("src")])
-            assert later.token > writer.token
-            b.release(later)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(wait, b, reads("src"), "reader")
+            await b.ping()
+            tasks.start_soon(wait, a, writes("src/x.py"), "writer2")
+            await a.ping()
+            # Does not conflict with anything: overtakes.
+            free = await b.acquire([writes("docs")])
+            assert order == []
+            b.release(free)
+            a.release(writer)
+        assert order == ["reader", "writer2"]
+        later = await b.acquire([writes("src")])
+        assert later.token > writer.token
+        b.release(later)
 
 
 async def test_a_cancelled_acquire_is_withdrawn_and_lets_others_through(service: Service) -> None:
-    async for a in client(service):
-        async for b in client(service):
-            held = await a.acquire([writes("f")])
-            with anyio.move_on_after(0.1):
-                await b.acquire([writes("f")])
-            await b.ping()
-            # A reader queued behind the withdrawn writer is no longer behind anyone but a.
-            status = await a.status()
-            assert (status["held"], status["waiting"]) == (1, 0)
-            a.release(held)
-            grant = await b.acquire([reads("f")])
+    async with client(service) as a, client(service) as b:
+        held = await a.acquire([writes("f")])
+        with anyio.move_on_after(0.1):
+            await b.acquire([writes("f")])
+        await b.ping()
+        # A reader queued behind the withdrawn writer is no longer behind anyone but a.
+        status = await a.status()
+        assert (status["held"], status["waiting"]) == (1, 0)
+        a.release(held)
+        grant = await b.acquire([reads("f")])
+        b.release(grant)
+        with pytest.raises(LeaseReleaseError):
             b.release(grant)
-            with pytest.raises(LeaseReleaseError):
-                b.release(grant)
 
 
 async def test_pools_count_units_and_a_capacity_mismatch_is_refused(service: Service) -> None:
     gpu = f"gpu-{os.urandom(4).hex()}"  # a pool no earlier test named
-    async for a in client(service):
+    async with client(service) as a:
         one = await a.acquire([units(pool("net"), 2)])
         with anyio.move_on_after(0.1) as scope:
             await a.acquire([units(pool("net"), 1)])
@@ -178,7 +187,7 @@ async def test_a_client_of_another_root_is_refused(service: Service, tmp_path: P
 async def test_closing_a_client_releases_its_leases_and_withdraws_its_waiters(
     service: Service,
 ) -> None:
-    async for a in client(service):
+    async with client(service) as a:
         async with open_leases(service.url, service.root) as b:
             assert b is not None
             await b.acquire([writes("x")])
@@ -194,28 +203,26 @@ async def test_closing_a_client_releases_its_leases_and_withdraws_its_waiters(
 
 
 async def test_thousands_of_waiters_are_granted_and_withdrawn(service: Service) -> None:
-    async for a in client(service):
-        async for b in client(service):
-            writer = await a.acquire([writes("hot")])
-            granted: list[Grant] = []
+    async with client(service) as a, client(service) as b:
+        writer = await a.acquire([writes("hot")])
+        granted: list[Grant] = []
 
-            async def read() -> None:
-                granted.append(await b.acquire([reads("hot")]))
+        async def read() -> None:
+            granted.append(await b.acquire([reads("hot")]))
 
+        async with anyio.create_task_group() as tasks:
+            for _ in range(2000):
+                tasks.start_soon(read)
+            await wait_for_waiting(b, 2000)
+            a.release(writer)
+        assert len(granted) == 2000
+        for grant in granted:
+            b.release(grant)
+        held = await a.acquire([writes("hot")])
+        with anyio.move_on_after(0.3):
             async with anyio.create_task_group() as tasks:
                 for _ in range(2000):
-                    tasks.start_soon(read)
-                await b.ping()
-                assert (await b.status())["waiting"] == 2000
-                a.release(writer)
-            assert len(granted) == 2000
-            for grant in granted:
-                b.release(grant)
-            held = await a.acquire([writes("hot")])
-            with anyio.move_on_after(0.3):
-                async with anyio.create_task_group() as tasks:
-                    for _ in range(2000):
-                        tasks.start_soon(b.acquire, [writes("hot")])
-            await b.ping()
-            assert (await b.status())["waiting"] == 0
-            a.release(held)
+                    tasks.start_soon(b.acquire, [writes("hot")])
+        await b.ping()
+        assert (await b.status())["waiting"] == 0
+        a.release(held)

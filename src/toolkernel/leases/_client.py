@@ -31,7 +31,7 @@ from .. import _errors
 from .._errors import FencedOut, LeaseReleaseError
 from ..locks import Claim, canonical_claims
 from ._backend import Grant, Op, Rename
-from ._wire import HEADER_SIZE, encode_claims, encode_op, frame, frame_length, parse_frame
+from ._wire import HEADER_SIZE, batched, encode_claims, encode_op, frame, frame_length, parse_frame
 
 __all__ = ["UnixLeaseClient", "open_unix", "connect_unix"]
 
@@ -241,7 +241,7 @@ class UnixLeaseClient:
         try:
             async with frames:
                 async for data in frames:
-                    await stream.send(data)
+                    await stream.send(batched(data, frames))
             # Closed by this side: the service sees the end and releases everything at once.
             await stream.send_eof()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):

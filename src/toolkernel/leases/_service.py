@@ -46,6 +46,7 @@ from ._fencing import apply_op
 from ._wire import (
     HEADER_SIZE,
     ProtocolError,
+    batched,
     decode_claims,
     decode_op,
     field,
@@ -126,10 +127,15 @@ class LeaseService:
             self._connections[connection.number] = connection
             try:
                 async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(self._write, stream, receiver)
+                    written = anyio.Event()
+                    tasks.start_soon(self._write, stream, receiver, written)
                     tasks.start_soon(self._watch, connection, tasks.cancel_scope)
                     try:
                         await self._read(stream, connection)
+                        # The writer sends what is queued (a last error), then ends.
+                        connection.outbox.close()
+                        with anyio.move_on_after(1):
+                            await written.wait()
                     finally:
                         tasks.cancel_scope.cancel()
             finally:
@@ -144,14 +150,19 @@ class LeaseService:
             self._release(connection, lease_id)
 
     async def _write(
-        self, stream: anyio.abc.SocketStream, frames: anyio.abc.ObjectReceiveStream[bytes]
+        self,
+        stream: anyio.abc.SocketStream,
+        frames: anyio.abc.ObjectReceiveStream[bytes],
+        written: anyio.Event,
     ) -> None:
         try:
             async with frames:
                 async for data in frames:
-                    await stream.send(data)
+                    await stream.send(batched(data, frames))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass
+        finally:
+            written.set()
 
     async def _watch(self, connection: _Connection, scope: anyio.CancelScope) -> None:
         while True:
