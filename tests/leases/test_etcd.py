@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
@@ -20,11 +22,11 @@ from toolkernel.locks import device, exclusive, reads, writes
 
 from .etcd_cluster import ETCD, MISSING, Cluster, running_cluster
 
-pytestmark = pytest.mark.skipif(ETCD is None, reason=MISSING)
-
 
 @pytest.fixture(scope="module")
 def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    if ETCD is None:
+        pytest.skip(MISSING)
     with running_cluster(tmp_path_factory.mktemp("etcd"), 1) as cluster:
         yield cluster
 
@@ -159,3 +161,13 @@ async def test_a_client_that_starts_later_sees_the_queue(
         a.release(held)
         with anyio.fail_after(5):
             late.release(await late.acquire([reads("f")]))
+
+
+def test_without_httpx_the_etcd_backend_names_its_extra() -> None:
+    code = "import sys; sys.modules['httpx'] = None; import toolkernel.leases._etcd"
+    ran = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    last = ran.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: leases=\"etcd://...\" needs the 'etcd' extra"), last
+    assert "pip install 'toolkernel[etcd]'" in last

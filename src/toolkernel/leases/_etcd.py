@@ -83,10 +83,15 @@ from typing import Any
 
 import anyio
 import attrs
-import httpx
 import sniffio
 
 from .._errors import FencedOut, LeaseReleaseError
+from .._extras import missing_extra
+
+try:
+    import httpx
+except ImportError as exc:  # say which extra brings it
+    raise ImportError(missing_extra("etcd", 'leases="etcd://..."', "httpx"), name="httpx") from exc
 from ..locks import Claim, LeaseTable, canonical_claims
 from ._backend import Grant, Op
 from ._connect import EtcdLeases
