@@ -15,10 +15,12 @@ from pathlib import Path
 import anyio
 import pytest
 
+import toolkernel as tk
 from toolkernel import FencedOut, LeaseReleaseError
 from toolkernel.leases import LeaseBackend, Rename, open_leases
 from toolkernel.leases._etcd import EtcdLeaseBackend, root_id
 from toolkernel.locks import device, exclusive, reads, writes
+from toolkernel.tools import builtin_tools
 
 from .etcd_cluster import ETCD, MISSING, Cluster, running_cluster
 
@@ -171,3 +173,41 @@ def test_without_httpx_the_etcd_backend_names_its_extra() -> None:
     last = ran.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: leases=\"etcd://...\" needs the 'etcd' extra"), last
     assert "pip install 'toolkernel[etcd]'" in last
+
+
+async def test_two_kernels_on_etcd_take_turns_on_a_file(etcd: Cluster, tmp_path: Path) -> None:
+    started: list[str] = []
+    go = anyio.Event()
+    holding = anyio.Event()
+
+    @tk.tool(claims=lambda a: [tk.writes(a["path"])])
+    async def hold(ctx: tk.ToolContext, path: str) -> str:
+        """Hold ``path`` until told to let go."""
+        started.append(ctx.call_id)
+        holding.set()
+        await go.wait()
+        return "held"
+
+    tools = [hold, *builtin_tools()]
+    with anyio.fail_after(20):
+        async with (
+            tk.open_kernel(tools, root=tmp_path, leases=etcd.url(ttl=2)) as a,
+            tk.open_kernel(tools, root=tmp_path, leases=etcd.url(ttl=2)) as b,
+        ):
+            first = a.submit(tk.ToolCall("a1", "hold", {"path": "notes.txt"}))
+            await holding.wait()
+            write = b.submit(
+                tk.ToolCall("b1", "Write", {"file_path": "notes.txt", "content": "from b\n"})
+            )
+            other = b.submit(
+                tk.ToolCall("b2", "Write", {"file_path": "other.txt", "content": "free\n"})
+            )
+            assert (await other.wait_finished()).ok  # another file: it overlaps a's call
+            await anyio.sleep(0.3)
+            assert not write.finished and not (tmp_path / "notes.txt").exists()
+            go.set()
+            assert (await first.wait_finished()).ok
+            result = await write.wait_finished()
+            assert result.ok, result.error
+    assert (tmp_path / "notes.txt").read_text() == "from b\n"
+    assert (tmp_path / "other.txt").read_text() == "free\n"
