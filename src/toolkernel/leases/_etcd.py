@@ -7,8 +7,8 @@ canonical claims (with its priority and label, for people reading the queue). Th
 to the client's *session*: one etcd lease per client, kept alive by a keepalive thread every third
 of its TTL. A client that dies, or stops being heard from, loses the session when the TTL runs
 out, and etcd deletes every key of it in one revision: its leases return and its waiters are
-withdrawn, within the TTL (10 s by default, ``?ttl=`` to change; etcd rounds it up to its minimum,
-1.5 election timeouts, 2 s with etcd's default settings).
+withdrawn, within the TTL (10 s by default, ``?ttl=`` to change; whole seconds, rounded up, and
+at least etcd's minimum, 1.5 election timeouts: 2 s with etcd's default settings).
 
 Every client mirrors the whole queue of its root in a :class:`~toolkernel.locks.LeaseTable`: it
 reads the prefix once, in create-revision order, then follows one watch stream over the prefix
@@ -18,7 +18,10 @@ it conflicts with no key of a lower create revision still present (held or waiti
 hierarchical paths, shared and exclusive modes, pools and all-or-nothing grants follow exactly
 the rules of the in-process table, in etcd's order of arrival. One watch per client serves all
 its waiters (rather than one watch per key ahead of each waiter): re-deciding after a delete is
-the table's hand-off, O(depth) per front let through, not a re-read.
+the table's hand-off, O(depth) per front let through, not a re-read. The price: every client
+hears of every request of its root. Every client of one root must give the same pool capacities
+(``pools=``); a request its mirror cannot decide (an unknown pool) holds nothing there, and its
+own client's ``acquire`` raises.
 
 Why every client agrees: in create-revision order and without priorities, "held" is a function
 of the keys present, not of the history that led there (a request is held iff it conflicts with
@@ -50,7 +53,8 @@ moment before and whose session cannot have expired yet by its own clock. It doe
 that the change lands before the leases pass to another client if the process is paused (stopped,
 swapped out, a long garbage collection) for longer than the margin between step 3 and the system
 call itself, nor if the machine's clock runs slower than etcd's by more than the margin over a
-TTL. A file system that checked a token itself would close that gap; ours check none.
+TTL. (etcd renews every lease when it elects a new leader: that only makes the reckoning more
+cautious.) A file system that checked a token itself would close that gap; ours check none.
 
 Failures: the client learns etcd's members from the first endpoint and fails over between them
 (a killed member costs a retry; the watch resumes from the last revision it saw). A lost
@@ -58,10 +62,12 @@ session (TTL passed without a keepalive answered) fails the waiters of that sess
 :class:`ConnectionError` and fences its grants out; the next ``acquire`` opens a new session.
 
 The HTTP client is httpx, synchronous, on three threads of the backend's own (keepalive, watch,
-releases) and in worker threads for puts and fences: keepalives then keep going while the event
-loop is busy, and the backend works the same under trio and asyncio. The maintained Python
-clients of etcd v3 speak gRPC and asyncio only (aetcd) or are synchronous wrappers of this same
-gateway (etcd3gw), so they would bring a dependency and no capability.
+releases; releases queued together go as one transaction) and in worker threads for puts and
+fences: keepalives keep going while the event loop is busy, and the backend works the same under
+trio and asyncio. Of the clients of etcd v3 on PyPI, the gRPC ones are asyncio only (aetcd,
+etcd3aio) or unmaintained (etcd3), and etcd3gw wraps this same gateway synchronously with
+requests; none would add a capability worth a dependency, and the gateway needs only httpx,
+which toolkernel already uses. (They were not measured against it.)
 """
 
 from __future__ import annotations
