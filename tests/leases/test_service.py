@@ -226,3 +226,22 @@ async def test_thousands_of_waiters_are_granted_and_withdrawn(service: Service) 
         await b.ping()
         assert (await b.status())["waiting"] == 0
         a.release(held)
+
+
+async def test_a_higher_priority_request_overtakes_other_clients_waiters(service: Service) -> None:
+    async with client(service) as a, client(service) as b, client(service) as c:
+        held = await a.acquire([writes("prio")])
+        order: list[str] = []
+
+        async def wait(backend: UnixLeaseClient, priority: int, name: str) -> None:
+            grant = await backend.acquire([writes("prio")], priority=priority)
+            order.append(name)
+            backend.release(grant)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(wait, b, 0, "low")
+            await wait_for_waiting(a, 1)
+            tasks.start_soon(wait, c, 1, "high")
+            await wait_for_waiting(a, 2)
+            a.release(held)
+        assert order == ["high", "low"]
