@@ -9,6 +9,7 @@ import toolkernel.formats
 import toolkernel.formats.anthropic
 import toolkernel.formats.openai
 import toolkernel.kernel
+import toolkernel.leases
 import toolkernel.locks
 import toolkernel.mcp
 import toolkernel.replay
@@ -114,6 +115,17 @@ PROMISED = {
     toolkernel.trace: ["Timeline", "ChromeTrace", "format_statistics"],
     toolkernel.trace.otel: ["ToolCallSpans"],
     toolkernel.replay: ["load_turns", "compare", "format_table", "timeline_svg"],
+    toolkernel.leases: [
+        "open_leases",
+        "connect",
+        "parse_leases",
+        "find_service",
+        "LeaseBackend",
+        "Grant",
+        "Fence",
+        "FencedOut",
+        "Rename",
+    ],
     toolkernel.kernel: [
         "ResourceContention",
         "KernelStatistics",

@@ -1,9 +1,54 @@
 """Leases shared by several processes: a lease service on one machine, or etcd.
 
 ``open_kernel(leases=None)`` keeps leases in-process. ``leases="unix:PATH"`` sends a kernel's
-requests to a lease service (``python -m toolkernel serve --root DIR``); ``leases="etcd://host:port"``
-keeps them in etcd. Every backend grants by the rules of ``LeaseTable`` and stamps each grant with
-a fencing token; write paths publish their visible changes through ``backend.fence(grant)``.
+requests to a lease service (``python -m toolkernel serve --root DIR``, which prints PATH;
+:func:`find_service` finds it from the root); ``leases="etcd://host:port"`` keeps them in etcd.
+Every backend grants by the rules of ``LeaseTable`` (all or nothing, conflict-aware FIFO in order
+of arrival, hierarchical paths, pools, priorities) and stamps each grant with a fencing token;
+write paths make their changes visible through ``backend.fence(grant).publish(op)``.
+
+The lease service (one machine)
+-------------------------------
+One process owns one ``LeaseTable`` for a workspace root and listens on a Unix socket (mode
+``0600`` in a ``0700`` directory, each peer's ``SO_PEERCRED`` checked: the same user, or root).
+Frames are length-prefixed JSON with a version; a malformed one gets an error reply and harms no
+one else. A client that exits, crashes or drops its connection loses everything at once: its
+leases are released and its waiters withdrawn in the same step, with no TTL to wait out. A client
+paused with its socket still open (SIGSTOP, a debugger, a swapped-out laptop) is caught by the
+heartbeat: it pings every TTL/4, and the service revokes everything of a client silent for a TTL
+(10 s by default, ``serve --ttl``) and closes its connection.
+
+Fencing: why the service makes the change itself
+------------------------------------------------
+A file system checks no fencing token. A client that asks "is my grant still held?" and then
+renames leaves a window between the answer and the rename: paused there past its TTL, it writes
+after its lease went to another client, and a token checked before the pause does not help. On
+one machine there is a way to close the window: the service, which decides revocations, makes
+the visible step. A write path prepares its change under a scratch name (a hidden ``*.tktmp``
+beside the target, invisible to the tools), then asks the service to publish one op: a rename
+over the target, an unlink, ``mkdir``, ``rmdir``, ``chmod``, times. The service checks that the
+grant is held (token and all) and covers every key the op changes exclusively, then makes the
+change beneath its own root descriptor, through directories opened without following links, in
+the same step of its event loop. Revocation is another step of that loop, so no change lands
+after its grant went away: by construction, not by timing. A rename whose source lies outside the
+workspace (a sandbox's upper layer) is first moved by the client to a scratch name beside its
+target, then published the same way. What it costs, measured by ``benchmarks/leases.py`` (plain
+``rename`` against the two fences, from a worker thread as ``ctx.fs`` writes are): the published
+rename costs one round trip more than a plain rename, about what check-then-rename costs, so
+closing the window is free compared with the fence that leaves it open.
+
+Rejected: check-then-rename in the client (the window above); ``flock`` held by each holder
+(released when a process dies, but a paused process keeps it, so one stopped client stalls
+everyone with no way to take it back); passing the target's directory descriptor to the service
+with ``SCM_RIGHTS`` (the service would have to trust the client's descriptor to lie beneath the
+root; opening by key from its own root descriptor checks that for free); reconnecting behind the
+caller's back (leases held before a reconnection can't be trusted after it: a lost connection
+fails the grants, and the caller opens a new backend).
+
+What it does not promise: the socket is local, so the service coordinates processes on one
+machine only (etcd spans machines); a process that writes the workspace without toolkernel is
+not fenced; a client paused *before* publishing is refused, but a change the service has begun
+is finished.
 """
 
 from ._address import default_socket_path as default_socket_path
