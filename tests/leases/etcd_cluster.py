@@ -8,6 +8,7 @@ absence is noticed quickly.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import shutil
@@ -20,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
+
+from toolkernel.leases._etcd import root_id
 
 ETCD = shutil.which("etcd")
 MISSING = "etcd is not installed (Debian: apt-get install etcd-server)"
@@ -149,3 +152,19 @@ def running_cluster(directory: Path, size: int = 1) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+def queue_keys(cluster: Cluster, root: Path) -> list[str]:
+    """The request keys etcd holds for ``root``, read past the client under test."""
+    prefix = f"/toolkernel/{root_id(root)}/queue/".encode()
+    body = {
+        "key": base64.b64encode(prefix).decode(),
+        "range_end": base64.b64encode(prefix[:-1] + b"0").decode(),
+        "keys_only": True,
+    }
+    request = urllib.request.Request(
+        cluster.members[0].client_url + "/v3/kv/range", json.dumps(body).encode()
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        answer = json.loads(response.read())
+    return [base64.b64decode(kv["key"]).decode() for kv in answer.get("kvs", ())]

@@ -3,11 +3,8 @@ release, the fence. Skipped where etcd is not installed."""
 
 from __future__ import annotations
 
-import base64
-import json
 import subprocess
 import sys
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -18,11 +15,11 @@ import pytest
 import toolkernel as tk
 from toolkernel import FencedOut, LeaseReleaseError
 from toolkernel.leases import LeaseBackend, Rename, open_leases
-from toolkernel.leases._etcd import EtcdLeaseBackend, root_id
+from toolkernel.leases._etcd import EtcdLeaseBackend
 from toolkernel.locks import device, exclusive, reads, writes
 from toolkernel.tools import builtin_tools
 
-from .etcd_cluster import ETCD, MISSING, Cluster, running_cluster
+from .etcd_cluster import ETCD, MISSING, Cluster, queue_keys, running_cluster
 
 
 @pytest.fixture(scope="module")
@@ -40,22 +37,6 @@ async def pair(etcd: Cluster, tmp_path: Path) -> AsyncIterator[tuple[LeaseBacken
         b = await stack.enter_async_context(open_leases(etcd.url(ttl=2), tmp_path))
         assert a is not None and b is not None
         yield a, b
-
-
-def queue_keys(cluster: Cluster, root: Path) -> list[str]:
-    """The request keys etcd holds for ``root``, read past the client under test."""
-    prefix = f"/toolkernel/{root_id(root)}/queue/".encode()
-    body = {
-        "key": base64.b64encode(prefix).decode(),
-        "range_end": base64.b64encode(prefix[:-1] + b"0").decode(),
-        "keys_only": True,
-    }
-    request = urllib.request.Request(
-        cluster.members[0].client_url + "/v3/kv/range", json.dumps(body).encode()
-    )
-    with urllib.request.urlopen(request, timeout=5) as response:
-        answer = json.loads(response.read())
-    return [base64.b64decode(kv["key"]).decode() for kv in answer.get("kvs", ())]
 
 
 async def wait_until_gone(cluster: Cluster, root: Path, key: str) -> None:

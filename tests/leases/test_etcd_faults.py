@@ -14,11 +14,11 @@ import anyio
 import pytest
 
 from toolkernel import FencedOut
-from toolkernel.leases import EtcdLeases, Grant, Rename, open_leases
+from toolkernel.leases import EtcdLeases, Grant, LeaseBackend, Rename, open_leases
 from toolkernel.leases._etcd import connect as connect_etcd
 from toolkernel.locks import claims_conflict, exclusive, path, shared, writes
 
-from .etcd_cluster import ETCD, MISSING, Cluster, running_cluster
+from .etcd_cluster import ETCD, MISSING, Cluster, queue_keys, running_cluster
 from .etcd_harness import ClientProcess, PausableProxy
 
 pytestmark = pytest.mark.skipif(ETCD is None, reason=MISSING)
@@ -77,15 +77,18 @@ async def test_a_killed_client_s_leases_return_within_its_ttl(
     holder = clients[0]
     async with open_leases(etcd.url(ttl=ttl), tmp_path) as waiter:
         assert waiter is not None
-        holder.send(acquire="H", claims=[["w", "x"]])
-        await anyio.to_thread.run_sync(holder.expect, "granted", "H")
+        # Two requests: etcd deletes both keys of the session in one revision.
+        holder.send(acquire="H1", claims=[["w", "x"]])
+        holder.send(acquire="H2", claims=[["w", "y"]])
+        await anyio.to_thread.run_sync(holder.expect, "granted", "H1")
+        await anyio.to_thread.run_sync(holder.expect, "granted", "H2")
         with anyio.move_on_after(0.2) as scope:
             await waiter.acquire([writes("x")])
         assert scope.cancelled_caught
         killed_at = time.monotonic()
         holder.kill()
         with anyio.fail_after(5):
-            grant = await waiter.acquire([writes("x")])
+            grant = await waiter.acquire([writes("x"), writes("y")])
         returned_after = time.monotonic() - killed_at
         waiter.release(grant)
     # At most the TTL after the last keepalive, plus etcd's expiry sweep (every 0.5 s).
@@ -211,3 +214,53 @@ def test_no_two_conflicting_grants_overlap_across_processes(
             # The earlier request (lower token) held first.
             assert (s1 < s2) == (t1 < t2)
     assert conflicting > 0
+
+
+async def test_hundreds_of_waiters_are_granted_by_one_release(
+    etcd: Cluster, tmp_path: Path
+) -> None:
+    n = 300
+    async with (
+        open_leases(etcd.url(ttl=2), tmp_path) as a,
+        open_leases(etcd.url(ttl=2), tmp_path) as b,
+    ):
+        assert a is not None and b is not None
+        writer = await a.acquire([writes("hot")])
+        granted: list[Grant] = []
+        queued = anyio.Event()
+
+        async def read(done: anyio.Event) -> None:
+            granted.append(await b.acquire([shared(path("hot"))]))
+            if len(granted) == n:
+                done.set()
+
+        all_granted = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            for _ in range(n):
+                tg.start_soon(read, all_granted)
+            await until_queued(etcd, tmp_path, n + 1)
+            # A later writer of another client waits behind every reader (FIFO), not before.
+            tg.start_soon(wait_then_set, a, queued)
+            await until_queued(etcd, tmp_path, n + 2)
+            assert not granted
+            a.release(writer)
+            with anyio.fail_after(10):
+                await all_granted.wait()
+            assert not queued.is_set()
+            for grant in granted:
+                b.release(grant)
+            with anyio.fail_after(10):
+                await queued.wait()
+
+
+async def wait_then_set(backend: LeaseBackend, event: anyio.Event) -> None:
+    grant = await backend.acquire([writes("hot")])
+    event.set()
+    backend.release(grant)
+
+
+async def until_queued(etcd: Cluster, root: Path, count: int) -> None:
+    """Poll etcd (nothing to wait on across clients) until ``count`` requests are queued."""
+    with anyio.fail_after(20):
+        while len(await anyio.to_thread.run_sync(queue_keys, etcd, root)) < count:  # noqa: ASYNC110
+            await anyio.sleep(0.05)

@@ -471,11 +471,14 @@ class EtcdLeaseBackend:
     def _apply(self, events: Iterable[Any]) -> None:
         changed: list[int] = []
         with self._lock:
+            # One revision can delete many keys (a transaction, a session expiring): all of its
+            # events come in one message, so only revisions before this message were seen.
+            seen = self._revision
             for event in events:
                 kv = event["kv"]
                 key = _unb64(kv["key"])
                 revision = int(kv["mod_revision"])
-                if revision <= self._revision:
+                if revision <= seen:
                     continue  # seen before a reconnection
                 if event.get("type") == "DELETE":
                     lease_id = self._ids.pop(key, None)
