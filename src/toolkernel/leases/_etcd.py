@@ -60,6 +60,8 @@ Failures: the client learns etcd's members from the first endpoint and fails ove
 (a killed member costs a retry; the watch resumes from the last revision it saw). A lost
 session (TTL passed without a keepalive answered) fails the waiters of that session with
 :class:`ConnectionError` and fences its grants out; the next ``acquire`` opens a new session.
+Not handled: a member that stops answering without its connections failing (a frozen process)
+stalls this client's watch, so its waiters wait, until TCP gives up on the connection.
 
 The HTTP client is httpx, synchronous, on three threads of the backend's own (keepalive, watch,
 releases; releases queued together go as one transaction) and in worker threads for puts and
