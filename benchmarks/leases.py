@@ -65,7 +65,7 @@ class Settings(NamedTuple):
     writes: int
 
 
-FULL = Settings(rounds=5, pairs=2000, burst=20000, deaths=5, writes=1000)
+FULL = Settings(rounds=3, pairs=1000, burst=6400, deaths=3, writes=500)
 QUICK = Settings(rounds=1, pairs=200, burst=2000, deaths=1, writes=100)
 
 
