@@ -9,7 +9,9 @@ a. **Round trip** — one client acquires an exclusive lease on a file nobody ho
 b. **Hand-off** — two clients take turns on one file: the median time from one's ``release`` to
    the other's grant (a delete, a watch event, the mirror's decision).
 c. **Grants per second** — several clients, each with many tasks acquiring and releasing
-   distinct files as fast as they can, for a fixed time.
+   distinct files as fast as they can, for a fixed time. Beside it, for scale, what etcd alone
+   does on the same machine: puts of fresh keys through the gateway, as many at a time as there
+   are tasks (a grant costs a put and a share of a batched delete, each a write to etcd's log).
 d. **A dead client's leases** — a client in a process of its own holds a file and is killed
    (SIGKILL); the time until a waiting client is granted the file, against the TTL. It is the
    TTL after the dead client's last keepalive (sent every third of it), plus etcd's expiry sweep.
@@ -27,16 +29,19 @@ temporary directory (``TMPDIR``).
 from __future__ import annotations
 
 import argparse
+import base64
 import pathlib
 import platform
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 
 import anyio
+import httpx
 
 from toolkernel.leases import Grant, LeaseBackend, open_leases
 from toolkernel.locks import LockManager, writes
@@ -111,6 +116,32 @@ async def grants_per_second(backends: list[LeaseBackend], tasks: int, seconds: f
     return count / (time.perf_counter() - started)
 
 
+def raw_puts_per_second(client_url: str, threads: int, seconds: float) -> float:
+    """etcd alone, for scale: puts of fresh keys through the gateway, ``threads`` at a time."""
+    count = 0
+    lock = threading.Lock()
+    # One client, made before the clock starts (making one loads certificates: ~0.1 s).
+    with httpx.Client(limits=httpx.Limits(max_connections=threads)) as client:
+        stop = time.perf_counter() + seconds
+
+        def put(name: int) -> None:
+            nonlocal count
+            i = 0
+            while time.perf_counter() < stop:
+                key = base64.b64encode(f"/raw/{name}/{i}".encode()).decode()
+                client.post(f"{client_url}/v3/kv/put", json={"key": key, "value": ""})
+                i += 1
+                with lock:
+                    count += 1
+
+        workers = [threading.Thread(target=put, args=(n,)) for n in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    return count / seconds
+
+
 async def dead_client(url: str, ttl: int, root: pathlib.Path) -> float:
     (holder,) = await anyio.to_thread.run_sync(ClientProcess.start, 1, f"{url}?ttl={ttl}", root)
     try:
@@ -128,7 +159,9 @@ async def dead_client(url: str, ttl: int, root: pathlib.Path) -> float:
         holder.close()
 
 
-async def measure(label: str, url: str, root: pathlib.Path, quick: bool) -> list[str]:
+async def measure(
+    label: str, url: str, client_url: str, root: pathlib.Path, quick: bool
+) -> list[str]:
     rows = []
     async with AsyncExitStack() as stack:
         backends: list[LeaseBackend] = []
@@ -141,8 +174,13 @@ async def measure(label: str, url: str, root: pathlib.Path, quick: bool) -> list
         rows.append(f"{label:<22} round trip (median)           {rt * 1e3:9.2f} ms")
         ho = await hand_off(backends[0], backends[1], 5 if quick else 50)
         rows.append(f"{label:<22} hand-off between clients       {ho * 1e3:9.2f} ms")
-        gps = await grants_per_second(backends, 8 if quick else 32, 1.0 if quick else 5.0)
+        tasks, seconds = (8, 1.0) if quick else (32, 5.0)
+        gps = await grants_per_second(backends, tasks, seconds)
         rows.append(f"{label:<22} grants/s ({len(backends)} clients)           {gps:9.0f}")
+        raw = await anyio.to_thread.run_sync(
+            raw_puts_per_second, client_url, len(backends) * tasks, seconds
+        )
+        rows.append(f"{label:<22} etcd alone: puts/s (for scale)  {raw:9.0f}")
     for ttl in (1,) if quick else (1, 2, 5):
         returned = await dead_client(url, ttl, root)
         rows.append(
@@ -166,7 +204,9 @@ async def main(quick: bool) -> None:
         for size in (1, 3):
             label = "etcd, 1 member" if size == 1 else "etcd, 3 members"
             with running_cluster(directory / f"etcd{size}", size) as cluster:
-                for row in await measure(label, cluster.url(0), root, quick):
+                for row in await measure(
+                    label, cluster.url(0), cluster.members[0].client_url, root, quick
+                ):
                     print(row, flush=True)
 
 
