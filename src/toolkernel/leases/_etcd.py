@@ -516,7 +516,9 @@ class EtcdLeaseBackend:
         ).encode()
         try:
             for attempt in range(2):
-                session = await anyio.to_thread.run_sync(self._open_session)
+                session = self._session
+                if session is None or session.lost or time.monotonic() >= session.held_until:
+                    session = await anyio.to_thread.run_sync(self._open_session)
                 event = anyio.Event()
                 request = _Request(canonical, session, _threadsafe(event))
                 with self._lock:
