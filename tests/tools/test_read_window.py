@@ -7,10 +7,11 @@ import pathlib
 
 import hypothesis
 import hypothesis.strategies as st
+import pytest
 
 import toolkernel as tk
 from toolkernel.tools import builtin_tools
-from toolkernel.tools._file_tools import _line_window
+from toolkernel.tools._file_tools import WHOLE_READ, _head, _line_window
 from toolkernel.tools._line_match import text_lines
 
 
@@ -57,3 +58,74 @@ async def test_read_of_a_file_that_is_not_ascii_cuts_the_same_window(
         )
     assert shown.output == "     9\tligne 8 é\n... (1 more lines; use offset to read on)"
     assert bad.error is not None and "not UTF-8 text (bad byte at offset 50)" in bad.error
+
+
+@hypothesis.given(
+    data=st.binary(max_size=40).map(lambda b: b.replace(b"a", b"\n")),
+    lines=st.integers(1, 8),
+    whole_read=st.sampled_from([0, 1 << 20]),
+)
+@hypothesis.settings(max_examples=300, deadline=None)
+def test_the_head_of_a_file_ends_with_its_last_wanted_line(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, lines: int, whole_read: int
+) -> None:
+    file = tmp_path_factory.mktemp("head") / "f"
+    file.write_bytes(data)
+    with open(file, "rb", buffering=0) as opened:
+        head, whole = _head(opened, lines, whole_read)
+    if whole:
+        assert head == data
+        assert whole_read or data.count(b"\n") <= lines
+    else:
+        # Exactly the wanted lines, whole, and the file has more.
+        assert head.count(b"\n") == lines and head.endswith(b"\n")
+        assert data.startswith(head) and len(data) > len(head)
+
+
+async def test_read_of_a_file_over_the_whole_read_size_reads_only_the_lines_it_shows(
+    tmp_path: pathlib.Path,
+) -> None:
+    lines = [f"line {n} of a file larger than Read reads whole" for n in range(80_000)]
+    text = "\n".join(lines) + "\n"
+    assert len(text) > WHOLE_READ
+    # A byte that is not UTF-8 after the lines shown is never read, so never refused.
+    (tmp_path / "big.txt").write_bytes(text.encode() + b"\xff\n")
+    async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
+        first, window, last, past, bad = await kernel.run(
+            [
+                tk.ToolCall("a", "Read", {"file_path": "big.txt"}),
+                tk.ToolCall("b", "Read", {"file_path": "big.txt", "offset": 40_000, "limit": 2}),
+                tk.ToolCall("c", "Read", {"file_path": "big.txt", "offset": 79_999, "limit": 5}),
+                tk.ToolCall("d", "Read", {"file_path": "big.txt", "offset": 90_000}),
+                tk.ToolCall("e", "Read", {"file_path": "big.txt", "offset": 80_001}),
+            ]
+        )
+    assert first.ok and isinstance(first.output, str)
+    shown = first.output.split("\n")
+    assert len(shown) == 2001 and shown[1999] == f"  2000\t{lines[1999]}"
+    assert shown[2000] == "... (more lines follow; use offset=2001 to read on)"
+    assert window.output == (
+        f" 40000\t{lines[39_999]}\n 40001\t{lines[40_000]}\n"
+        "... (more lines follow; use offset=40002 to read on)"
+    )
+    # Read to the end: the whole file was read, so it is checked and counted as before.
+    assert last.error is not None and "not UTF-8 text" in last.error
+    assert past.error is not None and "not UTF-8 text" in past.error
+    assert bad.error is not None and "not UTF-8 text" in bad.error
+
+
+async def test_read_of_a_big_file_to_its_end_counts_its_lines(tmp_path: pathlib.Path) -> None:
+    text = "".join(f"line {n} of a file larger than Read reads whole\n" for n in range(80_000))
+    (tmp_path / "big.txt").write_text(text)
+    async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
+        last, past = await kernel.run(
+            [
+                tk.ToolCall("c", "Read", {"file_path": "big.txt", "offset": 79_999}),
+                tk.ToolCall("d", "Read", {"file_path": "big.txt", "offset": 90_000}),
+            ]
+        )
+    assert last.output == (
+        " 79999\tline 79998 of a file larger than Read reads whole\n"
+        " 80000\tline 79999 of a file larger than Read reads whole"
+    )
+    assert past.error is not None and "past the end of 'big.txt' (80000 lines)" in past.error

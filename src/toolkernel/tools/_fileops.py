@@ -54,6 +54,7 @@ __all__ = [
     "make_directory",
     "move",
     "moved_aside",
+    "open_regular",
     "read_regular",
     "replace_atomically",
     "status",
@@ -146,11 +147,23 @@ def too_large(parts: Sequence[str], size: int | None, limit: int) -> OSError:
 def read_regular(root: int, parts: Sequence[str], max_bytes: int | None = None) -> bytes:
     """The content of regular file ``parts``; anything else is refused before it is read.
 
+    Opened as :func:`open_regular` opens it. With ``max_bytes``, a file larger than that is
+    refused (``EFBIG``) before it is read, and at most ``max_bytes + 1`` bytes are ever read (a
+    file growing since the ``fstat``, or one whose size lies, is cut there and refused too): a
+    sparse terabyte must not be pulled into memory.
+    """
+    with open_regular(root, parts, max_bytes) as file:
+        if max_bytes is None:
+            return file.readall()
+        return _read_at_most(file, parts, max_bytes)
+
+
+def open_regular(root: int, parts: Sequence[str], max_bytes: int | None = None) -> io.FileIO:
+    """Regular file ``parts``, open for reading (unbuffered); anything else is refused first.
+
     Opened with ``O_NONBLOCK | O_NOFOLLOW`` and checked with ``fstat``: a fifo or a device would
-    block the thread for good, and a link here means the path changed. With ``max_bytes``, a file
-    larger than that is refused (``EFBIG``) before it is read, and at most ``max_bytes + 1``
-    bytes are ever read (a file growing since the ``fstat``, or one whose size lies, is cut
-    there and refused too): a sparse terabyte must not be pulled into memory.
+    block the thread for good, and a link here means the path changed. With ``max_bytes``, a
+    file larger than that is refused (``EFBIG``).
     """
     if not parts:
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), ".")
@@ -164,18 +177,19 @@ def read_regular(root: int, parts: Sequence[str], max_bytes: int | None = None) 
         raise
     finally:
         os.close(parent)
-    with open(fd, "rb", buffering=0) as file:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+    file = io.FileIO(fd, "r")  # the caller closes it
+    try:
+        status = os.fstat(fd)
+        if stat.S_ISDIR(status.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), parts[-1])
-        if not stat.S_ISREG(mode):
-            raise not_regular(parts, mode)
-        if max_bytes is None:
-            return file.readall()
-        size = os.fstat(fd).st_size
-        if size > max_bytes:
-            raise too_large(parts, size, max_bytes)
-        return _read_at_most(file, parts, max_bytes)
+        if not stat.S_ISREG(status.st_mode):
+            raise not_regular(parts, status.st_mode)
+        if max_bytes is not None and status.st_size > max_bytes:
+            raise too_large(parts, status.st_size, max_bytes)
+    except BaseException:
+        file.close()
+        raise
+    return file
 
 
 def _read_at_most(file: io.FileIO, parts: Sequence[str], limit: int) -> bytes:

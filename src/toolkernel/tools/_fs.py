@@ -43,6 +43,7 @@ a device would block a worker thread for good.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 import threading
@@ -283,6 +284,20 @@ class FileAccess:
             return _fileops.read_regular(root, parts, max_bytes)
 
         return await self._run("read", path, False, io)
+
+    async def read_with(
+        self, path: PathArg, work: Callable[[io.FileIO], T], *, max_bytes: int | None = None
+    ) -> T:
+        """Open the regular file at ``path`` and return ``work(file)``, run in the worker thread
+        that checked the read: to read only the part of a big file that is needed. Needs a read
+        lease; refuses what :meth:`read_bytes` refuses, before ``work`` runs. One thread hop.
+        """
+
+        def opened(root: int, parts: tuple[str, ...]) -> T:
+            with _fileops.open_regular(root, parts, max_bytes) as file:
+                return work(file)
+
+        return await self._run("read", path, False, opened)
 
     async def read_text(
         self,
