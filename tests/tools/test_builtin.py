@@ -482,7 +482,8 @@ EXPECTED_PARAMETERS = {
         ["pattern"],
         [
             *("pattern", "path", "glob", "output_mode", "type", "ignore_case", "context"),
-            *("before_context", "after_context", "multiline"),
+            *("before_context", "after_context", "line_numbers", "multiline", "head_limit"),
+            "offset",
         ],
     ),
     "ListDir": ([], ["path"]),

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 import toolkernel as tk
 from toolkernel import InvalidArgumentsError
 from toolkernel.tools import builtin_tools
+from toolkernel.tools._arguments import Aliases
 
 
 class _Point(TypedDict):
@@ -431,3 +432,61 @@ def test_a_typing_extensions_typeddict_is_as_strict_as_a_typing_one() -> None:
     assert error_of({"at": [{"x": True}]}, corners) == (
         "corners argument 'at'[0]['x'] must be integer, not boolean (True)"
     )
+
+
+# -- aliases ------------------------------------------------------------------------------------
+
+
+@tk.tool(claims=lambda args: [])
+async def spelled(
+    ctx: tk.ToolContext,
+    ignore_case: Annotated[bool, Aliases("-i")] = False,
+    context: Annotated[int, Field(ge=0), Aliases("-C", "ctx_lines")] = 0,
+) -> None:
+    """Take parameters known by other names too."""
+
+
+def test_an_alias_is_taken_as_its_parameter() -> None:
+    assert parse({"-i": True, "-C": 2}, spelled) == {"ignore_case": True, "context": 2}
+    assert parse({"ctx_lines": 1}, spelled) == {"ignore_case": False, "context": 1}
+    # Given under both spellings with one value, it is that value.
+    assert parse({"-i": True, "ignore_case": True}, spelled)["ignore_case"] is True
+    # What the parameter's own hint says still holds under its alias.
+    assert "-C" not in error_of({"-C": -1}, spelled)
+    assert "context" in error_of({"-C": -1}, spelled)
+
+
+def test_two_spellings_of_one_parameter_with_different_values_are_refused() -> None:
+    message = error_of({"ignore_case": False, "-i": True}, spelled)
+    assert message == (
+        "spelled got 'ignore_case'=False and '-i'=True: both set 'ignore_case', with different "
+        "values; give it once"
+    )
+    assert "both set 'context'" in error_of({"-C": 1, "ctx_lines": 2}, spelled)
+
+
+def test_the_schema_shows_each_parameter_under_its_own_name_only() -> None:
+    schema = spelled.parameters_schema()
+    assert list(schema["properties"]) == ["ignore_case", "context"]
+    assert schema["properties"]["context"]["minimum"] == 0
+    assert "-i" not in json.dumps(schema)
+
+
+def test_an_alias_that_names_another_parameter_or_two_parameters_is_refused() -> None:
+    with pytest.raises(tk.ToolDeclarationError, match=r"the alias 'b'.* another parameter"):
+
+        @tk.tool(claims=lambda args: [])
+        async def clash(
+            ctx: tk.ToolContext, a: Annotated[int, Aliases("b")] = 0, b: int = 0
+        ) -> None:
+            """Clash."""
+
+    with pytest.raises(tk.ToolDeclarationError, match="alias '-x' to more than one parameter"):
+
+        @tk.tool(claims=lambda args: [])
+        async def twice(
+            ctx: tk.ToolContext,
+            a: Annotated[int, Aliases("-x")] = 0,
+            b: Annotated[int, Aliases("-x")] = 0,
+        ) -> None:
+            """Twice."""

@@ -147,6 +147,85 @@ async def test_rules_read_below_the_searched_directory_apply_to_it(
     ]
 
 
+async def test_rules_read_above_the_searched_directory_apply_to_it_as_in_ripgrep(
+    kernel: tk.Kernel, ignoring: pathlib.Path
+) -> None:
+    files(ignoring, {"src/pkg/c.log": "needle\n", "src/pkg/d.py": "needle\n"})
+    # The root's build/ and src's secret* hold below src; src's !*.log beats the root's *.log.
+    assert (await ok(kernel, "Grep", pattern="needle", path="src")).splitlines() == [
+        "src/a.py",
+        "src/b.log",
+        "src/keep.log",
+        "src/pkg/c.log",
+        "src/pkg/d.py",
+        "src/top.txt",
+    ]
+    assert (await ok(kernel, "Glob", pattern="**/*", path="src/pkg")).splitlines() == [
+        "src/pkg/c.log",
+        "src/pkg/d.py",
+    ]
+    # The root's *.log holds in other/, where no .gitignore re-includes it.
+    assert await ok(kernel, "Grep", pattern="needle", path="other") == "other/secret.py"
+
+
+async def test_a_repositorys_info_exclude_is_honoured_below_every_gitignore(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    files(
+        tmp_path,
+        {
+            ".git/info/exclude": "# local\n*.tmp\nscratch/\n",
+            ".gitignore": "!keep.tmp\n",
+            "a.py": "needle\n",
+            "b.tmp": "needle\n",
+            "keep.tmp": "needle\n",  # a .gitignore re-includes what the exclude file ignores
+            "scratch/c.py": "needle\n",
+            "src/d.tmp": "needle\n",
+            "src/e.py": "needle\n",
+            "vendor/lib/.git/info/exclude": "*.gen\n",  # a repository inside: its own rules
+            "vendor/lib/f.gen": "needle\n",
+            "vendor/g.gen": "needle\n",
+        },
+    )
+    everywhere = ["a.py", "keep.tmp", "src/e.py", "vendor/g.gen"]
+    assert (await ok(kernel, "Grep", pattern="needle")).splitlines() == everywhere
+    assert await ok(kernel, "Grep", pattern="needle", path="src") == "src/e.py"
+    assert await ok(kernel, "Glob", pattern="*", path="vendor/lib") == (
+        "no files match '*' under vendor/lib"
+    )
+
+
+def test_a_search_claims_the_ignore_files_above_its_directory() -> None:
+    tools = {t.name: t for t in builtin_tools()}
+    for name in ("Grep", "Glob"):
+        arguments = tools[name].parse_arguments({"pattern": "x", "path": "src/pkg"})
+        claims = tools[name].claims(arguments, tk.path)
+        assert claims is not None
+        assert sorted(str(claim.resource) for claim in claims) == [
+            ".git/info/exclude",
+            ".gitignore",
+            "src/.git/info/exclude",
+            "src/.gitignore",
+            "src/pkg",
+        ]
+        assert all(claim.mode is tk.Mode.SHARED for claim in claims)
+        # At the root there is nothing above.
+        arguments = tools[name].parse_arguments({"pattern": "x"})
+        assert [str(c.resource) for c in tools[name].claims(arguments, tk.path) or ()] == ["."]
+
+
+async def test_a_search_whose_claims_do_not_cover_the_files_above_goes_on_without_them(
+    ignoring: pathlib.Path,
+) -> None:
+    seen: list[FileAccessed] = []
+    with Workspace(ignoring) as workspace:
+        access = FileAccess(workspace, [reads("src")], observer=seen.append)
+        found = await access.search("src", lambda tree: _tree_search.list_tree(tree, None))
+    # The root's build/ is not known here, and nothing outside the claim was touched.
+    assert "src/build/deep.py" in found and "src/secret.py" not in found
+    assert all(str(access.path).startswith("src") and access.allowed for access in seen)
+
+
 async def test_a_file_given_as_the_path_is_searched_even_if_ignored(
     kernel: tk.Kernel, ignoring: pathlib.Path
 ) -> None:
@@ -275,6 +354,66 @@ async def test_context_lines_are_marked_and_groups_separated_as_grep_does(
     assert output.splitlines()[-3:] == ["a.py-9-nine", "--", "b.pyi:1:needle"]
     message = await error(kernel, "Grep", context=-1, **arguments)
     assert "context must be a number of lines from 0, not -1" in message
+
+
+async def test_claude_codes_spellings_of_the_options_are_taken(
+    kernel: tk.Kernel, sources: pathlib.Path
+) -> None:
+    arguments: dict[str, Any] = {"pattern": "needle", "path": "a.py", "output_mode": "content"}
+    assert await ok(kernel, "Grep", **{"-i": True, "-n": True}, **arguments) == (
+        "a.py:3:Needle three\na.py:8:needle eight"
+    )
+    assert await ok(kernel, "Grep", **{"-A": 1, "-B": 1}, **arguments) == (
+        "a.py-7-seven\na.py:8:needle eight\na.py-9-nine"
+    )
+    assert await ok(kernel, "Grep", **{"-C": 1}, **arguments) == await ok(
+        kernel, "Grep", context=1, **arguments
+    )
+    message = await error(kernel, "Grep", **{"-i": True, "ignore_case": False}, **arguments)
+    assert "both set 'ignore_case', with different values" in message
+
+
+async def test_without_line_numbers_content_lines_show_the_path_alone(
+    kernel: tk.Kernel, sources: pathlib.Path
+) -> None:
+    arguments: dict[str, Any] = {"pattern": "(?i)needle", "output_mode": "content", "-n": False}
+    assert await ok(kernel, "Grep", path="a.py", **arguments) == (
+        "a.py:Needle three\na.py:needle eight"
+    )
+    assert (await ok(kernel, "Grep", path="a.py", context=1, **arguments)).splitlines()[:4] == [
+        "a.py-two",
+        "a.py:Needle three",
+        "a.py-four",
+        "--",
+    ]
+    # Paths and counts are what they were.
+    assert await ok(kernel, "Grep", pattern="needle", type="js", line_numbers=False) == "c.js"
+
+
+async def test_head_limit_and_offset_page_through_the_results(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    files(tmp_path, {f"f{n}.txt": "needle\n" for n in range(5)})
+    assert await ok(kernel, "Grep", pattern="needle", head_limit=2) == (
+        "f0.txt\nf1.txt\n... (more results cut; use offset=2 to see on)"
+    )
+    assert await ok(kernel, "Grep", pattern="needle", head_limit=2, offset=2) == (
+        "f2.txt\nf3.txt\n... (more results cut; use offset=4 to see on)"
+    )
+    assert await ok(kernel, "Grep", pattern="needle", head_limit=2, offset=4) == "f4.txt"
+    # 0 is the default limit, as "unlimited" is in Claude Code's Grep (ours stops at 1,000).
+    assert (await ok(kernel, "Grep", pattern="needle", head_limit=0)).count("\n") == 4
+    content = await ok(kernel, "Grep", pattern="needle", output_mode="content", offset=3)
+    assert content == "f3.txt:1:needle\nf4.txt:1:needle"
+    assert "offset 9 skips all 5 lines found" in await ok(
+        kernel, "Grep", pattern="needle", offset=9
+    )
+    assert "head_limit must be a number of lines from 0, not -1" in await error(
+        kernel, "Grep", pattern="needle", head_limit=-1
+    )
+    assert "offset must be a number of lines from 0, not -1" in await error(
+        kernel, "Grep", pattern="needle", offset=-1
+    )
 
 
 async def test_multiline_matches_across_lines_and_shows_every_line_it_spans(

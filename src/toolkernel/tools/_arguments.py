@@ -7,6 +7,11 @@ arguments (in strict mode, see ``_hints``) and writes the JSON Schema the model 
 signature that can't be read, or a hint pydantic can't validate or describe, is a
 :class:`ToolDeclarationError` when the tool is declared, naming the parameter.
 
+A parameter may be given other names, as ``Annotated`` metadata: ``ignore_case:
+Annotated[bool, Aliases("-i")] = False`` takes ``{"-i": true}`` as ``ignore_case=True`` (models
+trained on another tool's schema use its spellings). The schema shows the parameter's own name
+only; a call giving two spellings of one parameter with different values is refused.
+
 Supported hints: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``, ``list[T]`` /
 ``Sequence[T]``, ``dict[str, T]`` / ``Mapping[str, T]``, ``Literal[...]``, unions
 (``T | None``), ``TypedDict`` (``total=False`` for optional keys), and whatever else pydantic
@@ -32,9 +37,19 @@ from ._hints import for_pydantic, make_typed_dict
 from ._json_schema import tidy_schema
 from ._messages import explain
 
-__all__ = ["Parameter", "Arguments"]
+__all__ = ["Aliases", "Arguments", "Parameter"]
 
 _CONTEXT_NAMES = ("ctx", "context")
+
+
+@attrs.frozen(init=False)
+class Aliases:
+    """Other names a parameter is accepted under (``Annotated`` metadata; see the module)."""
+
+    names: tuple[str, ...]
+
+    def __init__(self, *names: str) -> None:
+        self.__attrs_init__(names)
 
 
 @attrs.frozen
@@ -60,6 +75,8 @@ class Arguments:
     _hints: dict[str, Any] = attrs.field(repr=False)
     _validate: Callable[[Any], Any] = attrs.field(repr=False)
     _schema: dict[str, Any] = attrs.field(repr=False)
+    _aliases: dict[str, str] = attrs.field(factory=dict, repr=False)
+    """Each alias, and the name of the parameter it stands for."""
 
     @classmethod
     def from_function(cls, tool_name: str, fn: Callable[..., Any]) -> Arguments:
@@ -84,6 +101,7 @@ class Arguments:
         _check_context(tool_name, params, hints)
         description, docs = docstring_parts(inspect.getdoc(fn) or "")
         parameters, accepts_extra = [], False
+        aliases: dict[str, str] = {}
         for p in params[1:]:
             if p.kind is p.VAR_KEYWORD:
                 accepts_extra = True
@@ -95,15 +113,22 @@ class Arguments:
                     f"models name every argument, so make it an ordinary parameter"
                 )
             required = p.default is inspect.Parameter.empty
+            annotation = _take_aliases(tool_name, p.name, hints.get(p.name, Any), aliases)
             parameters.append(
                 Parameter(
                     name=p.name,
-                    annotation=hints.get(p.name, Any),
+                    annotation=annotation,
                     required=required,
                     default=None if required else p.default,
                     description=docs.get(p.name, ""),
                 )
             )
+        for alias, name in aliases.items():
+            if any(p.name == alias for p in parameters):
+                raise ToolDeclarationError(
+                    f"tool {tool_name!r} gives parameter {name!r} the alias {alias!r}, which is "
+                    f"the name of another parameter"
+                )
         adapter, schema = _adapter(tool_name, parameters, accepts_extra)
         return cls(
             parameters=tuple(parameters),
@@ -112,6 +137,7 @@ class Arguments:
             hints={p.name: p.annotation for p in parameters},
             validate=adapter.validator.validate_python,
             schema=schema,
+            aliases=aliases,
         )
 
     def validate(self, tool_name: str, arguments: Mapping[Any, Any]) -> dict[str, Any]:
@@ -119,6 +145,8 @@ class Arguments:
         with one message saying what to fix."""
         if type(arguments) is not dict:
             arguments = dict(arguments)
+        if self._aliases and not self._aliases.keys().isdisjoint(arguments):
+            arguments = _unaliased(tool_name, self._aliases, arguments)
         try:
             validated: dict[str, Any] = self._validate(arguments)
         except ValidationError as error:
@@ -131,6 +159,44 @@ class Arguments:
         """JSON Schema of the arguments object (a fresh copy: callers may change it)."""
         copied: dict[str, Any] = _copy(self._schema)
         return copied
+
+
+def _take_aliases(tool_name: str, name: str, hint: Any, aliases: dict[str, str]) -> Any:
+    """``hint`` without its :class:`Aliases`, which are entered in ``aliases``."""
+    if typing.get_origin(hint) is not Annotated:
+        return hint
+    kept = []
+    for item in hint.__metadata__:
+        if not isinstance(item, Aliases):
+            kept.append(item)
+            continue
+        for alias in item.names:
+            if alias in aliases or alias == name:
+                raise ToolDeclarationError(
+                    f"tool {tool_name!r} gives the alias {alias!r} to more than one parameter, "
+                    f"or to the parameter of that name"
+                )
+            aliases[alias] = name
+    return Annotated[(hint.__origin__, *kept)] if kept else hint.__origin__
+
+
+def _unaliased(
+    tool_name: str, aliases: dict[str, str], arguments: dict[Any, Any]
+) -> dict[Any, Any]:
+    """``arguments`` with every alias replaced by its parameter's name; two spellings of one
+    parameter with different values are an :class:`InvalidArgumentsError`."""
+    result: dict[Any, Any] = {}
+    spelled: dict[Any, Any] = {}  # each parameter given, and the spelling it was given as
+    for key, value in arguments.items():
+        name = aliases.get(key, key) if isinstance(key, str) else key
+        if name in result and result[name] != value:
+            raise InvalidArgumentsError(
+                f"{tool_name} got {spelled[name]!r}={result[name]!r} and {key!r}={value!r}: "
+                f"both set {name!r}, with different values; give it once"
+            )
+        result[name] = value
+        spelled[name] = key
+    return result
 
 
 def _check_context(tool_name: str, params: list[inspect.Parameter], hints: dict[str, Any]) -> None:

@@ -541,6 +541,17 @@ class Subtree:
         workspace that the call may read."""
         return self._access._links_to_readable(self.root, link)
 
+    def read_beside(self, path: str, max_bytes: int) -> bytes | None:
+        """The content of file ``path`` (root-relative) outside the subtree, such as an ignore
+        file above it, read as :meth:`read_link` reads; None if the call's claims do not cover
+        it, or it can't be read."""
+        try:
+            if not self._access.can_read(path):
+                return None
+            return self.read_link(path, max_bytes)
+        except (OSError, InvalidClaimError):
+            return None
+
     def read_link(self, link: str, max_bytes: int) -> bytes:
         """The content of the file the link ``link`` (root-relative) leads to, checked as any
         read through the access is (raises as :meth:`FileAccess.read_bytes` does)."""

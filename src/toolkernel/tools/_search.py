@@ -3,8 +3,18 @@
 Globs are wcmatch's (``**`` with GLOBSTAR, ``{a,b}`` with BRACE, dot files matched like any
 other), applied to the path relative to the searched directory (Grep also tries the bare file
 name, so ``glob="*.py"`` finds Python files at any depth). Both tools list the tree as ripgrep
-does: ``.gitignore`` files below the searched directory are honoured, ``.git`` is left out,
-hidden files are not (:mod:`._tree_search`).
+does: the ``.gitignore`` files in and below the searched directory and in every directory
+above it up to the workspace root are honoured, and each repository's ``.git/info/exclude``;
+``.git`` is left out, hidden files are not (:mod:`._tree_search`). The ignore files above the
+searched directory are claimed with it (shared), so an edit of one waits for the search.
+Unlike ripgrep, the global excludes file (git's ``core.excludesFile``) is not read: it lies
+outside the workspace, where no lease orders it, and it would make a search's result depend on
+the account it runs under.
+
+Grep also takes the spellings of Claude Code's Grep, which models trained on it send: ``-i``,
+``-n``, ``-A``, ``-B`` and ``-C`` for ``ignore_case``, ``line_numbers``, ``after_context``,
+``before_context`` and ``context`` (the schema shows our names only; both spellings with
+different values are refused), and its ``head_limit`` and ``offset`` to page through results.
 
 Grep's regular expressions are the ``regex`` module's (a superset of ``re``), matched line by
 line as ``grep`` matches them (:mod:`._line_match`); ``multiline`` matches across lines.
@@ -72,8 +82,8 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable
-from typing import Final, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Final, TypeVar
 
 import anyio
 import attrs
@@ -81,8 +91,10 @@ import regex
 from wcmatch import glob as wcglob
 
 from .._errors import ToolError
-from ..kernel import ToolContext
-from ._declare import tool
+from ..kernel import KeyFunction, ToolContext
+from ..locks import Claim, shared
+from ._arguments import Aliases
+from ._declare import FunctionTool
 from ._file_tools import READ_LINE_WIDTH, TEXT_SIZE_LIMIT, fs_of
 from ._file_types import type_matcher
 from ._fs import FileAccess, Subtree
@@ -94,6 +106,7 @@ from ._tree_search import (
     Searched,
     SearchTimedOut,
     grep_tree,
+    ignore_files_above,
     list_tree,
 )
 
@@ -165,6 +178,23 @@ def compile_glob(pattern: str) -> GlobMatcher:
         raise ToolError(f"glob {pattern!r} is not a valid pattern: {exc}") from None
 
 
+class _SearchTool(FunctionTool):
+    """A search tool: it reads the tree below its ``path`` argument, and the ignore files above
+    that tree which decide what the tree lists (``src/.gitignore`` for a search of ``src/a``),
+    so a change to one of them is ordered against the search as a change inside the tree is."""
+
+    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
+        found = super().claims(arguments, key)
+        if found is None:
+            return None
+        above = ignore_files_above(key(arguments["path"]))
+        return [*found, *(shared(file) for file in above)]
+
+
+def _search_tool(name: str) -> Callable[[Callable[..., Any]], FunctionTool]:
+    return lambda function: _SearchTool(function, reads=["path"], name=name)
+
+
 async def _search(fs: FileAccess, given: str, work: Callable[[Subtree], T]) -> T:
     try:
         return await fs.search(given, work)
@@ -172,7 +202,7 @@ async def _search(fs: FileAccess, given: str, work: Callable[[Subtree], T]) -> T
         raise ToolError(f"path {given!r} does not exist") from None
 
 
-@tool(reads=["path"], name="Glob")
+@_search_tool("Glob")
 async def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     """Find files by glob pattern (`**/*.py`, `src/*.{js,ts}`) under a directory.
 
@@ -193,7 +223,7 @@ async def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     return "\n".join(shown) + (f"\n... ({more} more)" if more else "")
 
 
-@tool(reads=["path"], name="Grep")
+@_search_tool("Grep")
 async def grep(
     ctx: ToolContext,
     pattern: str,
@@ -201,11 +231,14 @@ async def grep(
     glob: str | None = None,
     output_mode: OutputMode = "files_with_matches",
     type: str | None = None,
-    ignore_case: bool = False,
-    context: int = 0,
-    before_context: int = 0,
-    after_context: int = 0,
+    ignore_case: Annotated[bool, Aliases("-i")] = False,
+    context: Annotated[int, Aliases("-C")] = 0,
+    before_context: Annotated[int, Aliases("-B")] = 0,
+    after_context: Annotated[int, Aliases("-A")] = 0,
+    line_numbers: Annotated[bool, Aliases("-n")] = True,
     multiline: bool = False,
+    head_limit: int | None = None,
+    offset: int = 0,
 ) -> str:
     """Search file contents with a regular expression, line by line as grep does.
 
@@ -222,15 +255,23 @@ async def grep(
         context: Lines to show before and after each match (content mode), like grep -C.
         before_context: Lines to show before each match (content mode), like grep -B.
         after_context: Lines to show after each match (content mode), like grep -A.
+        line_numbers: Show each line's number (content mode), like grep -n.
         multiline: Let the pattern match across lines (`.` matches line ends too).
+        head_limit: Show at most this many lines or entries, like `| head -N`; at most and by
+            default 1000 (0 means that too).
+        offset: Skip this many lines or entries first, to see on past the ones shown.
     """
     for name, value in (
         ("context", context),
         ("before_context", before_context),
         ("after_context", after_context),
+        ("offset", offset),
     ):
         if value < 0:
             raise ToolError(f"{name} must be a number of lines from 0, not {value}")
+    if head_limit is not None and head_limit < 0:
+        raise ToolError(f"head_limit must be a number of lines from 0, not {head_limit}")
+    shown = min(head_limit or RESULT_LIMIT, RESULT_LIMIT)
     try:
         compiled = LinePattern.compile(pattern, ignore_case=ignore_case, multiline=multiline)
     except regex.error as exc:
@@ -241,9 +282,10 @@ async def grep(
         output_mode,
         before=max(before_context, context),
         after=max(after_context, context),
-        limit=RESULT_LIMIT,
+        limit=offset + shown,
         width=READ_LINE_WIDTH,
         max_bytes=SEARCH_SIZE_LIMIT,
+        numbered=line_numbers,
     )
     fs = fs_of(ctx)
     deadline = anyio.current_effective_deadline()
@@ -263,7 +305,7 @@ async def grep(
             f"probably backtracks catastrophically (nested or overlapping repetition such as "
             f"(a+)+ or (a|aa)+): simplify it, or narrow the search with path or glob"
         ) from None
-    return _grep_output(searched, pattern, path)
+    return _grep_output(searched, pattern, path, offset, shown)
 
 
 def _file_filter(glob: str | None, type: str | None) -> FileFilter | None:
@@ -292,13 +334,25 @@ def _timeout(seconds: float, limit: float) -> Timeout:
     return timeout
 
 
-def _grep_output(searched: Searched, pattern: str, path: str) -> str:
+def _grep_output(searched: Searched, pattern: str, path: str, offset: int, shown: int) -> str:
+    """Lines ``offset`` to ``offset + shown`` of what the search found, saying if more were."""
     lines = searched.lines
     skipped = _skipped(searched.too_large)
     if not lines:
         return f"no matches for {pattern!r} under {path}" + skipped
-    more = len(lines) > RESULT_LIMIT
-    return "\n".join(lines[:RESULT_LIMIT]) + ("\n... (more results cut)" if more else "") + skipped
+    if offset >= len(lines):
+        return (
+            f"no more matches for {pattern!r} under {path}: offset {offset} skips all "
+            f"{len(lines)} lines found" + skipped
+        )
+    end = offset + shown
+    if len(lines) <= end:
+        return "\n".join(lines[offset:]) + skipped
+    return (
+        "\n".join(lines[offset:end])
+        + f"\n... (more results cut; use offset={end} to see on)"
+        + skipped
+    )
 
 
 def _skipped(too_large: list[str]) -> str:

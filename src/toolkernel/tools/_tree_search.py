@@ -1,16 +1,18 @@
 """Glob's and Grep's work on one tree, done in one worker thread (``FileAccess.search``).
 
 The walk lists the tree below the checked path as ripgrep does: ``.gitignore`` files met on the
-way are honoured (:mod:`._ignore`), version-control directories (``.git``, ``.hg``, ``.svn``)
-are left out, hidden files are not. Each directory is opened from the root without following
-a link (``open_directory``: one ``openat2`` with ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS``, or
-one ``O_NOFOLLOW`` open a component), so the walk never leaves the tree the call's lease covers,
-and a directory swapped for a link since it was listed is passed by. A symbolic link to a file
-is listed only if it leads to a file in the workspace that the call may read, and is read
-through the access's own check. Paths no key can name (``MAX_PATH_BYTES``) and trees being
-deleted are left out. The files are then read in sorted order, each opened with ``O_NOFOLLOW``
-beneath its directory's descriptor, so the result is the same whatever order the disk lists
-them in.
+way and those above the checked path (read through the access's check, so only where the call's
+claims cover them: :func:`ignores_above`) are honoured (:mod:`._ignore`), and below them the
+``.git/info/exclude`` of each repository; version-control directories (``.git``, ``.hg``,
+``.svn``) are left out, hidden files are not. Each directory is opened from the root without
+following a link (``open_directory``: one ``openat2`` with ``RESOLVE_BENEATH |
+RESOLVE_NO_SYMLINKS``, or one ``O_NOFOLLOW`` open a component), so the walk never leaves the
+tree the call's lease covers, and a directory swapped for a link since it was listed is passed
+by. A symbolic link to a file is listed only if it leads to a file in the workspace that the
+call may read, and is read through the access's own check. Paths no key can name
+(``MAX_PATH_BYTES``) and trees being deleted are left out. The files are then read in sorted
+order, each opened with ``O_NOFOLLOW`` beneath its directory's descriptor, so the result is the
+same whatever order the disk lists them in.
 
 Cancellation: the walk checks before each directory and the search before each file
 (:meth:`Subtree.check`): the call's end at once, its cancellation within a few milliseconds,
@@ -30,6 +32,7 @@ from typing import Final, Literal
 import attrs
 
 from .._errors import InvalidClaimError
+from ..locks import Path
 from ._beneath import open_directory
 from ._fileops import moved_aside
 from ._fs import Subtree
@@ -37,10 +40,20 @@ from ._ignore import IgnoreRules, ignored, names_only
 from ._line_match import LinePattern, Timeout, candidate_starts, text_lines
 from ._workspace import MAX_PATH_BYTES
 
-__all__ = ["FileFilter", "GrepOptions", "Searched", "SearchTimedOut", "grep_tree", "list_tree"]
+__all__ = [
+    "FileFilter",
+    "GrepOptions",
+    "SearchTimedOut",
+    "Searched",
+    "grep_tree",
+    "ignore_files_above",
+    "ignores_above",
+    "list_tree",
+]
 
 VERSION_CONTROL: Final = frozenset({".git", ".hg", ".svn"})
 IGNORE_FILE: Final = ".gitignore"
+EXCLUDE_FILE: Final = ".git/info/exclude"
 IGNORE_FILE_LIMIT: Final = 1 << 20
 """The largest ``.gitignore`` read (bytes); a larger one is not honoured."""
 BINARY_PROBE: Final = 8192
@@ -73,6 +86,8 @@ class GrepOptions:
     """Characters of a line shown."""
     max_bytes: int
     """The largest file searched; larger ones are named in :attr:`Searched.too_large`."""
+    numbered: bool = True
+    """Content lines show their numbers: ``path:12:line`` (else ``path:line``), as ``grep -n``."""
 
 
 @attrs.define
@@ -243,11 +258,13 @@ class _Search:
                 lines.append("--")
             _with_context(lines, path, text_lines(text), found, options)
         else:
-            _content(lines, path, text, found, options.width)
+            _content(lines, path, text, found, options.width, options.numbered)
         return len(lines) > options.limit
 
 
-def _content(lines: list[str], path: str, text: str, found: list[int], width: int) -> None:
+def _content(
+    lines: list[str], path: str, text: str, found: list[int], width: int, numbered: bool
+) -> None:
     # Only the matching lines are cut out of the text: splitting a big file into lines costs
     # more than the search.
     position, number = 0, 0
@@ -259,7 +276,10 @@ def _content(lines: list[str], path: str, text: str, found: list[int], width: in
         line = text[position : end if end >= 0 else len(text)]
         if line.endswith("\r"):
             line = line[:-1]
-        lines.append(f"{path}:{number + 1}:{line[:width]}")
+        if numbered:
+            lines.append(f"{path}:{number + 1}:{line[:width]}")
+        else:
+            lines.append(f"{path}:{line[:width]}")
 
 
 def _with_context(
@@ -278,7 +298,8 @@ def _with_context(
             if index <= shown_until:
                 continue
             mark = ":" if index in matching else "-"
-            lines.append(f"{path}{mark}{index + 1}{mark}{all_lines[index][: options.width]}")
+            label = f"{index + 1}{mark}" if options.numbered else ""
+            lines.append(f"{path}{mark}{label}{all_lines[index][: options.width]}")
         shown_until = max(shown_until, stop)
 
 
@@ -381,7 +402,7 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> tuple[list[str], set[str]]:
     # Each is opened from the root in one openat2 (RESOLVE_BENEATH, no link followed; a
     # component walk without it), so only one directory is open at a time however wide the
     # tree is.
-    waiting: list[tuple[str, Ignores]] = [("", ())]
+    waiting: list[tuple[str, Ignores]] = [("", ignores_above(tree))]
     while waiting:
         below, ignores = waiting.pop()
         # A tree can be huge: the call's cancellation (its run timeout) stops the walk.
@@ -390,14 +411,14 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> tuple[list[str], set[str]]:
             fd = open_directory(root, (*parts, *below.split("/")) if below else parts)
         except OSError:
             continue  # vanished, unreadable, or swapped for a link: skip it, like rg
+        inside = below + "/" if below else ""
+        outer = prefix + inside  # the directory, root-relative
         try:
-            entries, ignores = _enter(tree, fd, below, ignores)
+            entries, ignores = _enter(tree, fd, outer[:-1], ignores)
         finally:
             os.close(fd)
-        inside = below + "/" if below else ""
         # Most names match no rule: one call tells, where every rule in force is on names.
         quick = names_only(ignores)
-        outer = prefix + inside  # the directory, root-relative
         room = _SHORT_PATH - len(outer)
         for item in entries:
             name = item.name
@@ -412,7 +433,7 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> tuple[list[str], set[str]]:
                 if name not in VERSION_CONTROL and not (
                     ignores
                     and (quick is None or quick.fullmatch(name))
-                    and ignored(ignores, inside + name, name, is_dir=True)
+                    and ignored(ignores, outer + name, name, is_dir=True)
                 ):
                     waiting.append((inside + name, ignores))
                 continue
@@ -423,7 +444,7 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> tuple[list[str], set[str]]:
             if (
                 ignores
                 and (quick is None or quick.fullmatch(name))
-                and ignored(ignores, inside + name, name, is_dir=False)
+                and ignored(ignores, outer + name, name, is_dir=False)
             ):
                 continue
             if keep is not None and not keep(inside + name, name):
@@ -438,34 +459,95 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> tuple[list[str], set[str]]:
 
 
 Ignores = tuple[tuple[str, IgnoreRules], ...]
-"""The ignore files in force: each one's directory below the base, and its rules."""
+"""The ignore files in force, least precedence first: each one's directory (root-relative),
+and its rules."""
 
 
 _SHORT_PATH: Final = MAX_PATH_BYTES // 4
 _DIRECTORY_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+def ignores_above(tree: Subtree) -> Ignores:
+    """The ignore files above the searched directory that the walk would not meet: the
+    ``.gitignore`` of each directory from the root down to its parent, and below them, as git
+    ranks them, the ``.git/info/exclude`` of each repository in those directories.
+
+    Read only where the call's claims cover them (the search tools claim them:
+    :func:`ignore_files_above`); one that is missing or can't be read is no rules.
+    """
+    parts = tree.parts
+    excludes: list[tuple[str, IgnoreRules]] = []
+    gitignores: list[tuple[str, IgnoreRules]] = []
+    for depth in range(len(parts)):
+        directory = "/".join(parts[:depth])
+        inside = directory + "/" if directory else ""
+        for name, found in ((EXCLUDE_FILE, excludes), (IGNORE_FILE, gitignores)):
+            rules = _rules(tree.read_beside(inside + name, IGNORE_FILE_LIMIT))
+            if rules is not None:
+                found.append((directory, rules))
+    return (*excludes, *gitignores)
+
+
+def ignore_files_above(base: Path) -> list[Path]:
+    """The keys of the files :func:`ignores_above` reads for a search of ``base``."""
+    return [
+        Path((*base.parts[:depth], *name.split("/")))
+        for depth in range(len(base.parts))
+        for name in (EXCLUDE_FILE, IGNORE_FILE)
+    ]
+
+
+def _rules(data: bytes | None) -> IgnoreRules | None:
+    if not data:
+        return None
+    rules = IgnoreRules.parse(data.decode("utf-8", errors="replace"))
+    return rules if rules.rules else None
+
+
 def _enter(
-    tree: Subtree, fd: int, relative: str, ignores: Ignores
+    tree: Subtree, fd: int, directory: str, ignores: Ignores
 ) -> tuple[list[os.DirEntry[str]], Ignores]:
-    """The entries of directory ``fd`` (``relative`` below the base), and the ignore files in
-    force below it: ``ignores`` and its own ``.gitignore``, if any."""
+    """The entries of directory ``fd`` (``directory``, root-relative), and the ignore files in
+    force below it: ``ignores``, then the ``.git/info/exclude`` of a repository there and its
+    own ``.gitignore``, if any."""
     try:
         with os.scandir(fd) as iterator:
             entries = list(iterator)
     except OSError:
         return [], ignores  # unreadable: skip it, like rg
+    base_depth = len(tree.parts)
     for entry in entries:
-        if entry.name == IGNORE_FILE and entry.is_file(follow_symlinks=False):
-            try:
-                data = read_searchable(fd, IGNORE_FILE, IGNORE_FILE_LIMIT, IGNORE_FILE)
-            except OSError:
-                break
-            if tree.observed:
-                tree.read((*relative.split("/"), IGNORE_FILE) if relative else (IGNORE_FILE,))
-            if data:
-                rules = IgnoreRules.parse(data.decode("utf-8", errors="replace"))
-                if rules.rules:
-                    ignores = (*ignores, (relative, rules))
-            break
+        name = entry.name
+        if name == IGNORE_FILE and entry.is_file(follow_symlinks=False):
+            found: tuple[str, ...] = (IGNORE_FILE,)
+        elif name == ".git" and entry.is_dir(follow_symlinks=False):
+            found = (".git", "info", "exclude")
+        else:
+            continue
+        try:
+            inner = open_directory(fd, found[:-1]) if len(found) > 1 else fd
+        except OSError:
+            continue
+        try:
+            data = read_searchable(inner, found[-1], IGNORE_FILE_LIMIT, "/".join(found))
+        except OSError:
+            continue
+        finally:
+            if inner != fd:
+                os.close(inner)
+        if tree.observed:
+            below = directory.split("/")[base_depth:] if directory else []
+            tree.read((*below, *found))
+        rules = _rules(data)
+        if rules is not None:
+            # The exclude file ranks below every .gitignore, this directory's included.
+            at = len(ignores) if found[0] != ".git" else _below_gitignores(ignores, directory)
+            ignores = (*ignores[:at], (directory, rules), *ignores[at:])
     return entries, ignores
+
+
+def _below_gitignores(ignores: Ignores, directory: str) -> int:
+    """Where an exclude file of ``directory`` goes in ``ignores``: before its own .gitignore."""
+    if ignores and ignores[-1][0] == directory:
+        return len(ignores) - 1
+    return len(ignores)
