@@ -125,7 +125,7 @@ async def test_run_timeouts_per_tool_and_per_kernel(autojump_clock, rec) -> None
 def test_timeouts_must_be_non_negative_numbers() -> None:
     with pytest.raises(ValueError, match="wait_timeout must be a non-negative number"):
         tk.ToolCall("c1", "edit", {}, wait_timeout=-1)
-    with pytest.raises(ValueError, match="run_timeout must be a non-negative number"):
+    with pytest.raises(TypeError, match="run_timeout must be a non-negative number"):
         tk.ToolCall("c1", "edit", {}, run_timeout="3")  # type: ignore[arg-type]
 
 

@@ -110,7 +110,7 @@ def test_the_name_must_be_a_non_empty_string(name: Any) -> None:
 @pytest.mark.parametrize("option", ["wait_timeout", "run_timeout"])
 @pytest.mark.parametrize("value", [math.nan, -1, -math.inf, "5", True])
 def test_a_timeout_must_be_a_finite_non_negative_number(option: str, value: Any) -> None:
-    with declaring(f"tool '_takes_path' {option} must be a number of seconds"):
+    with declaring(f"tool '_takes_path' {option} must be a non-negative number of seconds"):
         tk.tool(**{option: value})(_takes_path)
 
 
@@ -125,7 +125,7 @@ def test_a_timeout_set_on_a_subclass_is_checked_too() -> None:
 
         async def run(self, ctx: tk.ToolContext) -> None: ...
 
-    with declaring("tool 'Slow' run_timeout must be a number"):
+    with declaring("tool 'Slow' run_timeout must be a non-negative number"):
         Slow()
 
 

@@ -25,10 +25,10 @@ from typing import Any, TypeVar
 import anyio
 import attrs
 
+from .._checks import check_seconds
 from .._errors import ModelError
 from ..formats.openai import chat_tool_messages, parse_chat
 from ..kernel import CallFinished, Kernel, Status, ToolCall, ToolResult
-from ..kernel._options import check_seconds
 from ..tools._todo import TodoWrite
 from ._events import AgentEvent, ModelReplied, ModelRetrying, StepStarted, TodosUpdated
 from ._model import Model

@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from .._checks import check_seconds
 from .._errors import IllegalTransitionError
 from ._content import Content
 
@@ -78,11 +79,7 @@ def _check_priority(instance: object, attribute: attrs.Attribute[Any], value: ob
 
 
 def _check_timeout(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        # ``not value >= 0`` also refuses NaN.
-        raise ValueError(f"{attribute.name} must be a non-negative number or None, not {value!r}")
+    check_seconds(attribute.name, value)
 
 
 @attrs.frozen

@@ -8,20 +8,11 @@ from typing import Any
 
 import attrs
 
+from .._checks import check_seconds
 from ._policy import AfterHook, Approver, BeforeHook, Policy, allow_all
 
+# check_seconds is re-exported for the kernel modules that still import it from here.
 __all__ = ["KernelOptions", "check_seconds"]
-
-
-def check_seconds(name: str, value: object) -> None:
-    """Refuse anything but None (no limit) or a non-negative number of seconds (``inf`` is no
-    limit too; NaN is refused)."""
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number of seconds or None, not {value!r}")
-    if not value >= 0:  # ``not nan >= 0`` holds too
-        raise ValueError(f"{name} must be a non-negative number of seconds, not {value!r}")
 
 
 def _seconds(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:

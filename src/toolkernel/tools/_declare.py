@@ -35,6 +35,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from .._checks import check_seconds
 from .._errors import InvalidArgumentsError, ToolDeclarationError
 from ..kernel import KeyFunction, ToolContext
 from ..locks import Claim, Mode, Path, exclusive, path, shared
@@ -99,15 +100,10 @@ def _argument_names(tool_name: str, option: str, names: Any) -> tuple[str, ...]:
 
 
 def _timeout(tool_name: str, option: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    # ``not value >= 0`` refuses NaN too; ``inf``, like None, is no limit (as in trio).
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ToolDeclarationError(
-            f"tool {tool_name!r} {option} must be a number of seconds, 0 or more, or None for "
-            f"no limit; not {value!r}"
-        )
-    return value
+    try:
+        return check_seconds(option, value)
+    except (TypeError, ValueError) as error:
+        raise ToolDeclarationError(f"tool {tool_name!r} {error}") from None
 
 
 class Tool:
