@@ -192,3 +192,26 @@ async def test_two_kernels_on_etcd_take_turns_on_a_file(etcd: Cluster, tmp_path:
             assert result.ok, result.error
     assert (tmp_path / "notes.txt").read_text() == "from b\n"
     assert (tmp_path / "other.txt").read_text() == "free\n"
+
+
+async def test_priorities_do_not_reorder_requests_across_clients(
+    pair: tuple[LeaseBackend, LeaseBackend],
+) -> None:
+    # What a priority overtake decides depends on who waited when, which a client starting later
+    # can't read from the keys present: across clients, etcd's order of arrival is the order.
+    a, b = pair
+    held = await a.acquire([writes("prio")])
+    order: list[str] = []
+
+    async def wait(backend: LeaseBackend, priority: int, name: str) -> None:
+        grant = await backend.acquire([writes("prio")], priority=priority)
+        order.append(name)
+        backend.release(grant)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait, b, 0, "low, first")
+        await anyio.sleep(0.2)
+        tg.start_soon(wait, a, 5, "high, second")
+        await anyio.sleep(0.2)
+        a.release(held)
+    assert order == ["low, first", "high, second"]
