@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 import toolkernel as tk
-from toolkernel._checks import check_seconds
+from toolkernel._checks import check_priority, check_seconds
 from toolkernel.kernel._options import KernelOptions
+from toolkernel.locks import LeaseTable
 
 
 async def _takes_path(ctx: tk.ToolContext, path: str) -> str:
@@ -65,3 +66,24 @@ def test_seconds_are_refused_alike_everywhere(place: str, value: Any, error: typ
 @pytest.mark.parametrize("value", [None, 0, 0.25, 3, math.inf])
 def test_seconds_are_accepted_alike_everywhere(place: str, value: Any) -> None:
     SECONDS_PLACES[place][1](value)
+
+
+# Where a priority is given; the lease table's InvalidClaimError is a ValueError.
+PRIORITY_PLACES: dict[str, Callable[[Any], object]] = {
+    "checker": check_priority,
+    "call": lambda value: tk.ToolCall("c1", "edit", {}, priority=value),
+    "lease table": lambda value: LeaseTable().request([tk.exclusive(tk.path("a"))], priority=value),
+}
+
+
+@pytest.mark.parametrize("place", PRIORITY_PLACES)
+@pytest.mark.parametrize("value", [1.5, "1", True, None])
+def test_priorities_are_refused_alike_everywhere(place: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"priority must be an int, not {value!r}")):
+        PRIORITY_PLACES[place](value)
+
+
+@pytest.mark.parametrize("place", PRIORITY_PLACES)
+@pytest.mark.parametrize("value", [-3, 0, 7])
+def test_priorities_are_accepted_alike_everywhere(place: str, value: Any) -> None:
+    PRIORITY_PLACES[place](value)

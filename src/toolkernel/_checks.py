@@ -9,7 +9,7 @@ declared) prefixes the message and keeps the rest.
 
 from __future__ import annotations
 
-__all__ = ["check_seconds"]
+__all__ = ["check_priority", "check_seconds"]
 
 
 def check_seconds(what: str, value: object) -> float | None:
@@ -22,6 +22,14 @@ def check_seconds(what: str, value: object) -> float | None:
         raise TypeError(f"{what} {_SECONDS}, not {value!r}")
     if not value >= 0:  # ``not nan >= 0`` holds too
         raise ValueError(f"{what} {_SECONDS}, not {value!r}")
+    return value
+
+
+def check_priority(value: object) -> int:
+    """``value`` if it is an int (``True`` is not); a ``ValueError`` otherwise, as the lease
+    table has always refused one (its ``InvalidClaimError`` is a ``ValueError``)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"priority must be an int, not {value!r}")
     return value
 
 

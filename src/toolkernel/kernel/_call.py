@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from .._checks import check_seconds
+from .._checks import check_priority, check_seconds
 from .._errors import IllegalTransitionError
 from ._content import Content
 
@@ -74,8 +74,7 @@ def _freeze_after(value: Any) -> tuple[str, ...]:
 def _check_priority(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     # The lease table refuses anything else when the call requests its leases; refuse it here,
     # where the mistake is made, rather than there, where it would escape from the kernel.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"priority must be an int, not {value!r}")
+    check_priority(value)
 
 
 def _check_timeout(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
