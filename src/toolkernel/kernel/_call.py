@@ -81,6 +81,11 @@ def _check_timeout(instance: object, attribute: attrs.Attribute[Any], value: obj
     check_seconds(attribute.name, value)
 
 
+def _check_agent(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"agent must be a str or None, not {value!r}")
+
+
 @attrs.frozen
 class ToolCall:
     """One tool call as the model emitted it.
@@ -91,6 +96,10 @@ class ToolCall:
     overtake waiting calls of other batches, never conflicting earlier calls of its own.
     ``wait_timeout`` / ``run_timeout`` override the tool's and the kernel's limits, in seconds
     (None: keep theirs; ``math.inf``: no limit). The run limit covers the after-hooks too.
+    ``agent`` names the agent making the call on a kernel several agents share: each keeps its
+    own view of the files it read and wrote (None: the kernel's own). ``read_first`` marks a
+    call a model made: its ``Write``, ``Edit`` or ``MultiEdit`` refuses a file the agent never
+    read (the agent loop and the framework adapters set it; a program may leave it off).
     """
 
     id: str
@@ -100,6 +109,8 @@ class ToolCall:
     priority: int = attrs.field(default=0, kw_only=True, validator=_check_priority)
     wait_timeout: float | None = attrs.field(default=None, kw_only=True, validator=_check_timeout)
     run_timeout: float | None = attrs.field(default=None, kw_only=True, validator=_check_timeout)
+    agent: str | None = attrs.field(default=None, kw_only=True, validator=_check_agent)
+    read_first: bool = attrs.field(default=False, kw_only=True)
 
     def arguments_json(self) -> str:
         """The arguments as a JSON string (as they would travel on the wire)."""

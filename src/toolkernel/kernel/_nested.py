@@ -65,6 +65,8 @@ class NestedCalls:
             name,
             dict(arguments),
             priority=parent.call.priority,
+            agent=parent.call.agent,  # on behalf of the same agent, as the same kind of caller
+            read_first=parent.call.read_first,
         )
         record, failure = host.admit_alone(call, parent)
         if host.report.listeners:
