@@ -66,6 +66,9 @@ class Environment(Protocol):
         call_id: str,
         *,
         observer: Callable[[Any], None] | None = None,
+        agent: str | None = None,
+        read_first: bool = False,
+        fence: Any = None,
     ) -> Any:
         """The ``ctx.fs`` object for call ``call_id`` holding ``claims``. It must have a
         ``close()`` method: the kernel calls it when the call ends, and from then on every
@@ -74,5 +77,13 @@ class Environment(Protocol):
         ``observer``, when given (only when a kernel listener watches file access), is to be
         called with a description of every access the object checks (``FileAccess`` passes a
         ``toolkernel.tools.FileAccessed``). An environment that can't report accesses may
-        ignore it; the kernel passes it by keyword only when somebody watches."""
+        ignore it; the kernel passes it by keyword only when somebody watches.
+
+        ``agent`` (``ToolCall.agent``) names whose view of the files the access keeps, and
+        ``read_first`` (``ToolCall.read_first``) says the call comes from a model; the kernel
+        passes each only when set.
+
+        ``fence`` (a ``toolkernel.leases.Fence``), passed only when the kernel shares its
+        leases with other processes, is the fence of the call's grant: the access must make
+        every change visible through it, so a call whose grant was lost changes nothing."""
         ...

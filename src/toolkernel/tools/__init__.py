@@ -7,6 +7,9 @@ from ._declare import tool as tool
 from ._fs import Entry as Entry
 from ._fs import FileAccess as FileAccess
 from ._fs import FileAccessed as FileAccessed
+from ._views import FileVersion as FileVersion
+from ._views import FileView as FileView
+from ._views import StaleRule as StaleRule
 from ._workspace import Workspace as Workspace
 from .shell import ShellRules as ShellRules
 from .shell import shell_claims as shell_claims
