@@ -94,6 +94,7 @@ async def run_agent(
     cancel_scope: anyio.CancelScope | None = None,
     stream: bool = False,
     turn_timeout: float | None = None,
+    agent: str | None = None,
 ) -> AgentOutcome:
     """Run ``model`` on ``prompt`` with the kernel's tools until it is done.
 
@@ -127,6 +128,11 @@ async def run_agent(
     - ``turn_timeout``: seconds each step's calls may take, from the first one's start
       (``kernel.run(timeout=...)``): the calls still unfinished then end TIMEOUT, and the
       model reads so, with the results of those that finished; the loop goes on.
+    - ``agent``: whose view of the files the calls keep (``ToolCall.agent``): give each loop
+      sharing a kernel its own name. The calls are a model's (``ToolCall.read_first``):
+      ``Write``, ``Edit`` and ``MultiEdit`` refuse a file this agent never read, and one that
+      changed since it last read or wrote it (another agent's, a command's or a person's
+      change), telling the model to read it again.
     """
     check_seconds("turn_timeout", turn_timeout)
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
@@ -151,6 +157,7 @@ async def run_agent(
             emit(StepStarted(index))
             if stream and isinstance(model, StreamingModel):
                 turn = StreamedTurn(kernel, toolset, index, emit, turn_timeout)
+                turn.agent = agent
                 try:
                     await _ask(partial(turn.attempt, model, history, tools), retry, index, emit)
                 except ModelError as exc:
@@ -175,7 +182,9 @@ async def run_agent(
             results: list[ToolResult | None] = [None] * len(calls)
             try:
                 if calls:
-                    await _run_batch(kernel, toolset, calls, results, index, emit, turn_timeout)
+                    await _run_batch(
+                        kernel, toolset, calls, results, index, emit, turn_timeout, agent
+                    )
             finally:  # cancelled or not, every call the model emitted gets its answer
                 _record(history, steps, index, says, assistant, calls, results)
             if not calls:
@@ -280,8 +289,11 @@ async def _run_batch(
     step: int,
     emit: Callable[[AgentEvent], object],
     limit: float | None = None,
+    agent: str | None = None,
 ) -> None:
     """Run one batch, passing its events on; fill ``results`` (in call order) as calls end."""
+    # A model's calls: a file it never read may not be overwritten (see run_agent).
+    calls = [attrs.evolve(call, agent=agent, read_first=True) for call in calls]
     # Ids are usually unique, but a model may repeat one (the kernel fails the repeat): match
     # each result to the earliest call with its id that has none yet.
     waiting: dict[str, list[int]] = {}

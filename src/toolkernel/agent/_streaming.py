@@ -96,6 +96,8 @@ class StreamedTurn:
         self._positions: dict[str, int] = {}
         self._finished: list[anyio.Event] = []
         self._held: list[tuple[ToolCall, int]] = []
+        self.agent: str | None = None
+        """Whose view of the files the calls keep (``run_agent``'s ``agent``)."""
 
     async def attempt(
         self, model: StreamingModel, history: Sequence[Mapping[str, Any]], tools: Sequence[object]
@@ -188,6 +190,8 @@ class StreamedTurn:
             if self._deadline is None:
                 self._deadline = now + self._timeout
             left = max(self._deadline - now, 0.0)
+        # As a model's call, on behalf of the loop's agent (see run_agent).
+        call = attrs.evolve(call, agent=self.agent, read_first=True)
         events = await stack.enter_async_context(self._kernel.stream([call], timeout=left))
         group.start_soon(self._drain, events, position)
 

@@ -313,7 +313,7 @@ class Calls:
             call_id = f"{call_id}#{next(self._numbers)}"  # another run's call of the same id
         invocation = Invocation(self.kernel, call_id)
         hold = _Hold(name, claims, invocation)
-        call = ToolCall(call_id, name, arguments)
+        call = ToolCall(call_id, name, arguments, read_first=True)  # a model's call
         self.live[call_id] = invocation
         with contextlib.suppress(KernelClosedError):  # no handle: the outcome says so
             invocation.handle = self.kernel.submit(call, tools=[hold])

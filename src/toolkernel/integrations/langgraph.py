@@ -241,7 +241,13 @@ class _Batch:
                 gates[name] = _Gate(name, declarations.get(name), tools.get(name), self)
             arguments = slot.call.get("args")
             kernel_calls.append(
-                KernelCall(slot.kernel_id, name, arguments if isinstance(arguments, dict) else {})
+                # A model's call: a file it never read may not be overwritten.
+                KernelCall(
+                    slot.kernel_id,
+                    name,
+                    arguments if isinstance(arguments, dict) else {},
+                    read_first=True,
+                )
             )
         self._remove_listener = kernel.add_listener(self._heard)
         self._submitting = True  # what finishes now is ours, refused at admission
