@@ -19,7 +19,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from toolkernel import FencedOut, InvalidClaimError, PathChangedError
+from toolkernel import FencedOut, InvalidClaimError, LeaseServiceError, PathChangedError
 from toolkernel.leases import (
     Chmod,
     MakeDirectory,
@@ -157,7 +157,7 @@ async def test_a_restarted_service_loses_every_grant_and_clients_learn_it(
                     )
                 assert not (workspace / "x").exists()
                 client.release(grant)  # lost: no error
-                with pytest.raises(ConnectionError):
+                with pytest.raises(LeaseServiceError):
                     await client.acquire([writes("x")])
                 async with open_leases(restarted.url, workspace) as fresh:
                     assert fresh is not None

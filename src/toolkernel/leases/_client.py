@@ -6,9 +6,10 @@ them; a writer task sends what ``release`` (synchronous) and the others queue; a
 the service from presuming this process dead while it is alive.
 
 A lost connection (the service stopped, or revoked this client after a silence longer than its
-TTL) means every grant is gone: waiting ``acquire`` calls raise ``ConnectionError``, and every
-publish through a fence of an earlier grant raises :class:`FencedOut`. There is no reconnection
-behind the caller's back: leases held before could not be trusted after it. Open a new backend.
+TTL) means every grant is gone: waiting ``acquire`` calls raise :class:`LeaseServiceError` (a
+``ConnectionError``), and every publish through a fence of an earlier grant raises
+:class:`FencedOut`. There is no reconnection behind the caller's back: leases held before could
+not be trusted after it. Open a new backend.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .. import _errors
-from .._errors import FencedOut, LeaseReleaseError
+from .._errors import FencedOut, LeaseReleaseError, LeaseServiceError
 from ..locks import Claim, canonical_claims
 from ._backend import Grant, Op, Rename
 from ._wire import HEADER_SIZE, batched, encode_claims, encode_op, frame, frame_length, parse_frame
@@ -45,7 +46,7 @@ class _Pending:
 def _rebuild(error: object, lost: bool = False) -> BaseException:
     """The exception a service's error reply describes (its own class where it is ours)."""
     if not isinstance(error, dict):
-        return ConnectionError("the lease service answered a malformed error")
+        return LeaseServiceError("the lease service answered a malformed error")
     name = str(error.get("type"))
     message = str(error.get("message"))
     code = error.get("errno")
@@ -181,14 +182,14 @@ class UnixLeaseClient:
 
     def _send(self, message: Mapping[str, Any]) -> tuple[int, _Pending]:
         if self._lost is not None:
-            raise ConnectionError(f"no lease service: {self._lost}")
+            raise LeaseServiceError(f"no lease service: {self._lost}")
         number = self._number()
         pending = self._pending[number] = _Pending()
         self._queue({**message, "n": number})
         return number, pending
 
     def _answer(
-        self, number: int, pending: _Pending, lost: type[Exception] = ConnectionError
+        self, number: int, pending: _Pending, lost: type[Exception] = LeaseServiceError
     ) -> dict[str, Any]:
         self._pending.pop(number, None)
         reply = pending.reply
