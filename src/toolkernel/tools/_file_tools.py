@@ -169,7 +169,8 @@ async def read(
     if data.isascii():
         # Every byte is a character: the window is cut from the bytes, and only it decoded.
         window, total = _line_window(data, start, count)
-        lines = [line.decode("ascii") for line in window]
+        # One decode for the window, not one a line (2,000 calls were a third of a Read).
+        lines = b"\n".join(window).decode("ascii").split("\n") if window else []
     else:
         lines, total = _line_window(_decoded(data, file_path), start, count)
     if not total:
@@ -212,6 +213,8 @@ def _line_window(text: AnyStr, start: int, count: int) -> tuple[list[AnyStr], in
     if end < size:
         total += text.count(newline, end) + (0 if text.endswith(newline) else 1)
     shown = pieces[start:wanted]
+    if carriage not in head:
+        return shown, total
     return [line[:-1] if line.endswith(carriage) else line for line in shown], total
 
 
