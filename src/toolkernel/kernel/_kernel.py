@@ -35,7 +35,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from .._errors import HoldMore
-from ..leases._backend import Grant, LeaseBackend
+from ..leases._backend import Fence, Grant, LeaseBackend
 from ..locks import Claim, LeaseTableStatistics, path
 from . import _loop as loop
 from . import _messages as messages
@@ -423,6 +423,30 @@ class Kernel(metaclass=NoPublicConstructor):
         listens."""
         report = self._scheduler.report
         return report.file_accessed if report.access_listeners else None
+
+    def _fence_for(self, record: CallRecord) -> Fence | None:
+        """For ``ToolContext.fs``: the fence its writes go through, None without shared leases.
+
+        A nested call's claims its parent's leases cover were not taken again (``_shared_claims``):
+        its writes there go through the nearest ancestor's grant, the rest through its own.
+        """
+        if self._shared is None:
+            return None
+        grants = []
+        holder: CallRecord | None = record
+        while holder is not None:
+            grant = self._grants.get(holder)
+            if grant is not None:
+                grants.append(grant)
+            holder = holder.parent
+        if not grants:
+            return None  # it holds no claims: ctx.fs refuses every write before any fence
+        if len(grants) == 1:
+            return self._shared.fence(grants[0])
+        # Here, not at the top: ``_fencing`` needs ``tools``, which needs this package.
+        from ..leases._fencing import CoveringFence
+
+        return CoveringFence(tuple((g.claims, self._shared.fence(g)) for g in grants))
 
     async def _timer(self, _: None) -> None:
         """Expire lease waits that ran past their deadline (one task for the whole kernel)."""

@@ -153,7 +153,10 @@ class UnixLeaseClient:
             raise FencedOut(f"can't make the change: lease {grant.id} is no longer held")
         message = {"op": "publish", "of": number, "token": grant.token, **encode_op(op)}
         reply_number, pending = self._send(message)
-        await pending.event.wait()
+        # Once sent, the change is made or refused: a cancellation must not leave the caller
+        # unsure which (the reply comes, or the connection's loss wakes this).
+        with anyio.CancelScope(shield=True):
+            await pending.event.wait()
         self._answer(reply_number, pending, lost=FencedOut)
 
     def stage(self, op: Rename) -> Rename:

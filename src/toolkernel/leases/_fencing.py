@@ -16,11 +16,21 @@ import stat
 from collections.abc import Sequence
 from typing import Final
 
+import attrs
+
 from ..locks import EVERYTHING, Claim, Mode, Path
 from ..tools._beneath import LINK_ERRNOS, changed, open_directory, rename_no_replace
-from ._backend import Chmod, MakeDirectory, Op, RemoveDirectory, Rename, SetTimes, Unlink
+from ._backend import Chmod, Fence, MakeDirectory, Op, RemoveDirectory, Rename, SetTimes, Unlink
 
-__all__ = ["is_scratch", "changed_keys", "check_covered", "apply_op", "make_change", "stage"]
+__all__ = [
+    "is_scratch",
+    "changed_keys",
+    "check_covered",
+    "apply_op",
+    "make_change",
+    "stage",
+    "CoveringFence",
+]
 
 # The names the write paths give what is not visible yet: ``tools._fileops``' temporary files and
 # trees moved aside for deletion, ``sandbox._commit``'s temporaries. (A test checks they agree.)
@@ -57,9 +67,26 @@ def _covers(claim: Claim, key: tuple[str, ...]) -> bool:
     return isinstance(resource, Path) and key[: len(resource.parts)] == resource.parts
 
 
+def _on_the_way(claim: Claim, key: tuple[str, ...]) -> bool:
+    """True iff ``key`` is a directory above what ``claim`` holds exclusively."""
+    resource = claim.resource
+    return (
+        claim.mode is Mode.EXCLUSIVE
+        and isinstance(resource, Path)
+        and len(resource.parts) > len(key)
+        and resource.parts[: len(key)] == key
+    )
+
+
 def check_covered(claims: Sequence[Claim], op: Op) -> None:
-    """Raise ``PermissionError`` unless ``claims`` cover every key ``op`` changes exclusively."""
+    """Raise ``PermissionError`` unless ``claims`` cover every key ``op`` changes exclusively.
+
+    Making a missing directory on the way to a held path is covered too (a write with
+    ``parents``, a command's ``mkdir -p``): anyone who could see it appear holds a lease
+    conflicting with this one, but for another writer below it, who would make it too."""
     for key in changed_keys(op):
+        if isinstance(op, MakeDirectory) and any(_on_the_way(claim, key) for claim in claims):
+            continue
         if not any(_covers(claim, key) for claim in claims):
             where = "/".join(key) or "."
             raise PermissionError(
@@ -150,3 +177,25 @@ def stage(root_fd: int, op: Rename) -> Rename:
     staged = Rename(op.source, scratch, replace=False, source_dir=op.source_dir)
     make_change(root_fd, staged)
     return Rename(scratch, op.target, op.replace)
+
+
+@attrs.frozen
+class CoveringFence:
+    """The fence of a call holding leases from several grants (a nested call: its own grant,
+    then its ancestors'): each change goes through the first grant whose claims cover it."""
+
+    fences: tuple[tuple[tuple[Claim, ...], Fence], ...]
+    """Each grant's claims and fence, the nearest first."""
+
+    def publish(self, op: Op) -> None:
+        refused: PermissionError | None = None
+        for claims, fence in self.fences:
+            try:
+                check_covered(claims, op)
+            except PermissionError as exc:
+                refused = refused or exc
+                continue
+            fence.publish(op)
+            return
+        assert refused is not None
+        raise refused

@@ -43,6 +43,7 @@ from typing import Final
 
 import attrs
 
+from ..leases._backend import Fence
 from . import _launcher
 from ._changes import Change, ChangeKind, read_changes
 from ._commit import apply_changes
@@ -152,9 +153,10 @@ class Overlay:
                 found.append(change.path)
         return found
 
-    def commit(self, changes: Sequence[Change]) -> None:
-        """Apply ``changes`` to the root. Synchronous."""
-        apply_changes(self.root, self.upper, changes)
+    def commit(self, changes: Sequence[Change], *, fence: Fence | None = None) -> None:
+        """Apply ``changes`` to the root; with ``fence`` (shared leases), each visible step
+        through it. Synchronous."""
+        apply_changes(self.root, self.upper, changes, fence=fence)
 
     def discard(self) -> None:
         """Remove the upper layer, whatever is in it. Synchronous; idempotent."""
