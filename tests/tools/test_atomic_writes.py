@@ -30,8 +30,10 @@ def names_in(directory: pathlib.Path) -> list[str]:
     return sorted(os.listdir(directory))
 
 
-def write_call(content: str, file_path: str = "target.txt") -> tk.ToolCall:
-    return tk.ToolCall("w", "Write", {"file_path": file_path, "content": content})
+def write_call(
+    content: str, file_path: str = "target.txt", agent: str | None = None
+) -> tk.ToolCall:
+    return tk.ToolCall("w", "Write", {"file_path": file_path, "content": content}, agent=agent)
 
 
 # -- cancelling at random moments --------------------------------------------------------------
@@ -53,8 +55,10 @@ async def test_writes_cancelled_at_random_moments_leave_old_or_new_content(
         while len(outcomes) < 8 or (
             (tk.Status.CANCELLED, True) not in outcomes and len(outcomes) < 30
         ):
+            # Rewritten from outside, so each try is by an agent of its own: to the agent that
+            # wrote before, the file changed since (refused as a write from a stale view).
             target.write_text(OLD)
-            handle = kernel.submit(write_call(BIG_NEW))
+            handle = kernel.submit(write_call(BIG_NEW, agent=f"try-{len(outcomes)}"))
             await anyio.sleep(rng.uniform(0, duration))
             handle.cancel()
             result = await handle.wait_finished()
