@@ -28,8 +28,10 @@ Where the check is made: a write compares the version of the file it is about to
 with ``lstat`` inside the same beneath-the-root operation, under the call's lease, just before
 the rename over it; ``Edit`` also compares what it read first. A writer that holds no lease (a
 person, another program) can still change the file between that ``lstat`` and the rename,
-a window of one system call; and the view records the new file's version with an ``fstat``
-just after the rename, so a change in that second window is taken for the agent's own.
+a window of one system call. The new file's version is its ``lstat`` just after the rename
+(which changes its ctime), recorded only if it is still the file as written (the device,
+inode, size and modification time of an ``fstat`` taken before its descriptor was closed);
+if not, the file as written is recorded, so a change in that second window reads as a change.
 
 Bounded: a view keeps the :data:`VIEW_LIMIT` files used last (about 200 bytes each); a file
 that falls out reads as never read (refused where ``read_first`` is set, allowed elsewhere).
