@@ -10,7 +10,6 @@ from ._errors import DeadlockError as DeadlockError
 from ._errors import DependencyCycleError as DependencyCycleError
 from ._errors import DependencyFailedError as DependencyFailedError
 from ._errors import FencedOut as FencedOut
-from ._errors import LeaseServiceError as LeaseServiceError
 from ._errors import ForeignLeaseError as ForeignLeaseError
 from ._errors import HookError as HookError
 from ._errors import IllegalTransitionError as IllegalTransitionError
@@ -19,6 +18,7 @@ from ._errors import InvalidCallError as InvalidCallError
 from ._errors import InvalidClaimError as InvalidClaimError
 from ._errors import KernelClosedError as KernelClosedError
 from ._errors import LeaseReleaseError as LeaseReleaseError
+from ._errors import LeaseServiceError as LeaseServiceError
 from ._errors import LeaseWaitTimeoutError as LeaseWaitTimeoutError
 from ._errors import MCPServerGoneError as MCPServerGoneError
 from ._errors import MCPToolError as MCPToolError
@@ -30,8 +30,8 @@ from ._errors import PermissionDeniedError as PermissionDeniedError
 from ._errors import RunTimeoutError as RunTimeoutError
 from ._errors import SchemaError as SchemaError
 from ._errors import ShellRulesError as ShellRulesError
-from ._errors import ToolDeclarationError as ToolDeclarationError
 from ._errors import StaleViewError as StaleViewError
+from ._errors import ToolDeclarationError as ToolDeclarationError
 from ._errors import ToolError as ToolError
 from ._errors import ToolkernelError as ToolkernelError
 from ._errors import UndeclaredAccessError as UndeclaredAccessError

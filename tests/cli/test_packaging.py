@@ -27,6 +27,7 @@ REAL_PACKAGES = {
     "toolkernel.formats",
     "toolkernel.integrations",
     "toolkernel.kernel",
+    "toolkernel.leases",
     "toolkernel.locks",
     "toolkernel.mcp",
     "toolkernel.replay",

@@ -132,6 +132,9 @@ def test_batches_over_the_built_in_tools_reach_every_tool_and_argument() -> None
         "before_context",
         "after_context",
         "multiline",
+        "line_numbers",
+        "head_limit",
+        "offset",
     }
     assert seen["MultiEdit"] == {"file_path", "edits"}
 
