@@ -18,18 +18,25 @@ from .kernel import (
     open_kernel_core,
 )
 from .kernel._policy import allow_all
+from .leases import Fence, find_service, parse_leases
+from .leases._connect import open_leases
 from .locks import Claim
-from .tools import FileAccess, FileAccessed, Workspace
+from .tools import FileAccess, FileAccessed, FileView, Workspace
 
 __all__ = ["open_kernel", "WorkspaceEnvironment"]
 
 
 class WorkspaceEnvironment:
-    """Adapts a :class:`Workspace` to what the kernel needs: keys, and checked file access."""
+    """Adapts a :class:`Workspace` to what the kernel needs: keys, and checked file access.
+
+    It keeps each agent's view of the files (``toolkernel.tools.FileView``): one for the
+    kernel's own calls, one for each ``ToolCall.agent`` named, made on first use.
+    """
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
         self.key = workspace.key  # bound once: the kernel keys every path of every call
+        self.views: dict[str | None, FileView] = {}
 
     def file_access(
         self,
@@ -37,8 +44,22 @@ class WorkspaceEnvironment:
         call_id: str,
         *,
         observer: Callable[[FileAccessed], None] | None = None,
+        agent: str | None = None,
+        read_first: bool = False,
+        fence: Fence | None = None,
     ) -> FileAccess:
-        return FileAccess(self.workspace, claims, call_id=call_id, observer=observer)
+        view = self.views.get(agent)
+        if view is None:
+            view = self.views[agent] = FileView()
+        return FileAccess(
+            self.workspace,
+            claims,
+            call_id=call_id,
+            observer=observer,
+            view=view,
+            read_first=read_first,
+            fence=fence,
+        )
 
 
 @asynccontextmanager
@@ -56,6 +77,7 @@ async def open_kernel(
     max_depth: int = 8,
     wait_timeout: float | None = None,
     run_timeout: float | None = None,
+    leases: str | None = None,
 ) -> AsyncIterator[Kernel]:
     """Open a kernel that runs ``tools``; with ``root``, tools get ``ctx.fs`` inside that root.
 
@@ -77,6 +99,14 @@ async def open_kernel(
     - ``wait_timeout`` / ``run_timeout``: default limits (seconds, None for none) on waiting for
       leases and on running (the run limit covers the tool and its after-hooks together);
       tools and calls may set their own.
+    - ``leases``: where leases are decided. None (the default) keeps them in this process.
+      ``"unix:PATH"`` shares them with every process using the lease service at ``PATH``
+      (``python -m toolkernel serve --root DIR``), ``"etcd://host:port"`` with every process
+      using that etcd cluster: a granted call then also waits for its claims there before its
+      tool starts, so calls of several agents on one tree never overlap where they conflict.
+      ``"auto"`` finds the lease service serving ``root`` (one started with ``serve --root``
+      and no ``--socket``), and keeps leases in-process if none runs. Needs ``root``, the same
+      directory for every process.
 
     A bad option raises ``TypeError`` or ``ValueError`` here, before anything runs. Leaving the
     block cancels whatever still runs; every call still gets its result.
@@ -93,6 +123,13 @@ async def open_kernel(
         wait_timeout=wait_timeout,
         run_timeout=run_timeout,
     )
+    if leases is not None:
+        if root is None:
+            raise ValueError("leases= needs a root: shared leases name paths in the workspace")
+        if leases == "auto":
+            leases = find_service(root.root if isinstance(root, Workspace) else root)
+        else:
+            parse_leases(leases)  # a bad URL raises here, before anything opens
     environment = None
     owned: Workspace | None = None  # a workspace made here is closed here; a given one is not
     if root is not None:
@@ -100,5 +137,14 @@ async def open_kernel(
         owned = None if workspace is root else workspace
         environment = WorkspaceEnvironment(workspace)
     with contextlib.closing(owned) if owned is not None else contextlib.nullcontext():
-        async with open_kernel_core(tools, environment=environment, options=options) as kernel:
-            yield kernel
+        if leases is None:
+            async with open_kernel_core(tools, environment=environment, options=options) as k:
+                yield k
+            return
+        assert environment is not None
+        root_path = environment.workspace.root
+        async with (
+            open_leases(leases, root_path, pools=pools) as shared,
+            open_kernel_core(tools, environment=environment, options=options, shared=shared) as k,
+        ):
+            yield k

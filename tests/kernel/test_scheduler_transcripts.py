@@ -298,12 +298,6 @@ def test_the_pure_core_imports_no_event_loop(module: str) -> None:
 # Modules still in an import circle through type-only imports, each to be cut at its root
 # (the shared type moved into a module both sides import); the test ignores edges between two
 # modules of one set, and the sets only shrink.
-_KERNEL_CYCLE_PENDING: frozenset[str] = frozenset(
-    {
-        "toolkernel.kernel._context",
-        "toolkernel.kernel._protocol",
-    }
-)
 # The walk of a shell command applies the program rules, and the rules (and the project
 # readers) take the walk: `Walk` wants its own module with what it needs.
 _SHELL_CYCLE_PENDING: frozenset[str] = frozenset(
@@ -314,7 +308,7 @@ _SHELL_CYCLE_PENDING: frozenset[str] = frozenset(
         "_project_python_build _project_tools _pytest_rule _sed"
     ).split()
 )
-_CYCLE_PENDING: tuple[frozenset[str], ...] = (_KERNEL_CYCLE_PENDING, _SHELL_CYCLE_PENDING)
+_CYCLE_PENDING: tuple[frozenset[str], ...] = (_SHELL_CYCLE_PENDING,)
 
 
 def _pending(a: str, b: str) -> bool:

@@ -10,7 +10,7 @@ import attrs
 from .._errors import CallEndedError
 from ..locks import Claim
 from ._call import ToolResult
-from ._protocol import Environment
+from ._environment import Environment
 
 __all__ = ["ToolContext"]
 
@@ -29,6 +29,8 @@ class Runner(Protocol):
     def _progress(self, record: _Record, message: str, data: Any) -> None: ...
 
     def _file_observer(self) -> Callable[..., None] | None: ...
+
+    def _fence_for(self, record: _Record) -> Any: ...
 
 
 @attrs.define(eq=False)
@@ -66,13 +68,20 @@ class ToolContext:
         if self._ended:
             raise self._revoked("use its file access")
         if self._fs is None and self._environment is not None:
+            # Passed only when set, so an environment that knows none of them keeps working.
+            options: dict[str, Any] = {}
             observer = self._kernel._file_observer()
             if observer is not None:  # somebody watches what calls touch
-                self._fs = self._environment.file_access(
-                    self.claims, self.call_id, observer=observer
-                )
-            else:
-                self._fs = self._environment.file_access(self.claims, self.call_id)
+                options["observer"] = observer
+            call = self._record.call
+            if call.agent is not None:
+                options["agent"] = call.agent
+            if call.read_first:
+                options["read_first"] = True
+            fence = self._kernel._fence_for(self._record)
+            if fence is not None:  # leases shared with other processes
+                options["fence"] = fence
+            self._fs = self._environment.file_access(self.claims, self.call_id, **options)
         return self._fs
 
     def progress(self, message: str, data: Any = None) -> None:

@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..locks import Claim, Path
 
+# Where calls run has a module of its own: the context a tool is given needs it, and this module
+# names that context, so keeping both here would close a circle.
+from ._environment import Environment as Environment
+
 if TYPE_CHECKING:
     from ._context import ToolContext
 
@@ -50,40 +54,4 @@ class KernelTool(Protocol):
 
     async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Any:
         """Run the tool. Its return value is the result's output."""
-        ...
-
-
-class Environment(Protocol):
-    """Where calls run: how paths become keys, and what file access a call is given."""
-
-    def key(self, raw: str) -> Path:
-        """The canonical key of a path spelling; raises ``InvalidClaimError`` if refused."""
-        ...
-
-    def file_access(
-        self,
-        claims: Sequence[Claim],
-        call_id: str,
-        *,
-        observer: Callable[[Any], None] | None = None,
-        agent: str | None = None,
-        read_first: bool = False,
-        fence: Any = None,
-    ) -> Any:
-        """The ``ctx.fs`` object for call ``call_id`` holding ``claims``. It must have a
-        ``close()`` method: the kernel calls it when the call ends, and from then on every
-        operation must fail.
-
-        ``observer``, when given (only when a kernel listener watches file access), is to be
-        called with a description of every access the object checks (``FileAccess`` passes a
-        ``toolkernel.tools.FileAccessed``). An environment that can't report accesses may
-        ignore it; the kernel passes it by keyword only when somebody watches.
-
-        ``agent`` (``ToolCall.agent``) names whose view of the files the access keeps, and
-        ``read_first`` (``ToolCall.read_first``) says the call comes from a model; the kernel
-        passes each only when set.
-
-        ``fence`` (a ``toolkernel.leases.Fence``), passed only when the kernel shares its
-        leases with other processes, is the fence of the call's grant: the access must make
-        every change visible through it, so a call whose grant was lost changes nothing."""
         ...

@@ -57,15 +57,16 @@ def fs_of(ctx: ToolContext) -> FileAccess:
     return ctx.fs
 
 
-async def _read_text(fs: FileAccess, file_path: str) -> str:
-    """Read a text file (one thread hop) or raise a ToolError saying plainly why not."""
-    return _decoded(await _read_data(fs, file_path), file_path)
+async def _read_text(fs: FileAccess, file_path: str, *, fresh: bool = False) -> str:
+    """Read a text file (one thread hop) or raise a ToolError saying plainly why not; with
+    ``fresh``, only as the agent last saw it (``StaleViewError`` otherwise, see ``_views``)."""
+    return _decoded(await _read_data(fs, file_path, fresh=fresh), file_path)
 
 
-async def _read_data(fs: FileAccess, file_path: str) -> bytes:
+async def _read_data(fs: FileAccess, file_path: str, *, fresh: bool = False) -> bytes:
     """Read a file that is not binary (one thread hop) or raise a ToolError saying why not."""
     with _read_failures(file_path):
-        data = await fs.read_bytes(file_path, max_bytes=TEXT_SIZE_LIMIT)
+        data = await fs.read_bytes(file_path, max_bytes=TEXT_SIZE_LIMIT, fresh=fresh)
     _refuse_binary(data, file_path)
     return data
 
@@ -75,7 +76,7 @@ async def _read_head(fs: FileAccess, file_path: str, lines: int) -> tuple[bytes,
     (one thread hop), and whether that is the whole file; else a ToolError saying why not."""
     with _read_failures(file_path):
         data, whole = await fs.read_with(
-            file_path, lambda file: _head(file, lines), max_bytes=TEXT_SIZE_LIMIT
+            file_path, lambda file: _head(file, lines), max_bytes=TEXT_SIZE_LIMIT, as_seen=True
         )
     _refuse_binary(data, file_path)
     return data, whole
@@ -234,10 +235,11 @@ async def write(ctx: ToolContext, file_path: str, content: str) -> str:
 
 
 async def _write_text(fs: FileAccess, file_path: str, text: str, *, parents: bool) -> None:
-    """Write a text file atomically, or raise a ToolError saying plainly why not; an error the
-    file system reports for other reasons (permissions, a full disk) is left to name itself."""
+    """Write a text file atomically, only over the file as the agent last saw it (see
+    ``_views``), or raise a ToolError saying plainly why not; an error the file system reports
+    for other reasons (permissions, a full disk) is left to name itself."""
     try:
-        await fs.write_text(file_path, text, parents=parents)
+        await fs.write_text(file_path, text, parents=parents, fresh=True)
     except IsADirectoryError:
         raise ToolError(f"{file_path!r} is a directory; give a file path") from None
     except (NotADirectoryError, FileExistsError):  # mkdir of the parents meets a file
@@ -300,7 +302,7 @@ async def edit(
         replace_all: Replace every occurrence instead of exactly one.
     """
     fs = fs_of(ctx)
-    text = await _read_text(fs, file_path)
+    text = await _read_text(fs, file_path, fresh=True)
     updated, count = _apply_edit(text, file_path, old_string, new_string, replace_all)
     await _write_text(fs, file_path, updated, parents=False)
     return f"edited {file_path}: replaced {count} occurrence{'s' if count > 1 else ''}"
@@ -327,7 +329,7 @@ async def multi_edit(ctx: ToolContext, file_path: str, edits: list[EditSpec]) ->
     if not edits:
         raise ToolError("edits is empty; give at least one edit")
     fs = fs_of(ctx)
-    text = await _read_text(fs, file_path)
+    text = await _read_text(fs, file_path, fresh=True)
     for number, spec in enumerate(edits, 1):
         text, _ = _apply_edit(
             text,

@@ -12,6 +12,18 @@ in worker threads; blocking is expected.
 
 What changes files is whole or nothing: a write is a temporary file renamed over the old one, a
 tree's deletion a rename aside followed by a removal that a cancellation does not stop.
+
+The step that makes a change visible (the final rename, ``mkdir``, ``unlink``, the rename of a
+tree aside, a move) goes through one seam (``_rename``, ``_unlink``, ``_mkdir``): without a
+``fence`` it is the system call itself, inside ``gate``; with one (shared leases), it is described
+as a ``leases.Op`` on the path's components from the root and published through the call's fence,
+which makes it only while the call's grant is held (else ``FencedOut``, nothing changed), beneath
+its own root descriptor, following no link. The gate is then entered for its checks and left
+before the round trip: the fence may need the event loop, whose thread can be the one closing
+the access, and holding the lock across it could deadlock both. What keeps a late change out is
+the fence: the access is closed in the step of the loop that releases the grant, and the backend
+refuses whatever reaches it after the release. Preparing (the temporary file, removing a tree
+moved aside under its scratch name) needs no fence.
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ import anyio.to_thread
 import attrs
 
 from .._errors import PathChangedError
+from ..leases._backend import Fence, MakeDirectory, Rename, Unlink
 from ._beneath import (
     DIRECTORY_FLAGS,
     LINK_ERRNOS,
@@ -55,6 +68,7 @@ __all__ = [
     "move",
     "moved_aside",
     "open_regular",
+    "read_at_most",
     "read_regular",
     "replace_atomically",
     "status",
@@ -155,7 +169,7 @@ def read_regular(root: int, parts: Sequence[str], max_bytes: int | None = None) 
     with open_regular(root, parts, max_bytes) as file:
         if max_bytes is None:
             return file.readall()
-        return _read_at_most(file, parts, max_bytes)
+        return read_at_most(file, parts, max_bytes)
 
 
 def open_regular(root: int, parts: Sequence[str], max_bytes: int | None = None) -> io.FileIO:
@@ -192,7 +206,9 @@ def open_regular(root: int, parts: Sequence[str], max_bytes: int | None = None) 
     return file
 
 
-def _read_at_most(file: io.FileIO, parts: Sequence[str], limit: int) -> bytes:
+def read_at_most(file: io.FileIO, parts: Sequence[str], limit: int) -> bytes:
+    """All of ``file`` if it holds at most ``limit`` bytes; else ``EFBIG``, having read
+    ``limit + 1``."""
     chunks: list[bytes] = []
     left = limit + 1
     while left > 0:
@@ -337,26 +353,121 @@ def maker(gate: Gate) -> Callable[[int, str], None]:
     return make
 
 
-def replace_atomically(
-    root: int, parts: Sequence[str], data: bytes, gate: Gate, *, parents: bool
+def _open_parent(
+    root: int, parts: Sequence[str], gate: Gate, fence: Fence | None, *, parents: bool
+) -> int:
+    """Open the directory holding ``parts``, making its missing ancestors with ``parents``."""
+    directory = parts[:-1]
+    if not parents:
+        return open_directory(root, directory)
+    if fence is None:
+        return open_directory(root, directory, make=maker(gate))
+    try:
+        return open_directory(root, directory)
+    except FileNotFoundError:
+        pass
+    # Fenced: each missing ancestor is published by its key, from the top down.
+    for depth in range(1, len(directory) + 1):
+        try:
+            os.close(open_directory(root, directory[:depth]))
+            continue
+        except FileNotFoundError:
+            pass
+        with contextlib.suppress(FileExistsError):
+            _mkdir(fence, gate, -1, directory[:depth])
+    return open_directory(root, directory)
+
+
+# The visible steps: the system call (``fence`` None), or the op published through the fence.
+
+
+def _rename(
+    fence: Fence | None,
+    gate: Gate,
+    source_dir: int,
+    source: Sequence[str],
+    target_dir: int,
+    target: Sequence[str],
+    *,
+    replace: bool = True,
+    before: Callable[[], object] | None = None,
 ) -> None:
-    """Write ``data`` to a temporary sibling of ``parts``, then rename it over ``parts``.
+    """Rename ``source`` to ``target``; ``before`` runs inside ``gate`` just before."""
+    if fence is None:
+        with gate:
+            if before is not None:
+                before()
+            if replace:
+                os.replace(source[-1], target[-1], src_dir_fd=source_dir, dst_dir_fd=target_dir)
+            else:
+                rename_no_replace(source_dir, source[-1], target_dir, target[-1])
+        return
+    with gate:
+        if before is not None:
+            before()
+    fence.publish(Rename(tuple(source), tuple(target), replace))
+
+
+def _unlink(fence: Fence | None, gate: Gate, parent: int, parts: Sequence[str]) -> None:
+    if fence is None:
+        with gate:
+            os.unlink(parts[-1], dir_fd=parent)
+        return
+    with gate:
+        pass  # its checks: the access is open, the call not cancelled
+    fence.publish(Unlink(tuple(parts)))
+
+
+def _mkdir(fence: Fence | None, gate: Gate, parent: int, parts: Sequence[str]) -> None:
+    if fence is None:
+        with gate:
+            os.mkdir(parts[-1], 0o777, dir_fd=parent)
+        return
+    with gate:
+        pass
+    fence.publish(MakeDirectory(tuple(parts)))
+
+
+Check = Callable[[os.stat_result | None], object]
+
+
+def replace_atomically(
+    root: int,
+    parts: Sequence[str],
+    data: bytes,
+    gate: Gate,
+    *,
+    parents: bool,
+    check: Check | None = None,
+    fence: Fence | None = None,
+) -> os.stat_result:
+    """Write ``data`` to a temporary sibling of ``parts``, then rename it over ``parts``; return
+    the new file's status as renamed into place (see :func:`_placed`).
 
     Must run in a worker thread (``anyio.to_thread``): it polls for cancellation between chunks
     and once more just before the rename, the last moment at which backing out leaves the old
     content.
-    An existing file keeps its permission bits.
+    An existing file keeps its permission bits. ``check``, if given, is called inside ``gate``
+    just before the rename with the ``lstat`` of what is about to be replaced (None if
+    nothing is): raising there refuses the write, the old file untouched.
     """
     if not parts:
         raise IsADirectoryError(errno.EISDIR, "can't write over the workspace root", ".")
-    parent = open_directory(root, parts[:-1], make=maker(gate) if parents else None)
+    parent = _open_parent(root, parts, gate, fence, parents=parents)
     try:
-        _replace_in(parent, parts, data, gate)
+        return _replace_in(parent, parts, data, gate, check, fence)
     finally:
         os.close(parent)
 
 
-def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> None:
+def _replace_in(
+    parent: int,
+    parts: Sequence[str],
+    data: bytes,
+    gate: Gate,
+    check: Check | None,
+    fence: Fence | None,
+) -> os.stat_result:
     name = parts[-1]
     current: os.stat_result | None = None
     try:
@@ -399,15 +510,47 @@ def _replace_in(parent: int, parts: Sequence[str], data: bytes, gate: Gate) -> N
                 _keep_owner(fd, current)
                 # After the chown, which clears set-user-ID bits.
                 os.fchmod(fd, stat.S_IMODE(current.st_mode))
+            as_written = os.fstat(fd)
         finally:
+            # Closed before the rename: a failure the close reports leaves the old content.
             os.close(fd)
         anyio.from_thread.check_cancelled()
-        with gate:
-            os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+
+        def last_look() -> None:
+            if check is not None:
+                # Looked at again now, not at the start: the narrowest window left to a
+                # writer holding no lease is this lstat and the rename.
+                check(_present(parent, name))
+
+        source = (*parts[:-1], temporary)
+        _rename(fence, gate, parent, source, parent, parts, before=last_look)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=parent)
         raise
+    return _placed(parent, name, as_written)
+
+
+def _placed(parent: int, name: str, as_written: os.stat_result) -> os.stat_result:
+    """The status of the file just renamed to ``name``, ``as_written`` its ``fstat`` before
+    the rename: its ``lstat`` now (the rename changed its ctime) if it is still that file as
+    written (same device, inode, size and modification time); else ``as_written``, which no file
+    there matches, so that whatever replaced or changed it since reads as a change."""
+    placed = _present(parent, name)
+    if placed is None or _identity(placed) != _identity(as_written):
+        return as_written
+    return placed
+
+
+def _identity(status: os.stat_result) -> tuple[int, int, int, int]:
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def _present(parent: int, name: str) -> os.stat_result | None:
+    try:
+        return os.lstat(name, dir_fd=parent)
+    except FileNotFoundError:
+        return None
 
 
 def _keep_owner(fd: int, current: os.stat_result) -> None:
@@ -427,18 +570,23 @@ def _keep_owner(fd: int, current: os.stat_result) -> None:
 
 
 def make_directory(
-    root: int, parts: Sequence[str], gate: Gate, *, parents: bool, exist_ok: bool
+    root: int,
+    parts: Sequence[str],
+    gate: Gate,
+    *,
+    parents: bool,
+    exist_ok: bool,
+    fence: Fence | None = None,
 ) -> None:
     """``mkdir`` of ``parts`` (and its missing parents, with ``parents``)."""
     if not parts:
         if exist_ok:
             return
         raise FileExistsError(errno.EEXIST, "the workspace root exists", ".")
-    parent = open_directory(root, parts[:-1], make=maker(gate) if parents else None)
+    parent = _open_parent(root, parts, gate, fence, parents=parents)
     try:
         try:
-            with gate:
-                os.mkdir(parts[-1], 0o777, dir_fd=parent)
+            _mkdir(fence, gate, parent, parts)
         except FileExistsError:
             if not exist_ok:
                 raise
@@ -451,7 +599,9 @@ def make_directory(
         os.close(parent)
 
 
-def delete(root: int, parts: Sequence[str], gate: Gate, committed: Gate) -> None:
+def delete(
+    root: int, parts: Sequence[str], gate: Gate, committed: Gate, fence: Fence | None = None
+) -> None:
     """Delete file ``parts``, or directory ``parts`` with everything in it (no link followed).
 
     A file is one ``unlink``. A directory is old or gone, never half: see :func:`_delete_tree`.
@@ -467,10 +617,9 @@ def delete(root: int, parts: Sequence[str], gate: Gate, committed: Gate) -> None
         if stat.S_ISLNK(mode):
             raise changed(parts, len(parts) - 1)
         if stat.S_ISDIR(mode):
-            _delete_tree(parent, parts, gate, committed)
+            _delete_tree(parent, parts, gate, committed, fence)
         else:
-            with gate:
-                os.unlink(name, dir_fd=parent)
+            _unlink(fence, gate, parent, parts)
     finally:
         os.close(parent)
 
@@ -480,7 +629,9 @@ def moved_aside(name: str) -> bool:
     return _ASIDE_INFIX in name and _MOVED_ASIDE.fullmatch(name) is not None
 
 
-def _delete_tree(parent: int, parts: Sequence[str], gate: Gate, committed: Gate) -> None:
+def _delete_tree(
+    parent: int, parts: Sequence[str], gate: Gate, committed: Gate, fence: Fence | None
+) -> None:
     """Delete directory ``parts`` (in ``parent``): rename it aside, then remove it.
 
     The rename to a hidden unique name in the same directory is atomic, and it is the commit
@@ -516,20 +667,21 @@ def _delete_tree(parent: int, parts: Sequence[str], gate: Gate, committed: Gate)
         with contextlib.suppress(OSError):
             fcntl.flock(top, fcntl.LOCK_EX)
         aside = f".{name[:32]}{_ASIDE_INFIX}{secrets.token_hex(6)}"
-        with gate:  # the last point at which a cancellation leaves the tree as it was
-            rename_no_replace(parent, name, parent, aside)
+        aside_parts = (*parts[:-1], aside)
+        # The gate is the last point at which a cancellation leaves the tree as it was.
+        _rename(fence, gate, parent, parts, parent, aside_parts, replace=False)
         if not _same_directory(top, parent, aside):
             # Another process swapped the entry between the open and the rename: put back
             # what was moved, delete nothing.
-            with contextlib.suppress(OSError), committed:
-                rename_no_replace(parent, aside, parent, name)
+            with contextlib.suppress(OSError):
+                _rename(fence, committed, parent, aside_parts, parent, parts, replace=False)
             where = "/".join(parts)
             raise PathChangedError(f"{where!r} is another directory now")
         try:
             remove_opened_tree(os.dup(top), parent, aside, committed)
         except OSError:
-            with contextlib.suppress(OSError), committed:
-                rename_no_replace(parent, aside, parent, name)
+            with contextlib.suppress(OSError):
+                _rename(fence, committed, parent, aside_parts, parent, parts, replace=False)
             raise
     finally:
         os.close(top)
@@ -574,6 +726,7 @@ def move(
     *,
     parents: bool,
     replace: bool = True,
+    fence: Fence | None = None,
 ) -> None:
     """Rename ``source`` to ``target`` (``os.replace``), relative to their parents' descriptors.
 
@@ -583,17 +736,11 @@ def move(
         raise PermissionError(errno.EPERM, "can't move the workspace root", ".")
     source_parent = open_directory(root, source[:-1])
     try:
-        target_parent = open_directory(root, target[:-1], make=maker(gate) if parents else None)
+        target_parent = _open_parent(root, target, gate, fence, parents=parents)
         try:
             if stat.S_ISLNK(os.lstat(source[-1], dir_fd=source_parent).st_mode):
                 raise changed(source, len(source) - 1)
-            with gate:
-                if replace:
-                    os.replace(
-                        source[-1], target[-1], src_dir_fd=source_parent, dst_dir_fd=target_parent
-                    )
-                else:
-                    rename_no_replace(source_parent, source[-1], target_parent, target[-1])
+            _rename(fence, gate, source_parent, source, target_parent, target, replace=replace)
         finally:
             os.close(target_parent)
     finally:

@@ -33,6 +33,14 @@ Observing: a :class:`FileAccess` made with an ``observer`` calls it with a
 doing the I/O, just after the check and before the I/O (``toolkernel.testing.Recorder`` uses
 it to see what each call touched). Without one it costs a ``None`` check per operation.
 
+Fencing: a :class:`FileAccess` made with a ``fence`` (a kernel with shared leases gives each call
+its grant's, ``open_kernel(leases=...)``) makes every change visible through it (the final
+rename of a write, ``mkdir``, an ``unlink``, a tree's rename aside, a move): once the grant is
+lost (its client cut off, its leases gone to another process) the change is refused with
+:class:`~toolkernel.FencedOut` and nothing is touched. Without one, each is its system call.
+(Fenced, the lock is not held across the round trip, see ``_fileops``: a change already
+sent when :meth:`FileAccess.close` is called lands before the grant's release, never after.)
+
 Blocking I/O runs in worker threads (``anyio.to_thread.run_sync``), one thread hop per operation;
 the key resolution and the access check run in the same thread call as the I/O, so the event loop
 never waits on the disk. A search (:meth:`FileAccess.search`) is one operation: one check of the
@@ -57,9 +65,11 @@ import anyio.to_thread
 import attrs
 
 from .._errors import CallEndedError, InvalidClaimError, PathChangedError, UndeclaredAccessError
+from ..leases._backend import Fence
 from ..locks import Claim, Everything, Mode, Path
 from . import _fileops
 from ._fileops import Entry
+from ._views import FileView, version_of
 from ._workspace import Workspace
 
 __all__ = ["FileAccess", "FileAccessed", "Entry", "Subtree"]
@@ -133,6 +143,16 @@ class FileAccess:
         default=None, kw_only=True, repr=False
     )
     """Told of every access checked (see the module's docstring); None: nobody is."""
+    view: FileView | None = attrs.field(default=None, kw_only=True, repr=False)
+    """The view of the files of the agent making the call (``_views``): reads with
+    ``as_seen`` or ``fresh`` and writes with ``fresh`` keep it and are checked against it.
+    None: no views are kept, nothing is checked."""
+    read_first: bool = attrs.field(default=False, kw_only=True)
+    """True where the call comes from a model: a ``fresh`` write refuses an existing file the
+    agent never read (``StaleRule.NOT_READ``)."""
+    fence: Fence | None = attrs.field(default=None, kw_only=True, repr=False)
+    """The fence of the call's grant when leases are shared with other processes: every change
+    is made visible through it (see the module's docstring). None: directly."""
     _path_modes: dict[tuple[str, ...], Mode] = attrs.field(init=False, repr=False)
     _everything_mode: Mode | None = attrs.field(init=False, repr=False)
     _closed: bool = attrs.field(init=False, default=False, repr=False)
@@ -244,6 +264,36 @@ class FileAccess:
         self._ensure_open(verb, path)
         return await anyio.to_thread.run_sync(self._in_thread, verb, path, write, io)
 
+    def _in_thread_keyed(
+        self, verb: str, path: PathArg, write: bool, io: Callable[[int, Path, tuple[str, ...]], T]
+    ) -> T:
+        """As :meth:`_in_thread`, for an ``io`` that needs the key too (to keep the view)."""
+        self._ensure_open(verb, path)
+        with self.workspace._borrowed_root() as root:
+            key, parts = self._check(path, write=write, verb=verb)
+            with self._explained(verb, key, parts):
+                return io(root, key, parts)
+
+    async def _run_keyed(
+        self, verb: str, path: PathArg, write: bool, io: Callable[[int, Path, tuple[str, ...]], T]
+    ) -> T:
+        self._ensure_open(verb, path)
+        return await anyio.to_thread.run_sync(self._in_thread_keyed, verb, path, write, io)
+
+    def _seen(self, key: Path, file: io.FileIO, fresh: bool) -> None:
+        """Keep the version of ``file``, open and not yet read, in the view; with ``fresh``,
+        refuse it first if the view has another (so the version is taken before the content:
+        a change after it only makes the view look stale, never fresh)."""
+        view = self.view
+        if view is None:
+            return
+        version = version_of(os.fstat(file.fileno()))
+        if fresh:
+            view.check(
+                key.parts, version, read_first=self.read_first, shown=self.workspace.display(key)
+            )
+        view.saw(key.parts, version)
+
     @contextlib.contextmanager
     def _explained(
         self, verb: str, key: Path, parts: tuple[str, ...], other: tuple[str, ...] = ()
@@ -269,14 +319,35 @@ class FileAccess:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def read_bytes(self, path: PathArg, *, max_bytes: int | None = None) -> bytes:
+    async def read_bytes(
+        self,
+        path: PathArg,
+        *,
+        max_bytes: int | None = None,
+        as_seen: bool = False,
+        fresh: bool = False,
+    ) -> bytes:
         """Return the content of the regular file at ``path``. Needs a read lease.
 
         Anything but a regular file (a fifo, a socket, a device) is refused with an ``OSError``
         before it is read: reading one could block for ever. With ``max_bytes``, a larger file
         is refused with ``OSError(errno.EFBIG)`` before it is read, and no more than
         ``max_bytes + 1`` bytes are ever read from it. One thread hop.
+
+        With a :attr:`view`: ``as_seen`` keeps the version read as what the agent has seen
+        (the ``Read`` tool); ``fresh`` first refuses, with :class:`~toolkernel.StaleViewError`,
+        a file whose version is not the one the agent saw (``Edit`` reading what it changes).
         """
+        if as_seen or fresh:
+
+            def seen(root: int, key: Path, parts: tuple[str, ...]) -> bytes:
+                with _fileops.open_regular(root, parts, max_bytes) as file:
+                    self._seen(key, file, fresh)
+                    if max_bytes is None:
+                        return file.readall()
+                    return _fileops.read_at_most(file, parts, max_bytes)
+
+            return await self._run_keyed("read", path, False, seen)
         if max_bytes is None:
             return await self._run("read", path, False, _fileops.read_regular)
 
@@ -286,18 +357,26 @@ class FileAccess:
         return await self._run("read", path, False, io)
 
     async def read_with(
-        self, path: PathArg, work: Callable[[io.FileIO], T], *, max_bytes: int | None = None
+        self,
+        path: PathArg,
+        work: Callable[[io.FileIO], T],
+        *,
+        max_bytes: int | None = None,
+        as_seen: bool = False,
     ) -> T:
         """Open the regular file at ``path`` and return ``work(file)``, run in the worker thread
         that checked the read: to read only the part of a big file that is needed. Needs a read
         lease; refuses what :meth:`read_bytes` refuses, before ``work`` runs. One thread hop.
+        ``as_seen`` keeps the version opened in the :attr:`view`, as for :meth:`read_bytes`.
         """
 
-        def opened(root: int, parts: tuple[str, ...]) -> T:
+        def opened(root: int, key: Path, parts: tuple[str, ...]) -> T:
             with _fileops.open_regular(root, parts, max_bytes) as file:
+                if as_seen:
+                    self._seen(key, file, False)
                 return work(file)
 
-        return await self._run("read", path, False, opened)
+        return await self._run_keyed("read", path, False, opened)
 
     async def read_text(
         self,
@@ -408,7 +487,12 @@ class FileAccess:
     # -- writing ---------------------------------------------------------------------------------
 
     async def write_bytes(
-        self, path: PathArg, data: bytes | bytearray | memoryview, *, parents: bool = False
+        self,
+        path: PathArg,
+        data: bytes | bytearray | memoryview,
+        *,
+        parents: bool = False,
+        fresh: bool = False,
     ) -> None:
         """Replace or create file ``path`` holding ``data``, atomically. Needs an exclusive lease.
 
@@ -416,11 +500,16 @@ class FileAccess:
         permission bits; a new one gets the default (``0o666`` less the umask). If the write
         fails or is cancelled before the final rename, the old content is untouched and no
         temporary file is left behind.
+
+        With ``fresh`` and a :attr:`view`, the file about to be replaced is compared with the
+        version the agent last saw, just before the rename: one that differs (or, with
+        :attr:`read_first`, one it never saw) is refused with
+        :class:`~toolkernel.StaleViewError`, untouched; what is written becomes the agent's view.
         """
         if isinstance(data, str):
             raise TypeError("write_bytes() needs bytes; use write_text() for str")
         # Copy, so the caller changing a bytearray while the thread writes can't tear the file.
-        await self._write(path, bytes(data), parents)
+        await self._write(path, bytes(data), parents, fresh)
 
     async def write_text(
         self,
@@ -430,26 +519,48 @@ class FileAccess:
         errors: str = "strict",
         *,
         parents: bool = False,
+        fresh: bool = False,
     ) -> None:
         """Encode ``text`` and write it as :meth:`write_bytes` does (no newline translation)."""
         if not isinstance(text, str):
             raise TypeError(f"write_text() needs a str, not {type(text).__name__}")
-        await self._write(path, text.encode(encoding, errors), parents)
+        await self._write(path, text.encode(encoding, errors), parents, fresh)
 
-    async def _write(self, path: PathArg, data: bytes, parents: bool) -> None:
+    async def _write(self, path: PathArg, data: bytes, parents: bool, fresh: bool) -> None:
         gate = self._gate("write", path)
+        view = self.view if fresh else None
+        if view is None:
 
-        def io(root: int, parts: tuple[str, ...]) -> None:
-            _fileops.replace_atomically(root, parts, data, gate, parents=parents)
+            def io(root: int, parts: tuple[str, ...]) -> None:
+                _fileops.replace_atomically(
+                    root, parts, data, gate, parents=parents, fence=self.fence
+                )
 
-        await self._run("write", path, True, io)
+            await self._run("write", path, True, io)
+            return
+
+        def checked(root: int, key: Path, parts: tuple[str, ...]) -> None:
+            shown = self.workspace.display(key)
+
+            def check(current: os.stat_result | None) -> None:
+                version = None if current is None else version_of(current)
+                view.check(key.parts, version, read_first=self.read_first, shown=shown)
+
+            status = _fileops.replace_atomically(
+                root, parts, data, gate, parents=parents, check=check, fence=self.fence
+            )
+            view.saw(key.parts, version_of(status))
+
+        await self._run_keyed("write", path, True, checked)
 
     async def mkdir(self, path: PathArg, *, parents: bool = True, exist_ok: bool = True) -> None:
         """Create directory ``path`` and, by default, missing parents. Needs an exclusive lease."""
         gate = self._gate("create", path)
 
         def io(root: int, parts: tuple[str, ...]) -> None:
-            _fileops.make_directory(root, parts, gate, parents=parents, exist_ok=exist_ok)
+            _fileops.make_directory(
+                root, parts, gate, parents=parents, exist_ok=exist_ok, fence=self.fence
+            )
 
         await self._run("create", path, True, io)
 
@@ -468,7 +579,7 @@ class FileAccess:
         committed = self._gate("delete", path, cancellable=False)
 
         def io(root: int, parts: tuple[str, ...]) -> None:
-            _fileops.delete(root, parts, gate, committed)
+            _fileops.delete(root, parts, gate, committed, self.fence)
 
         await self._run("delete", path, True, io)
 
@@ -493,7 +604,15 @@ class FileAccess:
             _, target = self._check(dst, write=True, verb="move to")
             gate = self._gate("move", src)
             with self._explained("move", source_key, source, target):
-                _fileops.move(root, source, target, gate, parents=parents, replace=replace)
+                _fileops.move(
+                    root,
+                    source,
+                    target,
+                    gate,
+                    parents=parents,
+                    replace=replace,
+                    fence=self.fence,
+                )
 
 
 class Subtree:

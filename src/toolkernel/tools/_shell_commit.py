@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Final
 
 import anyio
@@ -156,7 +157,8 @@ async def run_and_commit(
     for a command that failed (after committing what it changed, as a shell would have), timed
     out, or whose changes could not be committed; raises ``HoldMore`` for the leases on what it
     changed outside its claims (the kernel runs it again holding them, and it goes on here)."""
-    workspace: Workspace = fs_of(ctx).workspace
+    fs = fs_of(ctx)
+    workspace: Workspace = fs.workspace
     root = str(workspace.root)
     held = _held(ctx.claims)
     pending = ctx.resumed if isinstance(ctx.resumed, _Pending) else None
@@ -202,7 +204,8 @@ async def run_and_commit(
                 raise HoldMore([whole], _Again(run.number + 1, notes))
             run = owned = await once(run.number + 1)
         with anyio.CancelScope(shield=True):  # a commit is whole or not at all
-            await anyio.to_thread.run_sync(run.overlay.commit, run.changes)
+            commit = partial(run.overlay.commit, run.changes, fence=fs.fence)
+            await anyio.to_thread.run_sync(commit)
         statistics.committed += 1
         if run.failure is not None:
             raise ToolError("\n".join([*notes, run.failure]))
