@@ -72,3 +72,16 @@ def test_python_dash_m_toolkernel_is_the_command_line() -> None:
         check=True,
     )
     assert "--no-latency" in done.stdout
+
+
+def test_two_agents_edit_one_tree_at_once_and_leave_what_one_after_the_other_leaves(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--agents", "2", "--no-latency"]) == 0
+    out = capsys.readouterr().out
+    assert "sharing leases through a lease service" in out
+    assert " docs d4  Edit README.md ok" in out and "coder c9  Edit calc/ops.py ok" in out
+    assert (
+        "every call ok: True; both agents' edits landed: True; the same tree as one after "
+        "the other: True"
+    ) in out

@@ -24,6 +24,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="don't make calls take their tools' recorded median durations",
     )
+    demo.add_argument(
+        "--agents",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="2: two agents edit one copy of the project at once, sharing leases through a "
+        "lease service (default: 1)",
+    )
     # -- demo: its trace file and colours ------------------------------------------------------
     demo.add_argument(
         "--trace",
@@ -65,6 +73,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="where to write the picture (default: toolkernel-replay.svg in the temporary "
         "directory)",
     )
+    replay.add_argument(
+        "--agents",
+        type=int,
+        default=1,
+        metavar="N",
+        help="replay the turns by N agents at once, each its own process, on one fresh tree "
+        "with a lease service, then one after the other; every edit is checked to have landed",
+    )
+    replay.add_argument(
+        "--turns",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --agents: only the first K turns (default: all)",
+    )
+    replay.add_argument(
+        "--scale",
+        type=float,
+        default=0.01,
+        help="with --agents: each call takes its recorded duration (capped at 30 s) times this, "
+        "on the real clock (default: 0.01)",
+    )
     # ---------------------------------------------------------------------------------------------
     # -- console (its own modules: cli/_console*.py) --
     _add_console(commands)
@@ -73,10 +103,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from ._demo import run_demo  # imported here: ``--help`` needs none of it
 
+        if args.agents == 2:
+            from ._demo_agents import run_demo_agents
+
+            return run_demo_agents(latency=not args.no_latency, color=args.color)
         return run_demo(latency=not args.no_latency, trace=args.trace, color=args.color)
     if args.command == "replay":
-        from ._replay import run_replay
+        from ._replay import run_replay, run_replay_agents
 
+        if args.agents > 1:
+            return run_replay_agents(args.trace, args.agents, turns=args.turns, scale=args.scale)
         return run_replay(args.trace, durations=args.durations, turn=args.turn, svg=args.svg)
     if args.command == "console":
         return _run_console(args)

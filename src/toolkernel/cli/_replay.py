@@ -25,6 +25,7 @@ from ..replay import (
     per_tool_medians,
     timeline_svg,
 )
+from ..replay._agents import replay_agents
 from ..trace import format_statistics
 
 __all__ = ["run_replay", "DURATIONS"]
@@ -118,3 +119,30 @@ def run_replay(
     for miss in comparison.misses:
         print(f"the kernel missed the critical path on {miss.turn.label}", file=out)
     return 1 if comparison.misses or comparison.kernel.failures else 0
+
+
+def run_replay_agents(
+    trace: pathlib.Path,
+    agents: int,
+    *,
+    turns: int = 0,
+    scale: float = 0.01,
+    out: TextIO | None = None,
+) -> int:
+    """Replay ``trace`` by ``agents`` processes on one tree (``replay._agents``); print the
+    makespans and the edits that landed. Returns 1 if an edit was lost or a call failed."""
+    out = out or sys.stdout
+    if not trace.is_file():
+        raise SystemExit(f"replay: can't read {trace}: no such file")
+    report = replay_agents(trace, agents=agents, turns=turns, scale=scale)
+    print(
+        f"{agents} agents replaying {trace.name} on one tree, sharing leases through a lease "
+        f"service (durations x{scale:g}):\n"
+        f"  together: {report.together:.2f} s; one after the other: "
+        f"{report.one_after_another:.2f} s ({report.one_after_another / report.together:.2f}x)\n"
+        f"  edits landed: {report.landed} of {report.edits}",
+        file=out,
+    )
+    for failure in report.failures:
+        print(f"  failed: {failure}", file=out)
+    return 0 if report.landed == report.edits and not report.failures else 1
