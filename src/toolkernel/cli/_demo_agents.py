@@ -14,12 +14,8 @@ every edit of both agents in it.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -29,6 +25,7 @@ from .._open import open_kernel
 from ..agent import DEMO_TURNS, ScriptedModel, run_agent
 from ..agent._turns import Turn
 from ..kernel import CallBlocked, CallEvent, CallFinished, CallStarted, ToolCall
+from ..replay._agents import serving
 from ._demo import _copy_project, _label, _tools, _tree
 from ._screen import Screen, make_screen
 
@@ -76,25 +73,6 @@ DOCS_TURNS: tuple[Turn, ...] = (
 AGENTS = {"coder": (DEMO_TURNS, "Add power() to the calculator."), "docs": (DOCS_TURNS, "Docs.")}
 
 
-@contextmanager
-def _lease_service(root: Path) -> Iterator[str]:
-    directory = tempfile.mkdtemp(prefix="tk-")  # short: a socket path has 108 bytes at most
-    socket = os.path.join(directory, "s.sock")
-    command = [sys.executable, "-m", "toolkernel", "serve", "--root", str(root)]
-    service = subprocess.Popen([*command, "--socket", socket], stdout=subprocess.PIPE, text=True)
-    try:
-        assert service.stdout is not None
-        if service.stdout.readline().strip() != socket:  # it prints it once it listens
-            raise SystemExit(f"demo: the lease service did not start (exit {service.poll()})")
-        yield f"unix:{socket}"
-    finally:
-        service.terminate()
-        service.wait(10)
-        if service.stdout is not None:
-            service.stdout.close()
-        os.rmdir(directory)
-
-
 async def _agent(
     name: str, root: Path, leases: str, tools: list[Any], screen: Screen, *, live: bool
 ) -> bool:
@@ -134,20 +112,20 @@ async def _session(latency: bool, screen: Screen) -> int:
         # Once untimed first, on a copy of its own: what the first run in a process pays (the
         # shell parser, imports) would otherwise count against whichever way runs first.
         warm = _copy_project(Path(tmp), "warm-up")
-        with _lease_service(warm) as leases:
+        with serving(warm) as leases:
             for name in AGENTS:
                 await _agent(name, warm, leases, tools, screen, live=False)
 
         async def one(name: str, leases: str) -> None:
             ok.append(await _agent(name, together, leases, tools, screen, live=True))
 
-        with _lease_service(together) as leases:
+        with serving(together) as leases:
             start = trio.current_time()
             async with trio.open_nursery() as nursery:
                 for name in AGENTS:
                     nursery.start_soon(one, name, leases)
             at_once = trio.current_time() - start
-        with _lease_service(apart) as leases:
+        with serving(apart) as leases:
             start = trio.current_time()
             for name in AGENTS:
                 ok.append(await _agent(name, apart, leases, tools, screen, live=False))

@@ -34,7 +34,7 @@ from ..locks import Mode, Path
 from ..tools import Tool, tool
 from ._turns import RecordedTurn, capped, load_turns
 
-__all__ = ["AgentsReplay", "replay_agents", "expected_edits"]
+__all__ = ["AgentsReplay", "replay_agents", "expected_edits", "serving"]
 
 _EDITS = ("Write", "Edit", "MultiEdit")
 
@@ -78,14 +78,18 @@ def expected_edits(turns: Sequence[RecordedTurn]) -> dict[str, int]:
 
 
 @contextlib.contextmanager
-def _service(root: str) -> Iterator[str]:
+def serving(root: str | os.PathLike[str]) -> Iterator[str]:
+    """A lease service for ``root`` in a child process, for as long as the block runs: its
+    ``leases=`` URL."""
     directory = tempfile.mkdtemp(prefix="tk-")  # short: a socket path has 108 bytes at most
     socket = os.path.join(directory, "s.sock")
-    command = [sys.executable, "-m", "toolkernel", "serve", "--root", root, "--socket", socket]
+    command = [sys.executable, "-m", "toolkernel", "serve", "--root", os.fspath(root)]
+    command += ["--socket", socket]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
-        process.stdout.readline()  # it prints its socket once it listens
+        if process.stdout.readline().strip() != socket:  # it prints it once it listens
+            raise RuntimeError(f"the lease service did not start (exit {process.poll()})")
         yield f"unix:{socket}"
     finally:
         process.terminate()
@@ -141,7 +145,7 @@ def replay_agents(
     timings: list[float] = []
     landed = 0
     for together in (True, False) if compare else (True,):
-        with tempfile.TemporaryDirectory() as root, _service(root) as leases:
+        with tempfile.TemporaryDirectory() as root, serving(root) as leases:
             names = [f"agent{i}" for i in range(agents)]
             started = [_start_agent(trace, turns, scale, root, leases, n) for n in names]
             if together:
