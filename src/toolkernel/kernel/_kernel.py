@@ -526,6 +526,12 @@ class Kernel(metaclass=NoPublicConstructor):
     def _fail(self, record: CallRecord, status: Status, exception: BaseException) -> None:
         self._act(self._scheduler.finish_failed(record, status, exception))
 
+    def _fail_unwinding(self, record: CallRecord) -> None:
+        """The task running ``record`` is being cancelled (the kernel closing, the caller of a
+        lone call's run(), a parent call): finish it CANCELLED; the cancellation goes on."""
+        reason = record.cancel_reason or CancelReason(Why.TASK_CANCELLED)
+        self._fail(record, CANCELLED, messages.cancelled(reason))
+
     # -- running ---------------------------------------------------------------------------------
 
     async def _run_task(self, record: CallRecord) -> None:
@@ -582,8 +588,7 @@ class Kernel(metaclass=NoPublicConstructor):
         except BaseException as exc:
             self._scopes.pop(record, None)
             if self._loop.propagates(exc):
-                reason = record.cancel_reason or CancelReason(Why.TASK_CANCELLED)
-                self._fail(record, CANCELLED, messages.cancelled(reason))
+                self._fail_unwinding(record)
                 raise
             self._fail(record, ERROR, messages.shared_leases_failed(exc))
             return False
@@ -638,10 +643,7 @@ class Kernel(metaclass=NoPublicConstructor):
         except BaseException as exc:
             self._scopes.pop(record, None)
             if self._loop.propagates(exc):
-                # The task running it is being cancelled (the kernel closing, the caller of a
-                # lone call's run(), a parent call): finish, and let the cancellation go on.
-                reason = record.cancel_reason or CancelReason(Why.TASK_CANCELLED)
-                self._fail(record, CANCELLED, messages.cancelled(reason))
+                self._fail_unwinding(record)
                 raise
             if isinstance(exc, HoldMore) and record.parent is None and not scope.cancel_called:
                 self._act(scheduler.hold_more(record, exc.claims, exc.state))
