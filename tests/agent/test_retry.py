@@ -30,7 +30,7 @@ def test_the_servers_retry_after_is_the_wait_capped_at_the_maximum() -> None:
     ("options", "message"),
     [
         ({"attempts": 0}, "Retry.attempts must be an int >= 1, not 0"),
-        ({"initial": -1}, "Retry.initial must be a non-negative number, not -1"),
+        ({"initial": -1}, "Retry.initial must be a non-negative number of seconds, not -1"),
         ({"jitter": 2}, "Retry.jitter must be between 0 and 1, not 2"),
     ],
 )

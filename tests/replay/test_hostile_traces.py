@@ -26,17 +26,21 @@ def nested(depth: int) -> str:
 
 HOSTILE = {
     "nested too deeply to read": ('{"session": "s", "turn": 1, "calls": [' + nested(5000) + "]}"),
-    "duration_s must be finite and not negative, not inf": turn_line(
+    "duration_s must be a finite, non-negative number of seconds, not inf": turn_line(
         {**CALL, "duration_s": math.inf}
     ),
-    "duration_s must be finite and not negative, not nan": turn_line(
+    "duration_s must be a finite, non-negative number of seconds, not nan": turn_line(
         {**CALL, "duration_s": math.nan}
     ),
-    "duration_s must be finite and not negative, not -5": turn_line({**CALL, "duration_s": -5}),
+    "duration_s must be a finite, non-negative number of seconds, not -5": turn_line(
+        {**CALL, "duration_s": -5}
+    ),
     "duration_s must be at most 9007199254740 s, not 1e+300": turn_line(
         {**CALL, "duration_s": 1e300}
     ),
-    "duration_s must be a number of seconds, not '5'": turn_line({**CALL, "duration_s": "5"}),
+    "duration_s must be a finite, non-negative number of seconds, not '5'": turn_line(
+        {**CALL, "duration_s": "5"}
+    ),
 }
 
 
@@ -65,7 +69,16 @@ def test_deep_values_beside_what_the_replay_reads_are_left_alone(tmp_path: pathl
     assert main(["replay", str(trace), "--svg", str(tmp_path / "t.svg")]) == 0
 
 
-@pytest.mark.parametrize("ms", [-1, math.inf, math.nan, True, "5"])
-def test_a_recorded_call_needs_a_finite_non_negative_duration(ms: object) -> None:
-    with pytest.raises(ValueError, match="the duration of call c1 must be a finite"):
+@pytest.mark.parametrize(
+    ("ms", "error"),
+    [
+        (-1, ValueError),
+        (math.inf, ValueError),
+        (math.nan, ValueError),
+        (True, TypeError),
+        ("5", TypeError),
+    ],
+)
+def test_a_recorded_call_needs_a_finite_non_negative_duration(ms: object, error: type) -> None:
+    with pytest.raises(error, match="the duration of call c1 must be a finite"):
         recorded_call("c1", "Read", {"file_path": "a"}, ms)  # type: ignore[arg-type]

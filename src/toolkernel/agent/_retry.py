@@ -7,24 +7,30 @@ from typing import Any
 
 import attrs
 
+from .._checks import check_count, check_number
 from .._errors import ModelError
 
 __all__ = ["Retry"]
 
 
+def _seconds(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_number(f"Retry.{attribute.name}", value, unit="seconds")
+
+
 def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ValueError(f"Retry.{attribute.name} must be a non-negative number, not {value!r}")
+    check_number(f"Retry.{attribute.name}", value)
 
 
 def _at_least_one(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"Retry.{attribute.name} must be an int >= 1, not {value!r}")
+    check_count(f"Retry.{attribute.name}", value, 1)
 
 
 def _fraction(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ValueError(f"Retry.{attribute.name} must be between 0 and 1, not {value!r}")
+    message = f"Retry.{attribute.name} must be between 0 and 1, not {value!r}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(message)
+    if not 0 <= value <= 1:
+        raise ValueError(message)
 
 
 @attrs.frozen
@@ -40,11 +46,11 @@ class Retry:
 
     attempts: int = attrs.field(default=4, validator=_at_least_one)
     """Tries in all, the first included."""
-    initial: float = attrs.field(default=1.0, validator=_non_negative)
+    initial: float = attrs.field(default=1.0, validator=_seconds)
     """Seconds before the first retry."""
     multiplier: float = attrs.field(default=2.0, validator=_non_negative)
     """How much longer each wait is than the one before."""
-    maximum: float = attrs.field(default=60.0, validator=_non_negative)
+    maximum: float = attrs.field(default=60.0, validator=_seconds)
     """The longest wait, in seconds, whatever the server asks."""
     jitter: float = attrs.field(default=0.25, validator=_fraction)
     """The largest fraction of a computed wait taken off at random."""

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 import attrs
 
+from .._checks import check_number
 from ..kernel import ToolCall
 
 __all__ = ["Turn", "DEMO_TURNS"]
@@ -25,10 +26,7 @@ def _calls(calls: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
 
 
 def _times(times: Iterable[float]) -> tuple[float, ...]:
-    times = tuple(times)
-    for time in times:
-        if isinstance(time, bool) or not isinstance(time, int | float) or not time >= 0:
-            raise ValueError(f"emission times must be non-negative numbers, not {time!r}")
+    times = tuple(check_number("an emission time", time, unit="seconds") for time in times)
     if any(later < earlier for earlier, later in itertools.pairwise(times)):
         raise ValueError(f"emission times must not decrease: {times!r}")
     return tuple(float(time) for time in times)

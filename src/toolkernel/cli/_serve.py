@@ -7,14 +7,37 @@ import os
 import sys
 from typing import Any
 
+from .._checks import check_capacity, check_ttl
+
 __all__ = ["add_serve", "run_serve"]
 
 
 def _pool(text: str) -> tuple[str, int]:
-    name, sep, capacity = text.partition("=")
-    if not sep or not name or not capacity.isdigit() or int(capacity) < 1:
+    """``--pool NAME=CAPACITY``, its capacity checked as every pool's is."""
+    name, sep, digits = text.partition("=")
+    if not sep:
         raise argparse.ArgumentTypeError(f"write a pool as NAME=CAPACITY, not {text!r}")
-    return name, int(capacity)
+    try:
+        capacity: object = int(digits)
+    except ValueError:
+        capacity = digits
+    try:
+        check_capacity(name, capacity)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (write a pool as NAME=CAPACITY)") from None
+    return name, int(digits)
+
+
+def _ttl(text: str) -> float:
+    """``--ttl SECONDS``, checked as the lease service checks its ``ttl``."""
+    try:
+        seconds: object = float(text)
+    except ValueError:
+        seconds = text
+    try:
+        return check_ttl("--ttl", seconds)
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_serve(commands: Any) -> None:
@@ -36,7 +59,7 @@ def add_serve(commands: Any) -> None:
     )
     serve.add_argument(
         "--ttl",
-        type=float,
+        type=_ttl,
         default=None,
         metavar="SECONDS",
         help="release the leases of a client silent for this long (default: 10)",
@@ -61,9 +84,6 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"serve: {args.root!r} is not a directory", file=sys.stderr)
         return 2
     ttl = DEFAULT_TTL if args.ttl is None else args.ttl
-    if not ttl > 0:
-        print("serve: --ttl must be positive", file=sys.stderr)
-        return 2
     try:
         anyio.run(
             lambda: serve(args.root, socket_path=args.socket, ttl=ttl, pools=dict(args.pool)),

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from .._checks import check_seconds
+from .._checks import check_capacity, check_count, check_seconds
 from ._policy import AfterHook, Approver, BeforeHook, Policy, allow_all
 
 # check_seconds is re-exported for the kernel modules that still import it from here.
@@ -23,10 +23,7 @@ def _count(minimum: int) -> Any:
     def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if value is None and attribute.name == "max_concurrency":
             return
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{attribute.name} must be an int, not {value!r}")
-        if value < minimum:
-            raise ValueError(f"{attribute.name} must be at least {minimum}, not {value!r}")
+        check_count(attribute.name, value, minimum)
 
     return check
 
@@ -51,7 +48,12 @@ def _pools(value: Mapping[str, int] | None) -> dict[str, int]:
         return {}
     if not isinstance(value, Mapping):
         raise TypeError(f"pools must map pool names to capacities, not {value!r}")
-    return dict(value)  # the lease table checks names and capacities
+    return dict(value)
+
+
+def _capacities(instance: object, attribute: attrs.Attribute[Any], value: dict[Any, Any]) -> None:
+    for name, capacity in value.items():
+        check_capacity(name, capacity)
 
 
 @attrs.frozen(kw_only=True)
@@ -59,7 +61,7 @@ class KernelOptions:
     """Everything ``open_kernel`` takes besides the tools and the root (see its docstring)."""
 
     max_concurrency: int | None = attrs.field(default=None, validator=_count(1))
-    pools: dict[str, int] = attrs.field(factory=dict, converter=_pools)
+    pools: dict[str, int] = attrs.field(factory=dict, converter=_pools, validator=_capacities)
     policy: Policy = attrs.field(default=allow_all, validator=_callable)
     approver: Approver | None = attrs.field(default=None, validator=_callable)
     approval_timeout: float | None = attrs.field(default=300.0, validator=_seconds)

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 import anyio
 import attrs
 
+from .._checks import check_ttl
 from ._backend import LeaseBackend
 
 __all__ = ["UnixLeases", "EtcdLeases", "LeaseURL", "parse_leases", "open_leases", "connect"]
@@ -25,16 +26,28 @@ class UnixLeases:
     path: str
 
 
+def _ttl(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
+    check_ttl(attribute.name, value)
+
+
 @attrs.frozen
 class EtcdLeases:
     """Leases kept in etcd at ``host:port``; a silent client's leases return after ``ttl`` s."""
 
     host: str
     port: int
-    ttl: float = DEFAULT_ETCD_TTL
+    ttl: float = attrs.field(default=DEFAULT_ETCD_TTL, validator=_ttl)
 
 
 LeaseURL = UnixLeases | EtcdLeases
+
+
+def _parsed(text: str) -> float | str:
+    """``text`` as a number if it spells one, else ``text`` itself, for the check to name."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def parse_leases(url: str | None) -> LeaseURL | None:
@@ -62,9 +75,12 @@ def parse_leases(url: str | None) -> LeaseURL | None:
         unknown = set(query) - {"ttl"}
         if unknown:
             raise ValueError(f"can't use leases={url!r}: unknown option {sorted(unknown)[0]!r}")
-        ttl = float(query["ttl"][-1]) if "ttl" in query else DEFAULT_ETCD_TTL
-        if not ttl > 0:
-            raise ValueError(f"can't use leases={url!r}: the ttl must be positive")
+        try:  # the one check EtcdLeases makes too; a URL is text, so a bad ttl is a ValueError
+            ttl = (
+                check_ttl("ttl", _parsed(query["ttl"][-1])) if "ttl" in query else DEFAULT_ETCD_TTL
+            )
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"can't use leases={url!r}: {exc}") from None
         return EtcdLeases(parsed.hostname, parsed.port, ttl)
     raise ValueError(
         f"can't use leases={url!r}: write None (in-process), 'unix:PATH' or 'etcd://host:port'"

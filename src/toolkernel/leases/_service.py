@@ -38,6 +38,7 @@ import attrs
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectSendStream
 
+from .._checks import check_capacity, check_ttl
 from .._errors import FencedOut, ToolkernelError
 from ..locks import Claim, LeaseTable
 from ..tools._beneath import DIRECTORY_FLAGS
@@ -237,8 +238,7 @@ class LeaseService:
         if not isinstance(pools, dict):
             raise ProtocolError("'pools' must be an object")
         for name, capacity in sorted(pools.items()):
-            if not isinstance(capacity, int) or isinstance(capacity, bool):
-                raise ProtocolError(f"pool {name!r}: capacity must be an integer")
+            check_capacity(name, capacity)  # as the table would, before anything is compared
             current = self.table.capacity(name)
             if current is None:
                 self._grant(self.table.set_capacity(name, capacity))
@@ -308,6 +308,7 @@ async def serve(
 
     Prints the socket's path (one line) once clients can connect; removes it on the way out.
     """
+    check_ttl("ttl", ttl)  # pools are checked by their table, as everywhere
     path = socket_path or default_socket_path(root, create=True)
     root_fd = os.open(root, DIRECTORY_FLAGS)
     try:

@@ -22,7 +22,8 @@ from typing import TypeAlias
 
 import attrs
 
-from .._errors import CapacityError, InvalidClaimError, PathEscapeError
+from .._checks import check_capacity as check_capacity  # the one pool checker, used from here
+from .._errors import InvalidClaimError, PathEscapeError
 
 __all__ = [
     "Mode",
@@ -450,11 +451,3 @@ def covers(holder: Claim, wanted: Claim) -> bool:
     if holder.is_exclusive:
         return True
     return not wanted.is_exclusive and not isinstance(wanted.resource, Pool)
-
-
-def check_capacity(name: str, capacity: int) -> None:
-    """Refuse a pool name or capacity a lease table can't hold."""
-    if not isinstance(name, str) or not name:
-        raise InvalidClaimError(f"pool name must be a non-empty string, not {name!r}")
-    if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
-        raise CapacityError(f"capacity of pool {name!r} must be a positive int, not {capacity!r}")

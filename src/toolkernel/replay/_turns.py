@@ -24,13 +24,13 @@ exact in floating point, so a schedule can be compared with ``==``.
 from __future__ import annotations
 
 import json
-import math
 import os
 import shlex
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from .._checks import check_number
 from .._errors import InvalidClaimError
 from ..locks import (
     EVERYTHING,
@@ -150,13 +150,9 @@ def is_read_only_call(tool: str, args: Mapping[str, Any]) -> bool:
 
 
 def recorded_call(call_id: str, tool: str, args: Mapping[str, Any], ms: float) -> RecordedCall:
-    """A call with its claims and coarse read-only-ness worked out. Raises ``ValueError`` if
-    ``ms`` is not a finite, non-negative number of milliseconds."""
-    if isinstance(ms, bool) or not isinstance(ms, int | float) or not 0 <= ms < math.inf:
-        raise ValueError(
-            f"the duration of call {call_id} must be a finite, non-negative number of "
-            f"milliseconds, not {ms!r}"
-        )
+    """A call with its claims and coarse read-only-ness worked out. Raises ``TypeError`` if
+    ``ms`` is not a number, ``ValueError`` if it is not finite and non-negative."""
+    check_number(f"the duration of call {call_id}", ms, unit="milliseconds", finite=True)
     kept = {k: args[k] for k in ("file_path", "path", "command") if args.get(k) is not None}
     return RecordedCall(
         call_id, tool, kept, ms, claims_for(tool, kept), is_read_only_call(tool, kept)
@@ -216,12 +212,10 @@ def _turn(file: str | os.PathLike[str], number: int, line: str) -> RecordedTurn:
 
 
 def _milliseconds(seconds: object) -> float:
-    """A recorded ``duration_s`` in whole milliseconds; ``ValueError`` unless it is a finite,
-    non-negative number (JSON allows ``Infinity``, ``NaN`` and ``-5`` alike)."""
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-        raise ValueError(f"duration_s must be a number of seconds, not {seconds!r}")
-    if not 0 <= seconds < math.inf:
-        raise ValueError(f"duration_s must be finite and not negative, not {seconds!r}")
+    """A recorded ``duration_s`` in whole milliseconds; ``TypeError`` unless it is a number,
+    ``ValueError`` unless a finite, non-negative one (JSON allows ``Infinity``, ``NaN`` and
+    ``-5`` alike)."""
+    seconds = check_number("duration_s", seconds, unit="seconds", finite=True)
     if seconds * 1000 > _LONGEST_MS:
         raise ValueError(f"duration_s must be at most {_LONGEST_MS // 1000} s, not {seconds!r}")
     return round(seconds * 1000)
