@@ -64,3 +64,34 @@ async def test_unchanged_keys_run_at_grant(
             ]
         )
     assert results[1].started_at == 2
+
+
+async def test_keys_are_looked_at_again_after_a_wait_for_a_slot(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # c2 is granted as it is admitted (nobody holds a.txt) but waits for the one slot: by the
+    # time it runs, `link` means b.txt, and it must run holding b.txt, not a.txt.
+    (tmp_path / "a.txt").write_text("a")
+    (tmp_path / "b.txt").write_text("b")
+    os.symlink("a.txt", tmp_path / "link")
+    held: dict[str, tuple[str, ...]] = {}
+
+    @tk.tool(writes=["path"], name="Hold")
+    async def hold(ctx: tk.ToolContext, path: str, seconds: float) -> None:
+        held[ctx.call_id] = tuple(str(claim.resource) for claim in ctx.claims)
+        await anyio.sleep(seconds)
+
+    async with tk.open_kernel([hold], root=tmp_path, max_concurrency=1) as kernel:
+        handles = kernel.submit_batch(
+            [
+                tk.ToolCall("c1", "Hold", {"path": "other.txt", "seconds": 2}),
+                tk.ToolCall("c2", "Hold", {"path": "link", "seconds": 1}),
+            ]
+        )
+        await anyio.sleep(1)
+        assert "a.txt" in str(kernel.snapshot().queued[0].claims[0].resource)
+        os.unlink(tmp_path / "link")
+        os.symlink("b.txt", tmp_path / "link")
+        results = [await h.wait_finished() for h in handles]
+    assert [r.status for r in results] == [tk.Status.OK] * 2
+    assert len(held["c2"]) == 1 and held["c2"][0].endswith("b.txt")

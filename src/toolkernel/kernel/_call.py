@@ -12,10 +12,9 @@ from typing import Any
 import attrs
 
 from .._checks import check_priority, check_seconds
-from .._errors import IllegalTransitionError
 from ._content import Content
 
-__all__ = ["ToolCall", "ToolResult", "Status", "CallState", "check_transition"]
+__all__ = ["ToolCall", "ToolResult", "Status", "CallState"]
 
 
 def output_text(output: object) -> str:
@@ -204,7 +203,7 @@ class ToolResult:
 
 
 class CallState(enum.Enum):
-    """Where a call is in its lifecycle. Moves are checked by :func:`check_transition`."""
+    """Where a call is in its lifecycle (the scheduler tracks finer stages within each)."""
 
     PENDING = "pending"
     """Admitted; waiting for dependencies, hooks, the policy or its turn to request leases."""
@@ -238,17 +237,3 @@ OK, ERROR, DENIED, TIMEOUT, CANCELLED, SKIPPED = (
     Status.CANCELLED,
     Status.SKIPPED,
 )
-
-_TRANSITIONS: dict[CallState, frozenset[CallState]] = {
-    CallState.PENDING: frozenset({CallState.QUEUED, CallState.RUNNING, CallState.FINISHED}),
-    CallState.QUEUED: frozenset({CallState.RUNNING, CallState.FINISHED}),
-    # RUNNING -> QUEUED: its path keys changed meaning after the grant; it goes back in line.
-    CallState.RUNNING: frozenset({CallState.QUEUED, CallState.FINISHED}),
-    CallState.FINISHED: frozenset(),
-}
-
-
-def check_transition(call_id: str, old: CallState, new: CallState) -> None:
-    """Raise :class:`IllegalTransitionError` unless ``old -> new`` is a legal move."""
-    if new not in _TRANSITIONS[old]:
-        raise IllegalTransitionError(f"can't go from {old.name} to {new.name} for call {call_id}")

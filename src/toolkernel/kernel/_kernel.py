@@ -41,7 +41,7 @@ from . import _loop as loop
 from . import _messages as messages
 from ._actions import INTERRUPT, PREPHASE, START, TIMER, Action
 from ._admission import split_by_cover
-from ._call import CANCELLED, ERROR, OK, RUNNING, Status, ToolCall, ToolResult
+from ._call import CANCELLED, ERROR, OK, Status, ToolCall, ToolResult
 from ._causes import ASKED, CancelReason, Why
 from ._constructor import NoPublicConstructor
 from ._context import ToolContext
@@ -52,7 +52,7 @@ from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions, check_seconds
 from ._policy import Decision, Permission
 from ._protocol import Environment, KernelTool
-from ._record import Batch, CallRecord
+from ._record import FRESH, GRANTED, HOOKED, Batch, CallRecord
 from ._scheduler import Scheduler
 from ._timed import TimedEvents
 
@@ -495,7 +495,7 @@ class Kernel(metaclass=NoPublicConstructor):
                 self._act(scheduler.take_before_answer(record, answer))
             if record.result is not None:
                 return False
-        if record.provisional:
+        if record.stage is HOOKED:
             self._act(scheduler.hooks_answered(record))
         decision = scheduler.policy_verdict(record)
         if not isinstance(decision, Decision):
@@ -537,8 +537,8 @@ class Kernel(metaclass=NoPublicConstructor):
     async def _run_task(self, record: CallRecord) -> None:
         if record.result is None:
             self._act(self._scheduler.confirm_keys(record))
-        if record.state is RUNNING and record.result is None:
-            await self._execute(record)
+        if (record.stage is FRESH or record.stage is GRANTED) and record.result is None:
+            await self._execute(record)  # its keys still mean what they did: run it
 
     async def _execute(self, record: CallRecord) -> None:
         """Run a granted call: with shared leases, once the backend granted them too."""
@@ -647,7 +647,7 @@ class Kernel(metaclass=NoPublicConstructor):
                 raise
             if isinstance(exc, HoldMore) and record.parent is None and not scope.cancel_called:
                 self._act(scheduler.hold_more(record, exc.claims, exc.state))
-                if record.state is RUNNING and record.result is None:
+                if record.stage is FRESH and record.result is None:
                     await self._execute(record)  # it holds them already: run it again
                 return  # else it is started again when granted, or it failed
             if isinstance(exc, HoldMore):

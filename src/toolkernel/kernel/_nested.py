@@ -16,11 +16,11 @@ from typing import Any, Protocol
 
 from ..locks import Claim
 from . import _messages as messages
-from ._call import CANCELLED, ERROR, PENDING, QUEUED, CallState, Status, ToolCall
+from ._call import CANCELLED, ERROR, CallState, Status, ToolCall
 from ._causes import CancelReason, Why
 from ._events import CallQueued
 from ._leasing import Leasing
-from ._record import CallRecord
+from ._record import QUEUED, CallRecord, Stage
 from ._report import Reporter
 
 __all__ = ["NestedCalls", "Host"]
@@ -40,7 +40,7 @@ class Host(Protocol):
         """Admit ``call`` as a batch of its own, made inside ``parent``: its record, and why
         admission failed (None if it did not)."""
 
-    def move(self, record: CallRecord, state: CallState, now: float) -> None: ...
+    def move(self, record: CallRecord, stage: Stage, now: float) -> None: ...
 
     def interrupt(self, record: CallRecord) -> None:
         """Ask the async layer to cancel the task running ``record``, if one does."""
@@ -87,7 +87,7 @@ class NestedCalls:
         at a raised priority. Its parent's task is woken when it may go on: granted, or
         finished (a wait that would deadlock fails at once)."""
         host = self._host
-        if record.state is PENDING:
+        if record.state is CallState.PENDING:
             host.move(record, QUEUED, host.now())
         host.leasing.request_nested(record, claims, inside)
         if record.waiting_in is not None:

@@ -20,8 +20,8 @@ from __future__ import annotations
 from itertools import takewhile
 
 from ..locks import Claim, claims_conflict
-from ._call import PENDING
-from ._record import Batch, CallRecord
+from ._call import CallState
+from ._record import HOOKED, READY, Batch, CallRecord
 
 __all__ = ["next_requests", "may_conflict"]
 
@@ -44,18 +44,18 @@ def next_requests(batch: Batch) -> list[CallRecord]:
         # The common case (a batch being submitted, a call after its turn came): the only call
         # to visit is the last ready one, and nobody of the batch is ahead of it.
         record = unrequested[head]
-        if record.state is not PENDING:
-            del unrequested[head]
-        elif record.ready:
+        if record.stage is READY:
             del unrequested[head]
             return [record]
+        if record.state is not CallState.PENDING:
+            del unrequested[head]
         return []
     ahead: list[CallRecord] = []
     found: list[CallRecord] = []
     for record in list(takewhile(lambda r: r.uid <= last, unrequested.values())):
-        if record.state is not PENDING:
+        if record.state is not CallState.PENDING:
             del unrequested[record.uid]
-        elif record.ready and not any(holds_back(earlier, record) for earlier in ahead):
+        elif record.stage is READY and not any(holds_back(earlier, record) for earlier in ahead):
             del unrequested[record.uid]
             found.append(record)
         else:
@@ -89,7 +89,7 @@ def _may_wait_for(start: CallRecord, target: CallRecord) -> bool:
         for other in batch.unrequested.values():
             if other.uid >= current.uid:
                 break
-            if other.state is PENDING and may_conflict(
+            if other.state is CallState.PENDING and may_conflict(
                 _known_claims(current), _known_claims(other)
             ):
                 following.append(other)
@@ -105,7 +105,7 @@ def _may_wait_for(start: CallRecord, target: CallRecord) -> bool:
 def _known_claims(record: CallRecord) -> tuple[Claim, ...] | None:
     """A pending call's claims, or None while a before-hook may still rewrite its arguments
     (and so its claims): until then it may conflict with anything."""
-    return None if record.provisional else record.claims
+    return None if record.stage is HOOKED else record.claims
 
 
 def may_conflict(claims: tuple[Claim, ...] | None, earlier: tuple[Claim, ...] | None) -> bool:

@@ -7,21 +7,81 @@ hangs nothing on them.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Protocol
 
 import attrs
 
+from .._errors import IllegalTransitionError
 from ..locks import Claim, LeaseTable
 from ._call import CallState, ToolCall, ToolResult
 from ._causes import CancelReason, RootCause
 from ._events import CallEvent
 from ._protocol import KernelTool
 
-__all__ = ["CallRecord", "Batch", "LeaseGroup", "Revocable"]
+__all__ = ["CallRecord", "Batch", "LeaseGroup", "Revocable", "Stage", "check_move"]
 
 NO_ARGUMENTS: Mapping[str, Any] = MappingProxyType({})
+
+
+class Stage(enum.Enum):
+    """Where a call is: the one state the scheduler answers every question about it from.
+
+    Finer than the public :class:`CallState` each stage belongs to (``stage.state``): what a
+    pending call may do next, and whether a granted call's path keys need a second look.
+    """
+
+    HOOKED = ("hooked", CallState.PENDING)
+    """Its before-hooks have not all answered: they may still rewrite its arguments and claims
+    (so until then it may conflict with anything)."""
+    PENDING = ("pending", CallState.PENDING)
+    """Waiting for ``after=`` calls, or for the policy or an approver."""
+    READY = ("ready", CallState.PENDING)
+    """Hooks and policy done: it requests its leases when its turn in its batch comes."""
+    QUEUED = ("queued", CallState.QUEUED)
+    """Its request is in a lease table, or it holds its leases and waits for a slot."""
+    FRESH = ("fresh", CallState.RUNNING)
+    """Granted in the very step that keyed its claims: nothing ran in between, so its keys
+    need no second look before its tool starts (``Requeuing.confirm_keys``)."""
+    GRANTED = ("granted", CallState.RUNNING)
+    """Granted after a wait: its task looks at its keys again before its tool starts."""
+    RUNNING = ("running", CallState.RUNNING)
+    """Its tool (or, for a nested call, its parent's task on its behalf) runs."""
+    FINISHED = ("finished", CallState.FINISHED)
+    """It has its result."""
+
+    def __init__(self, label: str, state: CallState) -> None:
+        self.label = label
+        self.state = state
+
+    # Compared and hashed by identity, as ``CallState`` (its inherited hash is Python code).
+    __hash__ = object.__hash__
+
+
+# The members as module globals for the hot paths (see ``_call.PENDING``).
+HOOKED, PENDING, READY, QUEUED, FRESH, GRANTED, RUNNING, FINISHED = Stage
+
+_MOVES: dict[Stage, frozenset[Stage]] = {
+    HOOKED: frozenset({PENDING, FINISHED}),
+    PENDING: frozenset({READY, QUEUED, RUNNING, FINISHED}),  # QUEUED, RUNNING: nested calls
+    READY: frozenset({QUEUED, FRESH, GRANTED, FINISHED}),
+    QUEUED: frozenset({FRESH, GRANTED, RUNNING, FINISHED}),
+    FRESH: frozenset({RUNNING, QUEUED, FINISHED}),
+    GRANTED: frozenset({RUNNING, QUEUED, FINISHED}),  # QUEUED: its keys changed meaning
+    RUNNING: frozenset({QUEUED, FINISHED}),  # QUEUED: its tool asked to hold more
+    FINISHED: frozenset(),
+}
+
+
+def check_move(call_id: str, old: Stage, new: Stage) -> None:
+    """Raise :class:`IllegalTransitionError` unless ``old -> new`` is a legal move."""
+    if new not in _MOVES[old]:
+        raise IllegalTransitionError(
+            f"can't go from {old.state.name} to {new.state.name} for call {call_id} "
+            f"(from its stage {old.label} to {new.label})"
+        )
 
 
 class Revocable(Protocol):
@@ -93,16 +153,10 @@ class CallRecord:
     state_since: float
     parent: CallRecord | None = None
     depth: int = 0
-    state: CallState = CallState.PENDING
+    stage: Stage = PENDING  # moved only by ``Scheduler.move``
     tool: KernelTool | None = None
     arguments: Mapping[str, Any] = NO_ARGUMENTS
     claims: tuple[Claim, ...] | None = None
-    ready: bool = False  # hooks and policy done: may request leases when its turn comes
-    # Its before-hooks have not all answered: they may still rewrite its arguments and claims.
-    provisional: bool = False
-    # Granted in the very step that computed its claims: nothing ran in between, so its keys
-    # need no second look before it runs (see ``Scheduler.confirm_keys``).
-    keys_fresh: bool = False
     # Its leases, held or waiting, in the order requested. Nearly every call has exactly one,
     # kept in two plain fields so that it costs no container; a nested call may have a second.
     lease_group: LeaseGroup | None = None
@@ -140,6 +194,11 @@ class CallRecord:
     @property
     def name(self) -> str:
         return self.call.name
+
+    @property
+    def state(self) -> CallState:
+        """Its public state: the one its stage belongs to."""
+        return self.stage.state
 
     def leases(self) -> list[tuple[LeaseGroup, int]]:
         """Its leases, held or waiting, in the order requested."""

@@ -11,9 +11,9 @@ from .._errors import InvalidCallError, InvalidClaimError
 from ..locks import Claim, Path
 from . import _messages as messages
 from ._admission import compute_claims, with_more
-from ._call import ERROR, QUEUED, RUNNING, CallState, Status
+from ._call import ERROR, Status
 from ._leasing import Leasing
-from ._record import CallRecord
+from ._record import FRESH, QUEUED, CallRecord, Stage
 from ._report import Reporter
 
 __all__ = ["MAX_REQUEUES", "Requeuing", "Host"]
@@ -33,7 +33,7 @@ class Host(Protocol):
 
     def key(self, text: str) -> Path: ...
 
-    def move(self, record: CallRecord, state: CallState, now: float) -> None: ...
+    def move(self, record: CallRecord, stage: Stage, now: float) -> None: ...
 
     def hand_slot_on(self, record: CallRecord) -> None:
         """``record`` gives up its slot (or its place in line for one)."""
@@ -60,7 +60,7 @@ class Requeuing:
         changes later, between this check and the I/O, ``ctx.fs`` refuses anyway (it opens
         what it checked, relative to directory descriptors, without following links).
         """
-        if record.keys_fresh or record.cancel_reason is not None or record.tool is None:
+        if record.stage is FRESH or record.cancel_reason is not None or record.tool is None:
             return True  # keyed a moment ago, or it will not run anyway
         host = self._host
         pools = host.leasing.pools
@@ -105,7 +105,7 @@ class Requeuing:
         now = host.now()
         host.move(record, QUEUED, now)
         if host.leasing.requeue(record, fresh):
-            host.move(record, RUNNING, now)
+            host.move(record, FRESH, now)  # keyed in this very step
             return True
         host.hand_slot_on(record)
         host.report.blocked(record, host.now())

@@ -1,10 +1,13 @@
 """The scheduler: every decision about every call, as synchronous state changes. No event loop.
 
-Lifecycle of one call (states in ``_call.CallState``; every move goes through ``_move``)::
+Lifecycle of one call (public states in ``_call.CallState``; the record keeps one finer
+``_record.Stage`` that every question is answered from, and every move goes through ``move``)::
 
     submit ─admit─► PENDING ─deps, hooks, policy, its turn─► QUEUED ─grant─► RUNNING
                        │                                        │               │
                        └── rejected / denied / skipped / cancelled / timed out ─┴─► FINISHED
+
+    stages:   HOOKED → PENDING → READY → QUEUED → FRESH or GRANTED → RUNNING → FINISHED
 
 - *Admission* (``_admission``): look the tool up, parse and validate the arguments, compute and
   canonicalize the claims, link ``after=`` edges. Every call of a batch is admitted (and its
@@ -62,20 +65,7 @@ from ._admission import (
     skip,
     tools_by_name,
 )
-from ._call import (
-    CANCELLED,
-    ERROR,
-    FINISHED,
-    OK,
-    PENDING,
-    QUEUED,
-    RUNNING,
-    CallState,
-    Status,
-    ToolCall,
-    ToolResult,
-    check_transition,
-)
+from ._call import CANCELLED, ERROR, OK, CallState, Status, ToolCall, ToolResult
 from ._causes import ASKED, OUT_OF_TIME, CancelReason, Why
 from ._events import CallEvent, CallProgress, CallQueued, CallStarted
 from ._leasing import Leasing
@@ -87,7 +77,20 @@ from ._outputs import fill_in
 from ._policy import Decision, Permission, RewriteArguments, SupplyResult, allow_all
 from ._prephase import Refusal, approval_verdict, before_hook_verdict, policy_verdict
 from ._protocol import KernelTool
-from ._record import Batch, CallRecord
+from ._record import (
+    FINISHED,
+    FRESH,
+    GRANTED,
+    HOOKED,
+    PENDING,
+    QUEUED,
+    READY,
+    RUNNING,
+    Batch,
+    CallRecord,
+    Stage,
+    check_move,
+)
 from ._report import Reporter
 from ._requeue import MAX_REQUEUES, Requeuing
 from ._slots import WAITING, Slots
@@ -209,7 +212,7 @@ class Scheduler:
             awaited_by.awaiting = (awaited_by.awaiting or set()) | set(records)
         if self._has_before_hooks:
             for record in records:
-                record.provisional = True
+                record.stage = HOOKED  # from the start: nothing has seen it yet
         if sink is not None:
             for record in records:
                 record.sinks = (sink,)
@@ -238,12 +241,12 @@ class Scheduler:
         try:
             if in_order:
                 for record in records:
-                    if record.state is PENDING:  # not failed, nor cancelled by a listener
-                        record.ready = True
+                    if record.stage is PENDING:  # not failed, nor cancelled by a listener
+                        self.move(record, READY, now)
                         self._request_top_level(record)
                 return records
             for record in records:
-                if record.state is not PENDING or record.deps_left:
+                if record.state is not CallState.PENDING or record.deps_left:
                     continue
                 if record.unfilled is None or self._fill_in(record):
                     self._begin_prephase(record)
@@ -391,7 +394,7 @@ class Scheduler:
     def hooks_answered(self, record: CallRecord) -> Sequence[Action]:
         """Every before-hook has answered: ``record``'s claims are final, so later calls of its
         batch that do not conflict with them need not wait for it any more."""
-        record.provisional = False
+        self.move(record, PENDING, self.now())
         if record.parent is None and record.batch.unrequested:
             self._issue_requests(record.batch)
         return self._take()
@@ -419,7 +422,7 @@ class Scheduler:
         return self._take()
 
     def _mark_ready(self, record: CallRecord) -> None:
-        record.ready = True
+        self.move(record, READY, self.now())
         batch = record.batch
         if record.uid > batch.last_ready:
             batch.last_ready = record.uid
@@ -431,7 +434,7 @@ class Scheduler:
     def _issue_requests(self, batch: Batch) -> None:
         for record in next_requests(batch):
             # A listener (say, on the CallBlocked of an earlier one) may have cancelled it.
-            if record.state is PENDING:
+            if record.stage is READY:
                 self._request_top_level(record)
 
     def _request_top_level(self, record: CallRecord) -> None:
@@ -451,14 +454,15 @@ class Scheduler:
             self._out.append((WAKE, record))
             return
         waited, record.waiting_in = record.waiting_in is not None, None
-        if record.batch is self._admitting:
-            record.keys_fresh = True
         # A call a running call's tool awaits takes no slot: it runs in the slot of the call
         # waiting for it (which would otherwise wait for a slot it holds itself).
         if record.batch.awaited_by is not None or self.slots.take(record):
             if record.wait_token:
                 self.leasing.stop_wait_clock(record)
-            self.move(record, RUNNING, self.now())
+            # Granted in the step that keyed its claims (its batch's admission), its keys need
+            # no second look; else its task looks again (``Requeuing.confirm_keys``).
+            fresh = record.batch is self._admitting and record.stage is not QUEUED
+            self.move(record, FRESH if fresh else GRANTED, self.now())
             self._out.append((START, record))
         elif not waited:  # it holds its leases, and waits for a running call to finish
             now = self.now()
@@ -474,7 +478,7 @@ class Scheduler:
         nxt = self.slots.give_back(record)
         if nxt is not None:
             self.leasing.stop_wait_clock(nxt)
-            self.move(nxt, RUNNING, self.now())
+            self.move(nxt, GRANTED, self.now())  # it waited for its slot: its keys are looked at
             self._out.append((START, nxt))
 
     def release(self, record: CallRecord) -> Sequence[Action]:
@@ -541,7 +545,7 @@ class Scheduler:
         running = self._running_tools = self._running_tools + 1
         if running > self._peak_running:
             self._peak_running = running
-        if record.state is not RUNNING:
+        if record.stage is not RUNNING:
             self.move(record, RUNNING, started_at)
         if self.report.listeners or record.sinks:
             self.report.emit(record, CallStarted(record.call.id, record.name, started_at))
@@ -598,7 +602,7 @@ class Scheduler:
         limit = record.batch.time_limit or 0.0
         if record.started_at is not None:
             return messages.batch_timed_out(limit, self.now() - record.started_at, "")
-        queued = record.state is QUEUED
+        queued = record.stage is QUEUED
         behind = waits.describe_waits(record, self.max_concurrency) if queued else ""
         return messages.batch_timed_out(limit, None, behind)
 
@@ -692,7 +696,7 @@ class Scheduler:
     def expire(self, now: float) -> Sequence[Action]:
         """Fail the calls whose lease wait ran out by ``now``."""
         for record in self.leasing.expired(now):
-            if record.result is None and record.state is QUEUED:
+            if record.result is None and record.stage is QUEUED:
                 behind = waits.describe_waits(record, self.max_concurrency)
                 limit = self.wait_timeout(record) or 0
                 error = messages.wait_timed_out(limit, behind)
@@ -701,12 +705,15 @@ class Scheduler:
 
     # -- observing ---------------------------------------------------------------------------------
 
-    def move(self, record: CallRecord, state: CallState, now: float) -> None:
-        """Move ``record`` to ``state`` at time ``now`` (the caller's: reading the clock once
-        per step, not once per move, is a measurable part of a call's cost)."""
-        check_transition(record.call.id, record.state, state)
-        record.state = state
-        record.state_since = now
+    def move(self, record: CallRecord, stage: Stage, now: float) -> None:
+        """Move ``record`` to ``stage`` at time ``now`` (the caller's: reading the clock once
+        per step, not once per move, is a measurable part of a call's cost). ``state_since``
+        tells when its public state changed, not its stage within it."""
+        old = record.stage
+        check_move(record.call.id, old, stage)
+        record.stage = stage
+        if old.state is not stage.state:
+            record.state_since = now
 
     def progress(self, record: CallRecord, message: str, data: Any) -> None:
         if self.report.listeners or record.sinks:
