@@ -129,3 +129,22 @@ async def test_read_of_a_big_file_to_its_end_counts_its_lines(tmp_path: pathlib.
         " 80000\tline 79999 of a file larger than Read reads whole"
     )
     assert past.error is not None and "past the end of 'big.txt' (80000 lines)" in past.error
+
+
+async def test_read_numbers_its_lines_and_cuts_the_long_ones(tmp_path: pathlib.Path) -> None:
+    long = "x" * 2500
+    (tmp_path / "wide.txt").write_text(f"a\n{long}\n\tb\n" + "c\n" * 1_100_000)  # over WHOLE_READ
+    async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
+        first, later = await kernel.run(
+            [
+                tk.ToolCall("a", "Read", {"file_path": "wide.txt", "limit": 3}),
+                tk.ToolCall(
+                    "b", "Read", {"file_path": "wide.txt", "offset": 1_100_001, "limit": 5}
+                ),
+            ]
+        )
+    assert first.output == (
+        f"     1\ta\n     2\t{'x' * 2000} [line cut]\n     3\t\tb\n"
+        "... (more lines follow; use offset=4 to read on)"
+    )
+    assert later.output == "1100001\tc\n1100002\tc\n1100003\tc"
