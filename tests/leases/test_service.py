@@ -4,6 +4,7 @@ this process and in others."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -16,7 +17,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from toolkernel import LeaseReleaseError, UnknownPoolError
+from toolkernel import CapacityError, LeaseReleaseError, UnknownPoolError
 from toolkernel.leases import (
     Grant,
     Op,
@@ -174,6 +175,20 @@ async def test_pools_count_units_and_a_capacity_mismatch_is_refused(service: Ser
         assert first is not None
         grant = await first.acquire([units(pool(gpu), 1)])
         first.release(grant)
+
+
+@pytest.mark.parametrize("capacity", [0, -1, "2", 1.5, True])
+async def test_a_client_s_pool_capacity_follows_the_pool_rule(
+    service: Service, capacity: object
+) -> None:
+    gpu = f"gpu-{os.urandom(4).hex()}"  # a pool no earlier test named
+    message = f"capacity of pool {gpu!r} must be a positive int, not {capacity!r}"
+    with pytest.raises(CapacityError, match=re.escape(message)):  # the service's own checker
+        async with open_leases(service.url, service.root, pools={gpu: capacity}):  # type: ignore[dict-item]
+            pass  # pragma: no cover - never reached
+    async with client(service) as a:  # and the pool was not made
+        with pytest.raises(UnknownPoolError):
+            await a.acquire([units(pool(gpu), 1)])
 
 
 async def test_a_client_of_another_root_is_refused(service: Service, tmp_path: Path) -> None:
