@@ -66,32 +66,36 @@ async def test_unchanged_keys_run_at_grant(
     assert results[1].started_at == 2
 
 
-async def test_keys_are_looked_at_again_after_a_wait_for_a_slot(
+async def test_a_path_retargeted_during_a_wait_for_a_slot_is_never_written_unheld(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
-    # c2 is granted as it is admitted (nobody holds a.txt) but waits for the one slot: by the
-    # time it runs, `link` means b.txt, and it must run holding b.txt, not a.txt.
+    # c2 is granted as it is admitted (nobody holds a.txt) and waits for the one slot, holding
+    # a.txt; meanwhile `link` comes to mean b.txt. It runs on the keys it holds, and its write
+    # through `link` is refused rather than landing in b.txt, which it does not hold.
     (tmp_path / "a.txt").write_text("a")
     (tmp_path / "b.txt").write_text("b")
     os.symlink("a.txt", tmp_path / "link")
-    held: dict[str, tuple[str, ...]] = {}
 
-    @tk.tool(writes=["path"], name="Hold")
-    async def hold(ctx: tk.ToolContext, path: str, seconds: float) -> None:
-        held[ctx.call_id] = tuple(str(claim.resource) for claim in ctx.claims)
+    @tk.tool(writes=["path"], name="Put")
+    async def put(ctx: tk.ToolContext, path: str, seconds: float) -> None:
         await anyio.sleep(seconds)
+        assert ctx.fs is not None
+        await ctx.fs.write_text(path, "new")
 
-    async with tk.open_kernel([hold], root=tmp_path, max_concurrency=1) as kernel:
+    async with tk.open_kernel([put], root=tmp_path, max_concurrency=1) as kernel:
         handles = kernel.submit_batch(
             [
-                tk.ToolCall("c1", "Hold", {"path": "other.txt", "seconds": 2}),
-                tk.ToolCall("c2", "Hold", {"path": "link", "seconds": 1}),
+                tk.ToolCall("c1", "Put", {"path": "other.txt", "seconds": 2}),
+                tk.ToolCall("c2", "Put", {"path": "link", "seconds": 0}),
             ]
         )
         await anyio.sleep(1)
-        assert "a.txt" in str(kernel.snapshot().queued[0].claims[0].resource)
+        (waiting,) = kernel.snapshot().queued
+        assert str(waiting.claims[0].resource).endswith("a.txt")
         os.unlink(tmp_path / "link")
         os.symlink("b.txt", tmp_path / "link")
         results = [await h.wait_finished() for h in handles]
-    assert [r.status for r in results] == [tk.Status.OK] * 2
-    assert len(held["c2"]) == 1 and held["c2"][0].endswith("b.txt")
+    assert results[0].ok
+    assert not results[1].ok, results[1]
+    assert (tmp_path / "a.txt").read_text() == "a"
+    assert (tmp_path / "b.txt").read_text() == "b"

@@ -21,7 +21,7 @@ from ._causes import CancelReason, RootCause
 from ._events import CallEvent
 from ._protocol import KernelTool
 
-__all__ = ["CallRecord", "Batch", "LeaseGroup", "Revocable", "Stage", "check_move"]
+__all__ = ["CallRecord", "Batch", "LeaseGroup", "Revocable", "Stage", "MOVES", "illegal_move"]
 
 NO_ARGUMENTS: Mapping[str, Any] = MappingProxyType({})
 
@@ -41,7 +41,11 @@ class Stage(enum.Enum):
     READY = ("ready", CallState.PENDING)
     """Hooks and policy done: it requests its leases when its turn in its batch comes."""
     QUEUED = ("queued", CallState.QUEUED)
-    """Its request is in a lease table, or it holds its leases and waits for a slot."""
+    """Its request is in a lease table, or, granted after a wait, it waits for a slot."""
+    HELD = ("held", CallState.QUEUED)
+    """Granted in the step that keyed its claims, it waits for a slot, holding its leases:
+    it runs on those keys when it gets one (as between the last look and the I/O, what
+    changes meanwhile ``ctx.fs`` refuses), so a long queue is not keyed twice."""
     FRESH = ("fresh", CallState.RUNNING)
     """Granted in the very step that keyed its claims: nothing ran in between, so its keys
     need no second look before its tool starts (``Requeuing.confirm_keys``)."""
@@ -61,13 +65,15 @@ class Stage(enum.Enum):
 
 
 # The members as module globals for the hot paths (see ``_call.PENDING``).
-HOOKED, PENDING, READY, QUEUED, FRESH, GRANTED, RUNNING, FINISHED = Stage
+HOOKED, PENDING, READY, QUEUED, HELD, FRESH, GRANTED, RUNNING, FINISHED = Stage
 
-_MOVES: dict[Stage, frozenset[Stage]] = {
+# The legal moves from each stage (``Scheduler.move`` checks every move against them).
+MOVES: dict[Stage, frozenset[Stage]] = {
     HOOKED: frozenset({PENDING, FINISHED}),
     PENDING: frozenset({READY, QUEUED, RUNNING, FINISHED}),  # QUEUED, RUNNING: nested calls
-    READY: frozenset({QUEUED, FRESH, GRANTED, FINISHED}),
+    READY: frozenset({QUEUED, HELD, FRESH, GRANTED, FINISHED}),
     QUEUED: frozenset({FRESH, GRANTED, RUNNING, FINISHED}),
+    HELD: frozenset({FRESH, FINISHED}),
     FRESH: frozenset({RUNNING, QUEUED, FINISHED}),
     GRANTED: frozenset({RUNNING, QUEUED, FINISHED}),  # QUEUED: its keys changed meaning
     RUNNING: frozenset({QUEUED, FINISHED}),  # QUEUED: its tool asked to hold more
@@ -75,13 +81,12 @@ _MOVES: dict[Stage, frozenset[Stage]] = {
 }
 
 
-def check_move(call_id: str, old: Stage, new: Stage) -> None:
-    """Raise :class:`IllegalTransitionError` unless ``old -> new`` is a legal move."""
-    if new not in _MOVES[old]:
-        raise IllegalTransitionError(
-            f"can't go from {old.state.name} to {new.state.name} for call {call_id} "
-            f"(from its stage {old.label} to {new.label})"
-        )
+def illegal_move(call_id: str, old: Stage, new: Stage) -> IllegalTransitionError:
+    """The error for a move ``old -> new`` that is not in :data:`MOVES`."""
+    return IllegalTransitionError(
+        f"can't go from {old.state.name} to {new.state.name} for call {call_id} "
+        f"(from its stage {old.label} to {new.label})"
+    )
 
 
 class Revocable(Protocol):

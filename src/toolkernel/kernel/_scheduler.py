@@ -7,7 +7,7 @@ Lifecycle of one call (public states in ``_call.CallState``; the record keeps on
                        │                                        │               │
                        └── rejected / denied / skipped / cancelled / timed out ─┴─► FINISHED
 
-    stages:   HOOKED → PENDING → READY → QUEUED → FRESH or GRANTED → RUNNING → FINISHED
+    stages:   HOOKED → PENDING → READY → QUEUED or HELD → FRESH or GRANTED → RUNNING → FINISHED
 
 - *Admission* (``_admission``): look the tool up, parse and validate the arguments, compute and
   canonicalize the claims, link ``after=`` edges. Every call of a batch is admitted (and its
@@ -81,7 +81,9 @@ from ._record import (
     FINISHED,
     FRESH,
     GRANTED,
+    HELD,
     HOOKED,
+    MOVES,
     PENDING,
     QUEUED,
     READY,
@@ -89,7 +91,7 @@ from ._record import (
     Batch,
     CallRecord,
     Stage,
-    check_move,
+    illegal_move,
 )
 from ._report import Reporter
 from ._requeue import MAX_REQUEUES, Requeuing
@@ -466,7 +468,8 @@ class Scheduler:
             self._out.append((START, record))
         elif not waited:  # it holds its leases, and waits for a running call to finish
             now = self.now()
-            self.move(record, QUEUED, now)
+            fresh = record.batch is self._admitting
+            self.move(record, HELD if fresh else QUEUED, now)
             self.report.blocked(record, now)
             self.leasing.start_wait_clock(record)
         # else its wait limit runs on: it covers the wait for leases and for a slot together
@@ -478,7 +481,7 @@ class Scheduler:
         nxt = self.slots.give_back(record)
         if nxt is not None:
             self.leasing.stop_wait_clock(nxt)
-            self.move(nxt, GRANTED, self.now())  # it waited for its slot: its keys are looked at
+            self.move(nxt, FRESH if nxt.stage is HELD else GRANTED, self.now())
             self._out.append((START, nxt))
 
     def release(self, record: CallRecord) -> Sequence[Action]:
@@ -602,7 +605,7 @@ class Scheduler:
         limit = record.batch.time_limit or 0.0
         if record.started_at is not None:
             return messages.batch_timed_out(limit, self.now() - record.started_at, "")
-        queued = record.stage is QUEUED
+        queued = record.state is CallState.QUEUED
         behind = waits.describe_waits(record, self.max_concurrency) if queued else ""
         return messages.batch_timed_out(limit, None, behind)
 
@@ -696,7 +699,7 @@ class Scheduler:
     def expire(self, now: float) -> Sequence[Action]:
         """Fail the calls whose lease wait ran out by ``now``."""
         for record in self.leasing.expired(now):
-            if record.result is None and record.stage is QUEUED:
+            if record.result is None and record.state is CallState.QUEUED:
                 behind = waits.describe_waits(record, self.max_concurrency)
                 limit = self.wait_timeout(record) or 0
                 error = messages.wait_timed_out(limit, behind)
@@ -710,7 +713,8 @@ class Scheduler:
         per step, not once per move, is a measurable part of a call's cost). ``state_since``
         tells when its public state changed, not its stage within it."""
         old = record.stage
-        check_move(record.call.id, old, stage)
+        if stage not in MOVES[old]:
+            raise illegal_move(record.call.id, old, stage)
         record.stage = stage
         if old.state is not stage.state:
             record.state_since = now
