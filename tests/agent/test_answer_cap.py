@@ -97,10 +97,21 @@ async def test_run_agent_stops_with_the_reason_and_does_not_retry() -> None:
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize("limit", [0, -1, 1.5, True, "1"])
-def test_a_bad_limit_is_refused_where_the_model_is_made(limit: object) -> None:
-    with pytest.raises(ValueError, match="max_answer_bytes must be a positive int"):
+@pytest.mark.parametrize(
+    ("limit", "error"),
+    [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError), ("1", TypeError)],
+)
+def test_a_bad_limit_is_refused_where_the_model_is_made(limit: object, error: type) -> None:
+    with pytest.raises(error, match="max_answer_bytes must be an int >= 1"):
         OpenAICompatibleModel(base_url="http://localhost:1", model="m", max_answer_bytes=limit)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("timeout", "error"), [(0, ValueError), (-1.0, ValueError), (True, TypeError), ("5", TypeError)]
+)
+def test_a_bad_timeout_is_refused_where_the_model_is_made(timeout: object, error: type) -> None:
+    with pytest.raises(error, match="timeout must be a positive number of seconds"):
+        OpenAICompatibleModel(base_url="http://localhost:1", model="m", timeout=timeout)  # type: ignore[arg-type]
 
 
 def test_the_default_limit_is_16_mib() -> None:

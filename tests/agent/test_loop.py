@@ -107,10 +107,12 @@ async def test_the_loop_stops_after_max_steps_with_every_call_answered() -> None
     assert outcome.messages[-1] == {"role": "tool", "tool_call_id": "c2", "content": "2"}
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
-async def test_max_steps_must_be_a_positive_int(bad: Any) -> None:
+@pytest.mark.parametrize(
+    ("bad", "error"), [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)]
+)
+async def test_max_steps_must_be_a_positive_int(bad: Any, error: type) -> None:
     async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
-        with pytest.raises(ValueError, match="max_steps must be an int >= 1"):
+        with pytest.raises(error, match="max_steps must be an int >= 1"):
             await run_agent(ScriptedModel([]), kernel, "go", max_steps=bad)
 
 

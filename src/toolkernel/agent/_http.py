@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
+from .._checks import check_count, check_number
 from .._errors import ModelError
 from ..formats.openai import chat_tools
 
@@ -98,12 +99,8 @@ class OpenAICompatibleModel:
                 "OpenAICompatibleModel needs the model's name: model='gpt-4.1' (or set "
                 "OPENAI_MODEL)"
             )
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-        limit = max_answer_bytes
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"max_answer_bytes must be a positive int, not {limit!r}")
-        self.max_answer_bytes = limit
+        check_number("timeout", timeout, unit="seconds", positive=True)
+        self.max_answer_bytes = check_count("max_answer_bytes", max_answer_bytes, 1)
         source = "base_url" if base_url else "OPENAI_BASE_URL"
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or _DEFAULT_BASE_URL
         if not base_url.lower().startswith(("http://", "https://")):

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import anyio
 import attrs
 
-from .._checks import check_seconds
+from .._checks import check_count, check_seconds
 from .._errors import ModelError
 from ..formats.openai import chat_tool_messages, parse_chat
 from ..kernel import CallFinished, Kernel, Status, ToolCall, ToolResult
@@ -135,8 +135,7 @@ async def run_agent(
       change), telling the model to read it again.
     """
     check_seconds("turn_timeout", turn_timeout)
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"max_steps must be an int >= 1, not {max_steps!r}")
+    check_count("max_steps", max_steps, 1)
     emit = on_event or _ignore
     history: list[dict[str, Any]] = []
     if messages is not None:
