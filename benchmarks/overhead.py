@@ -4,7 +4,9 @@ Measured the way applications run the kernel: with a workspace root (every path 
 the file system, before and after the grant) and ``max_concurrency=16``; the lexical, unlimited
 kernel is shown too. In one process, interleaved, best of several repetitions:
 
-a. **bare** — a nursery, ``nursery.start_soon(noop)`` for each of N calls, the nursery closed.
+a. **bare** — a nursery, ``nursery.start_soon(noop)`` for each of N calls, the nursery closed;
+   and, for scale, **bare + scope**: the same with each task entering a cancel scope of its own
+   (trio's; anyio's on asyncio), the least a per-call cancellable executor pays.
 b. **one path claim** — ``await kernel.run(calls)`` of N calls of a no-op tool declared
    ``claims=lambda a: [writes(f"f{a['i']}")]``: admission, keys, a lease request and release,
    a task and a cancel scope, a result each.
@@ -58,6 +60,11 @@ async def noop() -> None:
     pass
 
 
+async def noop_in_scope(make_scope: Callable[[], Any]) -> None:
+    with make_scope():
+        pass
+
+
 @tk.tool(name="noop_path", claims=lambda a: [tk.writes(f"f{a['i']}")])
 async def noop_path(ctx: tk.ToolContext, i: int) -> None:
     """Do nothing, holding an exclusive lease on a path of its own."""
@@ -78,18 +85,23 @@ async def cpu_time(action: Callable[[], Awaitable[object]]) -> float:
     return time.process_time() - began
 
 
-async def bare_batches(size: int, batches: int) -> None:
-    """The least each loop can do: trio's ``nursery.start_soon``, asyncio's ``TaskGroup``."""
+async def bare_batches(size: int, batches: int, scoped: bool = False) -> None:
+    """The least each loop can do: trio's ``nursery.start_soon``, asyncio's ``TaskGroup``;
+    with ``scoped``, each task in a cancel scope of its own."""
     if sniffio.current_async_library() == "trio":
         for _ in range(batches):
             async with trio.open_nursery() as nursery:
                 for _ in range(size):
-                    nursery.start_soon(noop)
+                    if scoped:
+                        nursery.start_soon(noop_in_scope, trio.CancelScope)
+                    else:
+                        nursery.start_soon(noop)
         return
+    make_scope = type(anyio.CancelScope())  # as the kernel makes them (``kernel._loop``)
     for _ in range(batches):
         async with asyncio.TaskGroup() as group:
             for _ in range(size):
-                group.create_task(noop())
+                group.create_task(noop_in_scope(make_scope) if scoped else noop())
 
 
 async def measure(root: str, sizes: Sequence[int], total: int, reps: int) -> dict[str, float]:
@@ -125,6 +137,7 @@ async def measure(root: str, sizes: Sequence[int], total: int, reps: int) -> dic
                 n = size * batches
                 variants += [
                     (f"bare/{size}", lambda s=size, b=batches: bare_batches(s, b), n),
+                    (f"scoped/{size}", lambda s=size, b=batches: bare_batches(s, b, True), n),
                     (f"path/{size}", lambda b=path_batches: run_all(kernel, b), n),
                     (f"free/{size}", lambda b=free_batches: run_all(kernel, b), n),
                     (f"lexical/{size}", lambda b=lexical_batches: run_all(lexical, b), n),
@@ -245,13 +258,13 @@ def report(
     us = {name: seconds * 1e6 for name, seconds in best.items()}
     print(f"On {loop}: against bare {bare_name} of the same no-op")
     print(
-        f"  {'batch':>7}{'bare us':>9}{'1 path':>9}{'x bare':>8}{'no claims':>11}{'x bare':>8}"
-        f"{'lexical':>9}{'x bare':>8}"
+        f"  {'batch':>7}{'bare us':>9}{'+ scope':>9}{'x bare':>8}{'1 path':>9}{'x bare':>8}"
+        f"{'no claims':>11}{'x bare':>8}{'lexical':>9}{'x bare':>8}"
     )
     for size in sizes:
         bare = us[f"bare/{size}"]
         row = f"  {size:>7,}{bare:>9.2f}"
-        for name, width in (("path", 9), ("free", 11), ("lexical", 9)):
+        for name, width in (("scoped", 9), ("path", 9), ("free", 11), ("lexical", 9)):
             value = us[f"{name}/{size}"]
             row += f"{value:>{width}.2f}{value / bare:>8.2f}"
         print(row)
