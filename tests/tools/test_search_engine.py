@@ -614,6 +614,22 @@ async def test_a_search_of_many_files_is_one_worker_thread_hop(
     assert hops == ["_search_in_thread"], hops
 
 
+async def test_files_come_in_the_order_of_their_paths_across_directories(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    # The walk sorts one directory at a time, a directory's name with its "/": "a.py" (".")
+    # before "a/x.py" ("/") before "a0.py" ("0"), as a sort of the whole paths puts them.
+    paths = [
+        "A.py", "a b/q.py", "a-/y.py", "a.py", "a/b.py", "a/b/c.py", "a/b0/d.py", "a/x.py",
+        "a0.py", "ab/z.py", "b/a/a.py", "b/a.py", "é.py", "é/e.py",
+    ]  # fmt: skip
+    files(tmp_path, {path: "needle\n" for path in paths})
+    assert (await ok(kernel, "Glob", pattern="**/*.py")).splitlines() == sorted(paths)
+    assert (await ok(kernel, "Grep", pattern="needle")).splitlines() == sorted(paths)
+    counted = await ok(kernel, "Grep", pattern="needle", output_mode="count", head_limit=5)
+    assert counted.splitlines()[:5] == [f"{path}:1" for path in sorted(paths)[:5]]
+
+
 class SwapDirectoryForOutsideLink:
     """A listener that, when ``trigger`` is read, swaps directory ``victim`` (not yet read: the
     search reads in sorted order) for a link to ``outside``, as a hostile process could."""

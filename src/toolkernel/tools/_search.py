@@ -150,6 +150,13 @@ class GlobMatcher:
         """:meth:`match` of ``relative``, whose last component is ``name``."""
         return self.expression.match(name if self.on_names else relative) is not None
 
+    def select(self, inside: str, names: list[str]) -> list[str]:
+        """The ``names`` of one directory whose paths (``inside`` + name) match, in order."""
+        match = self.expression.match
+        if self.on_names:
+            return list(filter(match, names))  # one C call a name
+        return [name for name in names if match(inside + name)]
+
 
 def compile_glob(pattern: str) -> GlobMatcher:
     """Compile a glob for matching relative POSIX paths: ``**/*.py``, ``src/*.{js,ts}``.
@@ -215,7 +222,7 @@ async def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     fs = fs_of(ctx)
     matcher = compile_glob(pattern)
 
-    found = await _search(fs, path, lambda tree: list_tree(tree, matcher.match_name))
+    found = await _search(fs, path, lambda tree: list_tree(tree, matcher.select))
     if not found:
         return f"no files match {pattern!r} under {path}"
     shown = found[:RESULT_LIMIT]
@@ -315,10 +322,14 @@ def _file_filter(glob: str | None, type: str | None) -> FileFilter | None:
     if matcher is None and kind is None:
         return None
 
-    def keep(relative: str, name: str) -> bool:
-        if kind is not None and kind.fullmatch(name) is None:
-            return False
-        return matcher is None or matcher.match(relative) or matcher.match(name)
+    def keep(inside: str, names: list[str]) -> list[str]:
+        if kind is not None:
+            names = list(filter(kind.fullmatch, names))
+        if matcher is None:
+            return names
+        if matcher.on_names:  # the path's match is the name's
+            return matcher.select(inside, names)
+        return [name for name in names if matcher.match(inside + name) or matcher.match(name)]
 
     return keep
 

@@ -23,18 +23,19 @@ so a pattern that backtracks stops within its time limit.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import errno
 import os
 import stat
-from collections.abc import Callable
-from typing import Final, Literal
+from collections.abc import Callable, Generator
+from typing import Final, Literal, NamedTuple
 
 import attrs
 
 from .._errors import InvalidClaimError
 from ..locks import Path
 from ._beneath import open_directory
-from ._fileops import moved_aside
+from ._fileops import _ASIDE_INFIX, moved_aside
 from ._fs import Subtree
 from ._ignore import IgnoreRules, ignored, names_only
 from ._line_match import LinePattern, Timeout, candidate_starts, text_lines
@@ -62,8 +63,9 @@ FIRST_READ: Final = 1 << 16
 """Bytes read before a file is ``fstat``-ed: most source files are smaller, and cost one read."""
 
 OutputMode = Literal["files_with_matches", "content", "count"]
-FileFilter = Callable[[str, str], bool]
-"""Whether to keep a file, from its path relative to the searched directory and its name."""
+FileFilter = Callable[[str, list[str]], list[str]]
+"""Which files of one directory to keep, from the directory's path relative to the searched
+directory (``""``, or ending with ``/``) and the files' names."""
 
 
 class SearchTimedOut(Exception):
@@ -98,7 +100,10 @@ class Searched:
 
 def list_tree(tree: Subtree, keep: FileFilter | None) -> list[str]:
     """The root-relative paths of the files below ``tree`` that ``keep`` keeps, sorted."""
-    return _walk(tree, keep)[0]
+    found: list[str] = []
+    for run in _walk(tree, keep):
+        found += map(run.outer.__add__, run.names)
+    return found
 
 
 def grep_tree(
@@ -107,33 +112,77 @@ def grep_tree(
     """Search the files below ``tree`` that ``keep`` keeps, in sorted order, until
     ``options.limit`` output lines are exceeded."""
     searched = Searched()
-    base_depth = len(tree.parts)
     search = _Search(tree, options, timeout, searched)
-    reader = _Reader(tree)
+    literal = options.pattern.literal
+    # Every match holds it, in bytes as in text (it is ASCII, which no byte of a character
+    # decoded as U+FFFD ever is): a file without it is passed by undecoded.
+    needle = literal.encode() if literal is not None else None
+    with contextlib.closing(_walk(tree, keep)) as runs:
+        for run in runs:
+            if _search_run(tree, run, search, needle, options.max_bytes, searched.too_large):
+                return searched
+    search.flush()
+    return searched
+
+
+def _search_run(
+    tree: Subtree,
+    run: _Run,
+    search: _Search,
+    needle: bytes | None,
+    max_bytes: int,
+    too_large: list[str],
+) -> bool:
+    """Search the files of ``run``; True once enough lines are written."""
+    outer, links, directory = run.outer, run.links, run.fd
+    check, observed, below = tree.check, tree.observed, len(tree.parts)
+    if directory < 0:
+        check()
+        try:
+            directory = open_directory(tree.root, run.parts)
+        except OSError:
+            return False  # vanished, or swapped for a link since the walk: not a match
     try:
-        paths, links = _walk(tree, keep)
-        for path in paths:
-            linked = path in links
-            tree.check()
+        # The loop of every file: only system calls and C methods for a file without a match
+        # (an interpreted call costs about as much as a file's open).
+        for name in run.names:
+            check()
             try:
-                data = reader.read(path, linked, options.max_bytes)
+                if name in links:
+                    data = _read_link(tree, outer + name, max_bytes)
+                else:
+                    fd = os.open(name, _READ_FLAGS, dir_fd=directory)
+                    try:
+                        data = os.read(fd, FIRST_READ)
+                        if not 0 < len(data) < FIRST_READ:
+                            data = _read_rest(fd, data, max_bytes, outer + name)
+                        elif data.find(b"\x00", 0, BINARY_PROBE) >= 0:
+                            data = None  # the end of a regular file (see read_searchable)
+                    finally:
+                        os.close(fd)
             except OSError as exc:
                 if exc.errno == errno.EFBIG:
-                    searched.too_large.append(path)
+                    too_large.append(outer + name)
                 continue  # vanished, unreadable, or not a regular file: not a match
             except InvalidClaimError:
                 continue  # turned into a link out of the workspace (or a loop) since the walk
             if data is None:
                 continue  # binary
-            if tree.observed:
-                tree.read(tuple(path.split("/")[base_depth:]))
-            if search.add(path, data.decode("utf-8", errors="replace")):
-                break
-        else:
-            search.flush()
+            if observed:
+                tree.read(tuple((outer + name).split("/")[below:]))
+            if needle is not None and needle not in data:
+                continue  # no match can be in it
+            if search.add(outer + name, data.decode("utf-8", errors="replace")):
+                return True
     finally:
-        reader.close()
-    return searched
+        if run.fd < 0:
+            os.close(directory)
+    return False
+
+
+def _read_link(tree: Subtree, path: str, max_bytes: int) -> bytes | None:
+    data = tree.read_link(path, max_bytes)
+    return None if data.find(b"\x00", 0, BINARY_PROBE) >= 0 else data
 
 
 JOINED_SIZE: Final = 1 << 20
@@ -303,35 +352,6 @@ def _with_context(
         shown_until = max(shown_until, stop)
 
 
-class _Reader:
-    """Reads the files of a walk, keeping the last directory open: sorted paths come in runs
-    of one directory, so most files cost one ``openat``."""
-
-    def __init__(self, tree: Subtree) -> None:
-        self._tree = tree
-        self._directory: str | None = None
-        self._fd = -1
-
-    def read(self, path: str, linked: bool, max_bytes: int) -> bytes | None:
-        """The content of ``path`` (root-relative), or None if it is binary."""
-        if linked:
-            data = self._tree.read_link(path, max_bytes)
-            return None if b"\x00" in data[:BINARY_PROBE] else data
-        directory, _, name = path.rpartition("/")
-        if directory != self._directory:
-            self.close()
-            parts = tuple(directory.split("/")) if directory else ()
-            self._fd = open_directory(self._tree.root, parts)
-            self._directory = directory
-        return read_searchable(self._fd, name, max_bytes, path)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-            self._directory = None
-
-
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -350,37 +370,70 @@ def read_searchable(directory: int, name: str, max_bytes: int, path: str) -> byt
     fd = os.open(name, _READ_FLAGS, dir_fd=directory)
     try:
         head = os.read(fd, FIRST_READ)
-        if len(head) < FIRST_READ:
-            if b"\x00" in head[:BINARY_PROBE]:
-                return None
-            # A short read is the end of a regular file; of a fifo (O_NONBLOCK) it is what a
-            # writer had written, or nothing: rarely anything, and never blocking. Told apart
-            # cheaply where it matters: an empty read is checked.
-            if not head and not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(errno.EINVAL, "not a regular file", path)
-            return head
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", path)
-        if status.st_size > max_bytes:
-            raise OSError(errno.EFBIG, "too large", path)  # named, binary or not
-        if b"\x00" in head[:BINARY_PROBE]:
-            return None
-        chunks = [head]
-        left = max_bytes + 1 - len(head)
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-            left -= len(chunk)
-        raise OSError(errno.EFBIG, "too large", path)  # grew past the limit since the fstat
+        if 0 < len(head) < FIRST_READ:
+            return None if head.find(b"\x00", 0, BINARY_PROBE) >= 0 else head
+        return _read_rest(fd, head, max_bytes, path)
     finally:
         os.close(fd)
 
 
-def _walk(tree: Subtree, keep: FileFilter | None) -> tuple[list[str], set[str]]:
-    """The files below ``tree`` (root-relative), sorted, and which of them are links."""
+def _read_rest(fd: int, head: bytes, max_bytes: int, path: str) -> bytes | None:
+    """What :func:`read_searchable` returns, from the file open as ``fd`` whose first read gave
+    ``head``: nothing, or all of :data:`FIRST_READ`."""
+    if not head:
+        # A short read is the end of a regular file; of a fifo (O_NONBLOCK) it is what a
+        # writer had written, or nothing: rarely anything, and never blocking. Told apart
+        # cheaply where it matters: an empty read is checked.
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        return head
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    if status.st_size > max_bytes:
+        raise OSError(errno.EFBIG, "too large", path)  # named, binary or not
+    if head.find(b"\x00", 0, BINARY_PROBE) >= 0:
+        return None
+    chunks = [head]
+    left = max_bytes + 1 - len(head)
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        left -= len(chunk)
+    raise OSError(errno.EFBIG, "too large", path)  # grew past the limit since the fstat
+
+
+class _Run(NamedTuple):
+    """Files of one directory that come one after another in the sorted listing."""
+
+    outer: str
+    """The directory, root-relative, with a ``/`` after it (``""`` for the root)."""
+    parts: tuple[str, ...]
+    """Its components, to open it."""
+    names: list[str]
+    links: frozenset[str]
+    """Which of ``names`` are symbolic links (to files the call may read)."""
+    fd: int = -1
+    """The directory, open while the walk is in it (until the next run is asked for); -1 for a
+    run met after the walk left its directory, to be opened again."""
+
+
+_NO_LINKS: Final = frozenset[str]()
+
+
+def _walk(tree: Subtree, keep: FileFilter | None) -> Generator[_Run, None, None]:
+    """The files below ``tree`` that ``keep`` keeps, in runs of one directory, in sorted order
+    of their paths; a directory without subdirectories (where most files are) is still open
+    (:attr:`_Run.fd`), so the search reads its files without opening it again.
+
+    Depth first, each directory's entries in the order of their names, a directory's with a
+    ``/`` after it (all its paths start so): that is the order of the whole paths, so nothing
+    is sorted but the names of one directory at a time. Each directory's names are told apart,
+    left out and kept a list at a time (``filter`` with a compiled expression's method, one
+    expression for all the ignore rules on names): no interpreted step an entry.
+    """
     root, parts = tree.root, tree.parts
     base = "/".join(parts)
     try:
@@ -393,69 +446,109 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> tuple[list[str], set[str]]:
             regular = stat.S_ISREG(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode)
         finally:
             os.close(directory)
-        return ([base] if regular and (keep is None or keep(base, name)) else []), set()
+        outer = base[: len(base) - len(name)]
+        if regular and (keep is None or keep(outer, [name])):
+            yield _Run(outer, parts[:-1], [name], _NO_LINKS)
+        return
     os.close(top)
-    found: list[str] = []
-    links: set[str] = set()
     prefix = base + "/" if base else ""
-    # Directories still to list: their path below the base, and the ignore files above them.
-    # Each is opened from the root in one openat2 (RESOLVE_BENEATH, no link followed; a
-    # component walk without it), so only one directory is open at a time however wide the
+    # Directories still to list (their path below the base, and the ignore files above them),
+    # and runs of files met in a directory with subdirectories, waiting for those before them.
+    # Each directory is opened from the root in one openat2 (RESOLVE_BENEATH, no link followed;
+    # a component walk without it), so only one directory is open at a time however wide the
     # tree is.
-    waiting: list[tuple[str, Ignores]] = [("", ignores_above(tree))]
+    waiting: list[tuple[str, Ignores] | _Run] = [("", ignores_above(tree))]
     while waiting:
-        below, ignores = waiting.pop()
+        item = waiting.pop()
+        if isinstance(item, _Run):
+            yield item
+            continue
+        below, ignores = item
         # A tree can be huge: the call's cancellation (its run timeout) stops the walk.
         tree.check()
+        inner = (*parts, *below.split("/")) if below else parts
         try:
-            fd = open_directory(root, (*parts, *below.split("/")) if below else parts)
+            fd = open_directory(root, inner)
         except OSError:
             continue  # vanished, unreadable, or swapped for a link: skip it, like rg
         inside = below + "/" if below else ""
         outer = prefix + inside  # the directory, root-relative
         try:
-            entries, ignores = _enter(tree, fd, outer[:-1], ignores)
+            files, directories, links, ignores = _list_directory(tree, fd, outer, ignores)
+            if keep is not None and files:
+                files = keep(inside, files)
+            if links:
+                links &= set(files)
+                refused = {name for name in links if not tree.readable_link(outer + name)}
+                if refused:
+                    links -= refused
+                    files = [name for name in files if name not in refused]
+            files.sort()
+            linked = frozenset(links) if links else _NO_LINKS
+            if not directories:
+                if files:
+                    yield _Run(outer, inner, files, linked, fd)
+                continue
         finally:
             os.close(fd)
-        # Most names match no rule: one call tells, where every rule in force is on names.
-        quick = names_only(ignores)
+        # Files and subdirectories in the order of their paths, pushed last first.
+        keys = sorted([*files, *(name + "/" for name in directories)])
+        pending: list[tuple[str, Ignores] | _Run] = []
+        start = 0
+        for index, key in enumerate(keys):
+            if key.endswith("/"):
+                if start < index:
+                    pending.append(_Run(outer, inner, keys[start:index], linked))
+                pending.append((inside + key[:-1], ignores))
+                start = index + 1
+        if start < len(keys):
+            pending.append(_Run(outer, inner, keys[start:], linked))
+        pending.reverse()
+        waiting += pending
+
+
+def _list_directory(
+    tree: Subtree, fd: int, outer: str, ignores: Ignores
+) -> tuple[list[str], list[str], set[str], Ignores]:
+    """The files of directory ``fd`` (``outer``, root-relative with its ``/``), its
+    subdirectories to enter and which of the files are symbolic links, as the ignore files in
+    force say (``ignores``, and a ``.gitignore`` or a repository's exclude file found here); and
+    the ignore files in force below it."""
+    try:
+        with os.scandir(fd) as iterator:
+            entries = list(iterator)
+    except OSError:
+        return [], [], set(), ignores  # unreadable: skip it, like rg
+    files = [entry.name for entry in entries if entry.is_file(follow_symlinks=False)]
+    directories = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+    if IGNORE_FILE in files or ".git" in directories:
+        ignores = _enter(tree, fd, outer[:-1], ignores, files, directories)
+    links: set[str] = set()
+    if len(files) + len(directories) < len(entries):
+        links = {entry.name for entry in entries if entry.is_symlink()}
+        files += links  # a fifo, a socket, a device is none of these
+    directories = [name for name in directories if name not in VERSION_CONTROL]
+    for names in (files, directories):
+        # Names are rarely too long, or being deleted: one check of all of them first.
         room = _SHORT_PATH - len(outer)
-        for item in entries:
-            name = item.name
-            if moved_aside(name) or (
-                # A character is at most 4 bytes: most paths need no encoding to be measured.
-                len(name) > room and len(os.fsencode(outer + name)) > MAX_PATH_BYTES
-            ):
-                continue  # being deleted, or no key can name it (nor anything below it)
-            if item.is_file(follow_symlinks=False):
-                link = False
-            elif item.is_dir(follow_symlinks=False):
-                if name not in VERSION_CONTROL and not (
-                    ignores
-                    and (quick is None or quick.fullmatch(name))
-                    and ignored(ignores, outer + name, name, is_dir=True)
-                ):
-                    waiting.append((inside + name, ignores))
-                continue
-            elif item.is_symlink():
-                link = True
-            else:
-                continue  # a fifo, a socket, a device
-            if (
-                ignores
-                and (quick is None or quick.fullmatch(name))
-                and ignored(ignores, outer + name, name, is_dir=False)
-            ):
-                continue
-            if keep is not None and not keep(inside + name, name):
-                continue
-            if link and not tree.readable_link(outer + name):
-                continue
-            found.append(outer + name)
-            if link:
-                links.add(outer + name)
-    found.sort()
-    return found, links
+        if names and (max(map(len, names)) > room or _ASIDE_INFIX in "/".join(names)):
+            names[:] = [
+                name
+                for name in names
+                if not moved_aside(name)
+                and not (len(name) > room and len(os.fsencode(outer + name)) > MAX_PATH_BYTES)
+            ]
+    if ignores:
+        # Most names match no rule: one call a name tells, where every rule in force is on
+        # names; then only those that do are asked of the rules in turn.
+        quick = names_only(ignores)
+        for names, is_dir in ((files, False), (directories, True)):
+            maybe = names if quick is None else list(filter(quick.fullmatch, names))
+            out = {name for name in maybe if ignored(ignores, outer + name, name, is_dir=is_dir)}
+            if out:
+                names[:] = [name for name in names if name not in out]
+                links -= out
+    return files, directories, links, ignores
 
 
 Ignores = tuple[tuple[str, IgnoreRules], ...]
@@ -505,24 +598,19 @@ def _rules(data: bytes | None) -> IgnoreRules | None:
 
 
 def _enter(
-    tree: Subtree, fd: int, directory: str, ignores: Ignores
-) -> tuple[list[os.DirEntry[str]], Ignores]:
-    """The entries of directory ``fd`` (``directory``, root-relative), and the ignore files in
-    force below it: ``ignores``, then the ``.git/info/exclude`` of a repository there and its
-    own ``.gitignore``, if any."""
-    try:
-        with os.scandir(fd) as iterator:
-            entries = list(iterator)
-    except OSError:
-        return [], ignores  # unreadable: skip it, like rg
+    tree: Subtree,
+    fd: int,
+    directory: str,
+    ignores: Ignores,
+    files: list[str],
+    directories: list[str],
+) -> Ignores:
+    """The ignore files in force below directory ``fd`` (``directory``, root-relative), whose
+    regular files and directories are ``files`` and ``directories``: ``ignores``, then the
+    ``.git/info/exclude`` of a repository there and its own ``.gitignore``, if any."""
     base_depth = len(tree.parts)
-    for entry in entries:
-        name = entry.name
-        if name == IGNORE_FILE and entry.is_file(follow_symlinks=False):
-            found: tuple[str, ...] = (IGNORE_FILE,)
-        elif name == ".git" and entry.is_dir(follow_symlinks=False):
-            found = (".git", "info", "exclude")
-        else:
+    for found, names in (((IGNORE_FILE,), files), ((".git", "info", "exclude"), directories)):
+        if found[0] not in names:
             continue
         try:
             inner = open_directory(fd, found[:-1]) if len(found) > 1 else fd
@@ -543,7 +631,7 @@ def _enter(
             # The exclude file ranks below every .gitignore, this directory's included.
             at = len(ignores) if found[0] != ".git" else _below_gitignores(ignores, directory)
             ignores = (*ignores[:at], (directory, rules), *ignores[at:])
-    return entries, ignores
+    return ignores
 
 
 def _below_gitignores(ignores: Ignores, directory: str) -> int:
