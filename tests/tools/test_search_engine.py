@@ -285,6 +285,30 @@ def test_a_compiled_glob_matches_as_wcmatch_does(path: str, pattern: str) -> Non
     assert matcher.match_name(path, path.rpartition("/")[2]) is expected
 
 
+NAME_GLOBS = [*GLOBS, "*", "*.txt", "**/*", "a?", "[!a]*", "*.{py,txt}", "**/a.py", "s*c"]
+
+
+@hypothesis.given(
+    inside=st.lists(st.sampled_from(["a", "src", ".h"]), max_size=2).map(
+        lambda parts: "".join(f"{part}/" for part in parts)
+    ),
+    names=st.lists(st.sampled_from(["a", "a.py", ".h.py", "src", "b.txt", "x.pyc", ".py"])),
+    pattern=st.sampled_from(NAME_GLOBS),
+)
+@hypothesis.settings(max_examples=300, deadline=None)
+def test_a_glob_selects_the_names_of_a_directory_as_it_matches_each_path(
+    inside: str, names: list[str], pattern: str
+) -> None:
+    # Glob keeps a file whose path matches, Grep one whose path or name does (a list of
+    # names at a time, by their ends for "*.py").
+    glob = wcglob.compile(pattern, flags=_search._GLOB_FLAGS)
+    matcher = _search.compile_glob(pattern)
+    assert matcher.select(inside, names) == [name for name in names if glob.match(inside + name)]
+    assert matcher.select_by_path_or_name(inside, names) == [
+        name for name in names if glob.match(inside + name) or glob.match(name)
+    ]
+
+
 # -- type, ignore_case, context, multiline ---------------------------------------------------
 
 

@@ -26,6 +26,7 @@ import bisect
 import contextlib
 import errno
 import os
+import re
 import stat
 from collections.abc import Callable, Generator
 from typing import Final, Literal, NamedTuple
@@ -458,6 +459,7 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> Generator[_Run, None, None]
     # a component walk without it), so only one directory is open at a time however wide the
     # tree is.
     waiting: list[tuple[str, Ignores] | _Run] = [("", ignores_above(tree))]
+    quick = _NamesOnly()
     while waiting:
         item = waiting.pop()
         if isinstance(item, _Run):
@@ -474,7 +476,7 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> Generator[_Run, None, None]
         inside = below + "/" if below else ""
         outer = prefix + inside  # the directory, root-relative
         try:
-            files, directories, links, ignores = _list_directory(tree, fd, outer, ignores)
+            files, directories, links, ignores = _list_directory(tree, fd, outer, ignores, quick)
             if keep is not None and files:
                 files = keep(inside, files)
             if links:
@@ -507,8 +509,24 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> Generator[_Run, None, None]
         waiting += pending
 
 
+class _NamesOnly:
+    """:func:`names_only` of the last ``Ignores`` asked, kept: a walk asks of the same tuple in
+    directory after directory (hashing it for the cache costs as much as listing a directory)."""
+
+    __slots__ = ("_ignores", "_quick")
+
+    def __init__(self) -> None:
+        self._ignores: Ignores | None = None
+        self._quick: re.Pattern[str] | None = None
+
+    def __call__(self, ignores: Ignores) -> re.Pattern[str] | None:
+        if ignores is not self._ignores:
+            self._ignores, self._quick = ignores, names_only(ignores)
+        return self._quick
+
+
 def _list_directory(
-    tree: Subtree, fd: int, outer: str, ignores: Ignores
+    tree: Subtree, fd: int, outer: str, ignores: Ignores, quick_of: _NamesOnly
 ) -> tuple[list[str], list[str], set[str], Ignores]:
     """The files of directory ``fd`` (``outer``, root-relative with its ``/``), its
     subdirectories to enter and which of the files are symbolic links, as the ignore files in
@@ -520,17 +538,22 @@ def _list_directory(
     except OSError:
         return [], [], set(), ignores  # unreadable: skip it, like rg
     files = [entry.name for entry in entries if entry.is_file(follow_symlinks=False)]
-    directories = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+    directories: list[str] = []
+    links: set[str] = set()
+    if len(files) < len(entries):  # most directories hold only files
+        directories = [entry.name for entry in entries if entry.is_dir(follow_symlinks=False)]
+        if len(files) + len(directories) < len(entries):
+            links = {entry.name for entry in entries if entry.is_symlink()}
+            # A fifo, a socket, a device is none of these.
     if IGNORE_FILE in files or ".git" in directories:
         ignores = _enter(tree, fd, outer[:-1], ignores, files, directories)
-    links: set[str] = set()
-    if len(files) + len(directories) < len(entries):
-        links = {entry.name for entry in entries if entry.is_symlink()}
-        files += links  # a fifo, a socket, a device is none of these
-    directories = [name for name in directories if name not in VERSION_CONTROL]
+    if links:
+        files += links
+    if not VERSION_CONTROL.isdisjoint(directories):
+        directories = [name for name in directories if name not in VERSION_CONTROL]
+    room = _SHORT_PATH - len(outer)
     for names in (files, directories):
         # Names are rarely too long, or being deleted: one check of all of them first.
-        room = _SHORT_PATH - len(outer)
         if names and (max(map(len, names)) > room or _ASIDE_INFIX in "/".join(names)):
             names[:] = [
                 name
@@ -541,8 +564,10 @@ def _list_directory(
     if ignores:
         # Most names match no rule: one call a name tells, where every rule in force is on
         # names; then only those that do are asked of the rules in turn.
-        quick = names_only(ignores)
+        quick = quick_of(ignores)
         for names, is_dir in ((files, False), (directories, True)):
+            if not names:
+                continue
             maybe = names if quick is None else list(filter(quick.fullmatch, names))
             out = {name for name in maybe if ignored(ignores, outer + name, name, is_dir=is_dir)}
             if out:
