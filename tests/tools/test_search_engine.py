@@ -285,11 +285,15 @@ def test_a_compiled_glob_matches_as_wcmatch_does(path: str, pattern: str) -> Non
     assert matcher.match_name(path, path.rpartition("/")[2]) is expected
 
 
-NAME_GLOBS = [*GLOBS, "*", "*.txt", "**/*", "a?", "[!a]*", "*.{py,txt}", "**/a.py", "s*c"]
+NAME_GLOBS = [
+    *GLOBS, "*", "*.txt", "**/*", "a?", "[!a]*", "*.{py,txt}", "**/a.py", "s*c", "src/**/*.txt",
+    "*/a.py", "src/*.{py,txt}", "**/src/*", "a/**/src/*.py", ".h/*", "src/**", "**/**", "*/**/*",
+    "{a,src}/*.py", "{a,src/a}/*", "a[/]b/*", "src/**/*.p?", "**/a/**/*.py", "a/*/*",
+]  # fmt: skip
 
 
 @hypothesis.given(
-    inside=st.lists(st.sampled_from(["a", "src", ".h"]), max_size=2).map(
+    inside=st.lists(st.sampled_from(["a", "src", ".h"]), max_size=3).map(
         lambda parts: "".join(f"{part}/" for part in parts)
     ),
     names=st.lists(st.sampled_from(["a", "a.py", ".h.py", "src", "b.txt", "x.pyc", ".py"])),

@@ -132,7 +132,8 @@ _GLOB_FLAGS: Final = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB | wcglob.FO
 
 @attrs.frozen
 class GlobMatcher:
-    """A compiled glob: :meth:`match` says whether a relative POSIX path matches it."""
+    """A compiled glob: :meth:`match` says whether a relative POSIX path matches it, and
+    :meth:`select` which names of a directory do (a list at a time, for the walk)."""
 
     expression: re.Pattern[str]
     """wcmatch's translation of the glob (every brace expansion, one alternative each): one
@@ -143,6 +144,15 @@ class GlobMatcher:
     single: bool = False
     """True iff the glob matches paths of one component only (no ``/``, no ``**``: ``*.py``),
     so that ``expression`` on a name is the glob's match of that name."""
+    directory: re.Pattern[str] | None = None
+    """For a glob ``D/N`` whose last component ``N`` is a name's glob (``src/**/*.py``): the
+    translation of ``D/`` + :data:`_SENTINEL`, which a directory's path + ``/`` +
+    :data:`_SENTINEL` matches iff ``D`` matches it. A path matches the glob iff its directory
+    matches ``D`` and its name ``N`` (``N`` holds no ``**``, so it is the last component): one
+    ``re`` call a directory, and one a name, of a shorter expression."""
+    name: re.Pattern[str] | None = None
+    """The expression a name must match, where the glob is one of names (all but a glob
+    matched on whole paths only)."""
     suffix: str | None = None
     """For ``*`` then plain characters on a name (``**/*.py``, ``*.py``): those characters,
     which a name matches iff it ends with them (``str.endswith`` is quicker than ``re``)."""
@@ -163,6 +173,8 @@ class GlobMatcher:
             return self._names(names)
         if self.single:
             return []  # a path of more than one component
+        if self.directory is not None:
+            return self._names(names) if self._directory_matches(inside) else []
         match = self.expression.match
         return [name for name in names if match(inside + name)]
 
@@ -171,18 +183,35 @@ class GlobMatcher:
         filter, under which ``*.py`` keeps Python files at any depth."""
         if self.on_names or self.single:  # a path matches only if its name does
             return self._names(names)
+        if self.directory is not None:
+            # A name alone is a path in no directory.
+            either = self._directory_matches(inside) or self._directory_matches("")
+            return self._names(names) if either else []
         match = self.expression.match
         return [name for name in names if match(inside + name) or match(name)]
+
+    def _directory_matches(self, inside: str) -> bool:
+        assert self.directory is not None
+        return self.directory.match(inside + _SENTINEL) is not None
 
     def _names(self, names: list[str]) -> list[str]:
         suffix = self.suffix
         if suffix is not None:
             return [name for name in names if name.endswith(suffix)]
-        return list(filter(self.expression.match, names))  # one C call a name
+        assert self.name is not None
+        return list(filter(self.name.match, names))  # one C call a name
 
 
 _PLAIN_NAME: Final = re.compile(r"\*[A-Za-z0-9._-]+")
 """A glob on names that is a suffix test: ``*`` then characters no glob syntax uses."""
+_SENTINEL: Final = "toolkernel-glob-name"
+"""The last component put for a name's glob, to match a directory against the rest."""
+
+
+def _translate(pattern: str) -> re.Pattern[str]:
+    # No NEGATE flag, so nothing is excluded: the expressions to include are all.
+    include, _ = wcglob.translate(pattern, flags=_GLOB_FLAGS)
+    return re.compile("|".join(f"(?:{part})" for part in include))
 
 
 def compile_glob(pattern: str) -> GlobMatcher:
@@ -201,21 +230,28 @@ def compile_glob(pattern: str) -> GlobMatcher:
             f"glob {pattern!r} climbs with '..'; globs match paths below the directory searched: "
             f"give the directory to search as path instead"
         )
-    try:
-        # "**/" then no "/" (not even in braces): whatever the directories, the name decides.
-        name = pattern[3:]
-        on_names = pattern.startswith("**/") and "/" not in name and "**" not in name
-        # No NEGATE flag, so nothing is excluded: the expressions to include are all.
-        include, _ = wcglob.translate(name if on_names else pattern, flags=_GLOB_FLAGS)
-        expression = re.compile("|".join(f"(?:{part})" for part in include))
-    except Exception as exc:  # wcmatch's PatternLimitException is a plain Exception
-        raise ToolError(f"glob {pattern!r} is not a valid pattern: {exc}") from None
+    # "**/" then no "/" (not even in braces): whatever the directories, the name decides.
+    last = pattern[3:]
+    on_names = pattern.startswith("**/") and "/" not in last and "**" not in last
     # Without "/" or "**" (which GLOBSTAR lets span directories) a glob matches one name: no
     # wildcard or class of it matches a "/".
     single = not on_names and "/" not in pattern and "**" not in pattern
-    on_name = name if on_names else pattern if single else None
+    directory = None
+    if not (on_names or single):
+        directory, _, last = pattern.rpartition("/")
+        # Split only where the last "/" parts components: not within braces, a class or an
+        # escape ("{a,b/c}", "a[/]b", "a\/b").
+        if "**" in last or any(char in directory for char in "{}[]\\"):
+            directory = None
+    try:
+        expression = _translate(last if on_names else pattern)
+        ends = None if directory is None else _translate(f"{directory}/{_SENTINEL}")
+        name = expression if on_names or single else None if ends is None else _translate(last)
+    except Exception as exc:  # wcmatch's PatternLimitException is a plain Exception
+        raise ToolError(f"glob {pattern!r} is not a valid pattern: {exc}") from None
+    on_name = last if on_names or ends is not None else pattern if single else None
     suffix = on_name[1:] if on_name is not None and _PLAIN_NAME.fullmatch(on_name) else None
-    return GlobMatcher(expression, on_names, single, suffix)
+    return GlobMatcher(expression, on_names, single, ends, name, suffix)
 
 
 class _SearchTool(FunctionTool):
