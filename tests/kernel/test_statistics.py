@@ -87,6 +87,33 @@ async def test_contention_names_the_hot_paths_and_how_long_calls_waited_on_each(
     assert stats.contention[0].mean_wait == 2.5
 
 
+@pytest.mark.parametrize("max_concurrency", [None, 2])
+async def test_contention_is_the_same_whether_anyone_listens(
+    autojump_clock: object, max_concurrency: int | None
+) -> None:
+    # Without a listener, a call waiting with one claim is not asked behind whom it waits.
+    batch = [
+        edit("e1", "src", 2),
+        edit("e2", "src/hot.py", 1),
+        read("r1", "src/hot.py", 1),
+        edit("e3", "src/warm.py", 1),
+        read("r2", "src", 1),
+        read("r3", "docs", 1),
+        edit("e4", "docs/a.md", 1),
+    ]
+    seen = []
+    for listening in (False, True):
+        tools = make_tools(Recorder())
+        async with tk.open_kernel(tools=tools, max_concurrency=max_concurrency) as kernel:
+            if listening:
+                kernel.add_listener(lambda event: None)
+            results = await kernel.run(batch)
+            assert all(result.ok for result in results)
+            seen.append(kernel.statistics().contention)
+    assert seen[0] == seen[1]
+    assert {c.resource for c in seen[0]} >= {"src/hot.py", "src/warm.py", "docs/a.md"}
+
+
 async def test_waiting_for_a_slot_counts_as_contention_for_slots(
     autojump_clock: object, rec: Recorder
 ) -> None:

@@ -69,13 +69,20 @@ class Reporter:
     def blocked(self, record: CallRecord, now: float) -> None:
         """``record`` waits for its leases (or a slot): note on what, for the contention
         statistics, and say behind whom, if anyone listens."""
-        behind = waits.waits_for(record)
-        resources = waits.contested(record, self._max_concurrency, behind)
+        announce = bool(self.listeners or record.sinks)
+        claims = record.claims
+        if not announce and record.waiting_in is not None and claims and len(claims) == 1:
+            # Nobody asks behind whom: a deep queue on one file would ask it of every call.
+            behind: list[CallRecord] = []
+            resources = waits.contested_alone(claims[0])
+        else:
+            behind = waits.waits_for(record)
+            resources = waits.contested(record, self._max_concurrency, behind)
         if record.contested is None:
             record.contested, record.blocked_at = resources, now
         else:  # waiting again (its paths changed meaning): the first wait's start stands
             record.contested += tuple(r for r in resources if r not in record.contested)
-        if self.listeners or record.sinks:
+        if announce:
             blockers = tuple(r.call.id for r in behind)
             self.emit(record, CallBlocked(record.call.id, record.name, now, blockers, resources))
 

@@ -14,7 +14,14 @@ from collections.abc import Iterable, Iterator
 from ..locks import Claim, Pool, claims_conflict
 from ._record import CallRecord
 
-__all__ = ["waits_for", "find_cycle", "deadlocked", "contested", "describe_waits"]
+__all__ = [
+    "waits_for",
+    "find_cycle",
+    "deadlocked",
+    "contested",
+    "contested_alone",
+    "describe_waits",
+]
 
 
 def waits_for(record: CallRecord) -> list[CallRecord]:
@@ -68,13 +75,27 @@ def contested(
         for claim in mine:
             for theirs in other.claims or ():
                 if claims_conflict(claim, theirs) or _pool_units_both(claim, theirs):
-                    text = str(claim.resource) if claim.node != ("path",) else "workspace"
+                    text = _spelled(claim)
                     if text not in found:
                         found.append(text)
     if not found and max_concurrency is not None and record.parent is None:
         found.append(f"one of {max_concurrency} concurrency slots")
-    spelled = tuple(found)
-    # Calls queued on one file wait on the same thing: keep one tuple for them all.
+    return _shared(tuple(found))
+
+
+def contested_alone(claim: Claim) -> tuple[str, ...]:
+    """:func:`contested` for a call waiting in a lease table with this one claim: whoever it
+    waits behind is there for it (the table makes a request wait only behind requests that
+    conflict with it, or take units of its pool), so it need not be asked who."""
+    return _shared((_spelled(claim),))
+
+
+def _spelled(claim: Claim) -> str:
+    return str(claim.resource) if claim.node != ("path",) else "workspace"
+
+
+def _shared(spelled: tuple[str, ...]) -> tuple[str, ...]:
+    """Calls queued on one file wait on the same thing: one tuple for them all."""
     shared = _RECENT_SPELLINGS.get(spelled)
     if shared is not None:
         return shared
