@@ -30,7 +30,12 @@ from toolkernel.tools import (
 )
 from toolkernel.tools._fs import Subtree
 from toolkernel.tools._ignore import IgnoreRules
-from toolkernel.tools._line_match import LinePattern, required_literal, text_lines
+from toolkernel.tools._line_match import (
+    LinePattern,
+    required_literal,
+    required_literals,
+    text_lines,
+)
 
 
 @pytest.fixture
@@ -616,6 +621,55 @@ def test_the_required_literal_is_taken_only_where_it_is_plain(
     pattern: str, literal: str | None
 ) -> None:
     assert required_literal(pattern) == literal
+
+
+@hypothesis.given(
+    pattern=st.lists(st.sampled_from([*PIECES, "|"]), min_size=1, max_size=8).map("".join),
+    text=st.text(alphabet="abcdefqx.-_ ", max_size=40),
+)
+@hypothesis.settings(max_examples=400, deadline=None)
+def test_every_match_holds_one_of_the_required_literals(pattern: str, text: str) -> None:
+    literals = required_literals(pattern)
+    hypothesis.assume(literals is not None)
+    assert literals is not None
+    for match in regex.finditer(pattern, text):
+        assert any(literal in match.group() for literal in literals), (pattern, text, literals)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "literals"),
+    [
+        ("abc|defg", ("abc", "defg")),
+        ("needle_[0-9]+", ("needle_",)),
+        ("abc|d", None),  # an alternative without one
+        ("abc|", None),  # an empty alternative matches anywhere
+        ("(abc|defg)", None),
+        ("abc|abc", ("abc",)),
+    ],
+)
+def test_an_alternation_requires_one_literal_of_each_alternative(
+    pattern: str, literals: tuple[str, ...] | None
+) -> None:
+    assert required_literals(pattern) == literals
+
+
+async def test_files_without_the_literals_are_passed_by_and_the_others_searched(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    files(
+        tmp_path,
+        {
+            "a.txt": "say NEEDLE_1 here\n",
+            "b.txt": "zzq_2 is here\n",
+            "c.txt": "nothing here\n",
+            "d.txt": "\u212aelvin_3 in a text that is not ASCII\n",  # the Kelvin sign
+            "e.txt": "needle_ without a digit\n",
+        },
+    )
+    either = await ok(kernel, "Grep", pattern="needle_[0-9]|zzq_[0-9]", output_mode="content")
+    assert either == "b.txt:1:zzq_2 is here"
+    folded = await ok(kernel, "Grep", pattern="needle_[0-9]|kelvin_[0-9]", ignore_case=True)
+    assert folded.splitlines() == ["a.txt", "d.txt"]
 
 
 # -- one worker thread, reads only beneath the lease -----------------------------------------

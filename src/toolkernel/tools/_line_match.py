@@ -28,7 +28,7 @@ from typing import Final
 import attrs
 import regex
 
-__all__ = ["LinePattern", "candidate_starts", "required_literal", "text_lines"]
+__all__ = ["LinePattern", "candidate_starts", "required_literal", "required_literals", "text_lines"]
 
 _LINE_BLIND: Final = regex.compile(r"\\[AZzG]|\(\?<?[=!]")
 """What in a pattern can see past a line's end: it is then searched line by line."""
@@ -62,23 +62,28 @@ class LinePattern:
     multiline: bool
     blind: bool = False
     """True iff the pattern can see past a line's (or a text's) end: look-around, ``\\A``..."""
-    literal: str | None = None
-    """Text every match holds (:func:`required_literal`): a text without it has no match, told
-    by ``in`` at the speed of ``memchr`` rather than by the engine."""
+    literals: tuple[str, ...] | None = None
+    """Texts one of which every match holds (:func:`required_literals`): a text without any
+    has no match, told by ``in`` at the speed of ``memchr`` rather than by the engine. With
+    :attr:`folded`, in lower case, and held in either case (asked only of ASCII texts)."""
+    folded: bool = False
+    """True iff the pattern ignores case: a text holds a literal iff its lower case does, where
+    the text is ASCII (elsewhere the Kelvin sign matches ``k`` too, and the long s ``s``)."""
 
     @classmethod
     def compile(cls, pattern: str, *, ignore_case: bool, multiline: bool) -> LinePattern:
         """Compile ``pattern`` (raises ``regex.error`` if it is not a valid expression)."""
         flags = regex.IGNORECASE if ignore_case else 0
         blind = _LINE_BLIND.search(pattern) is not None
-        literal = None if ignore_case else required_literal(pattern)
+        literals = required_literals(pattern)
+        if literals is not None and ignore_case:
+            literals = tuple(literal.lower() for literal in literals)
         if multiline:
             whole = regex.compile(pattern, flags | regex.MULTILINE | regex.DOTALL)
-            return cls(whole, None, True, blind, literal)
+            return cls(whole, None, True, blind, literals, ignore_case)
         line = regex.compile(pattern, flags)
-        if blind:
-            return cls(line, None, False, blind, literal)
-        return cls(line, regex.compile(pattern, flags | regex.MULTILINE), False, False, literal)
+        text = None if blind else regex.compile(pattern, flags | regex.MULTILINE)
+        return cls(line, text, False, blind, literals, ignore_case)
 
     def lines(self, text: str, timeout: Timeout, *, first: bool = False) -> list[int]:
         """The 0-based numbers of the lines of ``text`` that match, in order; with ``first``,
@@ -107,6 +112,36 @@ _PLAIN: Final = frozenset(
 patterns with inline flags are not looked into)."""
 _MIN_LITERAL: Final = 3
 _ESCAPES_WITH_ARGUMENTS: Final = frozenset("xuUNpPgkXLo")
+
+
+def required_literals(pattern: str) -> tuple[str, ...] | None:
+    """Texts one of which every match of ``pattern`` must hold, or None: the
+    :func:`required_literal` of each alternative of a pattern ``a|b|c`` (None if one has none),
+    or of the whole pattern."""
+    if "(" in pattern or ")" in pattern:
+        return None  # an alternative's end may be in a group
+    branches, start, index, size = [], 0, 0, len(pattern)
+    while index < size:
+        char = pattern[index]
+        if char == "\\":
+            index += 2
+        elif char == "[":
+            index = _class_end(pattern, index)
+            if index < 0:
+                return None
+        else:
+            if char == "|":
+                branches.append(pattern[start:index])
+                start = index + 1
+            index += 1
+    branches.append(pattern[start:])
+    found = []
+    for branch in branches:
+        literal = required_literal(branch)
+        if literal is None:
+            return None
+        found.append(literal)
+    return tuple(dict.fromkeys(found))
 
 
 def required_literal(pattern: str) -> str | None:

@@ -114,16 +114,40 @@ def grep_tree(
     ``options.limit`` output lines are exceeded."""
     searched = Searched()
     search = _Search(tree, options, timeout, searched)
-    literal = options.pattern.literal
-    # Every match holds it, in bytes as in text (it is ASCII, which no byte of a character
-    # decoded as U+FFFD ever is): a file without it is passed by undecoded.
-    needle = literal.encode() if literal is not None else None
+    needle, absent = _prefilter(options.pattern)
     with contextlib.closing(_walk(tree, keep)) as runs:
         for run in runs:
-            if _search_run(tree, run, search, needle, options.max_bytes, searched.too_large):
+            if _search_run(
+                tree, run, search, needle, absent, options.max_bytes, searched.too_large
+            ):
                 return searched
     search.flush()
     return searched
+
+
+def _prefilter(pattern: LinePattern) -> tuple[bytes | None, Callable[[bytes], bool] | None]:
+    """What passes a file by undecoded: the one literal every match holds, or a test that
+    says a file holds none of the pattern's literals.
+
+    A match holds one of them in bytes as in text: they are ASCII, which no byte of a character
+    decoded as U+FFFD ever is. Ignoring case, an ASCII file is asked in lower case; one that is
+    not ASCII is searched.
+    """
+    if pattern.literals is None:
+        return None, None
+    needles = tuple(literal.encode() for literal in pattern.literals)
+    if not pattern.folded:
+        if len(needles) == 1:
+            return needles[0], None
+        return None, lambda data: not any(needle in data for needle in needles)
+
+    def absent(data: bytes) -> bool:
+        if not data.isascii():
+            return False
+        lower = data.lower()
+        return not any(needle in lower for needle in needles)
+
+    return None, absent
 
 
 def _search_run(
@@ -131,6 +155,7 @@ def _search_run(
     run: _Run,
     search: _Search,
     needle: bytes | None,
+    absent: Callable[[bytes], bool] | None,
     max_bytes: int,
     too_large: list[str],
 ) -> bool:
@@ -171,8 +196,11 @@ def _search_run(
                 continue  # binary
             if observed:
                 tree.read(tuple((outer + name).split("/")[below:]))
-            if needle is not None and needle not in data:
-                continue  # no match can be in it
+            if needle is not None:
+                if needle not in data:
+                    continue  # no match can be in it
+            elif absent is not None and absent(data):
+                continue
             if search.add(outer + name, data.decode("utf-8", errors="replace")):
                 return True
     finally:
@@ -205,14 +233,16 @@ class _Search:
         self._tree, self._options, self._timeout = tree, options, timeout
         self._joinable = options.pattern.joinable
         self._multiline = options.pattern.multiline
-        self._literal = options.pattern.literal
+        pattern = options.pattern
+        self._literals = None if pattern.folded else pattern.literals
         self._lines = searched.lines
         self._pending: list[tuple[str, str]] = []
         self._size = 0
 
     def add(self, path: str, text: str) -> bool:
         """Search ``text`` (now or with the next ones); True once enough lines are written."""
-        if self._literal is not None and self._literal not in text:
+        literals = self._literals
+        if literals is not None and not any(literal in text for literal in literals):
             return False  # no match can be in it
         if self._joinable and (self._multiline or "\r" not in text):
             self._pending.append((path, text))
