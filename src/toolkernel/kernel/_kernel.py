@@ -71,6 +71,25 @@ _running_call: contextvars.ContextVar[CallRecord | None] = contextvars.ContextVa
 ``kernel.run`` on its own kernel waits for those calls, which the wait-for graph must know."""
 
 
+class _KeptScope:
+    """A call's cancel scope, in the kernel's ``_scopes`` while it is entered (cancelling the
+    call cancels it; ``Kernel._interrupt``) and forgotten as it is left, however it is left."""
+
+    __slots__ = ("_record", "_scope", "_scopes")
+
+    def __init__(self, scopes: dict[CallRecord, Any], record: CallRecord, scope: Any) -> None:
+        self._scopes, self._record, self._scope = scopes, record, scope
+
+    def __enter__(self) -> Any:
+        self._scopes[self._record] = self._scope
+        return self._scope.__enter__()
+
+    def __exit__(self, *exc_info: Any) -> bool | None:
+        if self._scopes.get(self._record) is self._scope:
+            del self._scopes[self._record]
+        return self._scope.__exit__(*exc_info)  # type: ignore[no-any-return]
+
+
 class Kernel(metaclass=NoPublicConstructor):
     """Runs tool calls concurrently, each as soon as its declared leases are granted.
 
@@ -387,16 +406,15 @@ class Kernel(metaclass=NoPublicConstructor):
         context.run(_running_call.set, None)
         context.run(spawn, function, record, name)
 
-    def _scope(self, record: CallRecord, deadline: float = math.inf) -> Any:
+    def _scope(self, record: CallRecord, deadline: float = math.inf) -> _KeptScope:
         """The cancel scope ``record``'s hooks or tool run in, under ``deadline``; cancelled
-        already if the call was. The caller forgets it (``_scopes.pop``) when it leaves it."""
+        already if the call was. Kept while it is entered: cancelling the call cancels it."""
         scope = self._loop.CancelScope()
         if deadline != math.inf:
             scope.deadline = deadline
         if record.cancel_reason is not None:
             scope.cancel()
-        self._scopes[record] = scope
-        return scope
+        return _KeptScope(self._scopes, record, scope)
 
     async def _wait_finished(self, record: CallRecord) -> ToolResult:
         """For ``CallHandle``: wait until ``record`` has finished."""
@@ -467,10 +485,8 @@ class Kernel(metaclass=NoPublicConstructor):
             with self._scope(record) as scope:
                 ready = await self._prephase(record)
         except BaseException:
-            self._scopes.pop(record, None)
             self._fail(record, CANCELLED, messages.cancelled(record.cancel_reason or ASKED))
             raise
-        self._scopes.pop(record, None)
         if record.result is not None:
             return
         if scope.cancelled_caught or not ready:
@@ -586,13 +602,11 @@ class Kernel(metaclass=NoPublicConstructor):
             with self._scope(record, deadline):
                 grant = await backend.acquire(claims, priority=record.call.priority, label=label)
         except BaseException as exc:
-            self._scopes.pop(record, None)
             if self._loop.propagates(exc):
                 self._fail_unwinding(record)
                 raise
             self._fail(record, ERROR, messages.shared_leases_failed(exc))
             return False
-        self._scopes.pop(record, None)
         if grant is not None:
             if record.result is not None:  # finished meanwhile (its parent ended first)
                 backend.release(grant)
@@ -641,7 +655,6 @@ class Kernel(metaclass=NoPublicConstructor):
                 finally:
                     _running_call.reset(running)
         except BaseException as exc:
-            self._scopes.pop(record, None)
             if self._loop.propagates(exc):
                 self._fail_unwinding(record)
                 raise
@@ -655,7 +668,6 @@ class Kernel(metaclass=NoPublicConstructor):
             status, output, failure = ERROR, None, exc
             _log.debug("toolkernel: call %s (%s) raised", call.id, call.name, exc_info=exc)
         else:
-            self._scopes.pop(record, None)
             if scope.cancelled_caught:
                 output = None
                 if record.cancel_reason is not None:
@@ -685,22 +697,19 @@ class Kernel(metaclass=NoPublicConstructor):
         """After-hooks, in a scope the scheduler can cancel like the tool's own, and under the
         same run deadline: the run limit bounds the tool and its after-hooks together."""
         scheduler = self._scheduler
-        try:
-            with self._scope(record, deadline) as scope:
-                for hook in self._after_hooks:
-                    try:
-                        answer: Any = hook(scheduler.visible_call(record), result)
-                        if inspect.isawaitable(answer):
-                            answer = await answer
-                    except BaseException as exc:
-                        if self._loop.propagates(exc):
-                            raise
-                        error = messages.hook_failed("an after-hook", exc)
-                        result = scheduler.make_result(record, ERROR, None, error)
-                        break
-                    result = scheduler.take_after_answer(record, result, answer)
-        finally:
-            self._scopes.pop(record, None)
+        with self._scope(record, deadline) as scope:
+            for hook in self._after_hooks:
+                try:
+                    answer: Any = hook(scheduler.visible_call(record), result)
+                    if inspect.isawaitable(answer):
+                        answer = await answer
+                except BaseException as exc:
+                    if self._loop.propagates(exc):
+                        raise
+                    error = messages.hook_failed("an after-hook", exc)
+                    result = scheduler.make_result(record, ERROR, None, error)
+                    break
+                result = scheduler.take_after_answer(record, result, answer)
         if scope.cancelled_caught:
             if record.cancel_reason is not None:
                 cancelled = messages.cancelled(record.cancel_reason)
@@ -721,11 +730,8 @@ class Kernel(metaclass=NoPublicConstructor):
         self._act(actions)
         try:
             if record.result is None:
-                try:
-                    with self._scope(record):
-                        ready = await self._prephase(record)
-                finally:
-                    self._scopes.pop(record, None)
+                with self._scope(record):
+                    ready = await self._prephase(record)
                 if ready and record.result is None:
                     assert record.parent is not None and record.parent.claims is not None
                     inside, outside = split_by_cover(record.parent.claims, record.claims or ())
