@@ -10,7 +10,7 @@ import hypothesis.strategies as st
 import pytest
 
 import toolkernel as tk
-from toolkernel.tools import builtin_tools
+from toolkernel.tools import _file_tools, builtin_tools
 from toolkernel.tools._file_tools import WHOLE_READ, _head, _line_window
 from toolkernel.tools._line_match import text_lines
 
@@ -148,3 +148,19 @@ async def test_read_numbers_its_lines_and_cuts_the_long_ones(tmp_path: pathlib.P
         "... (more lines follow; use offset=4 to read on)"
     )
     assert later.output == "1100001\tc\n1100002\tc\n1100003\tc"
+
+
+@hypothesis.given(
+    text=st.text(alphabet="ab\n\r", max_size=30),
+    start=st.integers(0, 12),
+    count=st.integers(1, 12),
+    chunk=st.integers(1, 5),
+)
+@hypothesis.settings(max_examples=300, deadline=None)
+def test_the_window_is_the_same_whatever_chunks_the_lines_are_counted_in(
+    text: str, start: int, count: int, chunk: int
+) -> None:
+    lines = text_lines(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_file_tools, "_SKIP_CHUNK", chunk)
+        assert _line_window(text, start, count) == (lines[start : start + count], len(lines))
