@@ -7,10 +7,13 @@ of each (so both read from the page cache). The programs are timed as a model's 
 them: one process each, start-up included.
 
 - ``Grep`` (``files_with_matches``, ``content``, ``count``; with ``glob``, with ``type``, with
-  ``context=2``, ``multiline``) against ``grep -rlE`` / ``grep -rnE`` / ``grep -rcE``
-  (``--include``, ``-C2``, ``-lzP``); ``Glob`` against ``find -name``. Target: <= 2x.
-- ``Read`` of a big file (the first 2,000 lines shown) against ``head -n 2000``, and
-  ``ListDir`` of a big directory against ``ls -1p``. Target: <= 2x.
+  ``context=2``, ``multiline``, ``ignore_case``, an alternation ``a|b``) against ``grep -rlE``
+  / ``grep -rnE`` / ``grep -rcE`` (``--include``, ``-C2``, ``-lzP``, ``-i``); ``Glob`` of names
+  (``**/*.py``) against ``find -name`` and of paths (``src/**/*.txt``) against ``find -path``.
+  Target: <= 2x.
+- ``Read`` of a big file (the first 2,000 lines shown) against ``head -n 2000``, and of 2,000
+  lines in its middle against ``sed -n``; ``ListDir`` of a big directory against ``ls -1p``.
+  Target: <= 2x.
 
 Trees: generated source-like text of 1,000, 10,000 and 100,000 files (the last only in the full
 run), 20 files a directory, a rare word in one file of 200 (so results stay under the tools'
@@ -137,7 +140,9 @@ def header(title: str) -> None:
 GREP_E = ["grep", "-r", "-E", "--exclude-dir=build", "--exclude-dir=.git"]
 
 
-async def search_cases(runner: Runner, pattern: str, generated: bool) -> None:
+async def search_cases(
+    runner: Runner, pattern: str, generated: bool, alternative: str, directory: str
+) -> None:
     grep_pattern = pattern
     await runner.compare(
         "Grep files_with_matches  | grep -rl",
@@ -196,6 +201,19 @@ async def search_cases(runner: Runner, pattern: str, generated: bool) -> None:
         ],
     )
     await runner.compare(
+        "Grep ignore_case         | grep -rli",
+        "Grep",
+        {"pattern": pattern, "ignore_case": True},
+        [*GREP_E, "-l", "-i", grep_pattern, "."],
+    )
+    either = f"{pattern}|{alternative}"
+    await runner.compare(
+        "Grep content, a|b        | grep -rn",
+        "Grep",
+        {"pattern": either, "output_mode": "content"},
+        [*GREP_E, "-n", either, "."],
+    )
+    await runner.compare(
         "Glob **/*.py             | find -name",
         "Glob",
         {"pattern": "**/*.py"},
@@ -218,6 +236,30 @@ async def search_cases(runner: Runner, pattern: str, generated: bool) -> None:
             "-print",
         ],
     )
+    suffix = "txt" if generated else "py"
+    await runner.compare(
+        f"Glob {directory}/**/*.{suffix:<13}| find -path",
+        "Glob",
+        {"pattern": f"{directory}/**/*.{suffix}"},
+        [
+            "find",
+            directory,
+            "(",
+            "-name",
+            "build",
+            "-o",
+            "-name",
+            ".git",
+            ")",
+            "-prune",
+            "-o",
+            "-type",
+            "f",
+            "-path",
+            f"{directory}/*.{suffix}",
+            "-print",
+        ],
+    )
 
 
 async def read_and_list_cases(runner: Runner, root: pathlib.Path, lines: int, entries: int) -> None:
@@ -230,6 +272,13 @@ async def read_and_list_cases(runner: Runner, root: pathlib.Path, lines: int, en
         "Read",
         {"file_path": "big.txt"},
         ["head", "-n", "2000", "big.txt"],
+    )
+    middle = lines // 2
+    await runner.compare(
+        f"Read big.txt, offset={middle:<7}  | sed -n",
+        "Read",
+        {"file_path": "big.txt", "offset": middle},
+        ["sed", "-n", f"{middle},{middle + 1999}p;{middle + 1999}q", "big.txt"],
     )
     many = root / "many"
     many.mkdir()
@@ -244,14 +293,20 @@ async def read_and_list_cases(runner: Runner, root: pathlib.Path, lines: int, en
 
 
 async def measure(
-    root: pathlib.Path, reps: int, title: str, pattern: str, generated: bool
+    root: pathlib.Path,
+    reps: int,
+    title: str,
+    pattern: str,
+    generated: bool,
+    alternative: str,
+    directory: str,
 ) -> list[tuple[str, float, float]]:
     async with tk.open_kernel(
         builtin_tools(), root=root, max_concurrency=MAX_CONCURRENCY
     ) as kernel:
         runner = Runner(kernel, root, reps)
         header(title)
-        await search_cases(runner, pattern, generated)
+        await search_cases(runner, pattern, generated, alternative, directory)
         return runner.rows
 
 
@@ -266,7 +321,13 @@ async def run(quick: bool, sizes: list[int] | None, whole_site: bool) -> int:
             build_tree(root, size)
             print(f"\n(built {size:,} files in {time.perf_counter() - started:.1f} s)")
             rows += await measure(
-                root, reps, f"generated tree, {size:,} files", RARE + "[0-9]+", True
+                root,
+                reps,
+                f"generated tree, {size:,} files",
+                RARE + "[0-9]+",
+                True,
+                "nowhere_[0-9]+",
+                "src",
             )
         site = pathlib.Path(sysconfig.get_paths()["purelib"])
         trio_tree = pathlib.Path(scratch) / "trio"
@@ -274,12 +335,24 @@ async def run(quick: bool, sizes: list[int] | None, whole_site: bool) -> int:
             shutil.copytree(site / "trio", trio_tree, ignore=shutil.ignore_patterns("__pycache__"))
             count = sum(len(files) for _, _, files in os.walk(trio_tree))
             rows += await measure(
-                trio_tree, reps, f"trio's sources ({count:,} files)", r"def [a-z_]+_nowait", False
+                trio_tree,
+                reps,
+                f"trio's sources ({count:,} files)",
+                r"def [a-z_]+_nowait",
+                False,
+                r"class \w+Error",
+                "_core",
             )
         if not quick and whole_site:
             count = sum(len(files) for _, _, files in os.walk(site))
             rows += await measure(
-                site, reps, f"site-packages ({count:,} files)", r"def [a-z_]+_nowait", False
+                site,
+                reps,
+                f"site-packages ({count:,} files)",
+                r"def [a-z_]+_nowait",
+                False,
+                r"class \w+Error",
+                "trio",
             )
         extra = pathlib.Path(scratch) / "files"
         extra.mkdir()
