@@ -318,6 +318,39 @@ def test_a_glob_selects_the_names_of_a_directory_as_it_matches_each_path(
     ]
 
 
+@hypothesis.given(
+    inside=st.lists(st.sampled_from(["a", "src", ".h", "b"]), max_size=3).map(
+        lambda parts: "".join(f"{part}/" for part in parts)
+    ),
+    name=st.sampled_from(["a", "src", ".h", "b", "x.py"]),
+    below=st.lists(st.sampled_from(["a", "src", "b.txt", "x.py"]), min_size=1, max_size=3).map(
+        "/".join
+    ),
+    pattern=st.sampled_from([*NAME_GLOBS, "src/a/*.py", "a/src/**", "src//a/*", "./src/*"]),
+)
+@hypothesis.settings(max_examples=400, deadline=None)
+def test_glob_enters_every_directory_below_which_a_path_matches(
+    inside: str, name: str, below: str, pattern: str
+) -> None:
+    glob = wcglob.compile(pattern, flags=_search._GLOB_FLAGS)
+    if glob.match(f"{inside}{name}/{below}"):
+        assert _search.compile_glob(pattern).enter(inside, ["q", name]) in ([name], ["q", name])
+
+
+async def test_glob_of_a_directory_enters_only_it(
+    kernel: tk.Kernel, tmp_path: pathlib.Path
+) -> None:
+    files(tmp_path, {"src/a/b.py": "", "src/c.py": "", "other/src/d.py": "", "e.py": ""})
+    (tmp_path / "other").chmod(0)  # never listed (were it, its files would be left out anyway)
+    try:
+        assert (await ok(kernel, "Glob", pattern="src/**/*.py")).splitlines() == [
+            "src/a/b.py",
+            "src/c.py",
+        ]
+    finally:
+        (tmp_path / "other").chmod(0o755)
+
+
 # -- type, ignore_case, context, multiline ---------------------------------------------------
 
 

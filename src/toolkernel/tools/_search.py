@@ -156,6 +156,9 @@ class GlobMatcher:
     suffix: str | None = None
     """For ``*`` then plain characters on a name (``**/*.py``, ``*.py``): those characters,
     which a name matches iff it ends with them (``str.endswith`` is quicker than ``re``)."""
+    prefix: tuple[str, ...] = ()
+    """The glob's first directories, where they are plain names (``trio`` of
+    ``trio/**/*.py``): only paths in them can match, so no other directory is entered."""
 
     def match(self, path: str) -> bool:
         if self.on_names:
@@ -190,6 +193,15 @@ class GlobMatcher:
         match = self.expression.match
         return [name for name in names if match(inside + name) or match(name)]
 
+    def enter(self, inside: str, names: list[str]) -> list[str]:
+        """The subdirectories ``names`` of directory ``inside`` (``""`` or ending with ``/``,
+        itself entered) below which a path may match: Glob's walk enters only those."""
+        depth = inside.count("/")
+        if depth >= len(self.prefix):
+            return names
+        wanted = self.prefix[depth]
+        return [wanted] if wanted in names else []
+
     def _directory_matches(self, inside: str) -> bool:
         assert self.directory is not None
         return self.directory.match(inside + _SENTINEL) is not None
@@ -204,6 +216,7 @@ class GlobMatcher:
 
 _PLAIN_NAME: Final = re.compile(r"\*[A-Za-z0-9._-]+")
 """A glob on names that is a suffix test: ``*`` then characters no glob syntax uses."""
+_GLOB_SYNTAX: Final = frozenset("*?[]{}\\!")
 _SENTINEL: Final = "toolkernel-glob-name"
 """The last component put for a name's glob, to match a directory against the rest."""
 
@@ -251,7 +264,12 @@ def compile_glob(pattern: str) -> GlobMatcher:
         raise ToolError(f"glob {pattern!r} is not a valid pattern: {exc}") from None
     on_name = last if on_names or ends is not None else pattern if single else None
     suffix = on_name[1:] if on_name is not None and _PLAIN_NAME.fullmatch(on_name) else None
-    return GlobMatcher(expression, on_names, single, ends, name, suffix)
+    prefix: list[str] = []
+    for component in pattern.split("/")[:-1]:
+        if component in ("", ".") or any(char in component for char in _GLOB_SYNTAX):
+            break  # "a//b" is "a/b", and "./a" matches nothing: no pruning from there on
+        prefix.append(component)
+    return GlobMatcher(expression, on_names, single, ends, name, suffix, tuple(prefix))
 
 
 class _SearchTool(FunctionTool):
@@ -291,7 +309,7 @@ async def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     fs = fs_of(ctx)
     matcher = compile_glob(pattern)
 
-    found = await _search(fs, path, lambda tree: list_tree(tree, matcher.select))
+    found = await _search(fs, path, lambda tree: list_tree(tree, matcher.select, matcher.enter))
     if not found:
         return f"no files match {pattern!r} under {path}"
     shown = found[:RESULT_LIMIT]

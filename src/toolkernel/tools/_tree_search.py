@@ -99,10 +99,11 @@ class Searched:
     too_large: list[str] = attrs.Factory(list)
 
 
-def list_tree(tree: Subtree, keep: FileFilter | None) -> list[str]:
-    """The root-relative paths of the files below ``tree`` that ``keep`` keeps, sorted."""
+def list_tree(tree: Subtree, keep: FileFilter | None, enter: FileFilter | None = None) -> list[str]:
+    """The root-relative paths of the files below ``tree`` that ``keep`` keeps, sorted; with
+    ``enter``, only in the directories it keeps of those met (the same arguments as ``keep``)."""
     found: list[str] = []
-    for run in _walk(tree, keep):
+    for run in _walk(tree, keep, enter):
         found += map(run.outer.__add__, run.names)
     return found
 
@@ -454,7 +455,9 @@ class _Run(NamedTuple):
 _NO_LINKS: Final = frozenset[str]()
 
 
-def _walk(tree: Subtree, keep: FileFilter | None) -> Generator[_Run, None, None]:
+def _walk(
+    tree: Subtree, keep: FileFilter | None, enter: FileFilter | None = None
+) -> Generator[_Run, None, None]:
     """The files below ``tree`` that ``keep`` keeps, in runs of one directory, in sorted order
     of their paths; a directory without subdirectories (where most files are) is still open
     (:attr:`_Run.fd`), so the search reads its files without opening it again.
@@ -509,6 +512,8 @@ def _walk(tree: Subtree, keep: FileFilter | None) -> Generator[_Run, None, None]
             files, directories, links, ignores = _list_directory(tree, fd, outer, ignores, quick)
             if keep is not None and files:
                 files = keep(inside, files)
+            if enter is not None and directories:
+                directories = enter(inside, directories)
             if links:
                 links &= set(files)
                 refused = {name for name in links if not tree.readable_link(outer + name)}
