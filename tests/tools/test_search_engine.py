@@ -523,6 +523,10 @@ PATTERNS = [
     "x*",
     "(a|b)+$",
     "a\\n?b",
+    "x a|b$",  # alternatives searched one after another
+    "^b|a\\s+x|$",
+    "ab|b|x*",
+    "[|]a|b b",
 ]
 
 
@@ -584,7 +588,9 @@ async def test_grep_content_is_the_line_by_line_answer_on_a_real_tree(
 
 @hypothesis.given(
     texts=st.lists(st.text(alphabet="ab\n", max_size=8), min_size=1, max_size=6),
-    pattern=st.sampled_from(["a\nb", "b$", "^a", "a.*b", "b\n", "\n\n", "(?<=a)b", "a\\Z"]),
+    pattern=st.sampled_from(
+        ["a\nb", "b$", "^a", "a.*b", "b\n", "\n\n", "(?<=a)b", "a\\Z", "b$|^a", "ab|b\n|a$"]
+    ),
     multiline=st.booleans(),
     mode=st.sampled_from(["files_with_matches", "content", "count"]),
 )

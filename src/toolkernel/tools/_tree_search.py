@@ -39,7 +39,7 @@ from ._beneath import open_directory
 from ._fileops import _ASIDE_INFIX, moved_aside
 from ._fs import Subtree
 from ._ignore import IgnoreRules, ignored, names_only
-from ._line_match import LinePattern, Timeout, candidate_starts, text_lines
+from ._line_match import LinePattern, Timeout, text_lines
 from ._workspace import MAX_PATH_BYTES
 
 __all__ = [
@@ -270,10 +270,7 @@ class _Search:
         try:
             if pattern.multiline:
                 return self._holding_a_match(pending, "".join(texts), firsts)
-            assert pattern.text is not None  # joinable
-            starts = candidate_starts(
-                pattern.text,
-                pattern.line,
+            starts = pattern.starts(
                 "".join(texts),
                 self._timeout,
                 firsts if self._options.mode == "files_with_matches" else None,
