@@ -72,7 +72,8 @@ def test_the_head_of_a_file_ends_with_its_last_wanted_line(
     file = tmp_path_factory.mktemp("head") / "f"
     file.write_bytes(data)
     with open(file, "rb", buffering=0) as opened:
-        head, whole = _head(opened, lines, whole_read)
+        head, whole, before, _, _ = _head(opened, lines, whole_read)
+    assert not before
     if whole:
         assert head == data
         assert whole_read or data.count(b"\n") <= lines
@@ -164,3 +165,63 @@ def test_the_window_is_the_same_whatever_chunks_the_lines_are_counted_in(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_file_tools, "_SKIP_CHUNK", chunk)
         assert _line_window(text, start, count) == (lines[start : start + count], len(lines))
+
+
+@hypothesis.given(
+    data=st.binary(max_size=40).map(lambda b: b.replace(b"a", b"\n").replace(b"\x00", b"")),
+    skip=st.integers(0, 8),
+    lines=st.integers(1, 8),
+    first=st.integers(1, 4),
+)
+@hypothesis.settings(max_examples=300, deadline=None)
+def test_the_lines_before_the_window_are_counted_and_left_out(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, skip: int, lines: int, first: int
+) -> None:
+    # Read in chunks of first, 2 * first...: whatever chunk a line end falls in.
+    file = tmp_path_factory.mktemp("head") / "f"
+    file.write_bytes(data)
+    with pytest.MonkeyPatch.context() as patch, open(file, "rb", buffering=0) as opened:
+        patch.setattr(_file_tools, "_FIRST_CHUNK", first)
+        head = _head(opened, skip + lines, 0, skip=skip)
+    assert head.lines_before <= skip
+    assert data[: head.bytes_before].count(b"\n") == head.lines_before
+    assert data[: head.bytes_before].endswith(b"\n") or not head.bytes_before
+    rest = data[head.bytes_before :]
+    if head.whole:
+        assert head.data == rest
+    else:
+        assert head.data.count(b"\n") == skip + lines - head.lines_before
+        assert rest.startswith(head.data) and head.data.endswith(b"\n")
+        assert len(rest) > len(head.data)
+    bad = None
+    try:
+        data[: head.bytes_before].decode()
+    except UnicodeDecodeError as exc:
+        bad = exc.start
+    assert head.bad == bad
+
+
+async def test_read_in_the_middle_of_a_big_file_checks_the_lines_before_it(
+    tmp_path: pathlib.Path,
+) -> None:
+    lines = [f"line {n} of a file larger than Read reads whole" for n in range(80_000)]
+    text = "\n".join(lines) + "\n"
+    (tmp_path / "big.txt").write_text(text)
+    (tmp_path / "bad.txt").write_bytes(b"\xff\n" + text.encode())
+    (tmp_path / "u.txt").write_text("é\n" + text)
+    async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
+        window, bad, accented = await kernel.run(
+            [
+                tk.ToolCall("a", "Read", {"file_path": "big.txt", "offset": 50_000, "limit": 2}),
+                tk.ToolCall("b", "Read", {"file_path": "bad.txt", "offset": 50_000, "limit": 2}),
+                tk.ToolCall("c", "Read", {"file_path": "u.txt", "offset": 50_001, "limit": 1}),
+            ]
+        )
+    assert window.output == (
+        f" 50000\t{lines[49_999]}\n 50001\t{lines[50_000]}\n"
+        "... (more lines follow; use offset=50002 to read on)"
+    )
+    assert bad.error is not None and "not UTF-8 text (bad byte at offset 0)" in bad.error
+    assert accented.output == (
+        f" 50001\t{lines[49_999]}\n... (more lines follow; use offset=50002 to read on)"
+    )

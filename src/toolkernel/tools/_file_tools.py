@@ -17,7 +17,7 @@ import itertools
 import operator
 import os
 from collections.abc import Iterator
-from typing import AnyStr, Final, TypedDict
+from typing import AnyStr, Final, NamedTuple, TypedDict
 
 from .._errors import PathChangedError, ToolError, UndeclaredAccessError
 from ..kernel import ToolContext
@@ -74,40 +74,82 @@ async def _read_data(fs: FileAccess, file_path: str, *, fresh: bool = False) -> 
     return data
 
 
-async def _read_head(fs: FileAccess, file_path: str, lines: int) -> tuple[bytes, bool]:
-    """The start of a file that is not binary, up to the end of its line number ``lines``
-    (one thread hop), and whether that is the whole file; else a ToolError saying why not."""
+class _Head(NamedTuple):
+    data: bytes
+    """The file's lines from number ``lines_before + 1``, as many as were asked for."""
+    whole: bool
+    """True iff the file holds nothing more."""
+    lines_before: int = 0
+    """Lines read and left out before ``data`` (they were counted, not kept)."""
+    bytes_before: int = 0
+    """Their bytes."""
+    bad: int | None = None
+    """Where a byte that is not UTF-8 is in the lines left out, if one is."""
+
+
+async def _read_head(fs: FileAccess, file_path: str, skip: int, lines: int) -> _Head:
+    """The lines of a file that is not binary from number ``skip + 1`` (or from an earlier one)
+    up to the end of its line number ``lines`` (one thread hop); else a ToolError saying why
+    not."""
     with _read_failures(file_path):
-        data, whole = await fs.read_with(
-            file_path, lambda file: _head(file, lines), max_bytes=TEXT_SIZE_LIMIT, as_seen=True
+        head = await fs.read_with(
+            file_path,
+            lambda file: _head(file, lines, skip=skip),
+            max_bytes=TEXT_SIZE_LIMIT,
+            as_seen=True,
         )
-    _refuse_binary(data, file_path)
-    return data, whole
+    if not head.bytes_before:  # else its first bytes were found not binary before
+        _refuse_binary(head.data, file_path)
+    return head
 
 
-def _head(file: io.FileIO, lines: int, whole_read: int = WHOLE_READ) -> tuple[bytes, bool]:
+def _head(file: io.FileIO, lines: int, whole_read: int = WHOLE_READ, skip: int = 0) -> _Head:
     """The start of ``file`` up to the end of its line number ``lines`` (1-based), or all of
-    it (then True) if it has no more or if it is at most ``whole_read`` bytes."""
+    it (then whole) if it has no more or if it is at most ``whole_read`` bytes.
+
+    Of a file read in part, the lines before number ``skip + 1`` are counted and left out as
+    they are read (all but the last line begun in each chunk, until that line): splitting off
+    and decoding the 100,000 lines before a window took twice as long as ``sed`` takes to show
+    it. A binary file (a NUL in its first :data:`BINARY_PROBE` bytes) gives its first chunk.
+    """
     whole = os.fstat(file.fileno()).st_size <= whole_read
     chunks: list[bytes] = []
     size, ends, step = 0, 0, _FIRST_CHUNK
+    lines_before, bytes_before, bad = 0, 0, None
     while True:
         chunk = file.read(step)
         if not chunk:
-            return b"".join(chunks), True
+            return _Head(b"".join(chunks), True, lines_before, bytes_before, bad)
+        if skip and not size and chunk.find(b"\x00", 0, BINARY_PROBE) >= 0:
+            return _Head(chunk, whole)  # binary: refused by its first bytes, kept
         chunks.append(chunk)
         size += len(chunk)
         if size > TEXT_SIZE_LIMIT:  # grew since it was opened
             raise _fileops.too_large((str(file.name),), None, TEXT_SIZE_LIMIT)
         if not whole:
-            before = ends
             ends += chunk.count(b"\n")
+            if lines_before < skip and ends > lines_before:
+                pending = b"".join(chunks) if len(chunks) > 1 else chunk
+                if ends >= skip:  # line skip + 1 has begun: keep from its start
+                    rest = pending.split(b"\n", skip - lines_before)[-1]
+                    lines_before = skip
+                else:
+                    rest = pending[pending.rfind(b"\n") + 1 :]
+                    lines_before = ends
+                cut = len(pending) - len(rest)
+                if bad is None and not pending.isascii():
+                    try:
+                        pending[:cut].decode("utf-8")  # whole lines: no character is cut
+                    except UnicodeDecodeError as exc:
+                        bad = bytes_before + exc.start
+                bytes_before += cut
+                chunks = [rest]
             if ends > lines:  # the line after the last one wanted has begun: more follow
-                # The last line wanted ends in this chunk, at its line end number
-                # ``lines - before``: one split finds it (a call a line was a fifth of a Read).
-                rest = chunk.split(b"\n", lines - before)[-1]
-                chunks[-1] = chunk[: len(chunk) - len(rest)]
-                return b"".join(chunks), False
+                data = b"".join(chunks) if len(chunks) > 1 else chunks[0]
+                # One split finds the end of the last line wanted (a call a line was a fifth
+                # of a Read).
+                rest = data.split(b"\n", lines - lines_before)[-1]
+                return _Head(data[: len(data) - len(rest)], False, lines_before, bytes_before, bad)
         step = min(step * 2, _fileops.CHUNK)
 
 
@@ -140,14 +182,18 @@ def _refuse_binary(data: bytes, file_path: str) -> None:
         raise ToolError(f"{file_path!r} is a binary file; it can't be shown as text")
 
 
-def _decoded(data: bytes, file_path: str) -> str:
+def _decoded(data: bytes, file_path: str, before: int = 0) -> str:
+    """``data`` decoded, or a ToolError naming the bad byte (``before`` bytes precede it)."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ToolError(
-            f"{file_path!r} is not UTF-8 text (bad byte at offset {exc.start}); it can't be edited "
-            f"as text"
-        ) from None
+        raise _not_utf8(file_path, before + exc.start) from None
+
+
+def _not_utf8(file_path: str, offset: int) -> ToolError:
+    return ToolError(
+        f"{file_path!r} is not UTF-8 text (bad byte at offset {offset}); it can't be edited as text"
+    )
 
 
 # -- Read / Write / Edit / MultiEdit -----------------------------------------------------------
@@ -170,10 +216,14 @@ async def read(
         raise ToolError(f"limit must be at least 1, not {limit}")
     start = (offset or 1) - 1
     count = limit or READ_LINE_LIMIT
-    data, whole = await _read_head(fs_of(ctx), file_path, start + count)
+    head = await _read_head(fs_of(ctx), file_path, start, start + count)
+    data, whole, before = head.data, head.whole, head.lines_before
+    if head.bad is not None:
+        raise _not_utf8(file_path, head.bad)
     # ASCII is decoded at the speed of a copy (no check of each byte), and is valid UTF-8.
-    text = data.decode("ascii") if data.isascii() else _decoded(data, file_path)
-    lines, total = _line_window(text, start, count)
+    text = data.decode("ascii") if data.isascii() else _decoded(data, file_path, head.bytes_before)
+    lines, total = _line_window(text, start - before, count)
+    total += before
     if not total:
         return f"(file {file_path!r} is empty)"
     if start >= total:
