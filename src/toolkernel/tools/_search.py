@@ -23,36 +23,50 @@ How fast, and why this engine. A search is one worker thread for the whole tree
 (``FileAccess.search``): the walk, every read and every match run there, and the event loop
 waits once. The first version made one thread hop per file and one engine call per line: on a
 tree of 1,321 source files, ``files_with_matches`` took 460 ms against 14 ms for ``grep -rl``,
-and ``content`` 3,023 ms against 17 ms for ``grep -rn``. Now each file is opened beneath its
-directory's descriptor and read in one ``read`` if it is small (a NUL in its first 8 KiB skips
-the rest), a file without the plain text every match must hold (``needle_`` in
-``needle_[0-9]+``) is passed by unsearched, and the others are searched joined, a MiB of text
-per call into the engine, only the lines holding a match being looked at on their own.
+and ``content`` 3,023 ms against 17 ms for ``grep -rn``. Now the tree is walked and read a
+directory at a time (:mod:`._tree_search`): a directory's names are told apart, left out (the
+ignore rules, ``glob``, ``type``) and sorted a list at a time, with compiled expressions' methods
+and ``str.endswith`` rather than a step of Python a name (a glob ``D/N`` tests ``D`` once a
+directory, and Glob enters only the directories its first plain components name); the files
+of a directory without subdirectories are read while it is still open, each in one ``read`` if
+it is small (a NUL in its first 8 KiB skips the rest), in a loop that calls nothing
+interpreted for a file without a match. A file without the plain text every match must hold
+(``needle_`` in ``needle_[0-9]+``; one alternative's for ``a|b``; in either case, for
+``ignore_case``, in an ASCII file) is passed by undecoded, and the others are searched joined,
+a MiB of text per call into the engine (each alternative of ``a|b`` in turn: the alternation
+tries both at every position, five times as slow), only the lines holding a match being
+looked at on their own.
 
-Measured side by side (``benchmarks/search.py``: through a kernel with a root and
-``max_concurrency``, against the programs started as a shell starts them, median of five
-alternating runs, on two cores shared with other work), the time of grep's:
+Measured side by side (``benchmarks/search.py --sizes 1000 10000 100000``: through a kernel
+with a root and ``max_concurrency``, against the programs started as a shell starts them,
+median of five alternating runs, on two cores shared with other work), the time of grep's
+(of ``find``'s for Glob):
 
-====================================  =========  ==========  ===========  ==============
-tree (files)                          1,000      10,000      100,000      site-packages
-====================================  =========  ==========  ===========  ==============
-``files_with_matches`` / ``grep -rl``  1.4x       1.5x        1.7x         0.9x
-``content`` / ``grep -rn``             1.3x       1.4x        1.5x         0.6x
-``count`` / ``grep -rc``               1.4x       1.25x       1.8x         0.9x
-``glob``, ``type`` / ``--include``     1.4x       2.0-2.1x    1.45-1.5x    1.2-1.5x
-``context=2`` / ``grep -C2``           1.35x      1.6x        1.6x         0.5x
-``multiline`` / ``grep -lzP``          1.45x      1.85x       1.65x        0.3x
-Glob ``**/*.py`` / ``find -name``      1.2x       1.65x       1.9x         1.4x
-====================================  =========  ==========  ===========  ==============
+======================================  ========  ========  ========  =============
+tree (files)                            1,000     10,000    100,000   site-packages
+======================================  ========  ========  ========  =============
+``files_with_matches`` / ``grep -rl``   1.4x      1.7x      1.3x      0.7x
+``content`` / ``grep -rn``              1.3x      1.5x      1.1x      0.4x
+``count`` / ``grep -rc``                1.4x      1.0x      1.5x      0.8x
+``glob``, ``type`` / ``--include``      1.4-1.5x  1.1-1.6x  1.4-1.7x  1.3-1.6x
+``context=2`` / ``grep -C2``            1.2x      1.2x      1.4x      0.5x
+``multiline`` / ``grep -lzP``           1.5x      1.5x      1.6x      0.4x
+``ignore_case`` / ``grep -li``          1.5x      1.4x      1.55x     1.2x
+``a|b`` / ``grep -n``                   1.5x      1.6x      1.55x     0.4x
+Glob ``**/*.py`` / ``find -name``       1.1x      1.2x      1.3x      1.2x
+Glob ``src/**/*.txt`` / ``find -path``  1.3x      1.25x     1.45x     1.0x
+======================================  ========  ========  ========  =============
 
-From one run to the next on the shared cores a ratio moves by 0.2-0.3 either way (the run
-before this one had ``type`` at 1.7x and Glob at 2.0x on 10,000 files); trio's own 146 files
-are 1.3-1.6x, and Glob 0.6x.
+From one run to the next on the shared cores a ratio moves by 0.2-0.4 either way; trio's own
+146 files are 1.3-1.65x, and Glob 0.75x. Before this walk (one directory listed at a time, then
+every path sorted and every file opened again beneath its directory, a step of Python a name),
+the same benchmark had ``content`` at 2.1x on 10,000 files, and over site-packages a Glob of
+``trio/**/*.py`` at 21x (the whole tree walked) and ``a|b`` over trio at 2.5x.
 
-What is left is the interpreter's: 10 to 20 microseconds a file over the ``open``, ``read``
-and ``close`` grep makes too, a third of it the walk (``os.scandir``, the ignore rules, the
-glob); the reads themselves are as fast in one thread as in two (the GIL is free during a
-system call, but two threads were slower here).
+What is left is the interpreter's: 2 to 5 microseconds a file over the ``open``, ``read`` and
+``close`` grep makes too, and 20 a directory (``os.scandir``, the ignore rules, the glob); the
+reads themselves are as fast in one thread as in two (the GIL is free during a system call,
+but two threads were slower here).
 
 The alternatives were measured in the same way and rejected:
 

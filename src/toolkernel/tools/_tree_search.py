@@ -10,9 +10,11 @@ RESOLVE_NO_SYMLINKS``, or one ``O_NOFOLLOW`` open a component), so the walk neve
 tree the call's lease covers, and a directory swapped for a link since it was listed is passed
 by. A symbolic link to a file is listed only if it leads to a file in the workspace that the
 call may read, and is read through the access's own check. Paths no key can name
-(``MAX_PATH_BYTES``) and trees being deleted are left out. The files are then read in sorted
-order, each opened with ``O_NOFOLLOW`` beneath its directory's descriptor, so the result is the
-same whatever order the disk lists them in.
+(``MAX_PATH_BYTES``) and trees being deleted are left out. The files are read in sorted order
+of their paths (depth first, each directory's names sorted, a subdirectory's with its ``/``),
+each opened with ``O_NOFOLLOW`` beneath its directory's descriptor, so the result is the same
+whatever order the disk lists them in; a directory without subdirectories is read while the
+walk holds it open.
 
 Cancellation: the walk checks before each directory and the search before each file
 (:meth:`Subtree.check`): the call's end at once, its cancellation within a few milliseconds,
