@@ -54,6 +54,8 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import NamedTuple
 
+import trio
+
 from toolkernel.locks import Claim, LeaseTable, LockManager, pool, reads, units, writes
 
 
@@ -134,6 +136,21 @@ def time_manager_pairs(manager: LockManager, requests: list[list[Claim]]) -> flo
     for claims in requests:
         release(acquire_nowait(claims))
     return (time.perf_counter() - start) / len(requests)
+
+
+def time_trio_lock_pairs(count: int) -> float:
+    """Seconds per ``trio.Lock`` ``acquire_nowait`` + ``release``: the yardstick for the manager."""
+
+    async def pairs() -> float:
+        lock = trio.Lock()
+        acquire_nowait, release = lock.acquire_nowait, lock.release
+        start = time.perf_counter()
+        for _ in range(count):
+            acquire_nowait()
+            release()
+        return (time.perf_counter() - start) / count
+
+    return trio.run(pairs)
 
 
 def time_handoff(readers: int) -> float:
@@ -266,6 +283,7 @@ def measure(s: Settings) -> dict[str, float]:
     trials: dict[str, Callable[[], float]] = {
         "pair": lambda: time_pairs(empty, requests),
         "manager pair": lambda: time_manager_pairs(manager, requests),
+        "trio.Lock pair": lambda: time_trio_lock_pairs(s.pairs),
         "pair, small held": lambda: time_pairs(small, extra),
         "pair, big held": lambda: time_pairs(big, extra),
         "hand-off": lambda: time_handoff(s.readers),
@@ -289,12 +307,19 @@ def figures(
     rate = 1 / best["pair"]
     scaling = best["pair, big held"] / best["pair, small held"]
     handoff = best["hand-off"] / best["immediate readers"]
+    manager_ratio = best["manager pair"] / best["trio.Lock pair"]
     results = [
         Figure(
             "a. grant+release pairs/s, distinct depth-4 paths",
             f"{rate:,.0f}",
             ">= 100,000",
             rate >= 100_000,
+        ),
+        Figure(
+            "a'. LockManager pair / trio.Lock pair (nowait+release)",
+            f"{manager_ratio:.2f}",
+            "<= 5",
+            manager_ratio <= 5,
         ),
         Figure(
             f"b. pair cost, {s.big:,} held / {s.small:,} held",
@@ -364,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         ("a. one pair on LeaseTable", f"{best['pair'] * us:.2f} us"),
         ("   one pair through LockManager", f"{best['manager pair'] * us:.2f} us"),
         ("   LockManager pairs/s (information)", f"{1 / best['manager pair']:,.0f}"),
+        ("   one trio.Lock acquire_nowait+release", f"{best['trio.Lock pair'] * us:.2f} us"),
         (f"b. one pair with {s.small:,} leases held", f"{best['pair, small held'] * us:.2f} us"),
         (f"   one pair with {s.big:,} leases held", f"{best['pair, big held'] * us:.2f} us"),
         (f"c. one release granting {s.readers:,} readers", f"{best['hand-off'] * ms:.3f} ms"),
