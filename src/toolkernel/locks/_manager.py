@@ -149,11 +149,12 @@ class LockManager:
         It fails whenever it would have to wait, including when an earlier waiter has been granted
         the resources but has not resumed yet.
         """
-        self._check_thread()
-        lease_id = self._table.request_nowait(claims, priority=priority, group=group, owner=self)
-        if lease_id is None:
+        if threading.get_ident() != self._thread:
+            self._check_thread()
+        request = self._table._request_nowait(claims, priority, group, self)
+        if request is None:
             raise WouldBlock
-        return Lease(lease_id, self._table.claims(lease_id), manager=self)
+        return Lease(request.id, request.claims, self)
 
     def release(self, lease: Lease) -> None:
         """Same as ``lease.release()``; raises if the lease is not this manager's or not held."""
@@ -191,10 +192,12 @@ class LockManager:
         self._thread = thread
 
     def _release(self, lease: Lease) -> None:
-        self._check_thread()
+        if threading.get_ident() != self._thread:
+            self._check_thread()
         granted = self._table.release(lease.id, owner=self)
         lease._released = True
-        self._wake(granted)
+        if granted:
+            self._wake(granted)
 
     def _wake(self, granted: Iterable[int]) -> None:
         for lease_id in granted:

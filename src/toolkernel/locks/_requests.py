@@ -67,6 +67,9 @@ class Request:
     group: Hashable
     owner: object
     held: bool = False
+    chains: list[list[Node]] | None = None
+    """While held: the trie nodes from the root to each entry's node (held nodes are never
+    pruned, so release reuses them rather than walking the trie again)."""
 
 
 def blockers(

@@ -239,13 +239,20 @@ class LeaseTable:
         owner: object = None,
     ) -> int | None:
         """Like :meth:`request`, but return None (and change nothing) instead of waiting."""
+        request = self._request_nowait(claims, priority, group, owner)
+        return None if request is None else request.id
+
+    def _request_nowait(
+        self, claims: Iterable[Claim], priority: int, group: Hashable, owner: object
+    ) -> Request | None:
+        """:meth:`request_nowait`, returning the request itself (for ``LockManager``)."""
         request = self._make_request(claims, priority, group, owner)
         if not self._grantable(request):
             return None
         self._requests[request.id] = request
         self._last_id = request.id
         self._index(request, held=True)
-        return request.id
+        return request
 
     def release(self, lease_id: int, *, owner: object = None) -> tuple[int, ...]:
         """Release a held lease or withdraw a waiting request; return the ids granted as a result.
@@ -344,7 +351,21 @@ class LeaseTable:
         given = claim_tuple(claims)
         canonical: tuple[Claim, ...]
         if len(given) == 1 and isinstance(given[0], Claim):
-            canonical = given  # a lone claim is already canonical; skip the merge
+            # A lone claim is already canonical; skip the merge. Unless it is a pool's, its
+            # entry costs less to make than to look up.
+            claim = given[0]
+            resource = claim.resource
+            if not isinstance(resource, Pool):
+                exclusive = claim.mode is _EXCLUSIVE
+                return self._new_request(
+                    given,
+                    (Entry(claim, resource.node, exclusive, 0),),
+                    int(exclusive),
+                    priority,
+                    group,
+                    owner,
+                )
+            canonical = given
         else:
             canonical = canonical_claims(given)
         known = self._recent_entries.get(canonical)
@@ -433,10 +454,12 @@ class LeaseTable:
 
     def _index(self, request: Request, *, held: bool) -> None:
         request.held = held
+        chains: list[list[Node]] | None = [] if held else None
         for _, node_key, exclusive, pool_units in request.entries:
             chain = chain_to(self._root, node_key, create=True)
             node = chain[-1]
-            if held:
+            if chains is not None:
+                chains.append(chain)
                 hold(chain, exclusive, request.id)
                 node.units_held += pool_units
             else:
@@ -446,6 +469,7 @@ class LeaseTable:
                         node.wait_units = {}
                     node.wait_units[request.id] = pool_units
         if held:
+            request.chains = chains
             self._held_count += 1
             self._exclusive_claims_held += request.exclusive_count
             self._shared_claims_held += len(request.entries) - request.exclusive_count
@@ -459,6 +483,19 @@ class LeaseTable:
                 waiting.add(request.id)
 
     def _unindex(self, request: Request) -> None:
+        chains = request.chains
+        if chains is not None:
+            request.chains = None
+            lease_id = request.id
+            for entry, chain in zip(request.entries, chains, strict=True):
+                unhold(chain, entry.exclusive, lease_id)
+                if entry.pool_units:
+                    chain[-1].units_held -= entry.pool_units
+                prune(chain)
+            self._held_count -= 1
+            self._exclusive_claims_held -= request.exclusive_count
+            self._shared_claims_held -= len(request.entries) - request.exclusive_count
+            return
         for _, node_key, exclusive, pool_units in request.entries:
             chain = chain_to(self._root, node_key, create=False)
             node = chain[-1]
@@ -570,8 +607,10 @@ class LeaseTable:
         lines: dict[tuple[int, bool], tuple[list[Node], bool, Key]] = {}
         for request in requests:
             key, lease_id = request.key, request.id
+            chains: list[list[Node]] = []
             for _, node_key, exclusive, pool_units in request.entries:
                 chain = chain_to(self._root, node_key, create=False)
+                chains.append(chain)
                 node = chain[-1]
                 waits = node.waits
                 assert waits is not None
@@ -592,6 +631,7 @@ class LeaseTable:
             if request.group is not None and self._group_waiting[request.group].remove(lease_id):
                 del self._group_waiting[request.group]
             request.held = True
+            request.chains = chains
             self._held_count += 1
             self._exclusive_claims_held += request.exclusive_count
             self._shared_claims_held += len(request.entries) - request.exclusive_count
