@@ -33,6 +33,11 @@ class Terminal:
             encoding="utf-8",
             dimensions=(rows, cols),
         )
+        # pexpect sleeps 50 ms before every send (for programs that turn echo off after a
+        # prompt); the console reads its terminal whenever it likes, and the tests wait for
+        # words before they type.
+        self.child.delaybeforesend = None
+        self.child.delayafterclose = 0.01
         self.text = ""
         self.position = 0
         self._pending = ""
@@ -82,17 +87,18 @@ class Terminal:
     def leave(self, timeout: float = 30.0) -> int:
         """Ctrl-D at the prompt; the exit status once the console has ended.
 
-        Pressed again every second, as a person would: a Ctrl-D typed while the line editor is
-        not reading (between two prompts) is the terminal driver's end-of-file, and is lost.
+        Pressed again every quarter of a second, as an impatient person would: a Ctrl-D typed
+        while the line editor is not reading (between two prompts) is the terminal driver's
+        end-of-file, and is lost.
         """
         deadline = time.monotonic() + timeout
         pressed = 0.0
         while self.child.isalive() and time.monotonic() < deadline:
-            if time.monotonic() - pressed > 1.0:
+            if time.monotonic() - pressed > 0.25:
                 self.child.sendeof()
                 pressed = time.monotonic()
             with contextlib.suppress(pexpect.TIMEOUT, pexpect.EOF):
-                self._read(0.1)
+                self._read(0.05)
         self.child.close(force=True)
         status = self.child.exitstatus
         return -1 if status is None else status
