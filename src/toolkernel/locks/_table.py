@@ -98,6 +98,7 @@ from ._trie import (
     move_first,
     nothing_before,
     prune,
+    prune_if_attached,
     unhold,
 )
 
@@ -125,6 +126,8 @@ class LeaseTable:
 
     def __init__(self, pools: Mapping[str, int] | None = None) -> None:
         self._root = Node(None)
+        # The chain of the claim released last, pruned at the next release of a held claim.
+        self._unpruned: list[Node] = [self._root]
         self._requests: dict[int, Request] = {}
         self._capacity: dict[str, int] = {}
         self._last_id = 0
@@ -227,7 +230,10 @@ class LeaseTable:
         request = self._make_request(claims, priority, group, owner)
         self._requests[request.id] = request
         self._last_id = request.id
-        self._index(request, held=self._grantable(request))
+        held = self._grantable(request)
+        if not held and len(request.entries) == 1:
+            self._share_entries(request)
+        self._index(request, held=held)
         return request.id
 
     def request_nowait(
@@ -405,6 +411,21 @@ class LeaseTable:
             self._recent_entries[canonical] = (made, exclusive_count)
         return self._new_request(canonical, made, exclusive_count, priority, group, owner)
 
+    def _share_entries(self, request: Request) -> None:
+        """Give a waiting request of one claim the entries of others waiting with the same
+        claim: a deep queue on one file then costs one entry (granted at once, a lone claim's
+        entry is made afresh, which costs less than the look-up)."""
+        entry = request.entries[0]
+        if isinstance(entry.claim.resource, Pool):
+            return  # made through the cache already, or never cached
+        known = self._recent_entries.get(request.claims)
+        if known is not None:
+            request.entries = known[0]
+            return
+        if len(self._recent_entries) >= 1024:
+            self._recent_entries.clear()
+        self._recent_entries[request.claims] = (request.entries, request.exclusive_count)
+
     def _new_request(
         self,
         canonical: tuple[Claim, ...],
@@ -491,7 +512,9 @@ class LeaseTable:
                 unhold(chain, entry.exclusive, lease_id)
                 if entry.pool_units:
                     chain[-1].units_held -= entry.pool_units
-                prune(chain)
+                # Pruning waits a release: the next request is likely to reuse these nodes.
+                prune_if_attached(self._unpruned)
+                self._unpruned = chain
             self._held_count -= 1
             self._exclusive_claims_held -= request.exclusive_count
             self._shared_claims_held -= len(request.entries) - request.exclusive_count

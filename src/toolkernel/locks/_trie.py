@@ -4,7 +4,9 @@ A node knows the leases held at exactly it (ids, by mode), how many claims are h
 below it, and, once anyone waits at it or below it, four queues of keys (``Node.waits``): its own
 waiting lines, shared and exclusive, and for every node below it with waiters, the first key of
 each mode there. The functions here keep those in step as claims are held, queued and dropped;
-they decide nothing. Nodes exist only while something is held or waited for at or below them.
+they decide nothing. Nodes exist only while something is held or waited for at or below them,
+and for the nodes of the claim released last, kept until the next release (a path released is
+often asked for again, and its directories are shared with the next path).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "move_first",
     "nothing_before",
     "prune",
+    "prune_if_attached",
     "unhold",
 ]
 
@@ -126,6 +129,27 @@ def prune(chain: list[Node]) -> None:
             break
         assert node.name is not None
         parent = chain[depth - 1]
+        del parent.children[node.name]
+        if not parent.children:
+            parent.children = _NO_CHILDREN
+
+
+def prune_if_attached(chain: list[Node]) -> None:
+    """:func:`prune` for a chain kept from an earlier release: stops at a node that is no
+    longer in the trie (pruned since, perhaps replaced by a new node of its name)."""
+    for depth in range(len(chain) - 1, 0, -1):
+        node = chain[depth]
+        if (
+            node.children
+            or node.tree_held_shared
+            or node.tree_held_exclusive
+            or node.waits is not None
+        ):
+            break
+        parent = chain[depth - 1]
+        if parent.children.get(node.name) is not node:  # type: ignore[arg-type]
+            break
+        assert node.name is not None
         del parent.children[node.name]
         if not parent.children:
             parent.children = _NO_CHILDREN
