@@ -295,26 +295,6 @@ def test_the_pure_core_imports_no_event_loop(module: str) -> None:
     assert not {m for m in imported if m.split(".")[0] in ("trio", "anyio", "asyncio")}
 
 
-# Modules still in an import circle through type-only imports, each to be cut at its root
-# (the shared type moved into a module both sides import); the test ignores edges between two
-# modules of one set, and the sets only shrink.
-# The walk of a shell command applies the program rules, and the rules (and the project
-# readers) take the walk: `Walk` wants its own module with what it needs.
-_SHELL_CYCLE_PENDING: frozenset[str] = frozenset(
-    f"toolkernel.tools.shell.{name}"
-    for name in (
-        "_analysis _curl _programs _project _project_databases _project_files _project_git "
-        "_project_mise _project_mix _project_package_json _project_programs "
-        "_project_python_build _project_tools _pytest_rule _sed"
-    ).split()
-)
-_CYCLE_PENDING: tuple[frozenset[str], ...] = (_SHELL_CYCLE_PENDING,)
-
-
-def _pending(a: str, b: str) -> bool:
-    return any(a in pending and b in pending for pending in _CYCLE_PENDING)
-
-
 @pytest.mark.parametrize("type_only", [True, False], ids=["type-only-included", "run-time"])
 def test_no_module_imports_itself_in_a_cycle(type_only: bool) -> None:
     modules: dict[str, set[str]] = {}
@@ -325,14 +305,7 @@ def test_no_module_imports_itself_in_a_cycle(type_only: bool) -> None:
         name = ".".join(["toolkernel", *(parts[:-1] if parts[-1] == "__init__" else parts)])
         modules[name] = _imports(file, type_only=type_only)
     edges = {
-        name: {
-            m
-            for m in imported
-            if m in modules
-            and m != name
-            and not name.startswith(m + ".")
-            and not (type_only and _pending(name, m))
-        }
+        name: {m for m in imported if m in modules and m != name and not name.startswith(m + ".")}
         for name, imported in modules.items()
     }
     # Package __init__ files re-export their children; an edge into a package stands for the

@@ -28,7 +28,7 @@ from ._sed import sed
 from ._words import Word
 
 if TYPE_CHECKING:
-    from ._analysis import Walk
+    from ._walk import Walk
 
 __all__ = ["apply", "apply_rule"]
 

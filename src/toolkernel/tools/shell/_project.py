@@ -43,7 +43,8 @@ from typing import Any, Final
 import attrs
 
 from ._access import Cwds
-from ._analysis import Analysis, Walk, _analyse, walk_command
+from ._analysis import Analysis, _analyse, walk_command
+from ._programs import apply
 from ._project_databases import rails
 from ._project_files import ProjectFiles, parse_toml
 from ._project_git import git_barrier, with_repository
@@ -54,6 +55,7 @@ from ._project_programs import check_workspace_program, python_module
 from ._project_python_build import python_build
 from ._project_tools import tool_barrier
 from ._rules import Rule, ShellRules
+from ._walk import Walk
 from ._words import Word
 
 __all__ = ["Project", "analyse", "analyse_in_project", "project_rules"]
@@ -66,7 +68,7 @@ def analyse_in_project(
 ) -> Analysis:
     """:func:`analyse` with the project in ``root`` read where it decides what runs."""
     project = Project(pathlib.Path(os.path.abspath(root)), environ)
-    walk = Walk(project.rules(rules), project)
+    walk = Walk(project.rules(rules), apply, project)
     analysis = walk_command(walk, command)
     if analysis.barrier is not None:
         return analysis

@@ -24,7 +24,7 @@ from ._rules import Rule
 from ._words import Word
 
 if TYPE_CHECKING:
-    from ._analysis import Walk
+    from ._walk import Walk
 
 __all__ = ["SQLITE_SIDES", "database", "mix_databases", "rails"]
 

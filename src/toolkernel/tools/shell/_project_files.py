@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 if TYPE_CHECKING:
-    from ._analysis import Walk
+    from ._walk import Walk
 
 __all__ = ["FILE_LIMIT", "ProjectFiles", "TooLarge", "parse_toml"]
 

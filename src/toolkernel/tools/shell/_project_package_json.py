@@ -21,7 +21,7 @@ from ._rules import Rule
 from ._words import Word
 
 if TYPE_CHECKING:
-    from ._analysis import Walk
+    from ._walk import Walk
 
 __all__ = ["SCRIPT_RUNNERS", "package_script"]
 

@@ -18,7 +18,7 @@ from ._access import Cwds, join, path_text
 from ._words import Word
 
 if TYPE_CHECKING:
-    from ._analysis import Walk
+    from ._walk import Walk
 
 __all__ = ["pytest"]
 

@@ -17,7 +17,7 @@ from ._access import Cwds
 from ._words import Word
 
 if TYPE_CHECKING:
-    from ._analysis import Walk
+    from ._walk import Walk
 
 __all__ = ["SedError", "sed", "sed_files"]
 
