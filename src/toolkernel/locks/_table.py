@@ -82,6 +82,7 @@ from ._requests import ARRIVALS, Entry, Request, blockers, priority_of, queue_ke
 from ._resources import Claim, Mode, Pool, canonical_claims, check_capacity, claim_tuple
 from ._table_values import LeaseInfo, LeaseTableSnapshot, LeaseTableStatistics
 from ._trie import (
+    _NO_CHILDREN,
     BELOW,
     EXCLUSIVE_BELOW,
     EXCLUSIVE_HERE,
@@ -230,9 +231,14 @@ class LeaseTable:
         request = self._make_request(claims, priority, group, owner)
         self._requests[request.id] = request
         self._last_id = request.id
-        held = self._grantable(request)
-        if not held and len(request.entries) == 1:
-            self._share_entries(request)
+        if len(request.entries) == 1:
+            if request.entries[0].pool_units == 0 and self._take_lone(request):
+                return request.id
+            held = self._grantable(request)
+            if not held:
+                self._share_entries(request)
+        else:
+            held = self._grantable(request)
         self._index(request, held=held)
         return request.id
 
@@ -253,11 +259,15 @@ class LeaseTable:
     ) -> Request | None:
         """:meth:`request_nowait`, returning the request itself (for ``LockManager``)."""
         request = self._make_request(claims, priority, group, owner)
-        if not self._grantable(request):
+        if len(request.entries) == 1 and request.entries[0].pool_units == 0:
+            if not self._take_lone(request):
+                return None
+        elif self._grantable(request):
+            self._index(request, held=True)
+        else:
             return None
         self._requests[request.id] = request
         self._last_id = request.id
-        self._index(request, held=True)
         return request
 
     def release(self, lease_id: int, *, owner: object = None) -> tuple[int, ...]:
@@ -541,6 +551,68 @@ class LeaseTable:
             del self._group_waiting[request.group]
 
     # -- granting ----------------------------------------------------------------------------
+
+    def _take_lone(self, request: Request) -> bool:
+        """Grant a request of one claim (not a pool's units) if it is grantable, in one walk
+        down the trie: :meth:`_grantable` and :meth:`_index` together. False if it must wait
+        (the trie is then unchanged)."""
+        entry = request.entries[0]
+        exclusive = entry.exclusive
+        key = request.key
+        node = self._root
+        chain = [node]
+        names = iter(entry.node_key)
+        for name in names:
+            # As in _grantable: a strict ancestor of the claim's node.
+            if node.held_exclusive or (exclusive and node.held_shared):
+                return False
+            waits = node.waits
+            if waits is not None:
+                queue = waits[EXCLUSIVE_HERE]
+                if queue is not None and queue.first < key:
+                    return False
+                queue = waits[SHARED_HERE]
+                if exclusive and queue is not None and queue.first < key:
+                    return False
+            child = node.children.get(name)
+            if child is None:
+                # Nothing is held or waits at or below the claim's node: make the rest.
+                children = node.children
+                if children is _NO_CHILDREN:
+                    children = node.children = {}
+                node = children[name] = Node(name)
+                chain.append(node)
+                for name in names:
+                    node.children = {name: (child := Node(name))}
+                    node = child
+                    chain.append(node)
+                break
+            node = child
+            chain.append(node)
+        else:
+            if node.tree_held_exclusive or (exclusive and node.tree_held_shared):
+                return False
+            waits = node.waits
+            if waits is not None:
+                if not (
+                    nothing_before(waits[EXCLUSIVE_HERE], key)
+                    and nothing_before(waits[EXCLUSIVE_BELOW], key)
+                ):
+                    return False
+                if exclusive and not (
+                    nothing_before(waits[SHARED_HERE], key)
+                    and nothing_before(waits[SHARED_BELOW], key)
+                ):
+                    return False
+        hold(chain, exclusive, request.id)
+        request.held = True
+        request.chains = [chain]
+        self._held_count += 1
+        if exclusive:
+            self._exclusive_claims_held += 1
+        else:
+            self._shared_claims_held += 1
+        return True
 
     def _grantable(self, request: Request) -> bool:
         key = request.key
