@@ -232,9 +232,12 @@ class LeaseTable:
         self._requests[request.id] = request
         self._last_id = request.id
         if len(request.entries) == 1:
-            if request.entries[0].pool_units == 0 and self._take_lone(request):
-                return request.id
-            held = self._grantable(request)
+            if request.entries[0].pool_units == 0:
+                if self._take_lone(request):
+                    return request.id
+                held = False  # _take_lone is _grantable for such a request
+            else:
+                held = self._grantable(request)
             if not held:
                 self._share_entries(request)
         else:
@@ -686,6 +689,13 @@ class LeaseTable:
         """
         self._examined += len(candidates)
         requests = self._requests
+        if len(candidates) == 1:  # the front of one line: a deep queue's every release
+            (key,) = candidates
+            request = requests[key % ARRIVALS]
+            if not self._grantable(request):
+                return ()
+            self._promote([request])
+            return (request.id,)
         granted = [
             requests[key % ARRIVALS]
             for key in sorted(candidates)
