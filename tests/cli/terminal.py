@@ -33,11 +33,6 @@ class Terminal:
             encoding="utf-8",
             dimensions=(rows, cols),
         )
-        # pexpect sleeps 50 ms before every send (for programs that turn echo off after a
-        # prompt); the console reads its terminal whenever it likes, and the tests wait for
-        # words before they type.
-        self.child.delaybeforesend = None
-        self.child.delayafterclose = 0.01
         self.text = ""
         self.position = 0
         self._pending = ""
