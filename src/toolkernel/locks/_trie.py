@@ -118,25 +118,16 @@ def chain_to(root: Node, node_key: tuple[str, ...], create: bool) -> list[Node]:
 def prune(chain: list[Node]) -> None:
     """Drop the empty nodes at the end of ``chain``, bottom-up, so the trie only holds what is
     held or waited for."""
-    for depth in range(len(chain) - 1, 0, -1):
-        node = chain[depth]
-        if (
-            node.children
-            or node.tree_held_shared
-            or node.tree_held_exclusive
-            or node.waits is not None
-        ):
-            break
-        assert node.name is not None
-        parent = chain[depth - 1]
-        del parent.children[node.name]
-        if not parent.children:
-            parent.children = _NO_CHILDREN
+    _prune(chain, False)
 
 
 def prune_if_attached(chain: list[Node]) -> None:
     """:func:`prune` for a chain kept from an earlier release: stops at a node that is no
     longer in the trie (pruned since, perhaps replaced by a new node of its name)."""
+    _prune(chain, True)
+
+
+def _prune(chain: list[Node], check_attached: bool) -> None:
     for depth in range(len(chain) - 1, 0, -1):
         node = chain[depth]
         if (
@@ -146,10 +137,10 @@ def prune_if_attached(chain: list[Node]) -> None:
             or node.waits is not None
         ):
             break
-        parent = chain[depth - 1]
-        if parent.children.get(node.name) is not node:  # type: ignore[arg-type]
-            break
         assert node.name is not None
+        parent = chain[depth - 1]
+        if check_attached and parent.children.get(node.name) is not node:
+            break
         del parent.children[node.name]
         if not parent.children:
             parent.children = _NO_CHILDREN
