@@ -125,6 +125,13 @@ class Runner:
         report(*row)
 
 
+def find_files(start: str, *test: str) -> list[str]:
+    """``find`` listing the files under ``start`` that pass ``test``, pruning what the tools
+    skip (``build``, ``.git``)."""
+    prune = ["(", "-name", "build", "-o", "-name", ".git", ")", "-prune", "-o"]
+    return ["find", start, *prune, "-type", "f", *test, "-print"]
+
+
 def report(label: str, ours: float, theirs: float) -> None:
     ratio = ours / theirs
     verdict = "PASS" if ratio <= TARGET else "MISS"
@@ -217,48 +224,14 @@ async def search_cases(
         "Glob **/*.py             | find -name",
         "Glob",
         {"pattern": "**/*.py"},
-        [
-            "find",
-            ".",
-            "(",
-            "-name",
-            "build",
-            "-o",
-            "-name",
-            ".git",
-            ")",
-            "-prune",
-            "-o",
-            "-type",
-            "f",
-            "-name",
-            "*.py",
-            "-print",
-        ],
+        find_files(".", "-name", "*.py"),
     )
     suffix = "txt" if generated else "py"
     await runner.compare(
         f"Glob {directory}/**/*.{suffix:<13}| find -path",
         "Glob",
         {"pattern": f"{directory}/**/*.{suffix}"},
-        [
-            "find",
-            directory,
-            "(",
-            "-name",
-            "build",
-            "-o",
-            "-name",
-            ".git",
-            ")",
-            "-prune",
-            "-o",
-            "-type",
-            "f",
-            "-path",
-            f"{directory}/*.{suffix}",
-            "-print",
-        ],
+        find_files(directory, "-path", f"{directory}/*.{suffix}"),
     )
 
 
