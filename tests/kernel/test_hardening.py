@@ -16,6 +16,7 @@ import trio
 import trio.testing
 
 import toolkernel as tk
+from toolkernel.kernel import KeyFunction
 from toolkernel.testing import wait_all_tasks_blocked
 
 from .fakes import Recorder, assert_leases_returned, by_id, edit, make_tools, read
@@ -232,16 +233,24 @@ async def test_a_claims_function_failing_after_the_grant_is_an_error_of_that_cal
     asked = 0
     release = anyio.Event()
 
-    def flaky(args: dict[str, Any]) -> list[tk.Claim]:
-        nonlocal asked
-        asked += 1
-        if asked > 1:  # fine at admission, broken when the keys are confirmed after the grant
-            raise OSError("the disk went away")
-        return [tk.writes("a.txt")]
+    class Touchy(tk.Tool):
+        """Its claims are its own (``claims`` overridden), so they are asked for again after
+        the grant: fine at admission, broken then."""
 
-    @tk.tool(claims=flaky)
-    async def touchy(ctx: tk.ToolContext) -> str:
-        return "ran"
+        name = "touchy"
+
+        def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> list[tk.Claim]:
+            nonlocal asked
+            asked += 1
+            if asked > 1:
+                raise OSError("the disk went away")
+            return [tk.writes(key("a.txt"))]
+
+        async def run(self, ctx: tk.ToolContext) -> str:
+            return "ran"
+
+    touchy = Touchy()
+    assert not touchy.claims_follow_keys
 
     @tk.tool(writes=["path"])
     async def hold(ctx: tk.ToolContext, path: str) -> str:

@@ -1,12 +1,15 @@
 """A call whose path changes meaning between admission and grant goes back in line."""
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import anyio
 import trio
 
 import toolkernel as tk
+from toolkernel.kernel import KeyFunction
 
 
 def _holder(name: str) -> tk.Tool:
@@ -99,3 +102,78 @@ async def test_a_path_retargeted_during_a_wait_for_a_slot_is_never_written_unhel
     assert not results[1].ok, results[1]
     assert (tmp_path / "a.txt").read_text() == "a"
     assert (tmp_path / "b.txt").read_text() == "b"
+
+
+async def test_a_claims_function_is_asked_once_and_its_paths_keyed_again_after_a_wait(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A tool declared with claims= has claims that follow its keys alone: after waiting, the
+    # call's paths are keyed again (a retargeted link still sends it back in line), but the
+    # claims function is not asked again.
+    spans.clear()
+    (tmp_path / "a.txt").write_text("a")
+    (tmp_path / "b.txt").write_text("b")
+    os.symlink("a.txt", tmp_path / "link")
+    asked: list[str] = []
+
+    def claims(arguments: dict[str, object]) -> list[tk.Claim]:
+        asked.append(str(arguments["path"]))
+        return [tk.writes(str(arguments["path"]))]
+
+    async def declared(ctx: tk.ToolContext, path: str, seconds: float) -> str:
+        start = anyio.current_time()
+        await anyio.sleep(seconds)
+        spans.append((ctx.call_id, start, anyio.current_time()))
+        return path
+
+    tool = tk.tool(claims=claims, name="Declared")(declared)
+    assert tool.claims_follow_keys
+    async with tk.open_kernel([_holder("Hold"), tool], root=tmp_path) as kernel:
+        handles = kernel.submit_batch(
+            [
+                tk.ToolCall("c1", "Hold", {"path": "a.txt", "seconds": 2}),
+                tk.ToolCall("c2", "Hold", {"path": "b.txt", "seconds": 5}),
+                tk.ToolCall("c3", "Declared", {"path": "link", "seconds": 1}),  # as a.txt
+                tk.ToolCall("c4", "Declared", {"path": "a.txt", "seconds": 1}),  # after c3
+            ]
+        )
+        await anyio.sleep(1)
+        os.unlink(tmp_path / "link")
+        os.symlink("b.txt", tmp_path / "link")  # now `link` means b.txt, held by c2
+        results = [await h.wait_finished() for h in handles]
+    assert [r.status for r in results] == [tk.Status.OK] * 4
+    starts = {call_id: start for call_id, start, _ in spans}
+    assert starts["c3"] == 5  # keyed again: it waited for c2, which holds b.txt
+    assert starts["c4"] == 2  # its key stood: it ran when c1 let a.txt go
+    # Asked at admission for each call, and once more for c3 when its key had changed.
+    assert asked == ["link", "a.txt", "link"]
+
+
+async def test_a_tool_with_claims_of_its_own_is_asked_again_after_a_wait(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A tool overriding claims() may read the project to decide them (as the Bash tool does):
+    # a call of it that waited has its claims computed again before it runs.
+    asked = 0
+
+    class Counted(tk.Tool):
+        name = "Counted"
+
+        def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> list[tk.Claim]:
+            nonlocal asked
+            asked += 1
+            return [tk.writes(key("a.txt"))]
+
+        async def run(self, ctx: tk.ToolContext) -> None:
+            pass
+
+    assert not Counted().claims_follow_keys
+    async with tk.open_kernel([_holder("Hold"), Counted()], root=tmp_path) as kernel:
+        results = await kernel.run(
+            [
+                tk.ToolCall("c1", "Hold", {"path": "a.txt", "seconds": 1}),
+                tk.ToolCall("c2", "Counted", {}),
+            ]
+        )
+    assert [r.status for r in results] == [tk.Status.OK] * 2
+    assert asked == 2

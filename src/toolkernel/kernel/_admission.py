@@ -4,7 +4,9 @@ the ``after=`` edges between the calls of a batch. Pure decisions: nothing here 
 Every way a call can be refused here raises (or returns) an exception from ``_messages``; the
 scheduler turns it into that call's result. The same ``compute_claims`` runs at admission and
 again after the grant (when a call's paths are re-keyed), so a claims function or a workspace
-that fails is handled the same way both times.
+that fails is handled the same way both times. For a tool whose claims follow its keys alone,
+the paths it keyed are noted at admission, and after the grant they are keyed again first
+(``keys_unchanged``): the claims are computed again only if one of them changed.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .._errors import (
     ToolDeclarationError,
     UnknownPoolError,
 )
-from ..locks import EVERYTHING, Claim, Path, Pool, canonical_claims, covers, exclusive
+from ..locks import EVERYTHING, Claim, Path, Pool, canonical_claims, covers, exclusive, path
 from . import _messages as messages
 from ._call import Status, ToolCall
 from ._causes import RootCause
@@ -39,6 +41,7 @@ __all__ = [
     "load_arguments",
     "set_arguments",
     "compute_claims",
+    "keys_unchanged",
     "with_more",
     "check_structure",
     "link_dependencies",
@@ -235,9 +238,10 @@ def set_arguments(
     return why not (the record is left as it was)."""
     tool = record.tool
     assert tool is not None
+    keyed: list[tuple[str, Path]] | None = [] if _follows_keys(tool, key) else None
     try:
         arguments = tool.parse_arguments(load_arguments(tool.name, raw))
-        claims = compute_claims(tool, arguments, key, pools)
+        claims = compute_claims(tool, arguments, key, pools, keyed)
     except (InvalidCallError, InvalidClaimError) as exc:
         return exc
     except KeyboardInterrupt:
@@ -246,7 +250,15 @@ def set_arguments(
         return messages.arguments_failed(tool.name, exc)
     record.claims = claims
     record.arguments = arguments
+    record.keyed = None if keyed is None else _interned_keyed(tuple(keyed))
     return None
+
+
+def _follows_keys(tool: KernelTool, key: Callable[[str], Path]) -> bool:
+    """Whether a call of ``tool`` that waited can be checked by keying its paths again
+    (``keys_unchanged``): its claims follow the keys alone, and there is a workspace to ask
+    (keys from ``path`` alone mean the same forever)."""
+    return key is not path and getattr(tool, "claims_follow_keys", False) is True
 
 
 def compute_claims(
@@ -254,13 +266,17 @@ def compute_claims(
     arguments: Mapping[str, Any],
     key: Callable[[str], Path],
     pools: Mapping[str, int],
+    keyed: list[tuple[str, Path]] | None = None,
 ) -> tuple[Claim, ...]:
-    """The canonical claims of a call: what the tool declares, every path keyed by ``key``.
+    """The canonical claims of a call: what the tool declares, every path keyed by ``key``
+    (each spelling and its key appended to ``keyed``, if given).
 
     A tool that declares nothing is a barrier (exclusive on everything). Raises an
     ``InvalidCallError`` or ``InvalidClaimError`` with the message for the model; whatever else
     the tool's claims function or the workspace raises is wrapped in one.
     """
+    if keyed is not None:
+        key = _noting(key, keyed)
     try:
         declared = tool.claims(arguments, key)
         claims = _BARRIER if declared is None else tuple(declared)
@@ -277,7 +293,32 @@ def compute_claims(
     return _interned(canonical)
 
 
+def _noting(key: Callable[[str], Path], keyed: list[tuple[str, Path]]) -> Callable[[str], Path]:
+    """``key``, noting in ``keyed`` what it was asked and what it answered."""
+
+    def noted(text: str) -> Path:
+        found = key(text)
+        keyed.append((text, found))
+        return found
+
+    return noted
+
+
+def keys_unchanged(keyed: tuple[tuple[str, Path], ...], key: Callable[[str], Path]) -> bool:
+    """Whether every spelling in ``keyed`` still keys to what it did. A workspace that now
+    refuses one (it escapes the root through a retargeted link) counts as a change: computing
+    the claims again then says why."""
+    try:
+        for text, found in keyed:
+            if key(text) != found:
+                return False
+    except Exception:
+        return False
+    return True
+
+
 _RECENT_CLAIMS: dict[tuple[Claim, ...], tuple[Claim, ...]] = {}
+_RECENT_KEYED: dict[tuple[tuple[str, Path], ...], tuple[tuple[str, Path], ...]] = {}
 _RECENT_LIMIT = 4096
 
 
@@ -292,6 +333,21 @@ def _interned(claims: tuple[Claim, ...]) -> tuple[Claim, ...]:
         _RECENT_CLAIMS.clear()  # bounded, and what is hot now comes back at once
     _RECENT_CLAIMS[claims] = claims
     return claims
+
+
+def _interned_keyed(
+    keyed: tuple[tuple[str, Path], ...],
+) -> tuple[tuple[str, Path], ...]:
+    """One object for equal logs of keyed paths made recently, as for claims (``_interned``)."""
+    if not keyed:
+        return ()
+    found = _RECENT_KEYED.get(keyed)
+    if found is not None:
+        return found
+    if len(_RECENT_KEYED) >= _RECENT_LIMIT:
+        _RECENT_KEYED.clear()
+    _RECENT_KEYED[keyed] = keyed
+    return keyed
 
 
 def with_more(

@@ -128,7 +128,13 @@ class Kernel(metaclass=NoPublicConstructor):
             clock=self._loop.clock,
         )
         # With a workspace, a granted call's keys are confirmed before it runs.
-        self._call_task = self._run_task if environment is not None else self._execute
+        self._call_task = (
+            self._run_task
+            if environment is not None
+            else self._run_granted
+            if shared is None
+            else self._execute
+        )
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -551,10 +557,11 @@ class Kernel(metaclass=NoPublicConstructor):
     # -- running ---------------------------------------------------------------------------------
 
     async def _run_task(self, record: CallRecord) -> None:
-        if record.result is None:
+        if record.stage is GRANTED and record.result is None:  # it waited: look at its keys
             self._act(self._scheduler.confirm_keys(record))
         if (record.stage is FRESH or record.stage is GRANTED) and record.result is None:
-            await self._execute(record)  # its keys still mean what they did: run it
+            # Its keys still mean what they did: run it (straight away without a backend).
+            await (self._run_granted if self._shared is None else self._execute)(record)
 
     async def _execute(self, record: CallRecord) -> None:
         """Run a granted call: with shared leases, once the backend granted them too."""

@@ -49,7 +49,14 @@ class KernelTool(Protocol):
 
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         """The claims a call with these (parsed) arguments needs; None means "not declared"
-        (exclusive on everything), an empty sequence means "nothing at all"."""
+        (exclusive on everything), an empty sequence means "nothing at all".
+
+        A call that waited for its leases has its claims computed again before it runs (what
+        its paths name may have changed meanwhile). A tool whose claims depend on nothing but
+        the arguments and what ``key`` answers may say so with a true ``claims_follow_keys``
+        attribute (``Tool`` does, unless a subclass overrides ``claims``): such a call is
+        checked by keying the same spellings again instead. Without the attribute, ``claims``
+        is asked again: a tool that reads the project to decide (the Bash tool) needs that."""
         ...
 
     async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Any:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import attrs
 
 from .._errors import IllegalTransitionError
-from ..locks import Claim, LeaseTable
+from ..locks import Claim, LeaseTable, Path
 from ._call import CallState, ToolCall, ToolResult
 from ._causes import CancelReason, RootCause
 from ._events import CallEvent
@@ -162,6 +162,9 @@ class CallRecord:
     tool: KernelTool | None = None
     arguments: Mapping[str, Any] = NO_ARGUMENTS
     claims: tuple[Claim, ...] | None = None
+    # The paths its claims keyed, as spelled and as keyed, when its tool's claims follow the
+    # keys alone (``KernelTool.claims``): after a wait they are keyed again, not recomputed.
+    keyed: tuple[tuple[str, Path], ...] | None = None
     # Its leases, held or waiting, in the order requested. Nearly every call has exactly one,
     # kept in two plain fields so that it costs no container; a nested call may have a second.
     lease_group: LeaseGroup | None = None

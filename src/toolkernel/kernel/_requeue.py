@@ -10,7 +10,7 @@ from typing import Protocol
 from .._errors import InvalidCallError, InvalidClaimError
 from ..locks import Claim, Path
 from . import _messages as messages
-from ._admission import compute_claims, with_more
+from ._admission import compute_claims, keys_unchanged, with_more
 from ._call import ERROR, Status
 from ._leasing import Leasing
 from ._record import FRESH, QUEUED, CallRecord, Stage
@@ -51,8 +51,10 @@ class Requeuing:
         self._host = host
 
     def confirm_keys(self, record: CallRecord) -> bool:
-        """Recompute a granted call's claims; if a path now names something else (a symlink or
-        a rename changed it since admission), send the call back to the queue keeping its place.
+        """Recompute a granted call's claims (or, when they follow its keys alone, key the
+        paths it spelled again: ``KernelTool.claims``); if a path now names something else (a
+        symlink or a rename changed it since admission), send the call back to the queue keeping
+        its place.
 
         Returns True if the call may run now with what it holds. A claims function or a
         workspace that fails now fails the call, as it would have at admission. A call granted
@@ -63,14 +65,19 @@ class Requeuing:
         if record.stage is FRESH or record.cancel_reason is not None or record.tool is None:
             return True  # keyed a moment ago, or it will not run anyway
         host = self._host
+        if record.keyed is not None and keys_unchanged(record.keyed, host.key):
+            return True  # its claims follow its keys alone, and those stand
         pools = host.leasing.pools
+        keyed: list[tuple[str, Path]] | None = None if record.keyed is None else []
         try:
-            fresh = compute_claims(record.tool, record.arguments, host.key, pools)
+            fresh = compute_claims(record.tool, record.arguments, host.key, pools, keyed)
             if record.more_claims:
                 fresh = with_more(record.name, fresh, record.more_claims, pools)
         except (InvalidCallError, InvalidClaimError) as exc:
             host.fail(record, ERROR, exc)
             return False
+        if keyed is not None:
+            record.keyed = tuple(keyed)
         if fresh == record.claims:
             return True
         return self._back_in_line(record, fresh, messages.paths_kept_changing)

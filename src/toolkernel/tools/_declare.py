@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import Any, Never, TypeVar, overload
+from typing import Any, ClassVar, Never, TypeVar, overload
 
 import anyio
 import anyio.lowlevel
@@ -137,6 +137,16 @@ class Tool:
     wait_timeout: float | None = None
     run_timeout: float | None = None
     thread: bool = False
+    claims_follow_keys: ClassVar[bool] = True
+    """True unless a subclass overrides :meth:`claims` (``__init_subclass__`` sees to it): the
+    claims come from ``reads``, ``writes``, ``reads_workspace`` and :meth:`declare` (a function
+    of the arguments), their paths through ``key`` alone, so a call that waited is checked by
+    keying them again (``toolkernel.kernel.KernelTool.claims``)."""
+
+    def __init_subclass__(cls, **options: Any) -> None:
+        super().__init_subclass__(**options)
+        if "claims_follow_keys" not in cls.__dict__:
+            cls.claims_follow_keys = cls.claims is Tool.claims
 
     def __init__(
         self,
