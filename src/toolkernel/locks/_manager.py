@@ -55,8 +55,6 @@ class Lease:
 
         Raises :class:`LeaseReleaseError` if already released.
         """
-        if self._released:
-            raise LeaseReleaseError(f"can't release lease {self.id}: it was already released")
         self._manager._release(self)
 
 
@@ -162,7 +160,7 @@ class LockManager:
             raise ForeignLeaseError(
                 f"can't release lease {lease.id}: it belongs to another manager"
             )
-        lease.release()
+        self._release(lease)
 
     def set_capacity(self, pool_name: str, capacity: int) -> None:
         """Change a pool's capacity, waking whoever that lets in."""
@@ -192,6 +190,8 @@ class LockManager:
         self._thread = thread
 
     def _release(self, lease: Lease) -> None:
+        if lease._released:
+            raise LeaseReleaseError(f"can't release lease {lease.id}: it was already released")
         if threading.get_ident() != self._thread:
             self._check_thread()
         granted = self._table.release(lease.id, owner=self)

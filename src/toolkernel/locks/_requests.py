@@ -6,7 +6,7 @@ The queue key orders requests (priority first, then arrival); ``blockers`` answe
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import NamedTuple
 
 import attrs
@@ -67,7 +67,7 @@ class Request:
     group: Hashable
     owner: object
     held: bool = False
-    chains: list[list[Node]] | None = None
+    chains: Sequence[list[Node]] | None = None
     """While held: the trie nodes from the root to each entry's node (held nodes are never
     pruned, so release reuses them rather than walking the trie again)."""
 
@@ -106,7 +106,8 @@ def blockers(
                     break
                 found.add(ahead % ARRIVALS)
         if latest is None:
-            found.update(step.held_exclusive)
+            if step.exclusive_holder is not None:
+                found.add(step.exclusive_holder)
             if exclusive or (units and step is node):
                 found.update(step.held_shared)
     # Below the claim's node: on each node with a conflicting request ahead, the nearest.

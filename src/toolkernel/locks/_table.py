@@ -83,6 +83,7 @@ from ._resources import Claim, Mode, Pool, canonical_claims, check_capacity, cla
 from ._table_values import LeaseInfo, LeaseTableSnapshot, LeaseTableStatistics
 from ._trie import (
     _NO_CHILDREN,
+    _NO_IDS,
     BELOW,
     EXCLUSIVE_BELOW,
     EXCLUSIVE_HERE,
@@ -99,7 +100,6 @@ from ._trie import (
     move_first,
     nothing_before,
     prune,
-    prune_if_attached,
     unhold,
 )
 
@@ -281,7 +281,9 @@ class LeaseTable:
         second release), :class:`ForeignLeaseError` if ``owner`` is not the requester's owner;
         either way nothing changes.
         """
-        request = self._get(lease_id, "release")
+        request = self._requests.get(lease_id)
+        if request is None:
+            raise self._unknown(lease_id, "release")
         if request.owner is not owner:
             raise ForeignLeaseError(
                 f"can't release lease {lease_id}: it belongs to {request.owner!r}, not {owner!r}"
@@ -356,8 +358,12 @@ class LeaseTable:
     def _get(self, lease_id: int, verb: str) -> Request:
         request = self._requests.get(lease_id)
         if request is None:
-            raise LeaseReleaseError(f"can't {verb} lease {lease_id}: it is not held or waiting")
+            raise self._unknown(lease_id, verb)
         return request
+
+    @staticmethod
+    def _unknown(lease_id: int, verb: str) -> LeaseReleaseError:
+        return LeaseReleaseError(f"can't {verb} lease {lease_id}: it is not held or waiting")
 
     def _make_request(
         self, claims: Iterable[Claim], priority: int, group: Hashable, owner: object
@@ -367,7 +373,9 @@ class LeaseTable:
                 check_priority(priority)
             except ValueError as error:
                 raise InvalidClaimError(str(error)) from None
-        given = claim_tuple(claims)
+        # A list or tuple (the usual argument) can't be a lone claim or a string: no check.
+        kind = type(claims)
+        given = tuple(claims) if kind is list or kind is tuple else claim_tuple(claims)
         canonical: tuple[Claim, ...]
         if len(given) == 1 and isinstance(given[0], Claim):
             # A lone claim is already canonical; skip the merge. Unless it is a pool's, its
@@ -376,14 +384,12 @@ class LeaseTable:
             resource = claim.resource
             if not isinstance(resource, Pool):
                 exclusive = claim.mode is _EXCLUSIVE
-                return self._new_request(
-                    given,
-                    (Entry(claim, resource.node, exclusive, 0),),
-                    int(exclusive),
-                    priority,
-                    group,
-                    owner,
-                )
+                # tuple.__new__ skips the NamedTuple constructor's Python frame.
+                lone = (tuple.__new__(Entry, (claim, resource.node, exclusive, 0)),)
+                if priority or group is not None:
+                    return self._new_request(given, lone, int(exclusive), priority, group, owner)
+                lease_id = self._last_id + 1  # at priority 0 the key is the id
+                return Request(lease_id, given, lone, int(exclusive), lease_id, 0, None, owner)
             canonical = given
         else:
             canonical = canonical_claims(given)
@@ -522,11 +528,23 @@ class LeaseTable:
             request.chains = None
             lease_id = request.id
             for entry, chain in zip(request.entries, chains, strict=True):
-                unhold(chain, entry.exclusive, lease_id)
+                # unhold(), written out: this is every release.
+                node = chain[-1]
+                if entry.exclusive:
+                    node.exclusive_holder = None
+                    for step in chain:
+                        step.tree_held_exclusive -= 1
+                else:
+                    held = node.held_shared
+                    del held[lease_id]
+                    if not held:
+                        node.held_shared = _NO_IDS
+                    for step in chain:
+                        step.tree_held_shared -= 1
                 if entry.pool_units:
-                    chain[-1].units_held -= entry.pool_units
+                    node.units_held -= entry.pool_units
                 # Pruning waits a release: the next request is likely to reuse these nodes.
-                prune_if_attached(self._unpruned)
+                prune(self._unpruned, True)
                 self._unpruned = chain
             self._held_count -= 1
             self._exclusive_claims_held -= request.exclusive_count
@@ -567,7 +585,7 @@ class LeaseTable:
         names = iter(entry.node_key)
         for name in names:
             # As in _grantable: a strict ancestor of the claim's node.
-            if node.held_exclusive or (exclusive and node.held_shared):
+            if node.exclusive_holder is not None or (exclusive and node.held_shared):
                 return False
             waits = node.waits
             if waits is not None:
@@ -607,14 +625,25 @@ class LeaseTable:
                     and nothing_before(waits[SHARED_BELOW], key)
                 ):
                     return False
-        hold(chain, exclusive, request.id)
-        request.held = True
-        request.chains = [chain]
-        self._held_count += 1
+        # hold(), written out: this is every uncontended grant.
+        lease_id = request.id
         if exclusive:
+            node.exclusive_holder = lease_id
+            for step in chain:
+                step.tree_held_exclusive += 1
             self._exclusive_claims_held += 1
         else:
+            held = node.held_shared
+            if held is _NO_IDS:
+                node.held_shared = {lease_id: None}
+            else:
+                held[lease_id] = None
+            for step in chain:
+                step.tree_held_shared += 1
             self._shared_claims_held += 1
+        request.held = True
+        request.chains = (chain,)
+        self._held_count += 1
         return True
 
     def _grantable(self, request: Request) -> bool:
@@ -625,7 +654,7 @@ class LeaseTable:
             # walk runs off the trie, nothing is held or waiting at or below the node.
             node = self._root
             for name in entry.node_key:
-                if node.held_exclusive or (exclusive and node.held_shared):
+                if node.exclusive_holder is not None or (exclusive and node.held_shared):
                     return False
                 waits = node.waits
                 if waits is not None:
@@ -790,7 +819,7 @@ class LeaseTable:
                     found,
                 )
                 earliest, earliest_exclusive = earliest_here(waits, earliest, earliest_exclusive)
-            if node.held_exclusive:
+            if node.exclusive_holder is not None:
                 return  # everything below stays held off
             shared_held = shared_held or bool(node.held_shared)
             if after is not None:
@@ -843,7 +872,7 @@ class LeaseTable:
         earliest_exclusive: Key | None = None
         node = self._root
         for name in node_key:
-            if node.held_exclusive:
+            if node.exclusive_holder is not None:
                 return
             shared_held = shared_held or bool(node.held_shared)
             if node.waits is not None:

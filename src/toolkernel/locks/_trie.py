@@ -32,7 +32,6 @@ __all__ = [
     "move_first",
     "nothing_before",
     "prune",
-    "prune_if_attached",
     "unhold",
 ]
 
@@ -54,7 +53,7 @@ class Node:
 
     __slots__ = (
         "children",
-        "held_exclusive",
+        "exclusive_holder",
         "held_shared",
         "name",
         "tree_held_exclusive",
@@ -70,9 +69,10 @@ class Node:
         # shared again once empty: most nodes are leaves that hold in one mode, and an empty dict
         # costs 64 bytes.
         self.children: dict[str, Node] = _NO_CHILDREN
-        # Ids of granted leases holding a claim at exactly this node.
+        # Ids of granted leases holding a shared claim at exactly this node, and the id of the
+        # one holding an exclusive claim there (safety allows one at most, so no dict for it).
         self.held_shared: dict[int, None] = _NO_IDS
-        self.held_exclusive: dict[int, None] = _NO_IDS
+        self.exclusive_holder: int | None = None
         # Counts of held claims at this node and anywhere below it.
         self.tree_held_shared = 0
         self.tree_held_exclusive = 0
@@ -90,7 +90,8 @@ class Node:
         stack = [self]
         while stack:
             node = stack.pop()
-            yield from node.held_exclusive
+            if node.exclusive_holder is not None:
+                yield node.exclusive_holder
             if not exclusive_only:
                 yield from node.held_shared
             for child in node.children.values():
@@ -115,20 +116,16 @@ def chain_to(root: Node, node_key: tuple[str, ...], create: bool) -> list[Node]:
     return chain
 
 
-def prune(chain: list[Node]) -> None:
+def prune(chain: list[Node], kept: bool = False) -> None:
     """Drop the empty nodes at the end of ``chain``, bottom-up, so the trie only holds what is
-    held or waited for."""
-    _prune(chain, False)
+    held or waited for.
 
-
-def prune_if_attached(chain: list[Node]) -> None:
-    """:func:`prune` for a chain kept from an earlier release: stops at a node that is no
-    longer in the trie (pruned since, perhaps replaced by a new node of its name)."""
-    _prune(chain, True)
-
-
-def _prune(chain: list[Node], check_attached: bool) -> None:
-    for depth in range(len(chain) - 1, 0, -1):
+    A ``kept`` chain (one kept from an earlier release) may have lost nodes since: the walk
+    stops at a node no longer in the trie (pruned since, perhaps replaced by a new node of its
+    name).
+    """
+    depth = len(chain) - 1
+    while depth:
         node = chain[depth]
         if (
             node.children
@@ -137,13 +134,17 @@ def _prune(chain: list[Node], check_attached: bool) -> None:
             or node.waits is not None
         ):
             break
-        assert node.name is not None
         parent = chain[depth - 1]
-        if check_attached and parent.children.get(node.name) is not node:
+        children = parent.children
+        name = node.name
+        assert name is not None
+        if kept and children.get(name) is not node:
             break
-        del parent.children[node.name]
-        if not parent.children:
-            parent.children = _NO_CHILDREN
+        del children[name]
+        if children:
+            break  # the parent keeps other children, so it stays
+        parent.children = _NO_CHILDREN
+        depth -= 1
 
 
 def earlier(a: Key | None, b: Key | None) -> Key | None:
@@ -179,9 +180,7 @@ def hold(chain: list[Node], exclusive: bool, lease_id: int) -> None:
     """Record a granted claim at the node ``chain`` ends at, and count it on the way there."""
     node = chain[-1]
     if exclusive:
-        if node.held_exclusive is _NO_IDS:
-            node.held_exclusive = {}
-        node.held_exclusive[lease_id] = None
+        node.exclusive_holder = lease_id
         for step in chain:
             step.tree_held_exclusive += 1
     else:
@@ -196,9 +195,7 @@ def unhold(chain: list[Node], exclusive: bool, lease_id: int) -> None:
     """The undo of :func:`hold`."""
     node = chain[-1]
     if exclusive:
-        del node.held_exclusive[lease_id]
-        if not node.held_exclusive:
-            node.held_exclusive = _NO_IDS
+        node.exclusive_holder = None
         for step in chain:
             step.tree_held_exclusive -= 1
     else:
