@@ -67,9 +67,9 @@ class Request:
     group: Hashable
     owner: object
     held: bool = False
-    chains: Sequence[list[Node]] | None = None
-    """While held: the trie nodes from the root to each entry's node (held nodes are never
-    pruned, so release reuses them rather than walking the trie again)."""
+    chains: Sequence[tuple[Entry, list[Node]]] | None = None
+    """While held: each entry with the trie nodes from the root to its node (held nodes are
+    never pruned, so release reuses them rather than walking the trie again)."""
 
 
 def blockers(

@@ -494,12 +494,13 @@ class LeaseTable:
 
     def _index(self, request: Request, *, held: bool) -> None:
         request.held = held
-        chains: list[list[Node]] | None = [] if held else None
-        for _, node_key, exclusive, pool_units in request.entries:
+        chains: list[tuple[Entry, list[Node]]] | None = [] if held else None
+        for entry in request.entries:
+            _, node_key, exclusive, pool_units = entry
             chain = chain_to(self._root, node_key, create=True)
             node = chain[-1]
             if chains is not None:
-                chains.append(chain)
+                chains.append((entry, chain))
                 hold(chain, exclusive, request.id)
                 node.units_held += pool_units
             else:
@@ -527,13 +528,14 @@ class LeaseTable:
         if chains is not None:
             request.chains = None
             lease_id = request.id
-            for entry, chain in zip(request.entries, chains, strict=True):
+            for entry, chain in chains:
                 # unhold(), written out: this is every release.
                 node = chain[-1]
                 if entry.exclusive:
                     node.exclusive_holder = None
                     for step in chain:
                         step.tree_held_exclusive -= 1
+                    self._exclusive_claims_held -= 1
                 else:
                     held = node.held_shared
                     del held[lease_id]
@@ -541,14 +543,13 @@ class LeaseTable:
                         node.held_shared = _NO_IDS
                     for step in chain:
                         step.tree_held_shared -= 1
-                if entry.pool_units:
-                    node.units_held -= entry.pool_units
+                    self._shared_claims_held -= 1
+                    if entry.pool_units:
+                        node.units_held -= entry.pool_units
                 # Pruning waits a release: the next request is likely to reuse these nodes.
                 prune(self._unpruned, True)
                 self._unpruned = chain
             self._held_count -= 1
-            self._exclusive_claims_held -= request.exclusive_count
-            self._shared_claims_held -= len(request.entries) - request.exclusive_count
             return
         for _, node_key, exclusive, pool_units in request.entries:
             chain = chain_to(self._root, node_key, create=False)
@@ -582,17 +583,18 @@ class LeaseTable:
         key = request.key
         node = self._root
         chain = [node]
+        append = chain.append  # (the bound method once, not at every level)
         names = iter(entry.node_key)
         for name in names:
             # As in _grantable: a strict ancestor of the claim's node.
             if node.exclusive_holder is not None or (exclusive and node.held_shared):
                 return False
-            waits = node.waits
-            if waits is not None:
-                queue = waits[EXCLUSIVE_HERE]
+            if node.waits is not None:
+                queues = node.waits
+                queue = queues[EXCLUSIVE_HERE]
                 if queue is not None and queue.first < key:
                     return False
-                queue = waits[SHARED_HERE]
+                queue = queues[SHARED_HERE]
                 if exclusive and queue is not None and queue.first < key:
                     return False
             child = node.children.get(name)
@@ -602,14 +604,14 @@ class LeaseTable:
                 if children is _NO_CHILDREN:
                     children = node.children = {}
                 node = children[name] = Node(name)
-                chain.append(node)
+                append(node)
                 for name in names:
                     node.children = {name: (child := Node(name))}
                     node = child
-                    chain.append(node)
+                    append(node)
                 break
             node = child
-            chain.append(node)
+            append(node)
         else:
             if node.tree_held_exclusive or (exclusive and node.tree_held_shared):
                 return False
@@ -642,7 +644,7 @@ class LeaseTable:
                 step.tree_held_shared += 1
             self._shared_claims_held += 1
         request.held = True
-        request.chains = (chain,)
+        request.chains = ((entry, chain),)
         self._held_count += 1
         return True
 
@@ -741,10 +743,11 @@ class LeaseTable:
         lines: dict[tuple[int, bool], tuple[list[Node], bool, Key]] = {}
         for request in requests:
             key, lease_id = request.key, request.id
-            chains: list[list[Node]] = []
-            for _, node_key, exclusive, pool_units in request.entries:
+            chains: list[tuple[Entry, list[Node]]] = []
+            for entry in request.entries:
+                _, node_key, exclusive, pool_units = entry
                 chain = chain_to(self._root, node_key, create=False)
-                chains.append(chain)
+                chains.append((entry, chain))
                 node = chain[-1]
                 waits = node.waits
                 assert waits is not None
