@@ -129,6 +129,9 @@ class LeaseTable:
         self._root = Node(None)
         # The chain of the claim released last, pruned at the next release of a held claim.
         self._unpruned: list[Node] = [self._root]
+        # The lowest node pruned from that chain, reused for the next node made: requests on
+        # distinct files of one directory then make no node at all.
+        self._spare: Node | None = None
         self._requests: dict[int, Request] = {}
         self._capacity: dict[str, int] = {}
         self._last_id = 0
@@ -547,7 +550,7 @@ class LeaseTable:
                     if entry.pool_units:
                         node.units_held -= entry.pool_units
                 # Pruning waits a release: the next request is likely to reuse these nodes.
-                prune(self._unpruned, True)
+                self._spare = prune(self._unpruned, True) or self._spare
                 self._unpruned = chain
             self._held_count -= 1
             return
@@ -603,7 +606,14 @@ class LeaseTable:
                 children = node.children
                 if children is _NO_CHILDREN:
                     children = node.children = {}
-                node = children[name] = Node(name)
+                spare = self._spare
+                if spare is None:
+                    node = Node(name)
+                else:
+                    self._spare = None
+                    spare.name = name
+                    node = spare
+                children[name] = node
                 append(node)
                 for name in names:
                     node.children = {name: (child := Node(name))}

@@ -116,14 +116,16 @@ def chain_to(root: Node, node_key: tuple[str, ...], create: bool) -> list[Node]:
     return chain
 
 
-def prune(chain: list[Node], kept: bool = False) -> None:
+def prune(chain: list[Node], kept: bool = False) -> Node | None:
     """Drop the empty nodes at the end of ``chain``, bottom-up, so the trie only holds what is
-    held or waited for.
+    held or waited for. Return the lowest node dropped, if any (it is as ``Node`` makes one,
+    but for its name).
 
     A ``kept`` chain (one kept from an earlier release) may have lost nodes since: the walk
     stops at a node no longer in the trie (pruned since, perhaps replaced by a new node of its
     name).
     """
+    dropped = None
     depth = len(chain) - 1
     while depth:
         node = chain[depth]
@@ -141,10 +143,13 @@ def prune(chain: list[Node], kept: bool = False) -> None:
         if kept and children.get(name) is not node:
             break
         del children[name]
+        if dropped is None:
+            dropped = node
         if children:
             break  # the parent keeps other children, so it stays
         parent.children = _NO_CHILDREN
         depth -= 1
+    return dropped
 
 
 def earlier(a: Key | None, b: Key | None) -> Key | None:
