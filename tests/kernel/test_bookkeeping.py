@@ -154,3 +154,39 @@ async def test_a_big_batch_is_admitted_with_the_collector_paused_and_restored(
     assert set(seen[:1_501]) == {False}  # every call was admitted with it paused
     assert gc.isenabled()  # and it is running again, though one call's claims raised
     assert sum(r.ok for r in results) == 1_500 and not results[-1].ok
+
+
+@tk.tool(claims=lambda a: [tk.writes(f"{a['stem']}{i}") for i in range(a["count"])])
+async def many(ctx: tk.ToolContext, stem: str, count: int) -> None:
+    """Hold ``count`` files."""
+
+
+async def test_calls_on_one_file_share_claims_but_long_claim_sets_are_not_kept(
+    tmp_path, autojump_clock
+) -> None:
+    from toolkernel.kernel import _admission
+
+    release = anyio.Event()
+
+    @tk.tool(writes=["path"])
+    async def hold(ctx: tk.ToolContext, path: str) -> None:
+        await release.wait()
+
+    async with tk.open_kernel(tools=[hold, many], root=tmp_path) as kernel:
+        holder = kernel.submit(tk.ToolCall("h", "hold", {"path": "f0"}))
+        waiting = kernel.submit_batch(
+            [tk.ToolCall(f"w{i}", "many", {"stem": "f", "count": 1}) for i in range(3)]
+        )
+        # Queued on one file: one claims object, one log of what was keyed, for all of them.
+        snapshot = kernel.snapshot()
+        assert len({id(q.claims) for q in snapshot.queued}) == 1
+        long_stem = "x" * 200
+        (long,) = await kernel.run([tk.ToolCall("long", "many", {"stem": long_stem, "count": 50})])
+        release.set()
+        await holder.wait_finished()
+        for handle in waiting:
+            assert (await handle.wait_finished()).ok
+    assert long.ok
+    kept = [*_admission._RECENT_CLAIMS, *_admission._RECENT_KEYED]
+    assert all(len(items) <= _admission._INTERNED_LONGEST for items in kept)
+    assert not any(long_stem in str(items) for items in kept)

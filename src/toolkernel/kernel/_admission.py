@@ -17,7 +17,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from .._errors import (
     CapacityError,
@@ -250,7 +250,7 @@ def set_arguments(
         return messages.arguments_failed(tool.name, exc)
     record.claims = claims
     record.arguments = arguments
-    record.keyed = None if keyed is None else _interned_keyed(tuple(keyed))
+    record.keyed = None if keyed is None else _interned(tuple(keyed), _RECENT_KEYED)
     return None
 
 
@@ -290,7 +290,7 @@ def compute_claims(
     for claim in canonical:
         if isinstance(claim.resource, Pool):
             _check_pool(tool.name, claim, pools)
-    return _interned(canonical)
+    return _interned(canonical, _RECENT_CLAIMS)
 
 
 def _noting(key: Callable[[str], Path], keyed: list[tuple[str, Path]]) -> Callable[[str], Path]:
@@ -320,34 +320,28 @@ def keys_unchanged(keyed: tuple[tuple[str, Path], ...], key: Callable[[str], Pat
 _RECENT_CLAIMS: dict[tuple[Claim, ...], tuple[Claim, ...]] = {}
 _RECENT_KEYED: dict[tuple[tuple[str, Path], ...], tuple[tuple[str, Path], ...]] = {}
 _RECENT_LIMIT = 4096
+_INTERNED_LONGEST = 8
+"""Longer sets are not interned: a batch of calls naming thousands of long paths each would
+otherwise stay alive, 4,096 of them, long after the calls finished."""
+
+_Item = TypeVar("_Item")
 
 
-def _interned(claims: tuple[Claim, ...]) -> tuple[Claim, ...]:
-    """One object for equal claim sets made recently: calls queued on one file (the deep
-    queues a hot file makes) then share their claims, keys and paths instead of holding a copy
-    each, about a quarter of what a queued call keeps alive."""
-    found = _RECENT_CLAIMS.get(claims)
+def _interned(
+    items: tuple[_Item, ...], recent: dict[tuple[_Item, ...], tuple[_Item, ...]]
+) -> tuple[_Item, ...]:
+    """One object for equal claim sets (or logs of keyed paths) made recently: calls queued on
+    one file (the deep queues a hot file makes) then share their claims, keys and paths instead
+    of holding a copy each, about a quarter of what a queued call keeps alive."""
+    if len(items) > _INTERNED_LONGEST:
+        return items
+    found = recent.get(items)
     if found is not None:
         return found
-    if len(_RECENT_CLAIMS) >= _RECENT_LIMIT:
-        _RECENT_CLAIMS.clear()  # bounded, and what is hot now comes back at once
-    _RECENT_CLAIMS[claims] = claims
-    return claims
-
-
-def _interned_keyed(
-    keyed: tuple[tuple[str, Path], ...],
-) -> tuple[tuple[str, Path], ...]:
-    """One object for equal logs of keyed paths made recently, as for claims (``_interned``)."""
-    if not keyed:
-        return ()
-    found = _RECENT_KEYED.get(keyed)
-    if found is not None:
-        return found
-    if len(_RECENT_KEYED) >= _RECENT_LIMIT:
-        _RECENT_KEYED.clear()
-    _RECENT_KEYED[keyed] = keyed
-    return keyed
+    if len(recent) >= _RECENT_LIMIT:
+        recent.clear()  # bounded, and what is hot now comes back at once
+    recent[items] = items
+    return items
 
 
 def with_more(
