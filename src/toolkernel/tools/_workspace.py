@@ -412,16 +412,29 @@ def _fast_parts(root_fd: int, text: str) -> tuple[str, ...] | None:
     components = text.split("/")
     if "" in components or "." in components or ".." in components or "\x00" in text:
         return None
-    try:
-        encoded = os.fsencode(text)
-    except UnicodeEncodeError:
-        return None
-    if len(encoded) > MAX_COMPONENT_BYTES:
-        return None  # so no component can be too long, nor the whole
-    # One lstat is cheaper than openat2 through ctypes; from two components on, it isn't.
-    answer = -1 if len(components) == 1 else _beneath.probe_no_links(root_fd, encoded)
-    if answer < 0:
-        answer = _probe_prefixes(root_fd, components)
+    if text.isascii():  # its bytes are its characters: no encoding to pay for
+        if len(text) > MAX_COMPONENT_BYTES:
+            return None
+        encoded = None
+    else:
+        try:
+            encoded = os.fsencode(text)
+        except UnicodeEncodeError:
+            return None
+        if len(encoded) > MAX_COMPONENT_BYTES:
+            return None  # so no component can be too long, nor the whole
+    if len(components) == 1:
+        # One lstat is cheaper than openat2 through ctypes; from two components on, it isn't.
+        try:
+            status = os.lstat(text, dir_fd=root_fd)
+        except OSError as exc:
+            answer = exc.errno or -1
+        else:
+            answer = errno.ELOOP if stat.S_ISLNK(status.st_mode) else 0
+    else:
+        answer = _beneath.probe_no_links(root_fd, encoded or text.encode())
+        if answer < 0:
+            answer = _probe_prefixes(root_fd, components)
     return tuple(components) if answer in _LEXICAL_ERRNOS else None
 
 
