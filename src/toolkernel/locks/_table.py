@@ -108,6 +108,7 @@ __all__ = ["LeaseTable", "LeaseInfo", "LeaseTableStatistics", "LeaseTableSnapsho
 # A module global, read for every claim requested: on Python 3.11 ``Mode.EXCLUSIVE`` goes through
 # the enum metaclass's ``__getattr__`` hook (~0.1 us a time).
 _EXCLUSIVE = Mode.EXCLUSIVE
+_new_object = object.__new__
 
 
 class LeaseTable:
@@ -391,8 +392,18 @@ class LeaseTable:
                 lone = (tuple.__new__(Entry, (claim, resource.node, exclusive, 0)),)
                 if priority or group is not None:
                     return self._new_request(given, lone, int(exclusive), priority, group, owner)
-                lease_id = self._last_id + 1  # at priority 0 the key is the id
-                return Request(lease_id, given, lone, int(exclusive), lease_id, 0, None, owner)
+                # Request(...) without the call to its __init__: every lease is made here.
+                request = _new_object(Request)
+                request.id = request.key = self._last_id + 1  # at priority 0 the key is the id
+                request.claims = given
+                request.entries = lone
+                request.exclusive_count = int(exclusive)
+                request.priority = 0
+                request.group = None
+                request.owner = owner
+                request.held = False
+                request.chains = None
+                return request
             canonical = given
         else:
             canonical = canonical_claims(given)
