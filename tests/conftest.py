@@ -7,6 +7,8 @@ past). ``@pytest.mark.trio_only`` keeps a test off asyncio (it tests trio itself
 """
 
 import os
+import sys
+from pathlib import Path
 
 import anyio
 import pytest
@@ -14,6 +16,14 @@ import trio.testing
 from hypothesis import HealthCheck, settings
 
 from toolkernel.testing import VirtualClockEventLoop
+
+# With PYTHONDONTWRITEBYTECODE set (to keep bytecode out of the tree), each xdist worker would
+# rewrite the asserts of every test module and compile what they import afresh on every run: a
+# third of its 20 s of collection. Keep that bytecode in the virtual environment instead, out of
+# the tree (the first run after a change fills it).
+if sys.dont_write_bytecode and sys.pycache_prefix is None:
+    sys.pycache_prefix = str(Path(sys.prefix) / "pycache")
+    sys.dont_write_bytecode = False
 
 # "ci" bounds the property tests so the whole suite stays well under five minutes on two cores;
 # "dev" is the default for local runs; "thorough" is for hunting (TOOLKERNEL_HYPOTHESIS=thorough).
