@@ -92,11 +92,13 @@ from ._trie import (
     Key,
     Node,
     chain_to,
+    count_held,
     dequeue,
     earlier,
     earliest_here,
     enqueue,
     hold,
+    hold_here,
     move_first,
     nothing_before,
     prune,
@@ -700,13 +702,15 @@ class LeaseTable:
                 if waits is not None:
                     # Exclusive claims waiting there or below conflict with any claim; shared
                     # ones with an exclusive claim.
-                    ahead: tuple[KeyQueue | None, ...] = (
-                        waits[EXCLUSIVE_HERE],
-                        waits[EXCLUSIVE_BELOW],
-                    )
-                    if exclusive:
-                        ahead += (waits[SHARED_HERE], waits[SHARED_BELOW])
-                    if not all(nothing_before(queue, key) for queue in ahead):
+                    if not (
+                        nothing_before(waits[EXCLUSIVE_HERE], key)
+                        and nothing_before(waits[EXCLUSIVE_BELOW], key)
+                    ):
+                        return False
+                    if exclusive and not (
+                        nothing_before(waits[SHARED_HERE], key)
+                        and nothing_before(waits[SHARED_BELOW], key)
+                    ):
                         return False
                 if entry.pool_units and self._units_short(node, entry, key):
                     return False
@@ -760,14 +764,22 @@ class LeaseTable:
     def _promote(self, requests: list[Request]) -> None:
         """Turn waiting requests into held leases (what ``_unindex`` then ``_index`` would)."""
         # The lines taken from, each with the first key it had before: (node id, mode) ->
-        # (chain, mode, first key).
+        # (chain, mode, first key); and the claims granted from each. The claims are counted up
+        # the chain once a line, not once a claim: a hand-off to n readers of one file walks
+        # its chain once rather than n times.
         lines: dict[tuple[int, bool], tuple[list[Node], bool, Key]] = {}
+        granted_from: dict[tuple[int, bool], int] = {}
+        # Requests on one resource share their node key, and the trie doesn't change shape
+        # here, so each chain is walked once.
+        chain_of: dict[tuple[str, ...], list[Node]] = {}
         for request in requests:
             key, lease_id = request.key, request.id
             chains: list[tuple[Entry, list[Node]]] = []
             for entry in request.entries:
                 _, node_key, exclusive, pool_units = entry
-                chain = chain_to(self._root, node_key, create=False)
+                chain = chain_of.get(node_key)
+                if chain is None:
+                    chain = chain_of[node_key] = chain_to(self._root, node_key, create=False)
                 chains.append((entry, chain))
                 node = chain[-1]
                 waits = node.waits
@@ -775,8 +787,11 @@ class LeaseTable:
                 queue = waits[exclusive]
                 assert queue is not None
                 line = (id(node), exclusive)
-                if line not in lines:
+                if line in lines:
+                    granted_from[line] += 1
+                else:
                     lines[line] = (chain, exclusive, queue.first)
+                    granted_from[line] = 1
                 if queue.remove(key):
                     waits[exclusive] = None
                 if pool_units:
@@ -785,7 +800,7 @@ class LeaseTable:
                     if not node.wait_units:
                         node.wait_units = None
                     node.units_held += pool_units
-                hold(chain, exclusive, lease_id)
+                hold_here(node, exclusive, lease_id)
             if request.group is not None and self._group_waiting[request.group].remove(lease_id):
                 del self._group_waiting[request.group]
             request.held = True
@@ -793,7 +808,8 @@ class LeaseTable:
             self._held_count += 1
             self._exclusive_claims_held += request.exclusive_count
             self._shared_claims_held += len(request.entries) - request.exclusive_count
-        for chain, exclusive, old in lines.values():
+        for line, (chain, exclusive, old) in lines.items():
+            count_held(chain, exclusive, granted_from[line])
             # (A line below may have emptied this node's ``waits`` already.)
             waits = chain[-1].waits
             queue = None if waits is None else waits[exclusive]

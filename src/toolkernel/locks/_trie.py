@@ -24,11 +24,13 @@ __all__ = [
     "SHARED_BELOW",
     "SHARED_HERE",
     "chain_to",
+    "count_held",
     "dequeue",
     "earlier",
     "earliest_here",
     "enqueue",
     "hold",
+    "hold_here",
     "move_first",
     "nothing_before",
     "prune",
@@ -183,17 +185,30 @@ def earliest_here(
 
 def hold(chain: list[Node], exclusive: bool, lease_id: int) -> None:
     """Record a granted claim at the node ``chain`` ends at, and count it on the way there."""
-    node = chain[-1]
+    hold_here(chain[-1], exclusive, lease_id)
+    count_held(chain, exclusive, 1)
+
+
+def hold_here(node: Node, exclusive: bool, lease_id: int) -> None:
+    """Record a granted claim at ``node`` without counting it: :func:`hold` less
+    :func:`count_held`, for a caller that counts many claims at once."""
     if exclusive:
         node.exclusive_holder = lease_id
-        for step in chain:
-            step.tree_held_exclusive += 1
     else:
         if node.held_shared is _NO_IDS:
             node.held_shared = {}
         node.held_shared[lease_id] = None
+
+
+def count_held(chain: list[Node], exclusive: bool, claims: int) -> None:
+    """Count ``claims`` more claims held in one mode at the node ``chain`` ends at, on every
+    node of the chain."""
+    if exclusive:
         for step in chain:
-            step.tree_held_shared += 1
+            step.tree_held_exclusive += claims
+    else:
+        for step in chain:
+            step.tree_held_shared += claims
 
 
 def unhold(chain: list[Node], exclusive: bool, lease_id: int) -> None:
