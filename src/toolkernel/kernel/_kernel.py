@@ -47,7 +47,7 @@ from ._constructor import NoPublicConstructor
 from ._context import ToolContext
 from ._events import CallEvent, CallFinished
 from ._handle import CallHandle
-from ._listeners import FileAccessListener, KernelListener, LeaseListener
+from ._listeners import KernelListener
 from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions, check_seconds
 from ._policy import Decision, Permission
@@ -158,25 +158,7 @@ class Kernel(metaclass=NoPublicConstructor):
 
         A listener that raises is removed (and the error logged); it never breaks a call.
         """
-        report = self._scheduler.report
-        listeners, watchers = report.listeners, report.access_listeners
-        listeners.append(listener)
-        watch = listener.file_accessed if isinstance(listener, FileAccessListener) else None
-        if watch is not None:
-            watchers.append(watch)
-        returned = listener.leases_returned if isinstance(listener, LeaseListener) else None
-        if returned is not None:
-            report.release_listeners.append(returned)
-
-        def remove() -> None:
-            if listener in listeners:
-                listeners.remove(listener)
-            if watch in watchers:
-                watchers.remove(watch)
-            if returned in report.release_listeners:
-                report.release_listeners.remove(returned)
-
-        return remove
+        return self._scheduler.add_listener(listener)
 
     def submit(self, call: ToolCall, *, tools: Iterable[KernelTool] | None = None) -> CallHandle:
         """Submit one call (a batch of one); synchronous. Returns its handle."""
@@ -360,7 +342,7 @@ class Kernel(metaclass=NoPublicConstructor):
 
     def lease_statistics(self) -> LeaseTableStatistics:
         """The statistics of the kernel's top-level lease table."""
-        return self._scheduler.leasing.main.table.statistics()
+        return self._scheduler.lease_statistics()
 
     # -- what the scheduler asks for -------------------------------------------------------------
 
@@ -445,8 +427,7 @@ class Kernel(metaclass=NoPublicConstructor):
     def _file_observer(self) -> Callable[..., None] | None:
         """For ``ToolContext.fs``: what to tell of every file a call touches, if anyone
         listens."""
-        report = self._scheduler.report
-        return report.file_accessed if report.access_listeners else None
+        return self._scheduler.file_observer()
 
     def _fence_for(self, record: CallRecord) -> Fence | None:
         """For ``ToolContext.fs``: the fence its writes go through, None without shared leases.
@@ -689,10 +670,8 @@ class Kernel(metaclass=NoPublicConstructor):
             return  # finished while its tool ran on (its parent ended first): no after-hooks
         result = scheduler.make_result(record, status, output, failure)
         if self._after_hooks:
-            if scheduler.report.release_listeners:
-                scheduler.report.leases_returned(record)
-                if record.result is not None:
-                    return  # that listener cancelled it: its after-hooks are not run
+            if scheduler.leases_returned(record) and record.result is not None:
+                return  # a listener told cancelled it: its after-hooks are not run
             try:
                 result = await self._after(record, result, deadline)
             except BaseException:

@@ -17,6 +17,7 @@ from typing import Any
 from . import _waits as waits
 from ._call import CallState, ToolResult
 from ._events import CallBlocked, CallEvent, CallFinished
+from ._listeners import FileAccessListener, KernelListener, LeaseListener
 from ._observe import (
     ContentionTally,
     KernelSnapshot,
@@ -104,6 +105,37 @@ class Reporter:
     def snapshot(self, live: Mapping[int, CallRecord]) -> KernelSnapshot:
         """What runs, what waits for leases (and behind whom), what is pending."""
         return snapshot_of(live)
+
+    def add_listener(self, listener: KernelListener) -> Callable[[], None]:
+        """Tell ``listener`` every event, every file access if it is a ``FileAccessListener``,
+        and every early return of leases if it is a ``LeaseListener``; returns a function that
+        removes it (``Kernel.add_listener``)."""
+        listeners, watchers, returns = (
+            self.listeners,
+            self.access_listeners,
+            self.release_listeners,
+        )
+        listeners.append(listener)
+        watch = listener.file_accessed if isinstance(listener, FileAccessListener) else None
+        if watch is not None:
+            watchers.append(watch)
+        returned = listener.leases_returned if isinstance(listener, LeaseListener) else None
+        if returned is not None:
+            returns.append(returned)
+
+        def remove() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+            if watch in watchers:
+                watchers.remove(watch)
+            if returned in returns:
+                returns.remove(returned)
+
+        return remove
+
+    def file_observer(self) -> Callable[[Any], None] | None:
+        """What to tell of every file a call touches, if anyone listens."""
+        return self.file_accessed if self.access_listeners else None
 
     def leases_returned(self, record: CallRecord) -> None:
         """Tell the listeners that watch it that ``record``'s leases are back while its

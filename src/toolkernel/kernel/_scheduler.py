@@ -52,7 +52,7 @@ from typing import Any, cast
 import attrs
 
 from .._errors import KernelClosedError
-from ..locks import Claim, Path
+from ..locks import Claim, LeaseTableStatistics, Path
 from . import _messages as messages
 from . import _waits as waits
 from ._actions import INTERRUPT, NO_ACTIONS, PREPHASE, START, TIMER, WAKE, Action
@@ -69,6 +69,7 @@ from ._call import CANCELLED, ERROR, OK, CallState, Status, ToolCall, ToolResult
 from ._causes import ASKED, OUT_OF_TIME, CancelReason, Why
 from ._events import CallEvent, CallProgress, CallQueued, CallStarted
 from ._leasing import Leasing
+from ._listeners import KernelListener
 from ._nested import NestedCalls
 from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions
@@ -723,6 +724,26 @@ class Scheduler:
         if self.report.listeners or record.sinks:
             event = CallProgress(record.call.id, record.name, self.now(), message, data)
             self.report.emit(record, event)
+
+    def add_listener(self, listener: KernelListener) -> Callable[[], None]:
+        """Tell ``listener`` what happens (``Reporter.add_listener``); returns its remover."""
+        return self.report.add_listener(listener)
+
+    def file_observer(self) -> Callable[[Any], None] | None:
+        """What ``ctx.fs`` tells of every file a call touches, if anyone listens."""
+        return self.report.file_observer()
+
+    def leases_returned(self, record: CallRecord) -> bool:
+        """``record``'s leases are back before its after-hooks run: tell the listeners that
+        watch for it. True if there were any (one may have cancelled the call)."""
+        if not self.report.release_listeners:
+            return False
+        self.report.leases_returned(record)
+        return True
+
+    def lease_statistics(self) -> LeaseTableStatistics:
+        """The statistics of the top-level lease table."""
+        return self.leasing.main.table.statistics()
 
     def snapshot(self) -> KernelSnapshot:
         """What runs, what waits for leases (and behind whom), what is pending."""
