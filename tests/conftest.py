@@ -19,11 +19,14 @@ from toolkernel.testing import VirtualClockEventLoop
 
 # With PYTHONDONTWRITEBYTECODE set (to keep bytecode out of the tree), each xdist worker would
 # rewrite the asserts of every test module and compile what they import afresh on every run: a
-# third of its 20 s of collection. Keep that bytecode in the virtual environment instead, out of
-# the tree (the first run after a change fills it).
+# third of its 20 s of collection. And each of the hundreds of Python processes the tests start
+# would compile the package again: a fifth of its import time. Keep that bytecode in the
+# virtual environment instead, out of the tree (the first run after a change fills it).
 if sys.dont_write_bytecode and sys.pycache_prefix is None:
     sys.pycache_prefix = str(Path(sys.prefix) / "pycache")
     sys.dont_write_bytecode = False
+    os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # "ci" bounds the property tests so the whole suite stays well under five minutes on two cores;
 # "dev" is the default for local runs; "thorough" is for hunting (TOOLKERNEL_HYPOTHESIS=thorough).
