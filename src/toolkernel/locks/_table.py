@@ -113,6 +113,25 @@ _EXCLUSIVE = Mode.EXCLUSIVE
 _new_object = object.__new__
 
 
+def _clear_at(node: Node, exclusive: bool, key: Key) -> bool:
+    """Whether a claim (exclusive or not) of the request ``key`` may be held at ``node``, its own
+    node, as far as the node and what is below it say: nothing held there or below conflicts
+    with it, and nothing waits there or below ahead of it that it conflicts with (exclusive
+    claims waiting conflict with any claim; shared ones with an exclusive claim)."""
+    if node.tree_held_exclusive or (exclusive and node.tree_held_shared):
+        return False
+    waits = node.waits
+    if waits is None:
+        return True
+    if not (
+        nothing_before(waits[EXCLUSIVE_HERE], key) and nothing_before(waits[EXCLUSIVE_BELOW], key)
+    ):
+        return False
+    return not exclusive or (
+        nothing_before(waits[SHARED_HERE], key) and nothing_before(waits[SHARED_BELOW], key)
+    )
+
+
 class LeaseTable:
     """Grants shared and exclusive leases on sets of resources, fairly and all at once.
 
@@ -636,20 +655,8 @@ class LeaseTable:
             node = child
             append(node)
         else:
-            if node.tree_held_exclusive or (exclusive and node.tree_held_shared):
+            if not _clear_at(node, exclusive, key):
                 return False
-            waits = node.waits
-            if waits is not None:
-                if not (
-                    nothing_before(waits[EXCLUSIVE_HERE], key)
-                    and nothing_before(waits[EXCLUSIVE_BELOW], key)
-                ):
-                    return False
-                if exclusive and not (
-                    nothing_before(waits[SHARED_HERE], key)
-                    and nothing_before(waits[SHARED_BELOW], key)
-                ):
-                    return False
         # hold(), written out: this is every uncontended grant.
         lease_id = request.id
         if exclusive:
@@ -694,24 +701,9 @@ class LeaseTable:
                     break
                 node = child
             else:
-                # At the claim's own node: what is held at it or below, what waits there or
-                # below ahead of this request, and pool units.
-                if node.tree_held_exclusive or (exclusive and node.tree_held_shared):
+                # At the claim's own node: what is held or waits there or below, and units.
+                if not _clear_at(node, exclusive, key):
                     return False
-                waits = node.waits
-                if waits is not None:
-                    # Exclusive claims waiting there or below conflict with any claim; shared
-                    # ones with an exclusive claim.
-                    if not (
-                        nothing_before(waits[EXCLUSIVE_HERE], key)
-                        and nothing_before(waits[EXCLUSIVE_BELOW], key)
-                    ):
-                        return False
-                    if exclusive and not (
-                        nothing_before(waits[SHARED_HERE], key)
-                        and nothing_before(waits[SHARED_BELOW], key)
-                    ):
-                        return False
                 if entry.pool_units and self._units_short(node, entry, key):
                     return False
         return True
