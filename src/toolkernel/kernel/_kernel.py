@@ -60,7 +60,7 @@ __all__ = ["Kernel", "open_kernel_core"]
 
 _log = logging.getLogger("toolkernel")
 
-_CALL_TASK_NAME = "toolkernel.kernel._kernel.Kernel._run_task"
+_CALL_TASK_NAME = "toolkernel.kernel._kernel.Kernel._run_chain"
 """The name of every call's task. Given, not derived: trio would format one for every spawn."""
 _PREPHASE_TASK_NAME = "toolkernel.kernel._kernel.Kernel._prephase_task"
 
@@ -135,6 +135,10 @@ class Kernel(metaclass=NoPublicConstructor):
             if shared is None
             else self._execute
         )
+        # A call's task runs on the calls its end starts (``_run_chain``); these say whether the
+        # ``START`` actions taken now are kept for it, and the one kept.
+        self._catching = False
+        self._caught: CallRecord | None = None
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -350,7 +354,10 @@ class Kernel(metaclass=NoPublicConstructor):
         """Take the actions a scheduler operation returned, in order (``_actions``)."""
         for act, record in actions:
             if act is START:
-                self._spawn_task(self._call_task, record, _CALL_TASK_NAME)
+                if self._catching and self._caught is None:
+                    self._caught = cast(CallRecord, record)  # the ending call's task runs it
+                else:
+                    self._spawn_task(self._run_chain, record, _CALL_TASK_NAME)
             elif act is INTERRUPT:
                 self._interrupt(cast(CallRecord, record))
             elif act is TIMER:
@@ -537,12 +544,33 @@ class Kernel(metaclass=NoPublicConstructor):
 
     # -- running ---------------------------------------------------------------------------------
 
-    async def _run_task(self, record: CallRecord) -> None:
+    async def _run_chain(self, record: CallRecord) -> None:
+        """A call's task. It runs the call, then the first call that call's end started (the
+        next in line for its file, or for its slot), and so on, with a schedule point between
+        two: a deep queue on one file spawns one task, not one a call. Only where nothing is
+        awaited between a call's release and its finish (no after-hooks, no shared leases)."""
+        if self._shared is not None or self._after_hooks:
+            await self._call_task(record)
+            return
+        step = self._run_task if self._environment is not None else self._run_granted
+        successor = await step(record, True)
+        while successor is not None:
+            try:
+                await self._loop.checkpoint()
+            except BaseException:
+                self._fail_unwinding(successor)  # the kernel is closing
+                raise
+            successor = await step(successor, True)
+
+    async def _run_task(self, record: CallRecord, chain: bool = False) -> CallRecord | None:
         if record.stage is GRANTED and record.result is None:  # it waited: look at its keys
             self._act(self._scheduler.confirm_keys(record))
         if (record.stage is FRESH or record.stage is GRANTED) and record.result is None:
             # Its keys still mean what they did: run it (straight away without a backend).
-            await (self._run_granted if self._shared is None else self._execute)(record)
+            if self._shared is None:
+                return await self._run_granted(record, chain)
+            await self._execute(record)
+        return None
 
     async def _execute(self, record: CallRecord) -> None:
         """Run a granted call: with shared leases, once the backend granted them too."""
@@ -614,19 +642,20 @@ class Kernel(metaclass=NoPublicConstructor):
             assert self._shared is not None
             self._shared.release(grant)
 
-    async def _run_granted(self, record: CallRecord) -> None:
-        """Run a granted call's tool in this task; release its leases; finish it."""
+    async def _run_granted(self, record: CallRecord, chain: bool = False) -> CallRecord | None:
+        """Run a granted call's tool in this task; release its leases; finish it. With
+        ``chain`` (``_run_chain``), return the first call its end started, not spawned."""
         scheduler = self._scheduler
         if record.result is not None:
-            return  # a nested call cancelled between two steps of its parent
+            return None  # a nested call cancelled between two steps of its parent
         if record.cancel_reason is not None:  # cancelled between its grant and its start
             self._fail(record, CANCELLED, messages.cancelled(record.cancel_reason))
-            return
+            return None
         tool = record.tool
         assert tool is not None and record.claims is not None
         deadline = scheduler.start(record)
         if record.result is not None:
-            return  # a listener of its CallStarted cancelled it: its leases are gone already
+            return None  # a listener of its CallStarted cancelled it: its leases are gone
         call = record.call
         # Positionally: call_id, tool_name, claims, depth, environment, kernel, record.
         context = ToolContext(
@@ -650,7 +679,7 @@ class Kernel(metaclass=NoPublicConstructor):
                 self._act(scheduler.hold_more(record, exc.claims, exc.state))
                 if record.stage is FRESH and record.result is None:
                     await self._execute(record)  # it holds them already: run it again
-                return  # else it is started again when granted, or it failed
+                return None  # else it is started again when granted, or it failed
             if isinstance(exc, HoldMore):
                 exc = messages.nested_hold_more(call.name)
             status, output, failure = ERROR, None, exc
@@ -663,21 +692,39 @@ class Kernel(metaclass=NoPublicConstructor):
                 else:
                     limit = scheduler.run_timeout(record) or 0.0
                     status, failure = Status.TIMEOUT, messages.run_timed_out(limit)
+        if chain and not self._after_hooks:
+            # Nothing is awaited from here on: the first call the release or the finish starts
+            # is kept for this task to run next, not given a task of its own.
+            self._catching = True
+            try:
+                self._act(scheduler.release(record))
+                if record.result is None:  # else its parent ended first, while its tool ran on
+                    result = scheduler.make_result(record, status, output, failure)
+                    self._act(scheduler.finish(record, result))
+            except BaseException:
+                if self._caught is not None:  # started: it must not be lost
+                    self._spawn_task(self._run_chain, self._caught, _CALL_TASK_NAME)
+                raise
+            finally:
+                self._catching = False
+                caught, self._caught = self._caught, None
+            return caught
         self._act(scheduler.release(record))
         if self._grants:
             self._give_shared(record)  # with its local leases, not after its after-hooks
         if record.result is not None:
-            return  # finished while its tool ran on (its parent ended first): no after-hooks
+            return None  # finished while its tool ran on (its parent ended first)
         result = scheduler.make_result(record, status, output, failure)
         if self._after_hooks:
             if scheduler.leases_returned(record) and record.result is not None:
-                return  # a listener told cancelled it: its after-hooks are not run
+                return None  # a listener told cancelled it: its after-hooks are not run
             try:
                 result = await self._after(record, result, deadline)
             except BaseException:
                 self._fail(record, CANCELLED, messages.cancelled(record.cancel_reason or ASKED))
                 raise
         self._act(scheduler.finish(record, result))
+        return None
 
     async def _after(self, record: CallRecord, result: ToolResult, deadline: float) -> ToolResult:
         """After-hooks, in a scope the scheduler can cancel like the tool's own, and under the
