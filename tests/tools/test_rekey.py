@@ -10,6 +10,8 @@ import trio
 
 import toolkernel as tk
 from toolkernel.kernel import KeyFunction
+from toolkernel.locks import Path as LeaseKey
+from toolkernel.tools import Workspace
 
 
 def _holder(name: str) -> tk.Tool:
@@ -177,3 +179,33 @@ async def test_a_tool_with_claims_of_its_own_is_asked_again_after_a_wait(
         )
     assert [r.status for r in results] == [tk.Status.OK] * 2
     assert asked == 2
+
+
+class _CountingWorkspace(Workspace):
+    """A workspace that counts what it is asked to key."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.asked: list[object] = []
+
+    def key(self, p: str | os.PathLike[str]) -> LeaseKey:
+        self.asked.append(p)
+        return super().key(p)
+
+
+async def test_a_batch_keys_each_spelling_once(tmp_path: Path) -> None:
+    # A batch is admitted at one moment: a deep queue on one file looks the file up once, and
+    # a spelling the workspace refuses is refused to every call that names it.
+    workspace = _CountingWorkspace(tmp_path)
+    hold = _holder("Hold")
+    async with tk.open_kernel([hold], root=workspace) as kernel:
+        calls = [tk.ToolCall(f"c{i}", "Hold", {"path": "f.txt", "seconds": 0}) for i in range(5)]
+        calls += [tk.ToolCall("other", "Hold", {"path": "g.txt", "seconds": 0})]
+        calls += [tk.ToolCall(f"out{i}", "Hold", {"path": "../x", "seconds": 0}) for i in (1, 2)]
+        handles = kernel.submit_batch(calls)
+        assert workspace.asked == ["f.txt", "g.txt", "../x", "../x"]
+        results = [await h.wait_finished() for h in handles]
+    assert [r.status for r in results[:6]] == [tk.Status.OK] * 6
+    assert [r.error_type for r in results[6:]] == ["PathEscapeError"] * 2
+    # Each call that waited looked again before it ran (the four behind c0 on f.txt).
+    assert workspace.asked[4:] == ["f.txt"] * 4

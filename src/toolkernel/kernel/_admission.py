@@ -42,6 +42,7 @@ __all__ = [
     "set_arguments",
     "compute_claims",
     "keys_unchanged",
+    "keyed_once",
     "with_more",
     "check_structure",
     "link_dependencies",
@@ -302,6 +303,22 @@ def _noting(key: Callable[[str], Path], keyed: list[tuple[str, Path]]) -> Callab
         return found
 
     return noted
+
+
+def keyed_once(key: Callable[[str], Path]) -> Callable[[str], Path]:
+    """``key``, asked once for each spelling (a string) however often it is given: for the calls
+    of one batch, keyed at one moment. What it refuses is asked again (and refused again)."""
+    known: dict[str, Path] = {}
+
+    def once(text: str) -> Path:
+        if type(text) is not str:
+            return key(text)
+        found = known.get(text)
+        if found is None:
+            found = known[text] = key(text)
+        return found
+
+    return once
 
 
 def keys_unchanged(keyed: tuple[tuple[str, Path], ...], key: Callable[[str], Path]) -> bool:

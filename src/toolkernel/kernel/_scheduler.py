@@ -52,7 +52,7 @@ from typing import Any, cast
 import attrs
 
 from .._errors import KernelClosedError
-from ..locks import Claim, LeaseTableStatistics, Path
+from ..locks import Claim, LeaseTableStatistics, Path, path
 from . import _messages as messages
 from . import _waits as waits
 from ._actions import INTERRUPT, NO_ACTIONS, PREPHASE, START, TIMER, WAKE, Action
@@ -60,6 +60,7 @@ from ._admission import (
     CallNames,
     admit,
     gc_paused_for,
+    keyed_once,
     link_dependencies,
     set_arguments,
     skip,
@@ -220,8 +221,11 @@ class Scheduler:
             for record in records:
                 record.sinks = (sink,)
         failures: dict[int, tuple[Status, BaseException]] = {}
+        # The batch is keyed at one moment: a path its calls name many times (a deep queue on
+        # one file, a Read and an Edit of it) is looked up once.
+        key = self.key if len(records) == 1 or self.key is path else keyed_once(self.key)
         for record in records:
-            failure = self._admit(record)
+            failure = self._admit(record, key)
             if failure is not None:
                 failures[record.uid] = (ERROR, failure)
         link_dependencies(records, failures, self._names)
@@ -332,9 +336,11 @@ class Scheduler:
             batch.unrequested[record.uid] = record
         return record
 
-    def _admit(self, record: CallRecord) -> BaseException | None:
+    def _admit(
+        self, record: CallRecord, key: Callable[[str], Path] | None = None
+    ) -> BaseException | None:
         tools = record.batch.tools or self.tools
-        return admit(record, tools, self.key, self.leasing.pools)
+        return admit(record, tools, key or self.key, self.leasing.pools)
 
     def admit_alone(
         self, call: ToolCall, parent: CallRecord
