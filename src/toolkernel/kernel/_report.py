@@ -43,6 +43,7 @@ class Reporter:
     def __init__(self, max_concurrency: int | None) -> None:
         self.listeners: list[Callable[[CallEvent], None]] = []
         self._max_concurrency = max_concurrency
+        self._slot_wait = waits.slot_wait(max_concurrency)
         self._tallies: dict[str, ToolTally] = {}
         self._finished = 0
         self._contention = ContentionTally()
@@ -72,10 +73,13 @@ class Reporter:
         statistics, and say behind whom, if anyone listens."""
         announce = bool(self.listeners or record.sinks)
         claims = record.claims
+        behind: list[CallRecord] = []
+        # Nobody asks behind whom: a deep queue on one file, or a big batch waiting for slots,
+        # would ask it of every call.
         if not announce and record.waiting_in is not None and claims and len(claims) == 1:
-            # Nobody asks behind whom: a deep queue on one file would ask it of every call.
-            behind: list[CallRecord] = []
             resources = waits.contested_alone(claims[0])
+        elif not announce and record.waiting_in is None and not record.awaiting:
+            resources = self._slot_wait  # it holds its leases and waits for a slot
         else:
             behind = waits.waits_for(record)
             resources = waits.contested(record, self._max_concurrency, behind)

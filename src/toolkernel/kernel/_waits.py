@@ -20,6 +20,7 @@ __all__ = [
     "deadlocked",
     "contested",
     "contested_alone",
+    "slot_wait",
     "describe_waits",
 ]
 
@@ -78,9 +79,16 @@ def contested(
                     text = _spelled(claim)
                     if text not in found:
                         found.append(text)
-    if not found and max_concurrency is not None and record.parent is None:
-        found.append(f"one of {max_concurrency} concurrency slots")
+    if not found and record.parent is None:
+        return slot_wait(max_concurrency)
     return _shared(tuple(found))
+
+
+def slot_wait(max_concurrency: int | None) -> tuple[str, ...]:
+    """:func:`contested` for a top-level call that waits for nothing but a slot."""
+    if max_concurrency is None:
+        return ()
+    return _shared((f"one of {max_concurrency} concurrency slots",))
 
 
 def contested_alone(claim: Claim) -> tuple[str, ...]:
