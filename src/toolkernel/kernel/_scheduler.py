@@ -228,7 +228,8 @@ class Scheduler:
             failure = self._admit(record, key)
             if failure is not None:
                 failures[record.uid] = (ERROR, failure)
-        link_dependencies(records, failures, self._names)
+        if not in_order or len(records) > 1:  # else no after=, and no id twice
+            link_dependencies(records, failures, self._names)
         announced = bool(self.report.listeners) or sink is not None
         if announced:  # build no events when nobody listens
             batch.announcing = True  # a listener cancelling a call now is heard after this
