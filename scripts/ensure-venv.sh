@@ -21,6 +21,10 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     .venv/bin/python -m pip install "${pip_output[@]}" --upgrade pip 1>&2
     echo "==> installing toolkernel (editable) with its extras for development: a minute or two the first time" >&2
     .venv/bin/python -m pip install "${pip_output[@]}" -e '.[dev]' 1>&2
+    if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then  # the tests read bytecode from .venv/pycache
+        echo "==> linking the installed bytecode into .venv/pycache" >&2
+        .venv/bin/python scripts/link-bytecode.py
+    fi
     echo "$want" > "$stamp"
     echo "==> .venv is ready ($((SECONDS - started)) s); next time this step is skipped" >&2
 fi

@@ -21,7 +21,8 @@ from toolkernel.testing import VirtualClockEventLoop
 # rewrite the asserts of every test module and compile what they import afresh on every run: a
 # third of its 20 s of collection. And each of the hundreds of Python processes the tests start
 # would compile the package again: a fifth of its import time. Keep that bytecode in the
-# virtual environment instead, out of the tree (the first run after a change fills it).
+# virtual environment instead, out of the tree (the first run after a change fills it; what
+# the installers compiled is linked there when the environment is made: scripts/link-bytecode.py).
 if sys.dont_write_bytecode and sys.pycache_prefix is None:
     sys.pycache_prefix = str(Path(sys.prefix) / "pycache")
     sys.dont_write_bytecode = False
