@@ -9,25 +9,34 @@ saves that (about 30 s of a first run on two cores). Idempotent; run by ``ensure
 
 import sys
 import sysconfig
+from collections.abc import Iterable
 from pathlib import Path
 
 
-def main() -> int:
-    prefix = Path(sys.prefix) / "pycache"
-    tag = sys.implementation.cache_tag
-    roots = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
-    for root in sorted(roots):
-        for cache in Path(root).rglob("__pycache__"):
+def link(prefix: Path, roots: Iterable[Path], tag: str) -> int:
+    """Link every ``__pycache__/NAME.TAG.pyc`` under ``roots`` to where Python looks for it
+    with ``sys.pycache_prefix = prefix``; return how many links were made."""
+    made = 0
+    for root in roots:
+        for cache in root.rglob("__pycache__"):
             mirror = prefix / cache.parent.relative_to(cache.parent.anchor)
             for compiled in cache.glob(f"*.{tag}.pyc"):
-                link = mirror / compiled.name
-                if link.is_symlink() or link.exists():
+                target = mirror / compiled.name
+                if target.is_symlink() or target.exists():
                     continue
                 try:
                     mirror.mkdir(parents=True, exist_ok=True)
-                    link.symlink_to(compiled)
+                    target.symlink_to(compiled)
                 except OSError:
-                    return 0  # no links here: the first run compiles, as it would anyway
+                    return made  # no links here: the first run compiles, as it would anyway
+                made += 1
+    return made
+
+
+def main() -> int:
+    names = ("stdlib", "platstdlib", "purelib", "platlib")
+    roots = sorted({Path(sysconfig.get_path(name)) for name in names})
+    link(Path(sys.prefix) / "pycache", roots, sys.implementation.cache_tag)
     return 0
 
 

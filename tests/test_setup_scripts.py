@@ -8,10 +8,14 @@ commands it is given instead of downloading anything; the script's own logic is 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,3 +83,45 @@ def test_a_changed_pyproject_says_each_step_on_stderr_then_is_quiet_again(tmp_pa
     ]
     again = ensure(root)
     assert (again.returncode, again.stdout, again.stderr) == (0, "sourced\n", "")
+
+
+def test_without_bytecode_writing_the_installed_bytecode_is_linked(tmp_path: Path) -> None:
+    root = checkout(tmp_path)
+    venv = stand_in_venv(root)
+    ran = subprocess.run(
+        ["bash", "-c", "set -euo pipefail; . scripts/ensure-venv.sh"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHON": "python3", "PYTHONDONTWRITEBYTECODE": "1"},
+        stdin=subprocess.DEVNULL,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "==> linking the installed bytecode into .venv/pycache" in ran.stderr.splitlines()
+    assert (venv / "pip-calls").read_text().splitlines()[-1] == "scripts/link-bytecode.py"
+
+
+def test_links_land_where_python_looks_with_a_pycache_prefix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "link_bytecode", ROOT / "scripts" / "link-bytecode.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    tag = sys.implementation.cache_tag
+    source = tmp_path / "site" / "pkg" / "mod.py"
+    (source.parent / "__pycache__").mkdir(parents=True)
+    source.write_text("x = 1\n")
+    compiled = source.parent / "__pycache__" / f"mod.{tag}.pyc"
+    compiled.write_bytes(b"bytecode")
+    (source.parent / "__pycache__" / "mod.other-99.pyc").write_bytes(b"another Python's")
+    prefix = tmp_path / "venv" / "pycache"
+
+    assert script.link(prefix, [tmp_path / "site"], tag) == 1
+    assert script.link(prefix, [tmp_path / "site"], tag) == 0  # idempotent
+    monkeypatch.setattr(sys, "pycache_prefix", str(prefix))
+    looked_up = Path(importlib.util.cache_from_source(str(source)))
+    assert looked_up.is_symlink() and looked_up.resolve() == compiled.resolve()
