@@ -117,15 +117,30 @@ async def test_a_missed_write_waits_for_the_earlier_call_that_holds_its_file(
     assert (tmp_path / "other.txt").read_text() == "other\n"
 
 
+def _running(argv: list[str]) -> bool:
+    """Whether a process with exactly this command line runs now."""
+    wanted = "\0".join(argv).encode() + b"\0"
+    for entry in pathlib.Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == wanted:
+                return True
+        except OSError:  # it ended meanwhile
+            continue
+    return False
+
+
 async def test_a_path_changed_underneath_makes_the_command_run_again_and_say_so(
     tmp_path: pathlib.Path,
 ) -> None:
     target = tmp_path / "f.txt"
     target.write_text("one\n")
-    command = 'sleep 0.5; echo "$(cat f.txt)+bash" > f.txt'
+    command = 'sleep 0.517; echo "$(cat f.txt)+bash" > f.txt'
 
     def someone_else() -> None:  # a person, or another agent: outside the kernel
-        time.sleep(0.1)
+        # Once the command runs (its sleep has begun), however long the sandbox took to start.
+        deadline = time.monotonic() + 30
+        while not _running(["sleep", "0.517"]) and time.monotonic() < deadline:
+            time.sleep(0.005)
         replacement = tmp_path / "f.txt.new"
         replacement.write_text("theirs\n")
         os.replace(replacement, target)
