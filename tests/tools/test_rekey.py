@@ -27,13 +27,18 @@ def _holder(name: str) -> tk.Tool:
 spans: list[tuple[str, float, float]] = []
 
 
+def _a_b_and_a_link_to_a(root: Path) -> None:
+    """Files a.txt and b.txt, and ``link`` meaning a.txt (until a test retargets it)."""
+    (root / "a.txt").write_text("a")
+    (root / "b.txt").write_text("b")
+    os.symlink("a.txt", root / "link")
+
+
 async def test_call_requeues_when_a_symlink_is_retargeted(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     spans.clear()
-    (tmp_path / "a.txt").write_text("a")
-    (tmp_path / "b.txt").write_text("b")
-    os.symlink("a.txt", tmp_path / "link")
+    _a_b_and_a_link_to_a(tmp_path)
     hold = _holder("Hold")
     async with tk.open_kernel([hold], root=tmp_path) as kernel:
         handles = kernel.submit_batch(
@@ -77,9 +82,7 @@ async def test_a_path_retargeted_during_a_wait_for_a_slot_is_never_written_unhel
     # c2 is granted as it is admitted (nobody holds a.txt) and waits for the one slot, holding
     # a.txt; meanwhile `link` comes to mean b.txt. It runs on the keys it holds, and its write
     # through `link` is refused rather than landing in b.txt, which it does not hold.
-    (tmp_path / "a.txt").write_text("a")
-    (tmp_path / "b.txt").write_text("b")
-    os.symlink("a.txt", tmp_path / "link")
+    _a_b_and_a_link_to_a(tmp_path)
 
     @tk.tool(writes=["path"], name="Put")
     async def put(ctx: tk.ToolContext, path: str, seconds: float) -> None:
@@ -113,9 +116,7 @@ async def test_a_claims_function_is_asked_once_and_its_paths_keyed_again_after_a
     # call's paths are keyed again (a retargeted link still sends it back in line), but the
     # claims function is not asked again.
     spans.clear()
-    (tmp_path / "a.txt").write_text("a")
-    (tmp_path / "b.txt").write_text("b")
-    os.symlink("a.txt", tmp_path / "link")
+    _a_b_and_a_link_to_a(tmp_path)
     asked: list[str] = []
 
     def claims(arguments: dict[str, object]) -> list[tk.Claim]:
