@@ -692,9 +692,10 @@ class Kernel(metaclass=NoPublicConstructor):
                 else:
                     limit = scheduler.run_timeout(record) or 0.0
                     status, failure = Status.TIMEOUT, messages.run_timed_out(limit)
-        if chain and not self._after_hooks:
-            # Nothing is awaited from here on: the first call the release or the finish starts
-            # is kept for this task to run next, not given a task of its own.
+        if chain:
+            # Nothing is awaited from here on (``_run_chain`` chains only without after-hooks or
+            # shared leases): the first call the release or the finish starts is kept for this
+            # task to run next, not given a task of its own.
             self._catching = True
             try:
                 self._act(scheduler.release(record))
