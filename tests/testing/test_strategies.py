@@ -113,7 +113,9 @@ def test_batches_draw_valid_calls_for_the_built_in_tools(batch: CallBatch) -> No
 def test_batches_over_the_built_in_tools_reach_every_tool_and_argument() -> None:
     seen: dict[str, set[str]] = {}
 
-    @settings(max_examples=100, database=None)
+    # Derandomized: whether every argument is reached is then a fact of the strategy, not of
+    # the run (random runs of 100 missed an argument drawn for about 4 Grep calls in 10).
+    @settings(max_examples=100, database=None, derandomize=True)
     @given(batches(BUILT_INS, paths=workspace_paths(FILES)))
     def draw(batch: CallBatch) -> None:
         for call in batch.calls:
