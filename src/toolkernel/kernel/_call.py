@@ -31,12 +31,16 @@ def output_text(output: object) -> str:
         return bytes(output).decode("utf-8", errors="replace")
     try:
         return json.dumps(output, default=_jsonable, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):  # a cycle, NaN keys, a __str__ that raises
+    except Exception:  # a cycle, NaN keys, a __str__ that raises, an int past the digit limit
         pass
     try:
         return str(output)
     except RecursionError:  # nested deeper than even its repr goes
         return f"({type(output).__name__} nested too deeply to show)"
+    except Exception as failure:  # a __str__ that raises, an int past the digit limit
+        return (
+            f"({type(output).__name__} that can't be shown: str() raised {type(failure).__name__})"
+        )
 
 
 def _jsonable(value: object) -> object:

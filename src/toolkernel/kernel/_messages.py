@@ -49,15 +49,25 @@ def describe(exc: BaseException) -> str:
     """The message of a failed call's result: most of toolkernel's own errors speak for
     themselves, the others and a tool's own exceptions are named by their type."""
     if isinstance(exc, UndeclaredAccessError):
-        return f"undeclared access: {exc}"
+        return f"undeclared access: {_text(exc)}"
     if isinstance(exc, _NAMED):
-        return f"{type(exc).__name__}: {exc}"
+        return f"{type(exc).__name__}: {_text(exc)}"
     if isinstance(exc, ToolError | ToolkernelError):
-        return str(exc)
+        return _text(exc)
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(describe(e) for e in exc.exceptions)
-    text = str(exc)
+    text = _text(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _text(exc: BaseException) -> str:
+    """``str(exc)``, or a note that it can't be shown: a tool's exception may have a
+    ``__str__`` that raises (or hold an int past Python's digit limit), and one call's message
+    must not take the kernel down."""
+    try:
+        return str(exc)
+    except Exception as failure:
+        return f"(its message can't be shown: str() raised {type(failure).__name__})"
 
 
 def seconds(value: float) -> str:
@@ -69,6 +79,8 @@ def _preview(value: Any) -> str:
         text = repr(value)
     except RecursionError:  # nested deeper than its repr goes
         text = f"a {type(value).__name__} nested too deeply to show"
+    except Exception:  # a __repr__ that raises
+        text = f"a {type(value).__name__} that can't be shown"
     return text if len(text) <= 60 else text[:57] + "..."
 
 
