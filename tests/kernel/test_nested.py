@@ -370,3 +370,38 @@ async def test_a_call_started_from_a_tool_task_is_not_taken_for_that_tools_own_c
         assert_leases_returned(kernel)
     (result,) = inner
     assert (result.status, result.started_at) == (tk.Status.OK, 10), result
+
+
+@pytest.mark.parametrize("how", ["nested", "awaited batch"])
+@pytest.mark.parametrize("limit", [1, 2])
+async def test_a_call_waiting_for_a_slot_with_leases_an_awaited_call_needs_runs_in_its_slot(
+    autojump_clock, rec, how, limit
+) -> None:
+    # q is granted b at admission and waits for the slot p holds. At t=1 p's tool awaits a
+    # call on b: that call waits for q's lease, q for p's slot. q runs in p's slot instead of
+    # never (with two slots, the other held by a long call that would free it only at t=20).
+    kernels: list[tk.Kernel] = []
+
+    @tk.tool(writes=["path"])
+    async def outer(ctx: tk.ToolContext, path: str) -> str:
+        await anyio.sleep(1)
+        if how == "nested":
+            inner = await ctx.call("edit", path="b", duration=1)
+        else:
+            (inner,) = await kernels[0].run([edit("inner", "b", 1)])
+        return f"{inner.status.value} at {inner.started_at}"
+
+    calls = [tk.ToolCall("p", "outer", {"path": "a"}), edit("q", "b", 1)]
+    if limit == 2:
+        calls.insert(0, tk.ToolCall("long", "free", {"duration": 20}))
+    async with tk.open_kernel(tools=[*make_tools(rec), outer], max_concurrency=limit) as kernel:
+        kernels.append(kernel)
+        with anyio.fail_after(DEADLINE):
+            results = by_id(await kernel.run(calls))
+        assert_leases_returned(kernel)
+        assert (results["q"].status, results["q"].started_at) == (tk.Status.OK, 1)
+        assert (results["p"].output, results["p"].finished_at) == ("ok at 2.0", 3)
+        # The lent slot went back with p alone: the next batch gets every slot at once.
+        later = await kernel.run([edit(f"e{i}", f"f{i}") for i in range(limit + 1)])
+    starts = [r.started_at for r in later]
+    assert starts[:limit] == [starts[0]] * limit and starts[limit] == starts[0] + 1

@@ -173,8 +173,15 @@ class Leasing:
 
     def deadlocked(self) -> Iterator[tuple[CallRecord, list[str]]]:
         """Watched waits that close a cycle (see ``_waits.deadlocked``)."""
-        watched = self._watched
+        watched = self.watched_waits()
         if watched:
-            for uid in [uid for uid, r in watched.items() if r.waiting_in is None]:
-                del watched[uid]  # granted, or withdrawn, since
-            yield from waits.deadlocked(list(watched.values()))
+            yield from waits.deadlocked(watched)
+
+    def watched_waits(self) -> list[CallRecord]:
+        """The waits that may close a cycle (nested calls', awaited calls'), still waiting."""
+        watched = self._watched
+        if not watched:
+            return []
+        for uid in [uid for uid, r in watched.items() if r.waiting_in is None]:
+            del watched[uid]  # granted, or withdrawn, since
+        return list(watched.values())

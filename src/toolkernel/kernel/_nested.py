@@ -48,6 +48,10 @@ class Host(Protocol):
     def fail(self, record: CallRecord, status: Status, exception: BaseException) -> None:
         """Finish ``record`` with ``status`` and the exception that says why."""
 
+    def lend_slots(self) -> None:
+        """Start the calls waiting for a slot that a watched wait reaches, each in the slot of
+        the call awaiting (a wait through a slot would otherwise close a cycle)."""
+
 
 class NestedCalls:
     """The scheduler's decisions about nested calls."""
@@ -126,3 +130,4 @@ class NestedCalls:
             owner = record.parent or record.batch.awaited_by
             parent_id = owner.call.id if owner is not None else None
             self._host.fail(record, ERROR, messages.deadlock(chain, parent_id))
+        self._host.lend_slots()

@@ -474,13 +474,15 @@ class Scheduler:
             fresh = record.batch is self._admitting and record.stage is not QUEUED
             self.move(record, FRESH if fresh else GRANTED, self.now())
             self._out.append((START, record))
-        elif not waited:  # it holds its leases, and waits for a running call to finish
-            now = self.now()
-            fresh = record.batch is self._admitting
-            self.move(record, HELD if fresh else QUEUED, now)
-            self.report.blocked(record, now)
-            self.leasing.start_wait_clock(record)
-        # else its wait limit runs on: it covers the wait for leases and for a slot together
+        else:
+            if not waited:  # it holds its leases, and waits for a running call to finish
+                now = self.now()
+                fresh = record.batch is self._admitting
+                self.move(record, HELD if fresh else QUEUED, now)
+                self.report.blocked(record, now)
+                self.leasing.start_wait_clock(record)
+            # else its wait limit runs on: it covers the wait for leases and for a slot together
+            self.lend_slots()  # an awaited call may be waiting for these leases
 
     def hand_slot_on(self, record: CallRecord) -> None:
         """``record`` gives up its slot (or its place in line for one)."""
@@ -488,9 +490,7 @@ class Scheduler:
             self.leasing.stop_wait_clock(record)
         nxt = self.slots.give_back(record)
         if nxt is not None:
-            self.leasing.stop_wait_clock(nxt)
-            self.move(nxt, FRESH if nxt.stage is HELD else GRANTED, self.now())
-            self._out.append((START, nxt))
+            self._start_in_slot(nxt)
 
     def release(self, record: CallRecord) -> Sequence[Action]:
         """Revoke the call's context, give back every lease and withdraw every request; whoever
@@ -531,6 +531,24 @@ class Scheduler:
 
     def break_wait_cycles(self) -> None:
         self._nested.break_wait_cycles()
+
+    def lend_slots(self) -> None:
+        """Run, each in the slot of the call awaiting, the calls waiting for a slot that an
+        awaited call (nested, or of a batch a tool awaits) waits for, maybe through others:
+        the awaiting call keeps its slot until they run, so they would wait for ever."""
+        if self.slots.limit is None:
+            return
+        for waiting in self.leasing.watched_waits():
+            for record in waits.slot_waiters_behind(waiting):
+                if record.slot == WAITING:  # not lent already, through another wait
+                    self.slots.lend(record)
+                    self._start_in_slot(record)
+
+    def _start_in_slot(self, record: CallRecord) -> None:
+        """``record``, granted its leases, has a slot now: start it."""
+        self.leasing.stop_wait_clock(record)
+        self.move(record, FRESH if record.stage is HELD else GRANTED, self.now())
+        self._out.append((START, record))
 
     def confirm_keys(self, record: CallRecord) -> Sequence[Action]:
         """Check a granted call's path keys before it runs (``Requeuing.confirm_keys``): it

@@ -2,9 +2,11 @@
 
 A call takes a slot when its leases are granted; if none is free it waits, holding its leases,
 and slots go to waiting calls by priority, then in the order their leases were granted. Holding
-the leases while waiting for a slot is safe and loses nothing: a conflicting call could not run
-before it anyway (the lease table hands leases out in order), and a slot only ever waits for
-running calls to finish, which wait for nothing, so no cycle can form.
+the leases while waiting for a slot loses nothing: a conflicting call could not run before it
+anyway (the lease table hands leases out in order). A running call may wait for those leases,
+though, through a nested call or a batch its tool awaits; the scheduler then runs the waiting
+call in the slot of the call awaiting it (``lend``), as it runs an awaited batch's calls, so no
+cycle forms through a slot.
 
 Slots are kept apart from the lease table (not as a pool every call claims a unit of): a slot is
 a counter and a line, while a pool unit per call would make every call of a large batch a
@@ -53,6 +55,12 @@ class Slots:
             bisect.insort(self._priorities, -priority)
         line.append(record)
         return False
+
+    def lend(self, record: CallRecord) -> None:
+        """``record``, waiting, runs in the slot of a call that awaits it: it leaves the line
+        (skipped when reached) and holds no slot of its own."""
+        assert record.slot == WAITING
+        record.slot = NO_SLOT
 
     def give_back(self, record: CallRecord) -> CallRecord | None:
         """``record`` is done with its slot or its place in line; returns the call the freed

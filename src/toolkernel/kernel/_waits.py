@@ -4,7 +4,9 @@ A queued call waits for the calls whose leases (held, or requested earlier) it c
 running call waits for the nested calls it is awaiting, and for the calls of batches its tool
 submitted to its own kernel and awaits. Top-level calls alone can never deadlock (a waiting
 request holds nothing), so every cycle passes through a running call awaiting one of those, and
-a cycle means nobody in it can ever move. Pure: it reads the lease tables.
+a cycle means nobody in it can ever move. A call waiting for a slot holds its leases but waits
+for no call in particular: the scheduler runs it in the slot of an awaiting call whose wait
+reaches it (``slot_waiters_behind``), so it closes no cycle. Pure: it reads the lease tables.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from collections.abc import Iterable, Iterator
 
 from ..locks import Claim, Pool, claims_conflict
 from ._record import CallRecord
+from ._slots import WAITING
 
 __all__ = [
     "waits_for",
     "find_cycle",
     "deadlocked",
+    "slot_waiters_behind",
     "contested",
     "contested_alone",
     "slot_wait",
@@ -61,6 +65,23 @@ def deadlocked(
         cycle = find_cycle(record)
         if cycle is not None:
             yield record, [f"{r.call.id} ({r.name})" for r in [*cycle, record]]
+
+
+def slot_waiters_behind(record: CallRecord) -> list[CallRecord]:
+    """The calls waiting for a slot, holding leases, that ``record``'s wait reaches through the
+    calls it waits for: it can't go on before they run."""
+    found: list[CallRecord] = []
+    visited = {record.uid}
+    stack = [record]
+    while stack:
+        for nxt in waits_for(stack.pop()):
+            if nxt.uid not in visited:
+                visited.add(nxt.uid)
+                if nxt.slot == WAITING:
+                    found.append(nxt)
+                else:
+                    stack.append(nxt)
+    return found
 
 
 def contested(
