@@ -405,3 +405,60 @@ async def test_a_call_waiting_for_a_slot_with_leases_an_awaited_call_needs_runs_
         later = await kernel.run([edit(f"e{i}", f"f{i}") for i in range(limit + 1)])
     starts = [r.started_at for r in later]
     assert starts[:limit] == [starts[0]] * limit and starts[limit] == starts[0] + 1
+
+
+async def test_a_tool_awaiting_the_handle_of_a_call_behind_its_own_lease_gets_a_deadlock_error(
+    autojump_clock, rec
+) -> None:
+    # As with kernel.run: the wait closes a cycle (inner waits for o's lease, o for inner), so
+    # inner fails at once. A handle it submits and doesn't await just runs after it.
+    kernels: list[tk.Kernel] = []
+    later: list[tk.CallHandle] = []
+
+    @tk.tool(writes=["path"])
+    async def again(ctx: tk.ToolContext, path: str) -> str:
+        later.append(kernels[0].submit(edit("after", path, 1)))
+        inner = await kernels[0].submit(edit("inner", path, 1)).wait_finished()
+        return inner.error or ""
+
+    async with tk.open_kernel(tools=[*make_tools(rec), again]) as kernel:
+        kernels.append(kernel)
+        with anyio.fail_after(100):
+            (outer,) = await kernel.run([tk.ToolCall("o", "again", {"path": "a"})])
+            (after,) = later
+            assert (await after.wait_finished()).ok
+        assert_leases_returned(kernel)
+    assert outer.output.startswith(
+        "DeadlockError: waiting for its leases would deadlock: "
+        "inner (edit) -> after (edit) -> o (again) -> inner (edit)"
+    )
+    assert not rec.ran("inner") and rec.ran("after")
+
+
+@pytest.mark.parametrize("limit", [None, 1])
+async def test_a_tool_awaiting_a_handle_runs_it_in_its_own_slot_and_cancelling_it_leaves_it(
+    autojump_clock, rec, limit
+) -> None:
+    # With one slot, held by o, the call whose handle o's tool awaits runs in that slot (it
+    # would wait for ever). Cancelling o while it waits doesn't cancel that call: it was
+    # submitted on its own, and o only watched it.
+    kernels: list[tk.Kernel] = []
+    handles: list[tk.CallHandle] = []
+
+    @tk.tool(writes=["path"])
+    async def watch(ctx: tk.ToolContext, path: str) -> str:
+        handles.append(kernels[0].submit(edit(f"other{len(handles)}", "b", 5)))
+        return (await handles[-1].wait_finished()).status.value
+
+    async with tk.open_kernel(tools=[*make_tools(rec), watch], max_concurrency=limit) as kernel:
+        kernels.append(kernel)
+        with anyio.fail_after(100):
+            (outer,) = await kernel.run([tk.ToolCall("o", "watch", {"path": "a"})])
+            assert (outer.status, outer.output, outer.finished_at) == (tk.Status.OK, "ok", 5)
+            o = kernel.submit(tk.ToolCall("o2", "watch", {"path": "a"}))
+            await anyio.sleep(1)
+            o.cancel()
+            assert (await o.wait_finished()).status is tk.Status.CANCELLED
+            other = await handles[1].wait_finished()
+        assert_leases_returned(kernel)
+    assert (other.status, other.finished_at - other.started_at) == (tk.Status.OK, 5)

@@ -414,10 +414,18 @@ class Kernel(metaclass=NoPublicConstructor):
     async def _wait_finished(self, record: CallRecord) -> ToolResult:
         """For ``CallHandle``: wait until ``record`` has finished."""
         if record.result is None:
-            waiter = self._waiters.get(record)
-            if waiter is None:
-                waiter = self._waiters[record] = anyio.Event()
-            await waiter.wait()
+            caller = self._caller()
+            if caller is not None and caller is not record:
+                self._act(self._scheduler.await_handle(caller, record))
+            try:
+                if record.result is None:
+                    waiter = self._waiters.get(record)
+                    if waiter is None:
+                        waiter = self._waiters[record] = anyio.Event()
+                    await waiter.wait()
+            finally:
+                if caller is not None and caller is not record:
+                    self._scheduler.stop_awaiting_handle(caller, record)
         else:
             await anyio.lowlevel.checkpoint()  # as waiting on a set event would
         assert record.result is not None

@@ -97,7 +97,16 @@ class Leasing:
     def _wait(self, record: CallRecord, group: LeaseGroup) -> None:
         record.waiting_in = group
         self.start_wait_clock(record)
-        if record.parent is not None or record.batch.awaited_by is not None:
+        if (
+            record.parent is not None
+            or record.batch.awaited_by is not None
+            or record.handle_waiters
+        ):
+            self._watched[record.uid] = record
+
+    def watch(self, record: CallRecord) -> None:
+        """Watch ``record``'s wait, now awaited by a running call, for cycles."""
+        if record.waiting_in is not None:
             self._watched[record.uid] = record
 
     def requeue(self, record: CallRecord, claims: tuple[Claim, ...]) -> bool:

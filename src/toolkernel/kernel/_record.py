@@ -185,8 +185,10 @@ class CallRecord:
     unfilled: Any = None
     sources: dict[str, CallRecord] | None = None
     dependents: list[CallRecord] | None = None  # calls waiting for it through ``after=``
-    # Nested calls it is waiting for, and calls of batches its tool submitted and awaits.
+    # Nested calls it is waiting for, calls of batches its tool submitted and awaits, and calls
+    # whose handles its tool awaits.
     awaiting: set[CallRecord] | None = None
+    handle_waiters: int = 0  # running calls whose tools await this call's handle
     sinks: tuple[Callable[[CallEvent], None], ...] = ()  # ``stream`` listeners
     nested_count: int = 0
     requeues: int = 0

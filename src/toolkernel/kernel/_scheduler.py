@@ -286,7 +286,8 @@ class Scheduler:
             return  # its batch is being announced: it finishes once every call is (``_submit``)
         self.interrupt(record)
         for child in sorted(record.awaiting or (), key=lambda r: r.uid):
-            self._cancel(child, CancelReason(Why.WITH_PARENT, record.call.id))
+            if child.parent is record or child.batch.awaited_by is record:  # not a handle's
+                self._cancel(child, CancelReason(Why.WITH_PARENT, record.call.id))
 
     def time_out(self, records: Iterable[CallRecord], limit: float) -> Sequence[Action]:
         """The time limit of the batch of ``records`` ran out: each unfinished one is cancelled
@@ -466,7 +467,7 @@ class Scheduler:
         waited, record.waiting_in = record.waiting_in is not None, None
         # A call a running call's tool awaits takes no slot: it runs in the slot of the call
         # waiting for it (which would otherwise wait for a slot it holds itself).
-        if record.batch.awaited_by is not None or self.slots.take(record):
+        if record.batch.awaited_by is not None or record.handle_waiters or self.slots.take(record):
             if record.wait_token:
                 self.leasing.stop_wait_clock(record)
             # Granted in the step that keyed its claims (its batch's admission), its keys need
@@ -531,6 +532,29 @@ class Scheduler:
 
     def break_wait_cycles(self) -> None:
         self._nested.break_wait_cycles()
+
+    def await_handle(self, caller: CallRecord, record: CallRecord) -> Sequence[Action]:
+        """``caller``'s tool waits for ``record`` through its handle: a wait like that for a
+        batch it runs, seen by the wait-for graph (a cycle fails ``record`` with a deadlock
+        error) and by the slots (``record`` runs in ``caller``'s), but cancelling ``caller``
+        leaves ``record`` be. ``stop_awaiting_handle`` ends it."""
+        record.handle_waiters += 1
+        if record.result is not None or caller.result is not None:
+            return NO_ACTIONS
+        caller.awaiting = (caller.awaiting or set()) | {record}
+        if record.slot == WAITING:
+            self.slots.lend(record)
+            self._start_in_slot(record)
+        elif record.waiting_in is not None:
+            self.leasing.watch(record)
+            self.break_wait_cycles()
+        return self._take()
+
+    def stop_awaiting_handle(self, caller: CallRecord, record: CallRecord) -> None:
+        record.handle_waiters -= 1
+        mine = record.parent is caller or record.batch.awaited_by is caller
+        if caller.awaiting and not mine:
+            caller.awaiting.discard(record)
 
     def lend_slots(self) -> None:
         """Run, each in the slot of the call awaiting, the calls waiting for a slot that an
