@@ -78,6 +78,35 @@ def test_cancelling_the_asyncio_task_awaiting_run_cancels_its_calls() -> None:
     assert snapshot.running == snapshot.queued == ()
 
 
+@tk.tool(claims=lambda args: [])
+async def await_shared(ctx: tk.ToolContext, seconds: float) -> str:
+    """Awaits a future its owner cancels after ``seconds`` (a shared request given up)."""
+    shared = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_later(seconds, shared.cancel)
+    return str(await shared)
+
+
+def test_a_cancelled_error_the_tool_meets_fails_its_call_alone_wherever_it_runs() -> None:
+    # Nobody cancels the call's task: the CancelledError is the tool's failure. The same on a
+    # lone call (run in the caller's task), in a batch and through a handle; the caller goes on.
+    async def main() -> list[tk.ToolResult]:
+        async with tk.open_kernel([await_shared, asyncio_edit]) as kernel:
+            (lone,) = await kernel.run([tk.ToolCall("lone", "await_shared", {"seconds": 1})])
+            batch = await kernel.run(
+                [
+                    tk.ToolCall("a", "await_shared", {"seconds": 1}),
+                    tk.ToolCall("b", "asyncio_edit", {"path": "x", "seconds": 2}),
+                ]
+            )
+            handle = kernel.submit(tk.ToolCall("h", "await_shared", {"seconds": 1}))
+            return [lone, *batch, await handle.wait_finished()]
+
+    lone, a, b, h = run_asyncio(main)
+    for result in (lone, a, h):
+        assert (result.status, result.error_type) == (tk.Status.ERROR, "CancelledError")
+    assert b.status is tk.Status.OK
+
+
 def test_asyncio_timeout_around_run_behaves_like_move_on_after() -> None:
     seen: dict[str, Any] = {}
 

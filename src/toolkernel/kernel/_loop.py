@@ -51,8 +51,19 @@ class Loop:
         KeyboardInterrupt); anything else, SystemExit included, is that call's failure."""
         fatal = (self.cancelled, KeyboardInterrupt)
         if isinstance(exc, fatal):
-            return True
+            return not _foreign_cancellation(exc)
         return isinstance(exc, BaseExceptionGroup) and exc.subgroup(fatal) is not None
+
+
+def _foreign_cancellation(exc: BaseException) -> bool:
+    """An asyncio ``CancelledError`` in a task nobody is cancelling: a future the user's code
+    awaited was cancelled by its owner (a shared request, say). That code's failure, not the
+    task's cancellation, which always counts in ``Task.cancelling()``. trio's ``Cancelled``
+    comes only from a cancel scope."""
+    if not isinstance(exc, asyncio.CancelledError):
+        return False
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() == 0
 
 
 def current() -> Loop:
