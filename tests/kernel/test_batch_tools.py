@@ -79,3 +79,19 @@ async def test_bad_batch_tools_are_refused_and_nothing_is_submitted(autojump_clo
         with pytest.raises(TypeError, match="expected a tool"):
             kernel.submit(edit("e2", "f"), tools=[print])  # type: ignore[list-item]
         assert kernel.snapshot().queued == () and not rec.ran("e1") and not rec.ran("e2")
+
+
+async def test_a_nested_call_finds_the_tools_its_parents_batch_was_given(autojump_clock) -> None:
+    @tk.tool(claims=lambda args: [])
+    async def helper(ctx: tk.ToolContext) -> str:
+        return "helped"
+
+    @tk.tool(claims=lambda args: [])
+    async def outer(ctx: tk.ToolContext) -> str:
+        inner = await ctx.call("helper")
+        return f"{inner.status.value}: {inner.output or inner.error}"
+
+    async with tk.open_kernel(tools=make_tools(Recorder())) as kernel:
+        (result,) = await kernel.run([tk.ToolCall("o", "outer", {})], tools=[outer, helper])
+        assert result.output == "ok: helped"
+        assert_leases_returned(kernel)

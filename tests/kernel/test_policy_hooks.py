@@ -332,6 +332,21 @@ async def test_after_hooks_rewrite_the_result(autojump_clock, rec) -> None:
     assert finished["c1"].output == "EDITED A"
 
 
+async def test_a_result_an_after_hook_makes_for_another_call_is_still_this_calls(
+    autojump_clock, rec
+) -> None:
+    # Every call gets one result under its own id and name, whatever a hook built.
+    async def stale(call: tk.ToolCall, result: tk.ToolResult) -> tk.ToolResult:
+        return tk.ToolResult("cached", "read", tk.Status.OK, output="from the cache")
+
+    async with tk.open_kernel(tools=make_tools(rec), after_hooks=[stale]) as kernel:
+        first, second = await kernel.run([edit("c1", "a"), edit("c2", "b")])
+    assert [(r.call_id, r.name, r.output) for r in (first, second)] == [
+        ("c1", "edit", "from the cache"),
+        ("c2", "edit", "from the cache"),
+    ]
+
+
 async def test_a_failing_after_hook_turns_the_result_into_an_error(autojump_clock, rec) -> None:
     async def broken(call: tk.ToolCall, result: tk.ToolResult) -> None:
         raise ValueError("bad hook")

@@ -350,6 +350,7 @@ class Scheduler:
         """For ``NestedCalls``: admit ``call``, made inside ``parent``, as a batch of its own."""
         self._serial += 1
         batch = Batch(self._serial, 1, self._serial + 1)
+        batch.tools = parent.batch.tools  # the tools its parent's batch was given, too
         record = self._new_record(call, batch, self.now(), True, parent)
         return record, self._admit(record)
 
@@ -612,6 +613,9 @@ class Scheduler:
         if answer is None:
             return result
         if isinstance(answer, ToolResult):
+            if answer.call_id != result.call_id or answer.name != result.name:
+                # A rewritten result is still this call's: every call gets one, under its id.
+                return attrs.evolve(answer, call_id=result.call_id, name=result.name)
             return answer
         error = messages.hook_answer("an after-hook", answer, "a ToolResult or None")
         return self.make_result(record, ERROR, None, error)
