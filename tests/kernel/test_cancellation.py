@@ -309,3 +309,27 @@ async def test_a_call_cancelled_by_a_listener_of_its_call_started_never_runs(
     assert results[0].status is tk.Status.CANCELLED
     assert not rec.ran("c1")
     assert all(r.ok for r in results[1:]) and rec.max_running <= 1
+
+
+@tk.tool(writes=["path"])
+async def slow_write(ctx: tk.ToolContext, path: str, seconds: float) -> str:
+    await anyio.sleep(seconds)
+    return f"wrote {path}"
+
+
+async def test_cancelling_an_id_two_batches_share_cancels_the_call_of_each(autojump_clock) -> None:
+    # Two agents' "c1": either may end first; cancel("c1") reaches whichever are unfinished.
+    def call(path: str, seconds: float) -> tk.ToolCall:
+        return tk.ToolCall("c1", "slow_write", {"path": path, "seconds": seconds})
+
+    async with tk.open_kernel(tools=[slow_write]) as kernel:
+        first = kernel.submit(call("a", 10))
+        second = kernel.submit(call("b", 10))
+        short = kernel.submit(call("c", 1))
+        await anyio.sleep(2)  # the newest ended first
+        assert (await short.wait_finished()).ok
+        kernel.cancel("c1")
+        results = [await h.wait_finished() for h in (first, second)]
+        assert [(r.status, r.finished_at) for r in results] == [(tk.Status.CANCELLED, 2)] * 2
+        assert_leases_returned(kernel)
+        kernel.cancel("c1")  # nothing left with that id: ignored

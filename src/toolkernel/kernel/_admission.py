@@ -95,20 +95,37 @@ class CallNames:
 
     def __init__(self) -> None:
         self.live: dict[str, CallRecord] = {}
+        # Unfinished calls a newer one with the same id shadows (two agents' "call_1"s):
+        # ``after=`` names the newest, even once it has ended; ``Kernel.cancel`` them all.
+        self.shadowed: dict[str, list[CallRecord]] = {}
         self.ended: OrderedDict[str, tuple[str, Status, str | None, RootCause | None]] = (
             OrderedDict()
         )
 
     def add(self, record: CallRecord) -> None:
         """Name ``record`` by its id (a later call with the same id shadows it)."""
-        if isinstance(record.call.id, str):
-            self.live[record.call.id] = record
+        call_id = record.call.id
+        if isinstance(call_id, str):
+            live = self.live
+            previous = live.get(call_id)
+            live[call_id] = record
+            if previous is not None:
+                self.shadowed.setdefault(call_id, []).append(previous)
+
+    def all_live(self, call_id: str) -> list[CallRecord]:
+        """Every unfinished call with this id, the newest first."""
+        newest = self.live.get(call_id)
+        older = self.shadowed.get(call_id, ())
+        return [*([] if newest is None else [newest]), *reversed(older)]
 
     def forget(self, record: CallRecord, status: Status, error: str | None) -> None:
         """``record`` finished: keep what ``after=`` needs, for a while."""
         call_id = record.call.id
-        if not isinstance(call_id, str) or self.live.get(call_id) is not record:
-            return  # never named (its id is not a string), or shadowed by a newer call
+        if not isinstance(call_id, str):
+            return  # never named: its id is not a string
+        if self.live.get(call_id) is not record:
+            self._unshadow(call_id, record)
+            return  # shadowed: ``after=`` names the newer one
         del self.live[call_id]
         ended = self.ended
         if call_id in ended:
@@ -116,6 +133,13 @@ class CallNames:
         ended[call_id] = (record.name, status, error, record.root_cause)
         if len(ended) > REMEMBERED_FINISHED:
             ended.popitem(last=False)
+
+    def _unshadow(self, call_id: str, record: CallRecord) -> None:
+        older = self.shadowed.get(call_id)
+        if older is not None and record in older:
+            older.remove(record)
+            if not older:
+                del self.shadowed[call_id]
 
 
 def skip(

@@ -316,7 +316,8 @@ class Kernel(metaclass=NoPublicConstructor):
         self._act(self._scheduler.time_out(records, limit))
 
     def cancel(self, *call_ids: str) -> None:
-        """Cancel calls by id (synchronous); unknown or finished ids are ignored.
+        """Cancel calls by id (synchronous); unknown or finished ids are ignored. An id two
+        unfinished batches share cancels the call of each.
 
         Each cancelled call gets a CANCELLED result and its leases return. Raises
         ``TypeError`` (cancelling nothing) if an id is not a string.
@@ -325,8 +326,7 @@ class Kernel(metaclass=NoPublicConstructor):
             if not isinstance(call_id, str):
                 raise TypeError(f"call ids are strings, not {type(call_id).__name__}")
         for call_id in call_ids:
-            record = self._scheduler.live_call(call_id)
-            if record is not None:
+            for record in self._scheduler.live_calls(call_id):  # each batch's, if several
                 self._act(self._scheduler.cancel(record, ASKED))
 
     def cancel_all(self) -> None:

@@ -267,9 +267,10 @@ class Scheduler:
         """Whether ``record`` is an unfinished call of this scheduler's."""
         return self._live.get(record.uid) is record
 
-    def live_call(self, call_id: str) -> CallRecord | None:
-        """The unfinished top-level call with this id, if any."""
-        return self._names.live.get(call_id)
+    def live_calls(self, call_id: str) -> list[CallRecord]:
+        """The unfinished top-level calls with this id (more than one only if two batches
+        used it), the newest first."""
+        return self._names.all_live(call_id)
 
     def cancel(self, record: CallRecord, reason: CancelReason) -> Sequence[Action]:
         """Cancel a call and the calls it awaits; each finishes CANCELLED when the async layer
