@@ -464,9 +464,10 @@ def tool(
       wait for it, and it waits for earlier writes). For a tool that reads only the files its
       arguments name, ``reads=`` lets writes elsewhere go on.
     - ``wait_timeout``: seconds a call may wait for its leases before it ends ``TIMEOUT``
-      (None: no limit); the kernel's or the call's own setting overrides it.
+      (None: the kernel's default, ``open_kernel(wait_timeout=...)``); a call's own setting
+      overrides it.
     - ``run_timeout``: seconds a call may run before it is cancelled and ends ``TIMEOUT``
-      (None: no limit).
+      (None: the kernel's default); a call's own setting overrides it.
     - ``thread``: ``True`` on a plain ``def`` runs it in a worker thread. The call holds its
       leases until the thread returns, even when it is cancelled or times out meanwhile (a
       thread can't be interrupted); such a call's result is ``CANCELLED`` (``TIMEOUT``) and the
