@@ -65,6 +65,8 @@ __all__ = [
     "entries",
     "listdir",
     "make_directory",
+    "Moved",
+    "entry_exists",
     "move",
     "moved_aside",
     "open_regular",
@@ -232,6 +234,35 @@ def status(root: int, parts: Sequence[str]) -> os.stat_result:
     if stat.S_ISLNK(result.st_mode):
         raise changed(parts, len(parts) - 1)
     return result
+
+
+def entry_exists(root: int, parts: Sequence[str], link: bool) -> bool:
+    """True iff the entry ``parts`` is there (a link whatever it points to); ``link`` is
+    whether the check found a link there (a link found where none was is a changed path)."""
+    if not parts:
+        return True
+    try:
+        parent = open_directory(root, parts[:-1])
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    try:
+        _entry_mode(parent, parts, link)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    finally:
+        os.close(parent)
+    return True
+
+
+def _entry_mode(parent: int, parts: Sequence[str], link: bool) -> int:
+    """The ``lstat`` mode of entry ``parts`` in ``parent``, which must be a symbolic link iff
+    ``link`` (the check found one there), else the path changed: :class:`PathChangedError`."""
+    mode = os.lstat(parts[-1], dir_fd=parent).st_mode
+    if stat.S_ISLNK(mode) and not link:
+        raise changed(parts, len(parts) - 1)
+    if link and not stat.S_ISLNK(mode):
+        raise PathChangedError(f"{'/'.join(parts)!r} is no longer a symbolic link")
+    return mode
 
 
 def listdir(root: int, parts: Sequence[str]) -> list[str]:
@@ -600,11 +631,19 @@ def make_directory(
 
 
 def delete(
-    root: int, parts: Sequence[str], gate: Gate, committed: Gate, fence: Fence | None = None
+    root: int,
+    parts: Sequence[str],
+    gate: Gate,
+    committed: Gate,
+    fence: Fence | None = None,
+    *,
+    link: bool = False,
 ) -> None:
     """Delete file ``parts``, or directory ``parts`` with everything in it (no link followed).
 
-    A file is one ``unlink``. A directory is old or gone, never half: see :func:`_delete_tree`.
+    A file is one ``unlink``, and so is a symbolic link: ``link`` says the check found one
+    there, which is deleted itself (a link where the check saw none, or none where it saw one,
+    is a changed path). A directory is old or gone, never half: see :func:`_delete_tree`.
     ``committed`` guards the removals made once that deletion is committed: like ``gate`` it
     refuses once the call has ended, but it does not stop for the call's cancellation.
     """
@@ -612,10 +651,7 @@ def delete(
         raise PermissionError(errno.EPERM, "can't delete the workspace root", ".")
     parent = open_directory(root, parts[:-1])
     try:
-        name = parts[-1]
-        mode = os.lstat(name, dir_fd=parent).st_mode
-        if stat.S_ISLNK(mode):
-            raise changed(parts, len(parts) - 1)
+        mode = _entry_mode(parent, parts, link)
         if stat.S_ISDIR(mode):
             _delete_tree(parent, parts, gate, committed, fence)
         else:
@@ -650,8 +686,12 @@ def _delete_tree(
     a lease on is safe: the listings hide such names, and any call whose lease covers the
     directory conflicts with this one's.
 
-    A failure during the removal (a file that may not be removed) is not a cancellation: what is
-    left is put back under its name, where the model will look for it, and the error raised.
+    Before anything is touched, every directory in the tree is checked to be one this process
+    may empty (:func:`_tree_contents`): one that is not (``chmod a-w``) makes the deletion fail
+    with nothing deleted. The check can't foresee all (an immutable file, permissions changed
+    by another process since): a failure during the removal is not a cancellation, what is left
+    is put back under its name, where the model will look for it, and the error raised says
+    what was deleted before it, since that can't be undone.
     """
     name = parts[-1]
     _sweep_moved_aside(parent, gate)
@@ -666,6 +706,7 @@ def _delete_tree(
         # no sweep can lock anything either, and none is made.
         with contextlib.suppress(OSError):
             fcntl.flock(top, fcntl.LOCK_EX)
+        contents = _tree_contents(top, parent, parts)
         aside = f".{name[:32]}{_ASIDE_INFIX}{secrets.token_hex(6)}"
         aside_parts = (*parts[:-1], aside)
         # The gate is the last point at which a cancellation leaves the tree as it was.
@@ -679,13 +720,135 @@ def _delete_tree(
             raise PathChangedError(f"{where!r} is another directory now")
         try:
             remove_opened_tree(os.dup(top), parent, aside, committed)
-        except OSError:
-            with contextlib.suppress(OSError):
+        except OSError as exc:
+            put_back = True
+            try:
                 _rename(fence, committed, parent, aside_parts, parent, parts, replace=False)
-            raise
+            except OSError:
+                put_back = False
+            raise _removal_failed(exc, top, parts, contents, put_back) from exc
     finally:
         os.close(top)
     anyio.from_thread.check_cancelled()
+
+
+def _tree_contents(top: int, parent: int, parts: Sequence[str]) -> list[str]:
+    """The paths of everything in the tree ``top`` (named ``parts`` in ``parent``), relative to
+    it, after checking that this process may empty every directory in it; else
+    ``PermissionError`` naming the first that it may not, with nothing touched.
+
+    May empty: read, write and search permission (``access`` with the effective ids: root and
+    ACLs answer as they would for the removal), and in a sticky directory (``chmod +t``) owned
+    by someone else, own each entry. Walked as :func:`remove_opened_tree` walks it, each
+    directory opened relative to its parent without following a link.
+    """
+    contents: list[str] = []
+    me = os.geteuid()
+    frames: list[tuple[int, str]] = []
+    try:
+        frames.append((os.dup(top), ""))
+        _may_empty(parent, parts[-1], top, parts, "")
+        while frames:
+            fd, prefix = frames.pop()
+            try:
+                sticky_owner = _sticky_owner(fd, me)
+                for entry in _scan(fd):
+                    relative = prefix + entry.name
+                    contents.append(relative)
+                    if sticky_owner is not None and entry.stat(follow_symlinks=False).st_uid != me:
+                        raise _may_not_remove(parts, relative, "it is in a sticky directory")
+                    if not entry.is_dir(follow_symlinks=False):
+                        continue
+                    try:
+                        child = os.open(entry.name, DIRECTORY_FLAGS, dir_fd=fd)
+                    except OSError:
+                        continue  # gone or swapped since the listing: the removal copes
+                    try:
+                        _may_empty(fd, entry.name, child, parts, relative)
+                    except BaseException:
+                        os.close(child)
+                        raise
+                    frames.append((child, relative + "/"))
+            finally:
+                os.close(fd)
+    finally:
+        for fd, _ in frames:
+            os.close(fd)
+    return contents
+
+
+def _may_empty(parent: int, name: str, fd: int, parts: Sequence[str], relative: str) -> None:
+    """Raise ``PermissionError`` unless this process may list and remove what is in the
+    directory ``fd`` (``name`` in ``parent``)."""
+    wanted = os.R_OK | os.W_OK | os.X_OK
+    allowed = os.access(name, wanted, dir_fd=parent, effective_ids=_EFFECTIVE_IDS)
+    if not allowed and _same_directory(fd, parent, name):  # not swapped since it was opened
+        raise _may_not_remove(parts, relative, "its permission bits forbid this process")
+
+
+def _sticky_owner(fd: int, me: int) -> int | None:
+    """The owner of directory ``fd`` if it is sticky and neither ours nor are we root: only
+    the entries we own may then be removed from it."""
+    status = os.fstat(fd)
+    if me == 0 or not status.st_mode & stat.S_ISVTX or status.st_uid == me:
+        return None
+    return status.st_uid
+
+
+def _may_not_remove(parts: Sequence[str], relative: str, why: str) -> PermissionError:
+    where = "/".join((*parts, relative)) if relative else "/".join(parts)
+    return PermissionError(
+        errno.EACCES,
+        f"can't delete the tree: {where!r} can't be emptied ({why}; make it writable first, "
+        f"e.g. chmod -R u+rwx); nothing was deleted",
+        "/".join(parts),
+    )
+
+
+def _removal_failed(
+    error: OSError, top: int, parts: Sequence[str], contents: list[str], put_back: bool
+) -> OSError:
+    """The error for a removal that failed part-way: ``error``, saying what was deleted (what
+    was in the tree, ``contents``, and is no more under ``top``) and where the rest is."""
+    left = set(_tree_contents_unchecked(top))
+    deleted = [relative for relative in contents if relative not in left]
+    where = "/".join(parts)
+    shown = ", ".join(repr(f"{where}/{relative}") for relative in deleted[:_SHOWN_DELETED])
+    if len(deleted) > _SHOWN_DELETED:
+        shown += f" and {len(deleted) - _SHOWN_DELETED} more"
+    done = "deleted none of it"
+    if deleted:
+        done = f"deleted {len(deleted)} of its {len(contents)} entries ({shown})"
+    rest = f"the rest is back under {where!r}" if put_back else "the rest is hidden beside it"
+    message = f"{error.strerror or error}; {done} before that failed, and {rest}"
+    return type(error)(error.errno, message, where)
+
+
+_SHOWN_DELETED: Final = 10
+"""How many deleted paths the error for a removal that failed part-way names."""
+
+
+def _tree_contents_unchecked(top: int) -> list[str]:
+    """The paths of what is left in the tree ``top``, relative to it (no link followed;
+    whatever can't be listed counts as gone)."""
+    found: list[str] = []
+    frames: list[tuple[int, str]] = [(os.dup(top), "")]
+    try:
+        while frames:
+            fd, prefix = frames.pop()
+            try:
+                for entry in _scan(fd):
+                    found.append(prefix + entry.name)
+                    if entry.is_dir(follow_symlinks=False):
+                        with contextlib.suppress(OSError):
+                            child = os.open(entry.name, DIRECTORY_FLAGS, dir_fd=fd)
+                            frames.append((child, prefix + entry.name + "/"))
+            finally:
+                os.close(fd)
+    finally:
+        for fd, _ in frames:
+            os.close(fd)
+    return found
 
 
 def _sweep_moved_aside(parent: int, gate: Gate) -> None:
@@ -727,10 +890,14 @@ def move(
     parents: bool,
     replace: bool = True,
     fence: Fence | None = None,
-) -> None:
+    link: bool = False,
+) -> Moved:
     """Rename ``source`` to ``target`` (``os.replace``), relative to their parents' descriptors.
 
     With ``replace=False`` an existing ``target`` is never replaced (``FileExistsError``).
+    ``link`` says the check found a symbolic link at ``source``: it is moved itself (a link
+    where the check saw none, or none where it saw one, is a changed path). Returns the
+    ``lstat`` of what was moved, just before and just after the rename (see :class:`Moved`).
     """
     if not source or not target:
         raise PermissionError(errno.EPERM, "can't move the workspace root", ".")
@@ -738,10 +905,45 @@ def move(
     try:
         target_parent = _open_parent(root, target, gate, fence, parents=parents)
         try:
-            if stat.S_ISLNK(os.lstat(source[-1], dir_fd=source_parent).st_mode):
-                raise changed(source, len(source) - 1)
-            _rename(fence, gate, source_parent, source, target_parent, target, replace=replace)
+            _entry_mode(source_parent, source, link)
+            before: list[os.stat_result] = []
+
+            def last_look() -> None:
+                before.append(_entry_status(source_parent, source, link))
+
+            _rename(
+                fence,
+                gate,
+                source_parent,
+                source,
+                target_parent,
+                target,
+                replace=replace,
+                before=last_look,
+            )
+            placed = _present(target_parent, target[-1])
+            if placed is not None and _identity(placed)[:2] != _identity(before[0])[:2]:
+                placed = None  # replaced since the rename, by a writer holding no lease
+            return Moved(before[0], placed)
         finally:
             os.close(target_parent)
     finally:
         os.close(source_parent)
+
+
+@attrs.frozen
+class Moved:
+    """What :func:`move` moved, as ``lstat`` saw it (so the views can follow it)."""
+
+    before: os.stat_result
+    """At its old name, just before the rename (inside the gate)."""
+    after: os.stat_result | None
+    """At its new name, just after the rename (which changes a file's ctime); None if what
+    is there now is not what was moved."""
+
+
+def _entry_status(parent: int, parts: Sequence[str], link: bool) -> os.stat_result:
+    status = os.lstat(parts[-1], dir_fd=parent)
+    if stat.S_ISLNK(status.st_mode) != link:
+        _entry_mode(parent, parts, link)  # raises why
+    return status

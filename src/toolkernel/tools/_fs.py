@@ -28,6 +28,15 @@ Deleting a tree is whole or nothing the same way: the tree is renamed aside to a
 its directory, then removed, and a cancellation after the rename lets the removal finish
 (:meth:`FileAccess.delete`).
 
+Symbolic links: reading or writing through a link reaches its target, the file the key names
+(as ``cat link`` and ``echo > link`` do), so the target is what the claims must cover, and a
+link leading out of the root is refused. Deleting and moving change a directory entry, and act
+on the entry the last component names, a link included, as ``rm`` and ``mv`` do: ``delete
+("node_modules/foo")`` removes the link, never the tree it points to. The parents are resolved
+as for every path. The entry's key (:meth:`FileAccess.entry_key`) is then the resolved parent
+and the link's own name, and a claim covering it is needed: :func:`entry_keys` says what a tool
+deleting or moving a spelled path should claim.
+
 Observing: a :class:`FileAccess` made with an ``observer`` calls it with a
 :class:`FileAccessed` for every access it checks, allowed or refused, in the worker thread
 doing the I/O, just after the check and before the I/O (``toolkernel.testing.Recorder`` uses
@@ -56,6 +65,7 @@ import os
 import stat
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final, TypeVar
 
@@ -70,14 +80,71 @@ from ..locks import Claim, Everything, Mode, Path
 from . import _fileops
 from ._fileops import Entry
 from ._views import FileView, version_of
-from ._workspace import Workspace
+from ._workspace import Workspace, _path_text
 
-__all__ = ["FileAccess", "FileAccessed", "Entry", "Subtree"]
+__all__ = ["FileAccess", "FileAccessed", "Entry", "Subtree", "entry_keys"]
 
 T = TypeVar("T")
 CANCEL_POLL: Final = 0.002
 """Seconds between two looks at a search's cancellation (:meth:`Subtree.check`)."""
 PathArg = str | os.PathLike[str]
+
+
+def _split_entry(path: PathArg) -> tuple[str, str] | None:
+    """``(parent, name)`` for a spelling whose last component names a directory entry (trailing
+    slashes ignored); None for one that names no entry of its own (``.``, ``..``, the root),
+    which is resolved whole. Raises :class:`InvalidClaimError` for what is not a path."""
+    text = _path_text(path).rstrip("/")
+    slash = text.rfind("/")
+    name = text[slash + 1 :]
+    if name in ("", ".", ".."):
+        return None
+    parent = text[:slash] if slash > 0 else ("/" if slash == 0 else ".")
+    return parent, name
+
+
+def _spellings(name: str) -> dict[str, None]:
+    """``name`` as each way a workspace may fold it (none, case, Unicode form, both) spells it,
+    without repeats, in that order."""
+    nfc = unicodedata.normalize("NFC", name)
+    both = unicodedata.normalize("NFC", nfc.casefold())
+    return dict.fromkeys((name, name.casefold(), nfc, both))
+
+
+def entry_keys(key: Callable[[str], Path], spelling: str) -> tuple[Path, ...]:
+    """The keys a call deleting or moving ``spelling`` holds exclusively, keyed by ``key``
+    (the kernel's ``KeyFunction``): what it changes and what changes meaning with it.
+
+    For anything but a symbolic link: ``key(spelling)``, the entry itself. For a link (as
+    :meth:`FileAccess.delete` and :meth:`FileAccess.move` act on the link, not its target):
+    the link's own entry (:meth:`FileAccess.entry_key`: its resolved directory and its name),
+    and the link's target if that is in the workspace, since every path spelled through the
+    link changes meaning with it. ``key`` does not say how the workspace folds names, so the
+    entry is claimed under each folding of the name that differs (most names have one): more
+    conflicts, never fewer. A link that leads outside the root or loops gives its entry only;
+    any other spelling the workspace refuses raises as ``key`` does.
+    """
+    split = _split_entry(spelling)
+    if split is None:
+        return (key(spelling),)
+    parent_text, name = split
+    target: Path | None
+    try:
+        target = key(spelling)
+    except InvalidClaimError:  # the link leads outside the root, or loops
+        target = None
+    else:
+        if target.parts == tuple(spelling.split("/")):
+            return (target,)  # canonical, and no link on the way: the usual case, one key
+    parent = key(parent_text).parts
+    entries = tuple(Path((*parent, folded)) for folded in _spellings(name))
+    if target is None:
+        return entries
+    if target in entries:
+        # No link (its key is one of them), or a link to a sibling of a name that folds alike:
+        # claiming every folding covers the entry either way.
+        return entries
+    return (*entries, target)
 
 
 def _as_claims(claims: Iterable[Claim]) -> tuple[Claim, ...]:
@@ -125,9 +192,13 @@ class FileAccess:
     ...) for what the file system refuses.
 
     Operations on a spelling that passes through a symlink act on the link's target, since that is
-    the file the key names (deleting ``link`` deletes what it points to). If a directory or the
-    file itself is found to be a symbolic link at the moment of the I/O, where the check saw
-    none, the path changed meaning under the call: :class:`PathChangedError`, nothing touched.
+    the file the key names (writing ``link`` writes what it points to, creating it if the link
+    dangles, as ``echo > link`` does; the claims must cover the target, and a link leading out
+    of the root is refused). :meth:`delete` and :meth:`move` are the exception: they act on the
+    directory entry the last component names, a link itself included, as ``rm`` and ``mv`` do
+    (see :meth:`entry_key`). If a directory or the file itself is found to be a symbolic link at
+    the moment of the I/O, where the check saw none (or a link is found to be one no more), the
+    path changed meaning under the call: :class:`PathChangedError`, nothing touched.
 
     ``call_id`` names the call in messages. After :meth:`close` every operation raises
     :class:`CallEndedError`. ``observer``, if given, is called with a :class:`FileAccessed`
@@ -241,12 +312,61 @@ class FileAccess:
     def _check(self, path: PathArg, *, write: bool, verb: str) -> tuple[Path, tuple[str, ...]]:
         """Key ``path``, check the claims cover it, and return its key and on-disk components."""
         key, parts = self.workspace._locate_parts(path)
+        self._checked(key, write, verb)
+        return key, parts
+
+    def _checked(self, key: Path, write: bool, verb: str) -> None:
+        """Check the claims cover ``key``; tell the observer; raise if they do not."""
         reason = self._refusal(key, write=write)
         if self.observer is not None:
             self.observer(FileAccessed(self.call_id, key, write, verb, reason is None))
         if reason is not None:
             raise UndeclaredAccessError(f"can't {verb} {self.workspace.display(key)!r}: {reason}")
-        return key, parts
+
+    def entry_key(self, path: PathArg) -> Path:
+        """The key of the directory entry ``path`` names: what :meth:`delete` and :meth:`move`
+        change. Synchronous; it may ``lstat`` and ``readlink``.
+
+        It is ``workspace.key(path)`` unless the last component is a symbolic link: then the
+        key of its resolved parent joined with the link's own name (the link is not followed,
+        so it may dangle, loop or lead outside the root). Trailing slashes are ignored; ``.``,
+        ``..`` and the root name no entry of their own and are resolved whole.
+        """
+        return self._locate_entry(path)[0]
+
+    def _locate_entry(self, path: PathArg) -> tuple[Path, tuple[str, ...], bool]:
+        """``(entry key, on-disk components, is a link)`` of the entry ``path`` names."""
+        workspace = self.workspace
+        split = _split_entry(path)
+        if split is None:
+            return (*workspace._locate_parts(path), False)
+        whole: tuple[Path, tuple[str, ...]] | None
+        try:
+            whole = workspace._locate_parts(path)
+        except InvalidClaimError:  # escapes, or loops: the last component may be such a link
+            whole = None
+        else:
+            if type(path) is str and whole[1] == tuple(path.split("/")):
+                return (*whole, False)  # canonical, no link met: the usual case
+        parent_text, name = split
+        parent_key, parent_parts = workspace._locate_parts(parent_text)
+        found = workspace._find_entry(str(workspace.root.joinpath(*parent_parts)), name)
+        if found is not None and stat.S_ISLNK(found[1].st_mode):
+            spelled = found[0]
+            key = Path((*parent_key.parts, workspace._fold(spelled)))
+            return key, (*parent_parts, spelled), True
+        if whole is None:
+            whole = workspace._locate_parts(path)  # raises why it was refused
+        return (*whole, False)
+
+    def _check_entry(
+        self, path: PathArg, *, write: bool, verb: str
+    ) -> tuple[Path, tuple[str, ...], bool]:
+        """As :meth:`_check`, for the entry ``path`` names (:meth:`entry_key`); also whether
+        the check found a link there."""
+        key, parts, link = self._locate_entry(path)
+        self._checked(key, write, verb)
+        return key, parts, link
 
     def _in_thread(
         self, verb: str, path: PathArg, write: bool, io: Callable[[int, tuple[str, ...]], T]
@@ -394,9 +514,24 @@ class FileAccess:
         data = await self.read_bytes(path, max_bytes=max_bytes)
         return data.decode(encoding, errors)
 
-    async def exists(self, path: PathArg) -> bool:
-        """True iff something exists at ``path``. Needs a read lease."""
-        return await self._run("read", path, False, _mode_test(lambda mode: True))
+    async def exists(self, path: PathArg, *, follow_links: bool = True) -> bool:
+        """True iff something exists at ``path``. Needs a read lease.
+
+        A symbolic link is followed (a dangling one: False), unless ``follow_links=False``:
+        then the entry ``path`` names is looked at (:meth:`entry_key`), and a link is there
+        whatever it points to, as :meth:`delete` and :meth:`move` see it.
+        """
+        if follow_links:
+            return await self._run("read", path, False, _mode_test(lambda mode: True))
+        self._ensure_open("read", path)
+        return await anyio.to_thread.run_sync(self._entry_exists, path)
+
+    def _entry_exists(self, path: PathArg) -> bool:
+        self._ensure_open("read", path)
+        with self.workspace._borrowed_root() as root:
+            key, parts, link = self._check_entry(path, write=False, verb="read")
+            with self._explained("read", key, parts):
+                return _fileops.entry_exists(root, parts, link)
 
     async def is_file(self, path: PathArg) -> bool:
         """True iff ``path`` is a regular file. Needs a read lease."""
@@ -565,34 +700,53 @@ class FileAccess:
         await self._run("create", path, True, io)
 
     async def delete(self, path: PathArg) -> None:
-        """Delete the file or the whole directory tree at ``path``. Needs an exclusive lease.
+        """Delete the file or the whole directory tree at ``path``. Needs an exclusive lease on
+        the entry ``path`` names (:meth:`entry_key`).
 
-        The workspace root itself can't be deleted (``PermissionError``). Links inside a tree are
-        removed, never followed. A tree is whole or gone, never half: it is first renamed to a
-        hidden name beside it (``.<name>.toolkernel-deleted-<hex>``), then removed. Cancelled
-        before that rename, nothing changed; after it, the removal finishes before the
-        cancellation is raised. A failure part-way (a file that may not be removed) puts what is
-        left back under ``path`` and raises. Listings leave such hidden names out, and deleting a
-        directory first removes any a crash left beside it. A file is one ``unlink``.
+        A symbolic link is deleted itself, as ``rm`` deletes it: never what it points to, and
+        whether it dangles, loops or leads outside the root. The workspace root itself can't be
+        deleted (``PermissionError``). Links inside a tree are removed, never followed.
+
+        A tree is whole or gone, never half. First every directory in it is checked to be one
+        this process may empty (read, write and search permission, and the sticky bit's rule);
+        if one is not, ``PermissionError`` names it and nothing is deleted. Then the tree is
+        renamed to a hidden name beside it (``.<name>.toolkernel-deleted-<hex>``), and removed.
+        Cancelled before that rename, nothing changed; after it, the removal finishes before
+        the cancellation is raised. If the removal still fails part-way (the permissions
+        changed since the check, an immutable file), what is left is put back under ``path``
+        and the error raised says what was deleted. Listings leave such hidden names out, and
+        deleting a directory first removes any a crash left beside it. A file is one
+        ``unlink``.
         """
         gate = self._gate("delete", path)
         committed = self._gate("delete", path, cancellable=False)
+        self._ensure_open("delete", path)
+        await anyio.to_thread.run_sync(self._delete, path, gate, committed)
 
-        def io(root: int, parts: tuple[str, ...]) -> None:
-            _fileops.delete(root, parts, gate, committed, self.fence)
-
-        await self._run("delete", path, True, io)
+    def _delete(self, path: PathArg, gate: _Gate, committed: _Gate) -> None:
+        self._ensure_open("delete", path)
+        with self.workspace._borrowed_root() as root:
+            key, parts, link = self._check_entry(path, write=True, verb="delete")
+            with self._explained("delete", key, parts):
+                _fileops.delete(root, parts, gate, committed, self.fence, link=link)
 
     async def move(
         self, src: PathArg, dst: PathArg, *, parents: bool = False, replace: bool = True
     ) -> None:
         """Rename the file or directory ``src`` to ``dst`` atomically (``os.replace``).
 
-        Needs exclusive leases on both. ``dst`` is the new path itself (not a directory to move
-        into); an existing file there is replaced, unless ``replace=False``: then anything at
-        ``dst`` makes it fail with ``FileExistsError`` and stays as it was (atomically on Linux,
-        where ``renameat2`` has ``RENAME_NOREPLACE``; elsewhere checked just before). With
-        ``parents=True`` missing parents of ``dst`` are created. Both must be on one file system.
+        Needs exclusive leases on both entries (:meth:`entry_key`): as ``mv`` does, a symbolic
+        link ``src`` is moved itself (never its target), and a link at ``dst`` is replaced (or,
+        with ``replace=False``, counts as something there); the parents of both are resolved.
+        ``dst`` is the new path itself (not a directory to move into); an existing file there is
+        replaced, unless ``replace=False``: then anything at ``dst`` makes it fail with
+        ``FileExistsError`` and stays as it was (atomically on Linux, where ``renameat2`` has
+        ``RENAME_NOREPLACE``; elsewhere checked just before). With ``parents=True`` missing
+        parents of ``dst`` are created. Both must be on one file system.
+
+        With a :attr:`view`, what the agent saw of the file (or of the files below the
+        directory) moves with it: a file it read or wrote and that is unchanged can be written
+        at its new path without a new read.
         """
         self._ensure_open("move", src)
         await anyio.to_thread.run_sync(self._move, src, dst, parents, replace)
@@ -600,11 +754,11 @@ class FileAccess:
     def _move(self, src: PathArg, dst: PathArg, parents: bool, replace: bool) -> None:
         self._ensure_open("move", src)
         with self.workspace._borrowed_root() as root:
-            source_key, source = self._check(src, write=True, verb="move")
-            _, target = self._check(dst, write=True, verb="move to")
+            source_key, source, link = self._check_entry(src, write=True, verb="move")
+            target_key, target, _ = self._check_entry(dst, write=True, verb="move to")
             gate = self._gate("move", src)
             with self._explained("move", source_key, source, target):
-                _fileops.move(
+                moved = _fileops.move(
                     root,
                     source,
                     target,
@@ -612,6 +766,18 @@ class FileAccess:
                     parents=parents,
                     replace=replace,
                     fence=self.fence,
+                    link=link,
+                )
+            view = self.view
+            if view is not None and not link:
+                # A link's target keeps its key (keys are resolved): only a file or a tree moves.
+                after = None if moved.after is None else version_of(moved.after)
+                view.moved(
+                    source_key.parts,
+                    target_key.parts,
+                    version_of(moved.before),
+                    after,
+                    directory=stat.S_ISDIR(moved.before.st_mode),
                 )
 
 

@@ -20,7 +20,9 @@ The rules, as Claude Code decides them:
 - Creating a file never needs a read; nor does writing over a file gone since it was read.
 - A partial ``Read`` (``offset``/``limit``) counts as a read, as in Claude Code: the model saw
   real lines of that version, and any later change makes it stale.
-- The agent's own writes update its view, so successive edits need no read between them. A
+- The agent's own writes update its view, so successive edits need no read between them; so
+  do its own moves (``Move``): what it saw of a file, or of the files below a directory, moves
+  to the new path, as long as the file is the one it saw (:meth:`FileView.moved`). A
   Bash command's changes do not: the model saw the command's output, not the file, so a file a
   command changed must be read again before it is edited, as in Claude Code.
 
@@ -104,6 +106,50 @@ class FileView:
             seen.pop(key, None)  # re-inserted last: the dict's order is the use order
             seen[key] = version
             if len(seen) > self.limit:
+                del seen[next(iter(seen))]
+
+    def moved(
+        self,
+        source: Sequence[str],
+        target: Sequence[str],
+        before: FileVersion,
+        after: FileVersion | None,
+        *,
+        directory: bool,
+    ) -> None:
+        """Follow this agent's own move of ``source`` to ``target``.
+
+        A file: ``before`` and ``after`` are its versions just before and after the rename
+        (which changes its ctime; ``after`` None if what is at ``target`` is not it). If this
+        agent last saw it as ``before``, it has seen it as ``after`` at ``target``; if it saw
+        another version, that stays what it saw (so the file reads as changed, not as never
+        read). A directory (``directory``): what it saw below ``source`` is now below
+        ``target``, versions unchanged (renaming a directory changes none of its files).
+        Whatever it saw at ``target`` (and below) before is forgotten: that was replaced.
+        """
+        source, target = tuple(source), tuple(target)
+        with self._lock:
+            seen = self._seen
+            if directory:
+                below = len(source)
+                carried = {
+                    key: version
+                    for key, version in seen.items()
+                    if len(key) > below and key[:below] == source
+                }
+                for key in carried:
+                    del seen[key]
+            else:
+                carried = {}
+                last = seen.pop(source, None)
+                if last is not None:
+                    carried[source] = after if last == before and after is not None else last
+            depth = len(target)
+            for key in [key for key in seen if key[:depth] == target]:
+                del seen[key]
+            for key, version in carried.items():
+                seen[target + key[len(source) :]] = version
+            while len(seen) > self.limit:
                 del seen[next(iter(seen))]
 
     def version(self, key: Sequence[str]) -> FileVersion | None:
