@@ -333,32 +333,3 @@ async def test_cancelling_an_id_two_batches_share_cancels_the_call_of_each(autoj
         assert [(r.status, r.finished_at) for r in results] == [(tk.Status.CANCELLED, 2)] * 2
         assert_leases_returned(kernel)
         kernel.cancel("c1")  # nothing left with that id: ignored
-
-
-@tk.tool(writes=["path"], run_timeout=5)
-async def shielded_commit(ctx: tk.ToolContext, path: str) -> str:
-    with anyio.CancelScope(shield=True):  # finishes whatever it is asked
-        await anyio.sleep(10)
-    return f"committed {path}"
-
-
-@pytest.mark.parametrize("how", ["cancel", "run_timeout", "run(timeout=)"])
-async def test_a_cancelled_call_whose_tool_finishes_anyway_ends_cancelled(
-    autojump_clock, how
-) -> None:
-    # As documented (and as a thread-running tool's call does): a call cancelled or timed out
-    # ends so, even if its tool, shielded, went on to return.
-    async with tk.open_kernel(tools=[shielded_commit]) as kernel:
-        call = tk.ToolCall("c", "shielded_commit", {"path": "a"})
-        if how == "cancel":
-            handle = kernel.submit(call)
-            await anyio.sleep(1)
-            handle.cancel()
-            result = await handle.wait_finished()
-        elif how == "run_timeout":
-            (result,) = await kernel.run([call])
-        else:
-            (result,) = await kernel.run([call], timeout=2)
-        assert_leases_returned(kernel)
-    expected = tk.Status.CANCELLED if how == "cancel" else tk.Status.TIMEOUT
-    assert (result.status, result.output, result.finished_at) == (expected, None, 10)

@@ -693,9 +693,7 @@ class Kernel(metaclass=NoPublicConstructor):
             status, output, failure = ERROR, None, exc
             _log.debug("toolkernel: call %s (%s) raised", call.id, call.name, exc_info=exc)
         else:
-            # Cancelled, it still returned (shielded, or it swallowed the cancellation): the
-            # call ends as cancelled calls do, as a thread's that finishes on does.
-            if scope.cancelled_caught or scope.cancel_called:
+            if scope.cancelled_caught:
                 output = None
                 if record.cancel_reason is not None:
                     status, failure = CANCELLED, messages.cancelled(record.cancel_reason)
