@@ -72,5 +72,6 @@ class CallHandle:
         return await self._kernel._wait_finished(self._record)
 
     def cancel(self) -> None:
-        """Cancel the call (synchronous); it finishes with a CANCELLED result."""
+        """Cancel the call (synchronous); it finishes with a CANCELLED result, unless its tool
+        finishes anyway (a commit it shields from cancellation) and says what it did."""
         self._kernel._cancel_call(self._record)

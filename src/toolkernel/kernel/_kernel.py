@@ -319,8 +319,9 @@ class Kernel(metaclass=NoPublicConstructor):
         """Cancel calls by id (synchronous); unknown or finished ids are ignored. An id two
         unfinished batches share cancels the call of each.
 
-        Each cancelled call gets a CANCELLED result and its leases return. Raises
-        ``TypeError`` (cancelling nothing) if an id is not a string.
+        Each cancelled call gets a CANCELLED result and its leases return, unless its tool
+        finishes anyway (a commit it shields from cancellation): its result then says what it
+        did. Raises ``TypeError`` (cancelling nothing) if an id is not a string.
         """
         for call_id in call_ids:
             if not isinstance(call_id, str):
