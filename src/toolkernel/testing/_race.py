@@ -92,14 +92,34 @@ def _covers(claims: Iterable[Claim], key: Path, write: bool) -> bool:
     return False
 
 
-def _related(a: CallRecording, b: CallRecording, parents: dict[str, str | None]) -> bool:
+def _parents(recording: Recording) -> dict[int, CallRecording]:
+    """Each call's parent in ``recording``, by the ``id()`` of the call, for those that have one.
+
+    By ``serial``, since ids may repeat (two batches' ``c1``, each making a ``c1.1``). In a
+    recording made by hand without serials, by id, as ids are then taken to be unique."""
+    by_serial = {c.serial: c for c in recording if c.serial is not None}
+    by_id = {c.call_id: c for c in recording}
+    parents: dict[int, CallRecording] = {}
+    for call in recording:
+        if call.serial is not None:
+            parent = None if call.parent_serial is None else by_serial.get(call.parent_serial)
+        else:
+            parent = None if call.parent is None else by_id.get(call.parent)
+        if parent is not None:
+            parents[id(call)] = parent
+    return parents
+
+
+def _related(a: CallRecording, b: CallRecording, parents: dict[int, CallRecording]) -> bool:
     """True if one of the two made the other (at any depth) through ``ctx.call``."""
     for child, elder in ((a, b), (b, a)):
-        ancestor = child.parent
-        while ancestor is not None:
-            if ancestor == elder.call_id:
+        seen = {id(child)}  # a recording made by hand may make a call its own ancestor
+        ancestor = parents.get(id(child))
+        while ancestor is not None and id(ancestor) not in seen:
+            if ancestor is elder:
                 return True
-            ancestor = parents.get(ancestor)
+            seen.add(id(ancestor))
+            ancestor = parents.get(id(ancestor))
     return False
 
 
@@ -115,7 +135,7 @@ def check_race_free(recording: Recording) -> list[Violation]:
     """
     violations: list[Violation] = []
     ran = sorted((c for c in recording if c.run is not None), key=lambda c: c.run.first)  # type: ignore[union-attr]
-    parents = {c.call_id: c.parent for c in recording}
+    parents = _parents(recording)
     # Sweep by start: each run is compared with the runs still open when it starts.
     open_runs: list[CallRecording] = []
     for call in ran:
