@@ -11,7 +11,7 @@ import pytest
 
 import toolkernel as tk
 from toolkernel.tools import _file_tools, builtin_tools
-from toolkernel.tools._file_tools import WHOLE_READ, _head, _line_window
+from toolkernel.tools._file_tools import TEXT_SIZE_LIMIT, WHOLE_READ, _head, _line_window
 from toolkernel.tools._line_match import text_lines
 
 
@@ -61,7 +61,7 @@ async def test_read_of_a_file_that_is_not_ascii_cuts_the_same_window(
 
 
 @hypothesis.given(
-    data=st.binary(max_size=40).map(lambda b: b.replace(b"a", b"\n")),
+    data=st.binary(max_size=40).map(lambda b: b.replace(b"a", b"\n").replace(b"\x00", b"")),
     lines=st.integers(1, 8),
     whole_read=st.sampled_from([0, 1 << 20]),
 )
@@ -225,3 +225,92 @@ async def test_read_in_the_middle_of_a_big_file_checks_the_lines_before_it(
     assert accented.output == (
         f" 50001\t{lines[49_999]}\n... (more lines follow; use offset=50002 to read on)"
     )
+
+
+async def test_read_takes_an_offset_or_limit_past_any_file_s_lines(tmp_path: pathlib.Path) -> None:
+    # Past C's ssize_t they raised OverflowError from str.split.
+    (tmp_path / "a.txt").write_text("one\ntwo\n")
+    async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
+        everything, rest, far, past = await kernel.run(
+            [
+                tk.ToolCall("a", "Read", {"file_path": "a.txt", "limit": 2**63}),
+                tk.ToolCall("b", "Read", {"file_path": "a.txt", "offset": 2, "limit": 10**30}),
+                tk.ToolCall("c", "Read", {"file_path": "a.txt", "limit": 2**63 - 1}),
+                tk.ToolCall("d", "Read", {"file_path": "a.txt", "offset": 2**63, "limit": 2**63}),
+            ]
+        )
+    assert everything.output == far.output == "     1\tone\n     2\ttwo"
+    assert rest.output == "     2\ttwo"
+    assert past.error == f"offset {2**63} is past the end of 'a.txt' (2 lines)"
+
+
+async def test_read_of_a_file_over_the_text_limit_shows_any_window_of_it(
+    tmp_path: pathlib.Path,
+) -> None:
+    # Refused whatever the window ("use Grep"), and Grep skips such files: a dead end.
+    lines = [f"line {n} of a log larger than Edit takes" for n in range(450_000)]
+    (tmp_path / "huge.log").write_text("\n".join(lines) + "\n")
+    assert (tmp_path / "huge.log").stat().st_size > TEXT_SIZE_LIMIT
+    async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
+        first, middle, last, default, past = await kernel.run(
+            [
+                tk.ToolCall("a", "Read", {"file_path": "huge.log", "limit": 2}),
+                tk.ToolCall("b", "Read", {"file_path": "huge.log", "offset": 300_000, "limit": 1}),
+                tk.ToolCall("c", "Read", {"file_path": "huge.log", "offset": 449_999}),
+                tk.ToolCall("d", "Read", {"file_path": "huge.log"}),
+                tk.ToolCall("e", "Read", {"file_path": "huge.log", "offset": 450_001}),
+            ]
+        )
+    assert first.output == (
+        f"     1\t{lines[0]}\n     2\t{lines[1]}\n... (more lines follow; use offset=3 to read on)"
+    )
+    assert middle.output == (
+        f"300000\t{lines[299_999]}\n... (more lines follow; use offset=300001 to read on)"
+    )
+    assert last.output == f"449999\t{lines[449_998]}\n450000\t{lines[449_999]}"
+    assert isinstance(default.output, str)
+    assert default.output.endswith("... (more lines follow; use offset=2001 to read on)")
+    assert past.error is not None and "past the end of 'huge.log' (450000 lines)" in past.error
+
+
+async def test_read_refuses_a_window_over_the_text_limit_and_says_to_ask_for_less(
+    tmp_path: pathlib.Path,
+) -> None:
+    (tmp_path / "wide.log").write_text("first\n" + "x" * (TEXT_SIZE_LIMIT + 1) + "\nlast\n")
+    async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
+        first, default, wide = await kernel.run(
+            [
+                tk.ToolCall("a", "Read", {"file_path": "wide.log", "limit": 1}),
+                tk.ToolCall("b", "Read", {"file_path": "wide.log"}),
+                tk.ToolCall("c", "Read", {"file_path": "wide.log", "offset": 2, "limit": 1}),
+            ]
+        )
+    assert first.output == "     1\tfirst\n... (more lines follow; use offset=2 to read on)"
+    for refused, window in ((default, "lines 1 to 2000"), (wide, "lines 2 to 2")):
+        assert refused.status is tk.Status.ERROR
+        assert refused.error is not None and refused.error.startswith(
+            f"can't show {window} of 'wide.log': they (or a line just before them) hold more "
+            "than 16 MiB"
+        )
+        assert "pass offset and a smaller limit" in refused.error
+
+
+def test_the_head_of_a_file_stops_at_a_checkpoint_before_each_chunk(
+    tmp_path: pathlib.Path,
+) -> None:
+    # So a Read of a huge file keeps its call's deadline.
+    (tmp_path / "f").write_bytes(b"line\n" * 1_000_000)
+    calls = 0
+
+    class Stop(Exception):
+        pass
+
+    def checkpoint() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 5:
+            raise Stop
+
+    with open(tmp_path / "f", "rb", buffering=0) as opened, pytest.raises(Stop):
+        _head(opened, 1_000_000, 0, skip=999_990, checkpoint=checkpoint)
+    assert calls == 5

@@ -16,8 +16,11 @@ import io
 import itertools
 import operator
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from typing import AnyStr, Final, NamedTuple, TypedDict
+
+import anyio.from_thread
 
 from .._errors import PathChangedError, ToolError, UndeclaredAccessError
 from ..kernel import ToolContext
@@ -44,11 +47,16 @@ READ_LINE_WIDTH = 2000
 LIST_LIMIT = 1000
 """The most entries ListDir shows (sorted by name); it says how many more there are."""
 TEXT_SIZE_LIMIT = 16 * 1024 * 1024
-"""The largest file Read, Edit and MultiEdit take (bytes); larger ones are refused unread."""
+"""The largest file Edit and MultiEdit take (bytes), refused unread if larger; and the most
+bytes of a file's lines Read keeps at once (it reads any part of a larger file)."""
 WHOLE_READ: Final = 2 << 20
 """Files up to this size (bytes) Read reads whole, so it counts the lines it does not show and
 checks that all of it is UTF-8; of a larger one it reads only up to the last line it shows, as
-``head`` does (counting the lines of 12 MiB took four times as long as ``head -n 2000``)."""
+``head`` does (counting the lines of 12 MiB took four times as long as ``head -n 2000``),
+whatever its size."""
+LINE_NUMBER_LIMIT: Final = sys.maxsize // 2
+"""Read takes a larger ``offset`` or ``limit`` as this one: no file has so many lines, and the
+two add up to a number C's ``ssize_t`` still holds (``str.split`` takes it)."""
 BINARY_PROBE: Final = 8192
 """A NUL in a file's first 8 KiB makes it binary: it is not shown as text."""
 _FIRST_CHUNK: Final = 1 << 16
@@ -90,42 +98,65 @@ class _Head(NamedTuple):
 async def _read_head(fs: FileAccess, file_path: str, skip: int, lines: int) -> _Head:
     """The lines of a file that is not binary from number ``skip + 1`` (or from an earlier one)
     up to the end of its line number ``lines`` (one thread hop); else a ToolError saying why
-    not."""
+    not. A file of any size: only the lines kept count against :data:`TEXT_SIZE_LIMIT`, and a
+    cancelled call (its deadline passed) stops it between two chunks."""
     with _read_failures(file_path):
-        head = await fs.read_with(
-            file_path,
-            lambda file: _head(file, lines, skip=skip),
-            max_bytes=TEXT_SIZE_LIMIT,
-            as_seen=True,
-        )
+        try:
+            head = await fs.read_with(
+                file_path,
+                lambda file: _head(
+                    file, lines, skip=skip, checkpoint=anyio.from_thread.check_cancelled
+                ),
+                as_seen=True,
+            )
+        except OSError as exc:
+            if exc.errno != errno.EFBIG:
+                raise
+            raise ToolError(
+                f"can't show lines {skip + 1} to {lines} of {file_path!r}: they (or a line just "
+                f"before them) hold more than {TEXT_SIZE_LIMIT >> 20} MiB, more than Read shows "
+                f"at once; pass offset and a smaller limit"
+            ) from None
     if not head.bytes_before:  # else its first bytes were found not binary before
         _refuse_binary(head.data, file_path)
     return head
 
 
-def _head(file: io.FileIO, lines: int, whole_read: int = WHOLE_READ, skip: int = 0) -> _Head:
+def _no_check() -> None:
+    pass
+
+
+def _head(
+    file: io.FileIO,
+    lines: int,
+    whole_read: int = WHOLE_READ,
+    skip: int = 0,
+    checkpoint: Callable[[], None] = _no_check,
+) -> _Head:
     """The start of ``file`` up to the end of its line number ``lines`` (1-based), or all of
     it (then whole) if it has no more or if it is at most ``whole_read`` bytes.
 
     Of a file read in part, the lines before number ``skip + 1`` are counted and left out as
     they are read (all but the last line begun in each chunk, until that line): splitting off
     and decoding the 100,000 lines before a window took twice as long as ``sed`` takes to show
-    it. A binary file (a NUL in its first :data:`BINARY_PROBE` bytes) gives its first chunk.
+    it. So a file of any size can be read in part; what is kept (the window, and a line begun
+    before it) is refused with ``EFBIG`` past :data:`TEXT_SIZE_LIMIT`. ``checkpoint`` is called
+    before each chunk (to stop a cancelled call). A binary file (a NUL in its first
+    :data:`BINARY_PROBE` bytes) gives its first chunk.
     """
     whole = os.fstat(file.fileno()).st_size <= whole_read
     chunks: list[bytes] = []
     size, ends, step = 0, 0, _FIRST_CHUNK
     lines_before, bytes_before, bad = 0, 0, None
     while True:
+        checkpoint()
         chunk = file.read(step)
         if not chunk:
-            return _Head(b"".join(chunks), True, lines_before, bytes_before, bad)
-        if skip and not size and chunk.find(b"\x00", 0, BINARY_PROBE) >= 0:
+            return _Head(_kept(b"".join(chunks), file), True, lines_before, bytes_before, bad)
+        if not size and chunk.find(b"\x00", 0, BINARY_PROBE) >= 0:
             return _Head(chunk, whole)  # binary: refused by its first bytes, kept
         chunks.append(chunk)
         size += len(chunk)
-        if size > TEXT_SIZE_LIMIT:  # grew since it was opened
-            raise _fileops.too_large((str(file.name),), None, TEXT_SIZE_LIMIT)
         if not whole:
             ends += chunk.count(b"\n")
             if lines_before < skip and ends > lines_before:
@@ -149,8 +180,19 @@ def _head(file: io.FileIO, lines: int, whole_read: int = WHOLE_READ, skip: int =
                 # One split finds the end of the last line wanted (a call a line was a fifth
                 # of a Read).
                 rest = data.split(b"\n", lines - lines_before)[-1]
-                return _Head(data[: len(data) - len(rest)], False, lines_before, bytes_before, bad)
+                data = _kept(data[: len(data) - len(rest)], file)
+                return _Head(data, False, lines_before, bytes_before, bad)
+        if size - bytes_before > TEXT_SIZE_LIMIT:  # too much kept (or a small file grew)
+            raise _fileops.too_large((str(file.name),), None, TEXT_SIZE_LIMIT)
         step = min(step * 2, _fileops.CHUNK)
+
+
+def _kept(data: bytes, file: io.FileIO) -> bytes:
+    """``data``, the lines of ``file`` :func:`_head` keeps, if they fit in
+    :data:`TEXT_SIZE_LIMIT`; else ``EFBIG``."""
+    if len(data) > TEXT_SIZE_LIMIT:
+        raise _fileops.too_large((str(file.name),), None, TEXT_SIZE_LIMIT)
+    return data
 
 
 @contextlib.contextmanager
@@ -171,8 +213,9 @@ def _read_failures(file_path: str) -> Iterator[None]:
             raise ToolError(f"{file_path!r} is {exc.strerror}") from None
         if exc.errno == errno.EFBIG:  # refused before it was read
             raise ToolError(
-                f"{file_path!r} is {exc.strerror}; Read, Edit and MultiEdit take files up to "
-                f"{TEXT_SIZE_LIMIT >> 20} MiB: find the lines you need with Grep"
+                f"{file_path!r} is {exc.strerror}; Edit and MultiEdit take files up to "
+                f"{TEXT_SIZE_LIMIT >> 20} MiB (Read shows any part of a larger one: pass offset "
+                f"and limit)"
             ) from None
         raise ToolError(f"can't read {file_path!r}: {exc.strerror or exc}") from None
 
@@ -214,8 +257,8 @@ async def read(
         raise ToolError(f"offset must be a line number from 1, not {offset}")
     if limit is not None and limit < 1:
         raise ToolError(f"limit must be at least 1, not {limit}")
-    start = (offset or 1) - 1
-    count = limit or READ_LINE_LIMIT
+    start = min(offset or 1, LINE_NUMBER_LIMIT) - 1
+    count = min(limit or READ_LINE_LIMIT, LINE_NUMBER_LIMIT)
     head = await _read_head(fs_of(ctx), file_path, start, start + count)
     data, whole, before = head.data, head.whole, head.lines_before
     if head.bad is not None:
