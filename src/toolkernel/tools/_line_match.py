@@ -59,13 +59,23 @@ def text_lines(text: str) -> list[str]:
 
 @attrs.frozen
 class LinePattern:
-    """A compiled Grep pattern; :meth:`compile` it, then ask :meth:`lines` of each text."""
+    """A compiled Grep pattern; :meth:`compile` it, then ask :meth:`lines` of each text.
 
-    line: regex.Pattern[str]
-    """The pattern as given, searched in one line (or, ``multiline``, the whole text)."""
+    Compiling costs as much as the expression is long (0.1-0.3 ms an alternative: seconds for
+    a 30,000-word alternation), so each expression is compiled once: the one used line by line
+    doubles as the one searched in the whole text where ``MULTILINE`` changes nothing (no ``^``
+    or ``$``), and a pattern split into :attr:`branches` compiles the whole only for a text that
+    is searched line by line (:attr:`line`).
+    """
+
+    source: str
+    """The pattern as given."""
+    flags: int
+    """The flags :attr:`line` is compiled with."""
     text: regex.Pattern[str] | None
     """The pattern with ``MULTILINE``, to find candidate lines in one call; None where it could
-    find fewer lines than searching each (see the module's docstring)."""
+    find fewer lines than searching each (see the module's docstring), and where the pattern is
+    searched as its :attr:`branches` instead."""
     multiline: bool
     blind: bool = False
     """True iff the pattern can see past a line's (or a text's) end: look-around, ``\\A``..."""
@@ -74,34 +84,64 @@ class LinePattern:
     has no match, told by ``in`` at the speed of ``memchr`` rather than by the engine. With
     :attr:`folded`, in lower case, and held in either case (asked only of ASCII texts)."""
     branches: tuple[regex.Pattern[str], ...] = ()
-    """For ``a|b`` (no group), each alternative as :attr:`text` is: searched one after the
-    other, each at the speed of its own start, where the alternation tries every alternative
-    at every position (five times as slow over Python sources). A line matches the pattern iff
-    it matches one of them, so the lines found are the union of theirs."""
+    """For ``a|b`` (no group), each alternative as :attr:`text` would be: searched one after
+    the other, each at the speed of its own start, where the alternation tries every
+    alternative at every position (five times as slow over Python sources, and 15 times with
+    1,000 alternatives: splitting pays at every count measured). A line matches the pattern
+    iff it matches one of them, so the lines found are the union of theirs."""
     folded: bool = False
     """True iff the pattern ignores case: a text holds a literal iff its lower case does, where
     the text is ASCII (elsewhere the Kelvin sign matches ``k`` too, and the long s ``s``)."""
+    _line: list[regex.Pattern[str]] = attrs.field(factory=list, eq=False, repr=False)
+    """:attr:`line`, once compiled (at once, unless the pattern is split)."""
+
+    @property
+    def line(self) -> regex.Pattern[str]:
+        """The pattern as given, searched in one line (or, ``multiline``, the whole text)."""
+        if not self._line:
+            # Only a pattern split into branches gets here, each of which compiled: so does it.
+            self._line.append(regex.compile(self.source, self.flags))
+        return self._line[0]
 
     @classmethod
-    def compile(cls, pattern: str, *, ignore_case: bool, multiline: bool) -> LinePattern:
-        """Compile ``pattern`` (raises ``regex.error`` if it is not a valid expression)."""
+    def compile(
+        cls,
+        pattern: str,
+        *,
+        ignore_case: bool,
+        multiline: bool,
+        check: Callable[[], object] = lambda: None,
+    ) -> LinePattern:
+        """Compile ``pattern`` (raises ``regex.error`` if it is not a valid expression).
+
+        ``check`` is called before each alternative of a split pattern is compiled, and may
+        raise to stop: one call into the engine compiles a whole expression and cannot be
+        interrupted, but a huge alternation is compiled an alternative at a time.
+        """
         flags = regex.IGNORECASE if ignore_case else 0
         blind = _LINE_BLIND.search(pattern) is not None
         literals = required_literals(pattern)
         if literals is not None and ignore_case:
             literals = tuple(literal.lower() for literal in literals)
         if multiline:
-            whole = regex.compile(pattern, flags | regex.MULTILINE | regex.DOTALL)
-            return cls(whole, None, True, blind, literals, (), ignore_case)
-        line = regex.compile(pattern, flags)
+            flags |= regex.MULTILINE | regex.DOTALL
+            whole = regex.compile(pattern, flags)
+            return cls(pattern, flags, None, True, blind, literals, (), ignore_case, [whole])
         if blind:
-            return cls(line, None, False, blind, literals, (), ignore_case)
-        text = regex.compile(pattern, flags | regex.MULTILINE)
+            line = regex.compile(pattern, flags)
+            return cls(pattern, flags, None, False, blind, literals, (), ignore_case, [line])
         split = alternatives(pattern) or []
-        branches = tuple(regex.compile(b, flags | regex.MULTILINE) for b in split)
-        return cls(
-            line, text, False, False, literals, branches if len(split) > 1 else (), ignore_case
-        )
+        if len(split) > 1:
+            branches = []
+            for branch in split:
+                check()
+                branches.append(regex.compile(branch, flags | regex.MULTILINE))
+            return cls(pattern, flags, None, False, False, literals, tuple(branches), ignore_case)
+        text = regex.compile(pattern, flags | regex.MULTILINE)
+        # MULTILINE changes what "^" and "$" match, and nothing else.
+        anchored = "^" in pattern or "$" in pattern
+        line = regex.compile(pattern, flags) if anchored else text
+        return cls(pattern, flags, text, False, False, literals, (), ignore_case, [line])
 
     def lines(self, text: str, timeout: Timeout, *, first: bool = False) -> list[int]:
         """The 0-based numbers of the lines of ``text`` that match, in order; with ``first``,
@@ -110,18 +150,20 @@ class LinePattern:
             return []
         if self.multiline:
             return _spanned_lines(self.line, text, timeout, first)
-        if self.text is None or "\r" in text:
+        if self.blind or "\r" in text:
             return _each_line(self.line, text, timeout, first)
         return _candidate_lines(self, text, timeout, first)
 
     def starts(self, text: str, timeout: Timeout, firsts: Sequence[int] | None = None) -> list[int]:
         """:func:`candidate_starts` of :attr:`text`, or the union of its :attr:`branches`'."""
-        assert self.text is not None
         if not self.branches:
+            assert self.text is not None
             return candidate_starts(self.text, self.line, text, timeout, firsts)
         found: set[int] = set()
         for branch in self.branches:
-            found.update(candidate_starts(branch, self.line, text, timeout, firsts))
+            # A line matches the pattern iff it matches one branch, whose own search finds
+            # it: so the branch, on the line alone, is enough to confirm a line it found.
+            found.update(candidate_starts(branch, branch, text, timeout, firsts))
         return sorted(found)
 
     @property

@@ -81,6 +81,15 @@ The alternatives were measured in the same way and rejected:
   encoded to UTF-8 again for each call), and a pattern language of its own. ``regex`` is
   bounded instead: every call into it has ``timeout=``.
 
+Neither compiling nor matching runs on the event loop. Compiling a pattern (the regular
+expression, ``glob``, ``type``, Glob's pattern) is done first thing in the search's thread, so
+its errors come after the path's: a regular expression can take seconds to compile (a
+30,000-word alternation 3-4 s, ``(?:a{1000}){1000}`` 1 s: the engine expands counted
+repetition), and on the loop it froze every other call and overran the call's own run timeout.
+One call into the engine cannot be interrupted, so a cancelled or timed-out call's thread
+stops after it, before its first file; but a split alternation (:attr:`LinePattern.branches`)
+is compiled an alternative at a time, and stops between two.
+
 Matching never runs on the event loop: a pattern that backtracks catastrophically (``(a|aa)+$``
 on a long line) would stall every other call and its own timeout. The engine runs with
 ``concurrent=True``, so the GIL is released while it runs (CPython's ``re`` never releases it),
@@ -173,6 +182,9 @@ class GlobMatcher:
     prefix: tuple[str, ...] = ()
     """The glob's first directories, where they are plain names (``trio`` of
     ``trio/**/*.py``): only paths in them can match, so no other directory is entered."""
+    rooted: bool = False
+    """True iff the glob was spelled with ``.`` for the directory searched (``./*.py``): it
+    matches paths from there only, never Grep's bare names at any depth."""
 
     def match(self, path: str) -> bool:
         if self.on_names:
@@ -198,6 +210,8 @@ class GlobMatcher:
     def select_by_path_or_name(self, inside: str, names: list[str]) -> list[str]:
         """The ``names`` of one directory whose paths or names match, in order: Grep's
         filter, under which ``*.py`` keeps Python files at any depth."""
+        if self.rooted:
+            return self.select(inside, names)
         if self.on_names or self.single:  # a path matches only if its name does
             return self._names(names)
         if self.directory is not None:
@@ -245,18 +259,28 @@ def compile_glob(pattern: str) -> GlobMatcher:
     """Compile a glob for matching relative POSIX paths: ``**/*.py``, ``src/*.{js,ts}``.
 
     A pattern that could never match a relative path (absolute, or climbing with ``..``) is
-    refused with a message saying how to search there, rather than matching nothing.
+    refused with a message saying how to search there, rather than matching nothing. A ``.``
+    component is the directory it is in, as it is to the shell, ``find`` and ripgrep:
+    ``./src/*.py`` is ``src/*.py`` (wcmatch's match would want the paths spelled ``./src/a.py``,
+    which no walk lists), ``src/./a/*`` is ``src/a/*``.
     """
+    spelled = pattern
     if pattern.startswith("/"):
         raise ToolError(
             f"glob {pattern!r} is absolute; globs match paths relative to the directory searched: "
             f"give that directory as path and a relative pattern (path='src', pattern='**/*.py')"
         )
-    if ".." in pattern.split("/"):
+    components = pattern.split("/")
+    if ".." in components:
         raise ToolError(
             f"glob {pattern!r} climbs with '..'; globs match paths below the directory searched: "
             f"give the directory to search as path instead"
         )
+    rooted = "." in components
+    if rooted:
+        # "./" is no component of a relative path, nor is the "/" after it (".//a" is "a");
+        # "." or "./" alone is the directory itself, which matches no file.
+        pattern = "/".join(part for part in components if part != ".").lstrip("/") or pattern
     # "**/" then no "/" (not even in braces): whatever the directories, the name decides.
     last = pattern[3:]
     on_names = pattern.startswith("**/") and "/" not in last and "**" not in last
@@ -275,15 +299,15 @@ def compile_glob(pattern: str) -> GlobMatcher:
         ends = None if directory is None else _translate(f"{directory}/{_SENTINEL}")
         name = expression if on_names or single else None if ends is None else _translate(last)
     except Exception as exc:  # wcmatch's PatternLimitException is a plain Exception
-        raise ToolError(f"glob {pattern!r} is not a valid pattern: {exc}") from None
+        raise ToolError(f"glob {spelled!r} is not a valid pattern: {exc}") from None
     on_name = last if on_names or ends is not None else pattern if single else None
     suffix = on_name[1:] if on_name is not None and _PLAIN_NAME.fullmatch(on_name) else None
     prefix: list[str] = []
     for component in pattern.split("/")[:-1]:
         if component in ("", ".") or any(char in component for char in _GLOB_SYNTAX):
-            break  # "a//b" is "a/b", and "./a" matches nothing: no pruning from there on
+            break  # "a//b" is "a/b": no pruning from there on
         prefix.append(component)
-    return GlobMatcher(expression, on_names, single, ends, name, suffix, tuple(prefix))
+    return GlobMatcher(expression, on_names, single, ends, name, suffix, tuple(prefix), rooted)
 
 
 class _SearchTool(FunctionTool):
@@ -320,10 +344,12 @@ async def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
         pattern: The glob, matched against paths relative to `path`.
         path: The directory to search. Defaults to the workspace root.
     """
-    fs = fs_of(ctx)
-    matcher = compile_glob(pattern)
 
-    found = await _search(fs, path, lambda tree: list_tree(tree, matcher.select, matcher.enter))
+    def listed(tree: Subtree) -> list[str]:
+        matcher = compile_glob(pattern)  # in the thread: see the module's docstring
+        return list_tree(tree, matcher.select, matcher.enter)
+
+    found = await _search(fs_of(ctx), path, listed)
     if not found:
         return f"no files match {pattern!r} under {path}"
     shown = found[:RESULT_LIMIT]
@@ -380,29 +406,38 @@ async def grep(
     if head_limit is not None and head_limit < 0:
         raise ToolError(f"head_limit must be a number of lines from 0, not {head_limit}")
     shown = min(head_limit or RESULT_LIMIT, RESULT_LIMIT)
-    try:
-        compiled = LinePattern.compile(pattern, ignore_case=ignore_case, multiline=multiline)
-    except regex.error as exc:
-        raise ToolError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
-    keep = _file_filter(glob, type)
-    options = GrepOptions(
-        compiled,
-        output_mode,
-        before=max(before_context, context),
-        after=max(after_context, context),
-        limit=offset + shown,
-        width=READ_LINE_WIDTH,
-        max_bytes=SEARCH_SIZE_LIMIT,
-        numbered=line_numbers,
-    )
-    fs = fs_of(ctx)
+
     deadline = anyio.current_effective_deadline()
     budget = deadline - anyio.current_time()  # inf without a run timeout
     limit = SEARCH_TIME_LIMIT
     # Never less than a little: a deadline already past cancels us at the next checkpoint.
     timeout = _timeout(max(budget, 0.01), limit)
+
+    def searched_tree(tree: Subtree) -> Searched:
+        # Compiled in the search's thread, not on the event loop: see the module's docstring.
+        try:
+            compiled = LinePattern.compile(
+                pattern, ignore_case=ignore_case, multiline=multiline, check=tree.check
+            )
+        except regex.error as exc:
+            raise ToolError(
+                f"pattern {pattern!r} is not a valid regular expression: {exc}"
+            ) from None
+        keep = _file_filter(glob, type)
+        options = GrepOptions(
+            compiled,
+            output_mode,
+            before=max(before_context, context),
+            after=max(after_context, context),
+            limit=offset + shown,
+            width=READ_LINE_WIDTH,
+            max_bytes=SEARCH_SIZE_LIMIT,
+            numbered=line_numbers,
+        )
+        return grep_tree(tree, keep, options, timeout)
+
     try:
-        searched = await _search(fs, path, lambda tree: grep_tree(tree, keep, options, timeout))
+        searched = await _search(fs_of(ctx), path, searched_tree)
     except SearchTimedOut as exc:
         if budget < limit:
             # The search ran into the call's own deadline: let the run timeout report it.
