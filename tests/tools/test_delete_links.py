@@ -277,11 +277,6 @@ async def test_a_delete_of_a_link_is_ordered_with_a_listing_of_its_directory(
     everything_but_links_intact(ws)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the built-in Delete and Move claim the link's target, not the link: they need the "
-    "claims of entry_keys and the checks of exists(follow_links=False) (tools/_file_tools.py)",
-)
 async def test_the_built_in_delete_and_move_act_on_links(ws: Workspace) -> None:
     async with tk.open_kernel(builtin_tools(), root=ws.root) as kernel:
         results = await kernel.run(

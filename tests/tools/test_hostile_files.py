@@ -297,10 +297,14 @@ async def test_text_with_a_lone_surrogate_is_refused_clearly_and_writes_nothing(
 async def test_a_move_onto_itself_says_so(kernel: tk.Kernel, tmp_path: pathlib.Path) -> None:
     (tmp_path / "a.txt").write_text("a\n")
     (tmp_path / "to-a").symlink_to("a.txt")
-    for destination in ("a.txt", "./a.txt", "to-a"):
+    for destination in ("a.txt", "./a.txt"):
         message = await error(kernel, "Move", source="a.txt", destination=destination)
         assert "they are the same file" in message
+    # A link to it is an entry of its own (Move acts on links, as mv does), and it is there.
+    message = await error(kernel, "Move", source="a.txt", destination="to-a")
+    assert "'to-a': it already exists" in message
     assert (tmp_path / "a.txt").read_text() == "a\n"
+    assert (tmp_path / "to-a").is_symlink()
 
 
 # -- file systems that fold case and Unicode ----------------------------------------------------

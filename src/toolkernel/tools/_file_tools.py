@@ -17,17 +17,18 @@ import itertools
 import operator
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from typing import AnyStr, Final, NamedTuple, TypedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, AnyStr, Final, NamedTuple, TypedDict
 
 import anyio.from_thread
 import anyio.to_thread
 
 from .._errors import PathChangedError, ToolError, UndeclaredAccessError
-from ..kernel import ToolContext
+from ..kernel import KeyFunction, ToolContext
+from ..locks import Claim, exclusive
 from . import _fileops
-from ._declare import tool
-from ._fs import Entry, FileAccess
+from ._declare import FunctionTool, tool
+from ._fs import Entry, FileAccess, entry_keys
 from ._line_match import text_lines
 
 __all__ = [
@@ -590,8 +591,20 @@ def _shown(entry: Entry) -> str:
 # -- Move / Delete ------------------------------------------------------------------------------
 
 
-@tool(writes=["source", "destination"], name="Move")
-async def move(ctx: ToolContext, source: str, destination: str) -> str:
+class _EntryTool(FunctionTool):
+    """A tool changing the directory entries its ``writes`` arguments name (Delete, Move): a
+    symbolic link is claimed, and changed, itself (``entry_keys``), not only its target, as
+    ``rm`` and ``mv`` change the link."""
+
+    def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
+        return [
+            exclusive(found)
+            for argument in self.writes
+            for found in entry_keys(key, arguments[argument])
+        ]
+
+
+async def _move(ctx: ToolContext, source: str, destination: str) -> str:
     """Move or rename a file or directory.
 
     Args:
@@ -599,12 +612,12 @@ async def move(ctx: ToolContext, source: str, destination: str) -> str:
         destination: Its new path (not a directory to move it into).
     """
     fs = fs_of(ctx)
-    if not await fs.exists(source):
+    if not await fs.exists(source, follow_links=False):
         raise ToolError(f"can't move {source!r}: it does not exist")
-    src_key, dst_key = fs.workspace.key(source), fs.workspace.key(destination)
+    src_key, dst_key = fs.entry_key(source), fs.entry_key(destination)
     if dst_key == src_key:
         raise ToolError(f"can't move {source!r} to {destination!r}: they are the same file")
-    if await fs.exists(destination):
+    if await fs.exists(destination, follow_links=False):
         raise ToolError(f"can't move to {destination!r}: it already exists; Delete it first")
     if dst_key.is_relative_to(src_key):
         raise ToolError(f"can't move {source!r} into itself")
@@ -618,17 +631,20 @@ async def move(ctx: ToolContext, source: str, destination: str) -> str:
     return f"moved {source} to {destination}"
 
 
-@tool(writes=["path"], name="Delete")
-async def delete(ctx: ToolContext, path: str) -> str:
+async def _delete(ctx: ToolContext, path: str) -> str:
     """Delete a file, or a directory with everything in it.
 
     Args:
         path: What to delete.
     """
     fs = fs_of(ctx)
-    if not await fs.exists(path):
+    if not await fs.exists(path, follow_links=False):
         raise ToolError(f"can't delete {path!r}: it does not exist")
-    if not fs.workspace.key(path).parts:
+    if not fs.entry_key(path).parts:
         raise ToolError("can't delete the workspace root")
     await fs.delete(path)
     return f"deleted {path}"
+
+
+move = _EntryTool(_move, writes=["source", "destination"], name="Move")
+delete = _EntryTool(_delete, writes=["path"], name="Delete")
