@@ -97,3 +97,25 @@ async def test_an_is_error_result_is_an_error_with_the_servers_text() -> None:
         "content": '{"code": 409, "reason": "stale"}',
         "is_error": True,
     }
+
+
+async def test_a_huge_text_answer_is_cut_for_the_model_and_says_so(tmp_path: pathlib.Path) -> None:
+    # A server answering a whole dump would fill the model's context: the head is kept, and
+    # the end says how much was cut and what to ask for instead. An error's text too.
+    from toolkernel.mcp._content import MCP_TEXT_LIMIT
+
+    (tmp_path / "dump.txt").write_text("x" * (MCP_TEXT_LIMIT + 5_000))
+    async with stdio_tools(SERVER, cwd=tmp_path) as tools, tk.open_kernel(tools) as kernel:
+        dump, refused, small = await kernel.run(
+            [
+                tk.ToolCall("d", "read_file", {"path": "dump.txt"}),
+                tk.ToolCall("r", "refuse", {"reason": "y" * (MCP_TEXT_LIMIT + 1)}),
+                tk.ToolCall("s", "greet", {"name": "Ada"}),
+            ]
+        )
+    assert dump.ok
+    assert dump.text().startswith("x" * MCP_TEXT_LIMIT + "\n... (5000 more characters")
+    assert "ask the tool for less" in dump.text()
+    assert refused.status is tk.Status.ERROR
+    assert "more characters of the answer cut" in (refused.error or "")
+    assert small.text() == "hello, Ada"

@@ -13,6 +13,10 @@
 
 An ``isError`` result's text is the error message; with no text, its structured content's
 JSON; a result with neither says so.
+
+Text output is kept up to :data:`MCP_TEXT_LIMIT` characters, as Claude Code keeps an MCP tool's
+answer to about 25,000 tokens: a server answering a whole database dump would otherwise fill
+the model's context. What is cut is said at the end, with what to do about it.
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ import pydantic
 
 from ..kernel import Content
 
-__all__ = ["output_of", "error_text_of", "first_problem"]
+__all__ = ["MCP_TEXT_LIMIT", "output_of", "error_text_of", "first_problem"]
+
+MCP_TEXT_LIMIT = 100_000
+"""Characters of an MCP tool's text answer kept for the model (about 25,000 tokens)."""
 
 
 def _blocks(result: Any) -> list[Any]:
@@ -53,8 +60,18 @@ def output_of(result: Any) -> str | Content:
     if structured is None:
         texts = [_text(block) for block in blocks]
         if all(text is not None for text in texts):
-            return "\n".join(text for text in texts if text is not None)
+            return _kept("\n".join(text for text in texts if text is not None))
     return Content([_plain(block) for block in blocks], structured=structured)
+
+
+def _kept(text: str) -> str:
+    if len(text) <= MCP_TEXT_LIMIT:
+        return text
+    cut = len(text) - MCP_TEXT_LIMIT
+    return (
+        f"{text[:MCP_TEXT_LIMIT]}\n... ({cut} more characters of the answer cut: ask the tool "
+        "for less, a narrower query or one page at a time)"
+    )
 
 
 def error_text_of(result: Any) -> str:
@@ -62,7 +79,7 @@ def error_text_of(result: Any) -> str:
     content as JSON; else ``""``."""
     texts = [text for block in _blocks(result) if (text := _text(block))]
     if texts:
-        return "\n".join(texts)
+        return _kept("\n".join(texts))
     structured = getattr(result, "structured_content", None)
     if structured is None:
         return ""
