@@ -31,6 +31,7 @@ import toolkernel as tk
 from toolkernel.integrations.langgraph import ToolNode
 
 from ..kernel.fakes import assert_leases_returned
+from .cancelled_threads import SlowAppend, check_cancelled_while_threaded
 
 WRITES = {"append": ["path"], "sync_append": ["path"]}
 # Outside a graph, LangGraph's ToolNode takes its runtime from the config, as a graph gives it.
@@ -584,3 +585,31 @@ def test_without_langgraph_the_import_names_the_extra(monkeypatch: pytest.Monkey
         "installed): pip install 'toolkernel[langgraph]' (in a clone of toolkernel: "
         "pip install -e '.[langgraph]')"
     )
+
+
+async def test_a_cancelled_sync_tool_keeps_its_leases_until_its_thread_returns(
+    tmp_path: Any,
+) -> None:
+    slow = SlowAppend(tmp_path)
+
+    @tool
+    def slow_add(path: str, line: str) -> str:
+        """Read, block, write back (LangChain runs it in its executor's thread)."""
+        return slow(path, line)
+
+    @tool
+    def other(x: str) -> str:
+        """Another call, so that the message is a batch."""
+        return x
+
+    async def run_graph(kernel: tk.Kernel) -> Any:
+        node = ToolNode(
+            [slow_add, other],
+            writes={"slow_add": ["path"]},
+            claims={"other": lambda args: []},
+            kernel=kernel,
+        )
+        message = calls(("slow_add", {"path": "n.txt", "line": "slow"}), ("other", {"x": "y"}))
+        return await node.ainvoke({"messages": [message]}, ALONE)
+
+    await check_cancelled_while_threaded(tmp_path, slow, run_graph)

@@ -31,6 +31,8 @@ import toolkernel as tk
 from toolkernel.integrations.openai_agents import leased
 from toolkernel.testing import VirtualClockEventLoop
 
+from .cancelled_threads import SlowAppend, check_cancelled_while_threaded
+
 NO_TRACING = RunConfig(tracing_disabled=True)
 
 
@@ -773,3 +775,28 @@ def test_bad_declarations_are_refused_when_wrapping(tmp_path: pathlib.Path) -> N
             await check(kernel)
 
     asyncio.run(main())
+
+
+async def test_a_cancelled_sync_tool_keeps_its_leases_until_its_thread_returns(
+    tmp_path: pathlib.Path,
+) -> None:
+    slow = SlowAppend(tmp_path)
+
+    @function_tool
+    def slow_add(path: str, line: str) -> str:
+        """Read, block, write back (the SDK runs it in a worker thread)."""
+        return slow(path, line)
+
+    async def run_agent(kernel: tk.Kernel) -> Any:
+        tools = leased([slow_add], kernel, writes={"slow_add": ["path"]})
+        model = ScriptedModel(
+            [
+                [function_call("slow_add", {"path": "n.txt", "line": "slow"}, call_id="c0")],
+                [assistant_message("done")],
+            ]
+        )
+        return await Runner.run(
+            Agent(name="a", model=model, tools=tools), "go", run_config=NO_TRACING
+        )
+
+    await check_cancelled_while_threaded(tmp_path, slow, run_agent)

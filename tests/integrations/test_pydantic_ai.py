@@ -31,6 +31,8 @@ import toolkernel as tk
 from toolkernel.integrations.pydantic_ai import LeasedToolset
 from toolkernel.testing import VirtualClockEventLoop
 
+from .cancelled_threads import SlowAppend, check_cancelled_while_threaded
+
 
 @pytest.fixture
 def anyio_backend() -> object:
@@ -533,3 +535,21 @@ def test_without_its_extra_the_module_names_the_extra() -> None:
     last = ran.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: toolkernel.integrations.pydantic_ai needs the")
     assert "pip install 'toolkernel[pydantic-ai]'" in last
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # real threads, on the real clock
+async def test_a_cancelled_def_tool_keeps_its_leases_until_its_thread_returns(
+    tmp_path: Any,
+) -> None:
+    slow = SlowAppend(tmp_path)
+
+    def slow_add(path: str, line: str) -> str:
+        """Read, block, write back (pydantic-ai runs it in a worker thread)."""
+        return slow(path, line)
+
+    async def run_agent(kernel: tk.Kernel) -> Any:
+        toolset = LeasedToolset(FunctionToolset([slow_add]), kernel, writes={"slow_add": ["path"]})
+        model = scripted([("slow_add", {"path": "n.txt", "line": "slow"})])
+        return await Agent(model, toolsets=[toolset]).run("go")
+
+    await check_cancelled_while_threaded(tmp_path, slow, run_agent)

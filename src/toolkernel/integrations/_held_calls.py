@@ -13,7 +13,11 @@ return, giving the leases back.
   (a kernel listener hears its ``CallFinished``), with the kernel's error to hand to the tool's
   failure handling.
 - The framework cancelling its task withdraws the waiting call, or cancels the running one;
-  the cancellation goes on once the leases are back. The kernel cancelling the stand-in
+  the cancellation goes on once the leases are back. A blocking tool (a plain ``def`` the
+  framework runs in a worker thread) is run by :func:`blocking` in a task of its own, which no
+  cancellation stops (its thread could not be stopped either): a cancelled call of it ends
+  CANCELLED, and the cancellation goes on at once, but the call keeps its leases until the tool
+  has returned, as the kernel's own ``thread=True`` tools do. The kernel cancelling the stand-in
   (``kernel.cancel``, closing) cancels the tool, and holds the leases until it has stopped:
   by cancelling the framework's task, or (``run_held(..., scoped=True)``, for a framework
   that takes a cancelled task for a cancelled run) a cancel scope around the tool only, the
@@ -40,7 +44,7 @@ import functools
 import itertools
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import anyio
 
@@ -59,7 +63,19 @@ from ..kernel import (
 from ..kernel import ToolContext as KernelContext
 from ..locks import Claim
 
-__all__ = ["Calls", "ClaimsOf", "HeldCall", "Invocation", "callers", "holding", "run_held"]
+__all__ = [
+    "Calls",
+    "ClaimsOf",
+    "HeldCall",
+    "Invocation",
+    "blocking",
+    "callers",
+    "holding",
+    "outlasting",
+    "run_held",
+]
+
+T = TypeVar("T")
 
 ClaimsOf = Callable[[Mapping[str, Any], KeyFunction], Sequence[Claim] | None]
 """A call's claims from its arguments and the kernel's key function; None for a barrier."""
@@ -123,6 +139,7 @@ class Invocation(HeldCall):
         "stopped",
         "task",
         "waits_for",
+        "workers",
     )
 
     def __init__(self, kernel: Kernel, call_id: str) -> None:
@@ -142,6 +159,7 @@ class Invocation(HeldCall):
         self.started = False  # the framework awaited the invocation
         self.task: asyncio.Task[Any] | None = None  # the framework's task running the tool
         self.scope: anyio.CancelScope | None = None  # around the tool only (``scoped``)
+        self.workers: list[asyncio.Future[Any]] = []  # a blocking tool's run (``blocking``)
 
     def wake(self) -> None:
         if not self.ready.done():
@@ -159,11 +177,17 @@ class Invocation(HeldCall):
             self.handle.cancel()
         self.end()
 
+    @property
+    def working(self) -> bool:
+        """Whether a blocking tool's run (:func:`blocking`) still goes on."""
+        return any(not worker.done() for worker in self.workers)
+
     async def held(self) -> None:
         """The kernel's call: hold the leases until the tool has ended. If the kernel cancels
         the call (closing, ``kernel.cancel``), the tool is cancelled in its own task (by its
         scope, or else the task: the framework then answers the model as for any cancelled
-        tool) and the leases are held until it has ended."""
+        tool) and the leases are held until it has ended. A blocking tool's run, which no
+        cancellation stops, holds them until it has returned, however the call ended."""
         try:
             if not self.ended:
                 await self.done
@@ -177,6 +201,9 @@ class Invocation(HeldCall):
                 with anyio.CancelScope(shield=True):
                     self.done = asyncio.get_running_loop().create_future()
                     await self.done
+            if self.working:
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait(self.workers)
 
     def unrun_output(self) -> Any:
         """For a call the kernel finished without running the tool: the output a before-hook
@@ -335,6 +362,36 @@ def _abandon(invocation: Invocation, _task: object) -> None:
         invocation.cancel()
 
 
+def outlasting(run: Callable[[], Awaitable[T]]) -> asyncio.Task[T]:
+    """``run()`` in a task of its own (with a copy of this task's context), which cancelling
+    the task that awaits it (``await asyncio.shield(...)``) does not cancel: for a blocking
+    tool, whose worker thread goes on whatever its framework's task does, so that what holds
+    its leases can know when it has really ended."""
+    worker = asyncio.ensure_future(run())
+    worker.add_done_callback(_retrieved)  # its failure once nothing awaits it any more
+    return worker
+
+
+def _retrieved(worker: asyncio.Future[Any]) -> None:
+    if not worker.cancelled():
+        worker.exception()
+
+
+def blocking(invocation: Invocation, run: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
+    """``run``, for a blocking tool (a plain ``def`` its framework runs in a worker thread):
+    run in a task of its own (:func:`outlasting`), which a cancellation (the framework's, the
+    tool's timeout, the kernel's) does not stop; the call holds its leases until it has
+    returned, though the cancellation goes on at once. Give it to :func:`run_held` (within any
+    timeout of the adapter's own)."""
+
+    async def in_worker() -> T:
+        worker = outlasting(run)
+        invocation.workers.append(worker)
+        return await asyncio.shield(worker)
+
+    return in_worker
+
+
 async def run_held(
     invocation: Invocation,
     run: Callable[[], Awaitable[Any]],
@@ -345,7 +402,8 @@ async def run_held(
     """Wait for the leases, run the tool (``run``, in this task) holding them, and hand the
     kernel's own failures (denied, timed out waiting, closed...) to ``failed``: the tool's
     failure handling, which answers the model. A cancellation withdraws or cancels the
-    kernel's call, and goes on once its leases are back.
+    kernel's call, and goes on once its leases are back; or at once, for a blocking tool still
+    running (:func:`blocking`), whose call holds its leases until the tool has returned.
 
     ``scoped``: the kernel cancelling the call cancels a scope around ``run`` rather than this
     task, and the call is then answered by ``failed`` with the kernel's error, as one the
@@ -373,7 +431,8 @@ async def run_held(
                         output = await run()
     except asyncio.CancelledError:
         invocation.cancel()
-        await _unwound(invocation)
+        if not invocation.working:  # else the call holds its leases until the tool returns
+            await _unwound(invocation)
         raise
     except BaseException as error:
         invocation.end(error)

@@ -19,7 +19,13 @@ A call's work runs where LangGraph runs it (its task or its executor's thread), 
 task: that keeps LangGraph's context variables (config, stream writer, ``interrupt()``), its
 exceptions and its cancellation (step timeouts) exactly as without the kernel. The kernel runs
 a stand-in for each call that holds the call's leases from their grant until the call's work
-ends; the stand-in can't be cancelled while the work runs, so leases never return early. A call
+ends; the stand-in can't be cancelled while the work runs, so leases never return early. A
+call of a sync tool (a plain ``def``, which LangChain runs in its executor's thread, and nothing
+can stop) under ``ainvoke`` with ``kernel=`` runs in a task of its own that no cancellation
+stops: a cancelled run (a step timeout, the caller's cancellation) goes on at once and the
+kernel's call ends CANCELLED, but it holds its leases until the function has returned, as the
+kernel's own ``thread=True`` tools do (with the run's own kernel, which nothing else shares and
+closes with the run, they go at once). A call
 the kernel ends before its grant (denied, timed out waiting, cancelled, its claims refused)
 runs nothing and answers with an error ``ToolMessage`` saying why.
 
@@ -75,7 +81,7 @@ from .._extras import missing_extra
 try:
     from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
     from langchain_core.runnables import RunnableConfig
-    from langchain_core.tools import BaseTool
+    from langchain_core.tools import BaseTool, StructuredTool, Tool
     from langgraph.prebuilt import ToolNode as _LangGraphToolNode
     from langgraph.prebuilt import ToolRuntime
     from langgraph.runtime import Runtime
@@ -104,7 +110,7 @@ from . import _loop_thread
 from ._declared import ClaimsFunction as ClaimsFunction
 from ._declared import Declaration, declarations, process_key
 from ._declared import ToolClaimsFunction as ToolClaimsFunction
-from ._held_calls import HeldCall, callers, holding
+from ._held_calls import HeldCall, callers, holding, outlasting
 
 __all__ = ["ToolNode", "ClaimsFunction", "ToolClaimsFunction"]
 
@@ -154,6 +160,8 @@ class _Gate:
         # (a kernel's run timeout, its closing) may end them first.
         with anyio.CancelScope(shield=True):
             await slot.released.wait()
+        if slot.cancelled:
+            await anyio.lowlevel.checkpoint_if_cancelled()  # ends CANCELLED, as it was
 
 
 class _Slot:
@@ -165,6 +173,7 @@ class _Slot:
         self.kernel_id = kernel_id
         self.handle: CallHandle | None = None
         self.claimed = False  # a worker took it
+        self.cancelled = False  # cancelled while a sync tool's thread ran
         self.decided = False
         self.refusal: ToolResult | None = None  # the kernel ended it before any grant
         # Under ainvoke all is on LangGraph's asyncio loop, and asyncio's events cost a seventh
@@ -434,6 +443,7 @@ class ToolNode(_LangGraphToolNode):
             return await super()._arun_one(call, input_type, tool_runtime)
         assert isinstance(batch, _Batch)
         slot = batch.claim(call)
+        worker: asyncio.Task[_Output] | None = None
         try:
             verdict = slot.verdict
             assert isinstance(verdict, asyncio.Event)
@@ -441,11 +451,21 @@ class ToolNode(_LangGraphToolNode):
                 await verdict.wait()
             if slot.refusal is not None:
                 return slot.message()
+            run = functools.partial(super()._arun_one, call, input_type, tool_runtime)
             # A graph or an agent the call runs sees its leases (``_held_calls``).
             with holding(HeldCall(batch.kernel, slot.kernel_id, slot.handle)):
-                return await super()._arun_one(call, input_type, tool_runtime)
+                if batch.own or not _blocking(self.tools_by_name.get(call["name"])):
+                    return await run()
+                worker = outlasting(run)  # its thread goes on, whatever this task does
+                return await asyncio.shield(worker)
         finally:
-            slot.release()
+            if worker is None or worker.done():
+                slot.release()
+            else:  # cancelled: its leases go when the thread has returned
+                slot.cancelled = True
+                if slot.handle is not None:
+                    slot.handle.cancel()
+                worker.add_done_callback(lambda _: slot.release())
 
     # -- sync: ``invoke`` ---------------------------------------------------------------------
 
@@ -595,6 +615,14 @@ def _properties(tool: BaseTool) -> Mapping[str, Any]:
     except Exception:  # a schema LangGraph itself could not write
         return {}
     return properties if isinstance(properties, Mapping) else {}
+
+
+def _blocking(tool: BaseTool | None) -> bool:
+    """Whether LangChain runs the tool in its executor's thread (under ``ainvoke``): a tool of
+    a plain ``def`` (no ``coroutine``), or whose class leaves ``_arun`` to ``BaseTool``."""
+    if tool is None or getattr(tool, "coroutine", None) is not None:
+        return False
+    return type(tool)._arun in (BaseTool._arun, StructuredTool._arun, Tool._arun)
 
 
 def _run_sync_on(

@@ -53,6 +53,10 @@ cancelled invocation (the runner cancels its task: a sibling's failure, the call
 cancellation) cancels its kernel call; its leases return before the cancellation goes on. A
 kernel call cancelled by the kernel (closing, ``kernel.cancel``) cancels the tool (the model
 sees the SDK's answer for a cancelled tool), and holds its leases until the tool has ended.
+A sync (``def``) tool, which the SDK runs in a worker thread that nothing can stop, is the
+exception: once it runs, a cancellation (the runner's or the kernel's) goes on at once and its
+kernel call ends CANCELLED, but the call holds its leases until the function has returned (as
+the kernel's own ``thread=True`` tools do), so no conflicting call overlaps it.
 
 **Where the tool runs**: in the runner's own task (its context variables, its tracing span), as
 without leases; the kernel holds the leases in a call of its own meanwhile, which fills one of
@@ -84,7 +88,7 @@ from ..locks import Claim
 from ._declared import ClaimsFunction as ClaimsFunction
 from ._declared import Declaration, check_options, declaration
 from ._declared import ToolClaimsFunction as ToolClaimsFunction
-from ._held_calls import Calls, Invocation, run_held
+from ._held_calls import Calls, Invocation, blocking, run_held
 
 try:
     from agents import FunctionTool
@@ -210,6 +214,16 @@ def _barrier(arguments: Mapping[str, Any], key: KeyFunction) -> None:
     return None
 
 
+def _blocking(
+    invoker: object, invocation: Invocation, run: Callable[[], Awaitable[Any]]
+) -> Callable[[], Awaitable[Any]]:
+    """``run``, for a sync tool (the SDK's mark on its invoker: it runs the function in a worker
+    thread) in a task that holds the leases until the thread has returned (``_held_calls``)."""
+    if getattr(invoker, "__agents_sync_function_tool__", False):
+        return blocking(invocation, run)
+    return run
+
+
 def _timed(
     invocation: Invocation,
     declaration: _Declaration,
@@ -291,8 +305,10 @@ class _LeasedInvoker(_FailureHandlingFunctionToolInvoker):
     def __call__(self, ctx: ToolContext[Any], input: str) -> Any:
         invocation = _submit(self._calls, self._declaration, ctx, input)
         invoke = super().__call__
-        run = _timed(invocation, self._declaration, ctx, lambda: invoke(ctx, input))
-        return run_held(invocation, run, self._failed(ctx, input))
+        run = _blocking(self, invocation, lambda: invoke(ctx, input))
+        return run_held(
+            invocation, _timed(invocation, self._declaration, ctx, run), self._failed(ctx, input)
+        )
 
     def _failed(self, ctx: ToolContext[Any], input_json: str) -> Callable[[Exception], Any]:
         async def failed(error: Exception) -> Any:
@@ -325,8 +341,8 @@ def _plain_invoker(original: _Invoker, declaration: _Declaration, calls: Calls) 
                 raise error
             return result
 
-        run = _timed(invocation, declaration, ctx, lambda: original(ctx, input_json))
-        return run_held(invocation, run, failed)
+        run = _blocking(original, invocation, lambda: original(ctx, input_json))
+        return run_held(invocation, _timed(invocation, declaration, ctx, run), failed)
 
     # Copied by wraps, an invoker's own binding would replace this one in the SDK's copies.
     vars(invoke).pop("__agents_bind_function_tool__", None)

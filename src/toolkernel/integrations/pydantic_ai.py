@@ -20,15 +20,21 @@ run context, tracing spans), its exceptions (``ModelRetry``, ``ToolFailed``, ``C
 ``ApprovalRequired``) and its timeout stay pydantic-ai's (a tool's ``timeout`` bounds its run,
 not its wait for leases; but a plain ``def`` tool that runs out of it is left running in its
 worker thread by pydantic-ai, without its leases: give such a tool no ``timeout``, or make it
-``async def``). The kernel's call only holds the leases (``_held_calls``, as for the Agents
-SDK's tools): it starts when they are granted, wakes the waiting task, and ends when the tool
-does, OK or, when the tool raised (``ModelRetry`` and deferrals included), ERROR. If the kernel
-ends it first (``kernel.cancel``, its run limit, the kernel closing), the tool is cancelled (a
-cancel scope around the tool: pydantic-ai would take its task's cancellation for the whole
-run's), and the leases return only once it has stopped. If pydantic-ai cancels the call (a
-cancelled run, a failed sibling), its kernel call is withdrawn or cancelled and its leases
-return. A deferred call (``requires_approval``, ``ApprovalRequired``, ``CallDeferred``) holds
-no lease while it awaits approval or its result; approved, it takes them again when it runs.
+``async def``). A plain ``def`` tool of a ``FunctionToolset`` (pydantic-ai runs it in a worker
+thread, which nothing can stop) runs in a task of its own that no cancellation stops: a
+cancellation (a cancelled run, a failed sibling) goes on at once and its kernel call ends
+CANCELLED, but the call holds its leases until the function has returned, as the kernel's own
+``thread=True`` tools do; cancelled by the kernel, it is answered once the function has
+returned. The kernel's call only holds the leases (``_held_calls``, as for the Agents SDK's
+tools): it starts when they are granted, wakes the waiting task, and ends when the tool does, OK
+or, when the tool raised (``ModelRetry`` and deferrals included), ERROR. If the kernel ends it
+first (``kernel.cancel``, its run limit, the kernel closing), the tool is cancelled (a cancel
+scope around the tool: pydantic-ai would take its task's cancellation for the whole run's), and
+the leases return only once it has stopped. If pydantic-ai cancels the call (a cancelled run, a
+failed sibling), its kernel call is withdrawn or cancelled and its leases return (a plain
+``def`` tool's once the function has returned, above). A deferred call (``requires_approval``,
+``ApprovalRequired``, ``CallDeferred``) holds no lease while it awaits approval or its result;
+approved, it takes them again when it runs.
 
 A call whose path can't be keyed (outside the workspace, a ``~`` path, left out with no default
 stated) is not refused: it is a barrier, and the tool serves it as it would without leases (as
@@ -60,13 +66,15 @@ from ..locks import Claim
 from ._declared import ClaimsFunction as ClaimsFunction
 from ._declared import Declaration, check_options, declaration
 from ._declared import ToolClaimsFunction as ToolClaimsFunction
-from ._held_calls import Calls, Invocation, run_held
+from ._held_calls import Calls, Invocation, blocking, run_held
 
 require_extra("pydantic-ai", "toolkernel.integrations.pydantic_ai", "pydantic_ai")
 
 from pydantic_ai import RunContext  # noqa: E402 - after saying which extra brings it
 from pydantic_ai.exceptions import ModelRetry, ToolFailed  # noqa: E402
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset  # noqa: E402
+from pydantic_ai.toolsets.combined import _CombinedToolsetTool  # noqa: E402
+from pydantic_ai.toolsets.function import FunctionToolsetTool  # noqa: E402
 
 __all__ = ["LeasedToolset", "ClaimsFunction", "ToolClaimsFunction"]
 
@@ -194,9 +202,13 @@ class LeasedToolset(WrapperToolset[Any]):
         invocation = self._calls.submit(
             name, ctx.tool_call_id or name, tool_args, self._claims_of(name, tool)
         )
+
+        def run() -> Any:
+            return self.wrapped.call_tool(name, tool_args, ctx, tool)
+
         return await run_held(
             invocation,
-            lambda: self.wrapped.call_tool(name, tool_args, ctx, tool),
+            blocking(invocation, run) if _blocking(tool) else run,
             lambda error: _failed(invocation, error),
             scoped=True,  # pydantic-ai takes its task's cancellation for the whole run's
         )
@@ -218,6 +230,14 @@ class LeasedToolset(WrapperToolset[Any]):
         claims = _Claims(name, declared)
         self._tools[name] = (schema, claims)
         return claims
+
+
+def _blocking(tool: ToolsetTool[Any]) -> bool:
+    """Whether pydantic-ai runs the tool in a worker thread: a plain ``def`` of a
+    ``FunctionToolset`` (found through the toolsets that combine it with others)."""
+    while isinstance(tool, _CombinedToolsetTool):
+        tool = tool.source_tool
+    return isinstance(tool, FunctionToolsetTool) and not tool.is_async
 
 
 async def _failed(invocation: Invocation, error: Exception) -> Any:
