@@ -73,7 +73,6 @@ require_extra("pydantic-ai", "toolkernel.integrations.pydantic_ai", "pydantic_ai
 from pydantic_ai import RunContext  # noqa: E402 - after saying which extra brings it
 from pydantic_ai.exceptions import ModelRetry, ToolFailed  # noqa: E402
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset  # noqa: E402
-from pydantic_ai.toolsets.combined import _CombinedToolsetTool  # noqa: E402
 from pydantic_ai.toolsets.function import FunctionToolsetTool  # noqa: E402
 
 __all__ = ["LeasedToolset", "ClaimsFunction", "ToolClaimsFunction"]
@@ -235,8 +234,14 @@ class LeasedToolset(WrapperToolset[Any]):
 def _blocking(tool: ToolsetTool[Any]) -> bool:
     """Whether pydantic-ai runs the tool in a worker thread: a plain ``def`` of a
     ``FunctionToolset`` (found through the toolsets that combine it with others)."""
-    while isinstance(tool, _CombinedToolsetTool):
-        tool = tool.source_tool
+    seen = 0
+    # ``source_tool``: pydantic-ai's combining toolsets keep the tool they wrap there (a
+    # private class, so looked for by attribute: a renamed one only misses the thread case).
+    while not isinstance(tool, FunctionToolsetTool) and seen < 16:
+        inner = getattr(tool, "source_tool", None)
+        if inner is None:
+            return False
+        tool, seen = inner, seen + 1
     return isinstance(tool, FunctionToolsetTool) and not tool.is_async
 
 
