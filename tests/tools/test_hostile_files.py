@@ -7,11 +7,9 @@ from __future__ import annotations
 import errno
 import os
 import pathlib
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -25,6 +23,8 @@ from toolkernel.locks import writes
 from toolkernel.tools import FileAccess, FileAccessed, Workspace, _beneath, _fileops, builtin_tools
 from toolkernel.tools._file_tools import LIST_LIMIT, TEXT_SIZE_LIMIT
 from toolkernel.tools._search import SEARCH_SIZE_LIMIT
+
+from .privileges import as_a_user
 
 
 @pytest.fixture
@@ -476,27 +476,6 @@ async def main(root):
 
 trio.run(main, pathlib.Path(sys.argv[1]))
 """
-
-
-def as_a_user() -> list[str]:
-    """The command prefix that runs a program as an unprivileged user (empty if we are one)."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv to drop privileges")
-    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-
-
-@pytest.fixture
-def shared_directory() -> Iterator[pathlib.Path]:
-    """A directory anyone may write, outside pytest's own (which only its owner may enter)."""
-    directory = pathlib.Path(tempfile.mkdtemp(prefix="toolkernel-test-"))
-    directory.chmod(0o777)
-    try:
-        yield directory
-    finally:
-        shutil.rmtree(directory)
 
 
 def test_a_read_only_file_is_not_replaced_by_write_or_edit(shared_directory: pathlib.Path) -> None:

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,29 +15,7 @@ import toolkernel as tk
 from toolkernel.locks import exclusive
 from toolkernel.tools import FileAccess, Workspace, _beneath
 
-
-def as_a_user() -> list[str]:
-    """The command prefix that runs a program as an unprivileged user (empty if we are one)."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv to drop privileges")
-    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-
-
-@pytest.fixture
-def shared_directory() -> Iterator[pathlib.Path]:
-    """A directory anyone may write, outside pytest's own (which only its owner may enter)."""
-    directory = pathlib.Path(tempfile.mkdtemp(prefix="toolkernel-test-"))
-    directory.chmod(0o777)
-    try:
-        yield directory
-    finally:
-        for path, _, _ in os.walk(directory):
-            os.chmod(path, 0o777)
-        shutil.rmtree(directory)
-
+from .privileges import as_a_user
 
 DELETE_AS_A_USER = """
 import os, pathlib, sys, trio
