@@ -133,3 +133,51 @@ async def test_a_nested_call_that_asks_to_hold_more_fails_saying_so(
             (result,) = await kernel.run([tk.ToolCall("n", "nests", {})])
     assert result.status is tk.Status.OK
     assert "grow asked to hold more than its call claimed" in str(result.output)
+
+
+def claimless(log: list[tuple[str, float, Any]]) -> tk.Tool:
+    @tk.tool(claims=lambda args: [])
+    async def late(ctx: tk.ToolContext, then: str) -> str:
+        """Claims nothing; learns, after a second, that it needs ``then`` too."""
+        log.append((ctx.call_id, anyio.current_time(), ctx.resumed))
+        await anyio.sleep(1)
+        if ctx.resumed is None:
+            raise HoldMore([tk.exclusive(tk.path(then))], state="again")
+        return f"held {sorted(str(c.resource) for c in ctx.claims)}"
+
+    return late
+
+
+@pytest.mark.parametrize("max_concurrency", [None, 1, 4])
+async def test_a_call_that_claims_nothing_may_ask_to_hold_more(
+    autojump_clock: Any, max_concurrency: int | None
+) -> None:
+    log: list[tuple[str, float, Any]] = []
+    async with tk.open_kernel([claimless(log)], max_concurrency=max_concurrency) as kernel:
+        with anyio.fail_after(DEADLINE):
+            (result,) = await kernel.run([tk.ToolCall("c", "late", {"then": "b"})])
+    assert result.status is tk.Status.OK, result.error
+    assert result.output == "held ['b']"
+    assert [(call, at, state) for call, at, state in log] == [("c", 0, None), ("c", 1, "again")]
+    assert kernel.lease_statistics().held == 0
+
+
+async def test_a_call_that_claims_nothing_keeps_its_place_when_it_asks_for_more(
+    autojump_clock: Any,
+) -> None:
+    log: list[tuple[str, float, Any]] = []
+    async with tk.open_kernel([*tools(log), claimless(log)]) as kernel:
+        with anyio.fail_after(DEADLINE):
+            earlier, late, later = await kernel.run(
+                [
+                    tk.ToolCall("e1", "edit", {"path": "b", "seconds": 3}),
+                    tk.ToolCall("c", "late", {"then": "b"}),
+                    # Waits behind e1; once c asks for b, c is ahead of it, as emitted.
+                    tk.ToolCall("e2", "edit", {"path": "b", "seconds": 1}),
+                ]
+            )
+    assert [r.status for r in (earlier, late, later)] == [tk.Status.OK] * 3
+    runs: dict[str, list[float]] = {}
+    for call, at, _ in log:
+        runs.setdefault(call, []).append(at)
+    assert runs == {"e1": [0], "c": [0, 3], "e2": [4]}

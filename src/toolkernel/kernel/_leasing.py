@@ -48,14 +48,12 @@ class Leasing:
     # -- requesting --------------------------------------------------------------------------------
 
     def request_top_level(self, record: CallRecord) -> None:
-        """Request a top-level call's claims; ``granted`` is told at once if it can be."""
+        """Request a top-level call's claims; ``granted`` is told at once if it can be.
+
+        A call that claims nothing is requested too: granted at once, it conflicts with
+        nobody, but it has its place in line, which it keeps if its tool asks to hold more."""
         claims = record.claims
         assert claims is not None
-        if not claims:
-            # Nothing to hold conflicts with nothing: no request at all (it would be granted at
-            # once, and nobody could ever wait behind it).
-            self._granted(record)
-            return
         self._request(record, self.main, claims, record.call.priority, record.batch.uid)
 
     def request_nested(self, record: CallRecord, claims: tuple[Claim, ...], inside: bool) -> None:
