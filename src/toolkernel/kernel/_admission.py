@@ -326,6 +326,7 @@ def _noting(key: Callable[[str], Path], keyed: list[tuple[str, Path]]) -> Callab
         keyed.append((text, found))
         return found
 
+    noted.__wrapped__ = key  # type: ignore[attr-defined]  # see KeyFunction
     return noted
 
 
@@ -342,6 +343,7 @@ def keyed_once(key: Callable[[str], Path]) -> Callable[[str], Path]:
             found = known[text] = key(text)
         return found
 
+    once.__wrapped__ = key  # type: ignore[attr-defined]  # see KeyFunction
     return once
 
 

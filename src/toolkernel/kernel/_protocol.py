@@ -18,10 +18,27 @@ from ._environment import Environment as Environment
 if TYPE_CHECKING:
     from ._context import ToolContext
 
-__all__ = ["KernelTool", "Environment", "KeyFunction"]
+__all__ = ["KernelTool", "Environment", "KeyFunction", "key_owner"]
 
 KeyFunction = Callable[[str], Path]
-"""Turns a path as a tool's argument spells it into its canonical lease key."""
+"""Turns a path as a tool's argument spells it into its canonical lease key.
+
+A kernel with a workspace passes its ``Workspace.key``, or a wrapper of it (one remembering
+the keys of a batch, one noting what it was asked) that names what it wraps in
+``__wrapped__``, as ``functools.wraps`` does: :func:`key_owner` finds the workspace through
+them."""
+
+
+def key_owner(key: KeyFunction) -> object | None:
+    """The object whose method ``key`` is, through the wrappers that name what they wrap in
+    ``__wrapped__`` (a kernel's key is its ``Workspace.key``, maybe wrapped); None for a plain
+    function. A tool whose claims need the workspace itself (its root, its configuration) asks
+    this, never ``key.__self__``, which a wrapper hides."""
+    while True:
+        wrapped = getattr(key, "__wrapped__", None)
+        if wrapped is None:
+            return getattr(key, "__self__", None)
+        key = wrapped
 
 
 @runtime_checkable

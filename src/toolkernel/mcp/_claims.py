@@ -34,6 +34,7 @@ import attrs
 
 from .._errors import InvalidClaimError
 from ..kernel import KeyFunction
+from ..kernel._protocol import key_owner
 from ..locks import Claim, Mode, Path, Resource, exclusive, shared
 from ._presets import Effects
 
@@ -107,7 +108,7 @@ def _is_root(directory: str | None, key: KeyFunction) -> bool:
     """Whether ``directory`` (absolute) is the kernel's workspace root."""
     if directory is None:
         return False
-    owner = getattr(key, "__self__", None)  # the Workspace whose key this is
+    owner = key_owner(key)  # the Workspace whose key this is
     known = None
     if owner is not None:
         with contextlib.suppress(TypeError):  # not weakly referable: don't remember

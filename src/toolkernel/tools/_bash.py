@@ -47,6 +47,7 @@ import sniffio
 
 from .._errors import ToolError
 from ..kernel import KeyFunction, ToolContext
+from ..kernel._protocol import key_owner
 from ..locks import Claim
 from ..sandbox import unavailable as sandbox_unavailable
 from ._declare import FunctionTool
@@ -246,8 +247,8 @@ class BashTool(FunctionTool):
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         # Keyed here rather than re-keyed from lexical paths: an absolute path, or one under ~,
         # inside the workspace is then a claim on what it names, not on the whole workspace.
-        # The key of a kernel with a workspace is its ``Workspace.key``.
-        workspace = getattr(key, "__self__", None)
+        # The key of a kernel with a workspace is its ``Workspace.key``, maybe wrapped.
+        workspace = key_owner(key)
         in_workspace = isinstance(workspace, Workspace)
         root = workspace.root if isinstance(workspace, Workspace) else None
         # With the workspace, the project's configuration is read where it decides what runs
