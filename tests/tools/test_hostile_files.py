@@ -19,8 +19,9 @@ import anyio.to_thread
 import pytest
 
 import toolkernel as tk
+from toolkernel import _beneath
 from toolkernel.locks import writes
-from toolkernel.tools import FileAccess, FileAccessed, Workspace, _beneath, _fileops, builtin_tools
+from toolkernel.tools import FileAccess, FileAccessed, Workspace, _fileops, builtin_tools
 from toolkernel.tools._file_tools import LIST_LIMIT, TEXT_SIZE_LIMIT
 from toolkernel.tools._search import SEARCH_SIZE_LIMIT
 

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 import toolkernel as tk
+from toolkernel import _beneath
 from toolkernel.locks import exclusive
-from toolkernel.tools import FileAccess, Workspace, _beneath
+from toolkernel.tools import FileAccess, Workspace
 
 from .privileges import as_a_user
 

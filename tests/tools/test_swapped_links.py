@@ -20,9 +20,10 @@ import anyio
 import anyio.to_thread
 import pytest
 
+from toolkernel import _beneath
 from toolkernel._errors import PathChangedError, PathEscapeError
 from toolkernel.locks import EVERYTHING, exclusive
-from toolkernel.tools import FileAccess, Workspace, _beneath
+from toolkernel.tools import FileAccess, Workspace
 
 
 @pytest.fixture(params=["openat2", "walk"])

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from toolkernel import _beneath
 from toolkernel._errors import InvalidClaimError
 from toolkernel.locks import EVERYTHING, exclusive
-from toolkernel.tools import FileAccess, Workspace, _beneath
+from toolkernel.tools import FileAccess, Workspace
 
 from ..strategies import maze_spellings as spellings
 

@@ -18,8 +18,8 @@ from typing import Final
 
 import attrs
 
+from .._beneath import LINK_ERRNOS, changed, open_directory, rename_no_replace
 from ..locks import EVERYTHING, Claim, Mode, Path
-from ..tools._beneath import LINK_ERRNOS, changed, open_directory, rename_no_replace
 from ._backend import Chmod, Fence, MakeDirectory, Op, RemoveDirectory, Rename, SetTimes, Unlink
 
 __all__ = [

@@ -38,10 +38,10 @@ import attrs
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectSendStream
 
+from .._beneath import DIRECTORY_FLAGS
 from .._checks import check_capacity, check_ttl
 from .._errors import FencedOut, ToolkernelError
 from ..locks import Claim, LeaseTable
-from ..tools._beneath import DIRECTORY_FLAGS
 from ._address import default_socket_path, peer_allowed
 from ._fencing import apply_op
 from ._wire import (

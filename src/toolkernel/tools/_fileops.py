@@ -45,9 +45,7 @@ import anyio.from_thread
 import anyio.to_thread
 import attrs
 
-from .._errors import PathChangedError
-from ..leases._backend import Fence, MakeDirectory, Rename, Unlink
-from ._beneath import (
+from .._beneath import (
     DIRECTORY_FLAGS,
     LINK_ERRNOS,
     changed,
@@ -56,6 +54,8 @@ from ._beneath import (
     remove_opened_tree,
     rename_no_replace,
 )
+from .._errors import PathChangedError
+from ..leases._backend import Fence, MakeDirectory, Rename, Unlink
 from ._workspace import MAX_PATH_BYTES
 
 __all__ = [

@@ -35,9 +35,9 @@ from typing import Final, Literal, NamedTuple
 
 import attrs
 
+from .._beneath import open_directory
 from .._errors import InvalidClaimError
 from ..locks import Path
-from ._beneath import open_directory
 from ._fileops import _ASIDE_INFIX, moved_aside
 from ._fs import Subtree
 from ._ignore import IgnoreRules, ignored, names_only

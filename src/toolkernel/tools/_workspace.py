@@ -57,10 +57,10 @@ import weakref
 from collections.abc import Iterator
 from typing import Final
 
+from .. import _beneath
 from .._errors import InvalidClaimError, PathEscapeError
 from ..locks import Path
 from ..locks._resources import _valid_path
-from . import _beneath
 
 __all__ = ["Workspace"]
 

@@ -35,7 +35,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from .._errors import PathChangedError
+from ._errors import PathChangedError
 
 __all__ = [
     "DIRECTORY_FLAGS",
