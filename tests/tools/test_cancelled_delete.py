@@ -1,8 +1,9 @@
 """A Delete of a directory tree is whole or nothing: the tree is there with every file, or gone.
 
 The tree is first moved aside (renamed to a hidden name in its parent); a cancellation or a run
-timeout before that changes nothing, and one after it lets the removal finish before the call
-ends. A moved-aside tree left by a crash (or by a call that ended mid-removal) is hidden from the
+timeout before that changes nothing (the call says CANCELLED or TIMEOUT), and one after it lets
+the removal finish and the call says OK: its result tells the truth about the tree. A tree
+moved aside and left by a crash (or by a call that ended mid-removal) is hidden from the
 listings and removed by the next Delete of a directory beside it.
 
 Real I/O in worker threads, so the real clock; where the cancellation must land mid-removal, a
@@ -23,6 +24,7 @@ import pytest
 
 import toolkernel as tk
 from toolkernel._errors import CallEndedError, PathChangedError
+from toolkernel.kernel import CallFinished
 from toolkernel.locks import EVERYTHING, exclusive, writes
 from toolkernel.tools import FileAccess, FileAccessed, Workspace, _fileops, _fs, builtin_tools
 
@@ -99,23 +101,67 @@ def hook(
     ("removal", "count"),
     [("unlink", 1), ("unlink", FILES // 2), ("unlink", FILES), ("rmdir", DIRECTORIES - 1)],
 )
-async def test_a_delete_cancelled_mid_removal_is_cancelled_and_the_tree_is_gone(
+async def test_a_delete_cancelled_mid_removal_says_ok_and_the_tree_is_gone(
     kernel: tk.Kernel,
     tmp_path: pathlib.Path,
     monkeypatch: pytest.MonkeyPatch,
     removal: str,
     count: int,
 ) -> None:
+    # Past its commit point (the move aside) the Delete has happened: its result says so.
     made = make_tree(tmp_path / "tree")
     (tmp_path / "kept.txt").write_text("kept\n")
     unlinks = hook(monkeypatch, "unlink")
     removals = hook(monkeypatch, removal, at=count, then=lambda: kernel.cancel("c1"))
     (result,) = await kernel.run([tk.ToolCall("c1", "Delete", {"path": "tree"})])
-    assert result.status is tk.Status.CANCELLED, result
+    assert result.status is tk.Status.OK, result
+    assert result.output == "deleted tree"
     assert removals[0] >= count, "the cancellation did not land mid-removal"
     assert whole_or_gone(tmp_path / "tree", made) == "gone"
     assert unlinks[0] == FILES, "the removal stopped part-way"
     assert sorted(os.listdir(tmp_path)) == ["kept.txt"]
+
+
+@pytest.mark.parametrize("how", ["by id", "its handle", "the batch", "all", "closing"])
+async def test_however_it_is_cancelled_past_its_commit_point_a_delete_says_ok(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    made = make_tree(tmp_path / "tree", width=4)
+    landed = anyio.Event()
+    finished: list[tk.ToolResult] = []
+    async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
+        kernel.add_listener(
+            lambda event: finished.append(event.result) if isinstance(event, CallFinished) else None
+        )
+        call = tk.ToolCall("c1", "Delete", {"path": "tree"})
+        handles: list[tk.CallHandle] = []
+        batch = anyio.CancelScope()
+
+        def cancel() -> None:
+            landed.set()
+            if how == "by id":
+                kernel.cancel("c1")
+            elif how == "its handle":
+                handles[0].cancel()
+            elif how == "the batch":
+                batch.cancel()  # the caller of run() is cancelled: so is its batch
+            elif how == "all":
+                kernel.cancel_all()
+
+        hook(monkeypatch, "unlink", at=FILES // 10, then=cancel)
+        if how == "the batch":
+            with batch:
+                await kernel.run([call, tk.ToolCall("c2", "Bash", {"command": "sleep 10"})])
+        else:
+            handles.append(kernel.submit(call))
+            if how == "closing":
+                await landed.wait()  # then the kernel closes, the Delete mid-removal
+            else:
+                await handles[0].wait_finished()
+    assert landed.is_set()
+    (result,) = [r for r in finished if r.call_id == "c1"]
+    assert result.status is tk.Status.OK, result
+    assert whole_or_gone(tmp_path / "tree", made) == "gone"
 
 
 async def test_a_delete_cancelled_before_it_moves_the_tree_aside_changes_nothing(
@@ -147,8 +193,8 @@ async def test_a_delete_that_times_out_leaves_the_tree_whole_or_gone(
         (result,) = await kernel.run([call])
         assert result.status in (tk.Status.OK, tk.Status.TIMEOUT), result
         outcome = whole_or_gone(top, made)
-        if result.status is tk.Status.OK:
-            assert outcome == "gone"
+        # The result tells the truth about the tree: deleted says OK, whole says TIMEOUT.
+        assert outcome == ("gone" if result.status is tk.Status.OK else "whole"), result
         outcomes.append((result.status, outcome))
     assert outcomes[0] == (tk.Status.TIMEOUT, "whole"), "a limit of 0 must stop it before"
 

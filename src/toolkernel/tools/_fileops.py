@@ -672,13 +672,14 @@ def _delete_tree(
 
     The rename to a hidden unique name in the same directory is atomic, and it is the commit
     point. A cancellation (or the call's end) before it leaves the tree as it was. After it, the
-    removal finishes in this worker thread whatever the cancellation, and only then is the
-    cancellation raised, so the call reports it and the tree is gone. Finishing, not rolling
-    back: once a file is unlinked nothing can bring it back, and the call still holds its lease
-    while the thread runs (the kernel waits for it), so no call ordered against this one sees
-    the tree aside. The cost is that a cancelled or timed-out Delete of a huge tree returns
-    when the removal is done. Only the call's end stops the removal (no write after it): the
-    tree is gone from its name, and its remains wait aside, hidden, like a crash's.
+    removal finishes in this worker thread whatever the cancellation, and returns as done: the
+    tree is deleted, and the call says so (a result tells the truth about the files, as a
+    Write whose rename was made does). Finishing, not rolling back: once a file is unlinked
+    nothing can bring it back, and the call still holds its lease while the thread runs (the
+    kernel waits for it), so no call ordered against this one sees the tree aside. The cost is
+    that a cancelled or timed-out Delete of a huge tree returns when the removal is done. Only
+    the call's end stops the removal (no write after it): the tree is gone from its name, and
+    its remains wait aside, hidden, like a crash's.
 
     A tree left aside (by a crash, or by a call that ended mid-removal) is removed by the next
     directory deletion in the same directory. A deletion under way holds ``flock`` on its
@@ -729,7 +730,6 @@ def _delete_tree(
             raise _removal_failed(exc, top, parts, contents, put_back) from exc
     finally:
         os.close(top)
-    anyio.from_thread.check_cancelled()
 
 
 def _tree_contents(top: int, parent: int, parts: Sequence[str]) -> list[str]:

@@ -25,8 +25,8 @@ fsync-ed, takes the permission bits of the file it replaces, and is renamed over
 ``os.replace``. Readers (and a crash) see the old content or the new, never a mix; a failure or a
 cancellation before the rename removes the temporary file and leaves the old content whole.
 Deleting a tree is whole or nothing the same way: the tree is renamed aside to a hidden name in
-its directory, then removed, and a cancellation after the rename lets the removal finish
-(:meth:`FileAccess.delete`).
+its directory, then removed, and a cancellation after the rename lets the removal finish and
+returns as done (:meth:`FileAccess.delete`).
 
 Symbolic links: reading or writing through a link reaches its target, the file the key names
 (as ``cat link`` and ``echo > link`` do), so the target is what the claims must cover, and a
@@ -711,12 +711,13 @@ class FileAccess:
         this process may empty (read, write and search permission, and the sticky bit's rule);
         if one is not, ``PermissionError`` names it and nothing is deleted. Then the tree is
         renamed to a hidden name beside it (``.<name>.toolkernel-deleted-<hex>``), and removed.
-        Cancelled before that rename, nothing changed; after it, the removal finishes before
-        the cancellation is raised. If the removal still fails part-way (the permissions
-        changed since the check, an immutable file), what is left is put back under ``path``
-        and the error raised says what was deleted. Listings leave such hidden names out, and
-        deleting a directory first removes any a crash left beside it. A file is one
-        ``unlink``.
+        Cancelled before that rename, nothing changed (and the cancellation is raised); after
+        it, the removal finishes and this returns: the tree is deleted, whatever the
+        cancellation (which the caller meets at its next checkpoint). If the removal still
+        fails part-way (the permissions changed since the check, an immutable file), what is
+        left is put back under ``path`` and the error raised says what was deleted. Listings
+        leave such hidden names out, and deleting a directory first removes any a crash left
+        beside it. A file is one ``unlink``.
         """
         gate = self._gate("delete", path)
         committed = self._gate("delete", path, cancellable=False)
