@@ -7,7 +7,11 @@ past). ``@pytest.mark.trio_only`` keeps a test off asyncio (it tests trio itself
 """
 
 import os
+import pathlib
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -66,3 +70,16 @@ def anyio_backend(request: pytest.FixtureRequest) -> object:
             pytest.skip("tests trio itself")
         return ("asyncio", {"loop_factory": VirtualClockEventLoop} if virtual else {})
     return ("trio", {"clock": trio.testing.MockClock(autojump_threshold=0)} if virtual else {})
+
+
+@pytest.fixture
+def shared_directory() -> Iterator[pathlib.Path]:
+    """A directory anyone may write, outside pytest's own (which only its owner may enter)."""
+    directory = pathlib.Path(tempfile.mkdtemp(prefix="toolkernel-test-"))
+    directory.chmod(0o777)
+    try:
+        yield directory
+    finally:
+        for path, _, _ in os.walk(directory):  # a test may leave a directory read-only
+            os.chmod(path, 0o777)
+        shutil.rmtree(directory)

@@ -44,6 +44,7 @@ __all__ = [
     "open_directory",
     "probe_no_links",
     "remove_opened_tree",
+    "remove_tree",
     "rename_no_replace",
 ]
 
@@ -245,7 +246,12 @@ def open_directory(
 
 
 def remove_opened_tree(
-    top: int, parent_fd: int, name: str, gate: contextlib.AbstractContextManager[object]
+    top: int,
+    parent_fd: int,
+    name: str,
+    gate: contextlib.AbstractContextManager[object],
+    *,
+    force: bool = False,
 ) -> None:
     """Delete directory ``top`` and everything in it, never following a link; ``top`` is a
     descriptor of it (this function closes it), ``name`` its entry in ``parent_fd``.
@@ -256,12 +262,18 @@ def remove_opened_tree(
     Iterative, so a deep tree cannot exhaust the recursion limit; at most one descriptor per
     level is open.
 
+    With ``force``, for a tree of this process's own (a scratch directory, an overlay's layers):
+    each directory is made readable, writable and searchable by its owner before it is emptied
+    (overlayfs leaves its work directory mode 000; a command may leave one so).
+
     Not atomic: stopped part-way, it leaves part of the tree. ``_fileops.delete`` first moves
     the tree aside under a hidden name, so what it leaves is never half a tree under its name.
     """
     # Each frame: a directory's descriptor, its name, and the entries still to delete.
     frames: list[tuple[int, str, list[os.DirEntry[str]]]] = []
     try:
+        if force:
+            os.fchmod(top, stat.S_IRWXU)
         frames.append((top, name, _entries(top)))
     except BaseException:
         os.close(top)
@@ -278,7 +290,7 @@ def remove_opened_tree(
                 continue
             entry = entries.pop()
             if entry.is_dir(follow_symlinks=False):
-                child = _open_subdirectory(fd, entry.name, gate)
+                child = _open_subdirectory(fd, entry.name, gate, force)
                 if child is not None:
                     frames.append((child, entry.name, _entries(child)))
                 continue
@@ -289,7 +301,7 @@ def remove_opened_tree(
                 pass  # already gone: what we wanted
             except IsADirectoryError:
                 # A file swapped for a directory since the listing: delete it as one.
-                child = _open_subdirectory(fd, entry.name, gate)
+                child = _open_subdirectory(fd, entry.name, gate, force)
                 if child is not None:
                     frames.append((child, entry.name, _entries(child)))
     finally:
@@ -297,17 +309,48 @@ def remove_opened_tree(
             os.close(fd)
 
 
-def _open_subdirectory(
-    fd: int, name: str, gate: contextlib.AbstractContextManager[object]
-) -> int | None:
-    """Open subdirectory ``name`` to empty it; a link found there instead is just unlinked."""
+def remove_tree(parent_fd: int, name: str, *, force: bool = False) -> None:
+    """Delete ``name`` in ``parent_fd`` and, if it is a directory, everything in it, never
+    following a link (:func:`remove_opened_tree`); nothing there is nothing to do."""
     try:
-        return os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+        top = os.open(name, DIRECTORY_FLAGS, dir_fd=parent_fd)
     except FileNotFoundError:
-        return None
+        return
+    except PermissionError:
+        if not force:
+            raise
+        os.chmod(name, stat.S_IRWXU, dir_fd=parent_fd)
+        top = os.open(name, DIRECTORY_FLAGS, dir_fd=parent_fd)
     except OSError as exc:
         if exc.errno not in LINK_ERRNOS:
             raise
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=parent_fd)
+        return
+    remove_opened_tree(top, parent_fd, name, contextlib.nullcontext(), force=force)
+
+
+def _open_subdirectory(
+    fd: int, name: str, gate: contextlib.AbstractContextManager[object], force: bool = False
+) -> int | None:
+    """Open subdirectory ``name`` to empty it; a link found there instead is just unlinked.
+    With ``force``, one its owner may not enter is opened up first (and then to its owner)."""
+    try:
+        child = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+    except FileNotFoundError:
+        return None
+    except PermissionError:
+        if not force:
+            raise
+        os.chmod(name, stat.S_IRWXU, dir_fd=fd)  # a directory: the listing said so
+        return os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno not in LINK_ERRNOS:
+            raise
+    else:
+        if force:
+            os.fchmod(child, stat.S_IRWXU)
+        return child
     # Swapped for a link or a file since the listing: remove that entry, follow nothing.
     with contextlib.suppress(FileNotFoundError), gate:
         os.unlink(name, dir_fd=fd)

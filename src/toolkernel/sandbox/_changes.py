@@ -20,15 +20,20 @@ from __future__ import annotations
 import enum
 import os
 import stat
-from collections.abc import Iterator
 
 import attrs
 
-__all__ = ["Change", "ChangeKind", "read_changes"]
+from .._beneath import DIRECTORY_FLAGS
+
+__all__ = ["ORIGIN", "Change", "ChangeKind", "read_changes"]
 
 _OPAQUE = "user.overlay.opaque"
-_ORIGIN = "user.overlay.origin"  # set on a copy-up: where in the lower layer it came from
+ORIGIN = "user.overlay.origin"
+"""Set on a copy-up: the file handle of the lower entry it came from (``_handles``)."""
 _CHUNK = 1 << 16
+# The lower layer is only looked into (entries' status, links, files opened by name): a
+# directory there needs no read permission, as a path through it needs none.
+_LOWER_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class ChangeKind(enum.Enum):
@@ -53,8 +58,9 @@ class Change:
     metadata_only: bool = False
     """Only its mode or times changed: the content (or the link's target) is the same."""
     copied_up: bool = False
-    """It is the lower entry, copied up to be changed (overlayfs marks it): the path was there
-    when the command began changing it."""
+    """It is a lower entry, copied up to be changed (overlayfs marks it with its origin): an
+    entry was there when the command began changing it, at this path or, for one it renamed
+    or linked here, at another."""
 
     @property
     def parts(self) -> tuple[str, ...]:
@@ -63,75 +69,140 @@ class Change:
 
 def read_changes(lower: str, upper: str) -> list[Change]:
     """The changes in ``upper`` (an overlay's upper directory) over ``lower``, parents before
-    their children, in name order."""
-    return list(_walk(lower, upper, "", replaced=False))
+    their children, in name order.
 
-
-def _walk(lower: str, upper: str, relative: str, *, replaced: bool) -> Iterator[Change]:
-    directory = os.path.join(upper, relative) if relative else upper
-    with os.scandir(directory) as entries:
-        names = sorted(entry.name for entry in entries)
-    for name in names:
-        path = f"{relative}/{name}" if relative else name
-        found = os.lstat(os.path.join(upper, path))
-        below = None if replaced else _lstat(os.path.join(lower, path))
-        mode = found.st_mode
-        if stat.S_ISCHR(mode) and found.st_rdev == 0:
-            if below is not None:
-                yield Change(path, ChangeKind.DELETED)
-            continue
-        if stat.S_ISDIR(mode):
-            opaque = _is_opaque(os.path.join(upper, path))
-            if below is not None and stat.S_ISDIR(below.st_mode) and not opaque:
-                if _permissions(found) != _permissions(below):
-                    yield Change(path, ChangeKind.DIRECTORY, metadata_only=True, copied_up=True)
-                yield from _walk(lower, upper, path, replaced=False)
-            else:
-                yield Change(path, ChangeKind.DIRECTORY, replaces=below is not None)
-                yield from _walk(lower, upper, path, replaced=True)
-            continue
-        if stat.S_ISREG(mode):
-            same_content = False
-            if below is not None and stat.S_ISREG(below.st_mode):
-                same_content = _same_content(os.path.join(upper, path), found, lower, path, below)
-                if same_content and _same_metadata(found, below):
-                    continue  # copied up, left as it was
-            copied = _has(os.path.join(upper, path), _ORIGIN)
-            yield Change(path, ChangeKind.FILE, metadata_only=same_content, copied_up=copied)
-            continue
-        if stat.S_ISLNK(mode):
-            target = os.readlink(os.path.join(upper, path))
-            if (
-                below is not None
-                and stat.S_ISLNK(below.st_mode)
-                and os.readlink(os.path.join(lower, path)) == target
-            ):
-                continue
-            yield Change(path, ChangeKind.SYMLINK)
-            continue
-        yield Change(path, ChangeKind.SPECIAL)
-
-
-def _lstat(path: str) -> os.stat_result | None:
+    Walked iteratively, each directory opened relative to its parent without following a link,
+    so a tree of any depth is read (its paths may be longer than ``PATH_MAX``)."""
+    found: list[Change] = []
+    upper_top = os.open(upper, DIRECTORY_FLAGS)
     try:
-        return os.lstat(path)
+        lower_top: int | None = os.open(lower, _LOWER_FLAGS)
+    except BaseException:
+        os.close(upper_top)
+        raise
+    # Each frame: a directory of the upper layer, the lower one under it (None where there is
+    # none, or it was replaced), its path, and its names not yet read, last first.
+    frames = [_Frame(upper_top, lower_top, "", _names(upper_top))]
+    try:
+        while frames:
+            frame = frames[-1]
+            if not frame.names:
+                frames.pop()
+                frame.close()
+                continue
+            name = frame.names.pop()
+            path = f"{frame.path}/{name}" if frame.path else name
+            descend = _read(frame, name, path, found)
+            if descend is not None:
+                frames.append(descend)
+    finally:
+        for frame in frames:
+            frame.close()
+    return found
+
+
+@attrs.define
+class _Frame:
+    upper: int
+    lower: int | None
+    path: str
+    names: list[str]
+
+    def close(self) -> None:
+        os.close(self.upper)
+        if self.lower is not None:
+            os.close(self.lower)
+
+
+def _names(fd: int) -> list[str]:
+    with os.scandir(fd) as entries:  # a duplicate of ``fd``: it keeps its own offset
+        return sorted((entry.name for entry in entries), reverse=True)
+
+
+def _read(frame: _Frame, name: str, path: str, found: list[Change]) -> _Frame | None:
+    """Append what ``name`` (in ``frame``) is a change of, if anything; the frame to read next
+    if it is a directory whose entries are changes too."""
+    upper = frame.upper
+    entry = os.lstat(name, dir_fd=upper)
+    below = None if frame.lower is None else _lstat(frame.lower, name)
+    mode = entry.st_mode
+    if stat.S_ISCHR(mode) and entry.st_rdev == 0:
+        if below is not None:
+            found.append(Change(path, ChangeKind.DELETED))
+        return None
+    if stat.S_ISDIR(mode):
+        child = os.open(name, DIRECTORY_FLAGS, dir_fd=upper)
+        try:
+            opaque = _attribute(child, _OPAQUE) == b"y"
+            merged = below is not None and stat.S_ISDIR(below.st_mode) and not opaque
+            if merged:
+                assert below is not None and frame.lower is not None
+                if _permissions(entry) != _permissions(below):
+                    found.append(
+                        Change(path, ChangeKind.DIRECTORY, metadata_only=True, copied_up=True)
+                    )
+            else:
+                copied = _attribute(child, ORIGIN) is not None
+                found.append(
+                    Change(path, ChangeKind.DIRECTORY, replaces=below is not None, copied_up=copied)
+                )
+            names = _names(child)
+            lower = os.open(name, _LOWER_FLAGS, dir_fd=frame.lower) if merged else None
+        except BaseException:
+            os.close(child)
+            raise
+        return _Frame(child, lower, path, names)
+    if stat.S_ISREG(mode):
+        same_content = False
+        if below is not None and stat.S_ISREG(below.st_mode):
+            assert frame.lower is not None
+            same_content = _same_content(upper, frame.lower, name, entry, below)
+            # Copied up and left as it was; unless it was linked to (``ln a b``): committed
+            # with its new names, it stays one file with them.
+            if same_content and _same_metadata(entry, below) and entry.st_nlink == 1:
+                return None
+        copied = _entry_attribute(upper, name, ORIGIN) is not None
+        metadata_only = same_content and entry.st_nlink == 1
+        found.append(Change(path, ChangeKind.FILE, metadata_only=metadata_only, copied_up=copied))
+        return None
+    if stat.S_ISLNK(mode):
+        target = os.readlink(name, dir_fd=upper)
+        if (
+            below is not None
+            and stat.S_ISLNK(below.st_mode)
+            and frame.lower is not None
+            and os.readlink(name, dir_fd=frame.lower) == target
+        ):
+            return None
+        found.append(Change(path, ChangeKind.SYMLINK))
+        return None
+    found.append(Change(path, ChangeKind.SPECIAL))
+    return None
+
+
+def _lstat(directory: int, name: str) -> os.stat_result | None:
+    try:
+        return os.lstat(name, dir_fd=directory)
     except (FileNotFoundError, NotADirectoryError):
         return None
 
 
-def _is_opaque(path: str) -> bool:
+def _attribute(fd: int, attribute: str) -> bytes | None:
+    """The extended attribute ``attribute`` of the file open as ``fd``, or None."""
     try:
-        return os.getxattr(path, _OPAQUE, follow_symlinks=False) == b"y"
+        return os.getxattr(fd, attribute)
     except OSError:
-        return False
+        return None
 
 
-def _has(path: str, attribute: str) -> bool:
+def _entry_attribute(directory: int, name: str, attribute: str) -> bytes | None:
+    """The extended attribute ``attribute`` of entry ``name`` of ``directory`` (not followed
+    if a link), or None. Named through ``/proc/self/fd``, so a path of any length is reached
+    without opening the file (which its mode may not allow)."""
     try:
-        os.getxattr(path, attribute, follow_symlinks=False)
+        return os.getxattr(f"/proc/self/fd/{directory}/{name}", attribute, follow_symlinks=False)
     except OSError:
-        return False
-    return True
+        return None
 
 
 def _permissions(found: os.stat_result) -> tuple[int, int, int]:
@@ -143,17 +214,27 @@ def _same_metadata(found: os.stat_result, below: os.stat_result) -> bool:
 
 
 def _same_content(
-    upper_path: str, found: os.stat_result, lower: str, path: str, below: os.stat_result
+    upper: int, lower: int, name: str, found: os.stat_result, below: os.stat_result
 ) -> bool:
     if found.st_size != below.st_size:
         return False
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        with open(upper_path, "rb") as new, open(os.path.join(lower, path), "rb") as old:
+        new = os.open(name, flags, dir_fd=upper)
+    except OSError:
+        return False
+    try:
+        old = os.open(name, flags, dir_fd=lower)
+    except OSError:
+        os.close(new)
+        return False
+    with open(new, "rb") as new_stream, open(old, "rb") as old_stream:
+        try:
             while True:
-                chunk = new.read(_CHUNK)
-                if chunk != old.read(_CHUNK):
+                chunk = new_stream.read(_CHUNK)
+                if chunk != old_stream.read(_CHUNK):
                     return False
                 if not chunk:
                     return True
-    except OSError:
-        return False
+        except OSError:
+            return False

@@ -27,27 +27,14 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
+from .._beneath import remove_tree
 from ..leases._backend import Chmod, Fence, MakeDirectory, Rename, SetTimes, Unlink
 from ._changes import Change, ChangeKind
+from ._directories import Directories
 
-__all__ = ["apply_changes", "open_parent"]
+__all__ = ["apply_changes"]
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def open_parent(root_fd: int, parts: tuple[str, ...]) -> int:
-    """A descriptor of the directory holding ``parts`` (every component opened without
-    following a link); the caller closes it."""
-    fd = os.dup(root_fd)
-    try:
-        for part in parts[:-1]:
-            child = os.open(part, _DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 def apply_changes(
@@ -55,23 +42,29 @@ def apply_changes(
 ) -> None:
     """Apply ``changes`` (parents before children, as ``read_changes`` lists them) from
     ``upper`` to ``root``; with ``fence``, each visible step through it. Synchronous; run it
-    in a worker thread."""
-    # A fenced rename from the upper layer names its source relative to a descriptor of it.
-    upper_fd = None if fence is None else os.open(upper, _DIRECTORY)
-    steps = _Steps(fence, upper_fd)
+    in a worker thread. Each directory on the way is opened once, relative to its parent
+    (``Directories``): a tree of any depth."""
     root_fd = os.open(root, _DIRECTORY)
     try:
-        for change in changes:
-            parent = open_parent(root_fd, change.parts)
-            try:
-                source = os.path.join(upper, change.path)
-                _apply(parent, change, source, steps)
-            finally:
-                os.close(parent)
-    finally:
+        upper_fd = os.open(upper, _DIRECTORY)
+    except BaseException:
         os.close(root_fd)
-        if upper_fd is not None:
-            os.close(upper_fd)
+        raise
+    workspace = Directories(root_fd, _DIRECTORY)
+    layer = Directories(upper_fd, _DIRECTORY)
+    try:
+        for change in changes:
+            parts = change.parts
+            parent = workspace.open(parts[:-1])
+            source = layer.open(parts[:-1])
+            _apply(parent, change, _Steps(fence, source))
+            if change.kind is not ChangeKind.FILE or not change.metadata_only:
+                workspace.forget(parts)  # made, replaced or removed: opened afresh if needed
+    finally:
+        workspace.close()
+        layer.close()
+        os.close(upper_fd)
+        os.close(root_fd)
 
 
 @attrs.frozen
@@ -81,8 +74,8 @@ class _Steps:
     ``fence``, which makes it only while the call's grant is held."""
 
     fence: Fence | None
-    upper_fd: int | None
-    """The upper layer, open, when ``fence`` is: where a published rename takes a file from."""
+    source: int
+    """The directory of the upper layer holding the change: where its file comes from."""
 
     def rename(
         self,
@@ -98,12 +91,13 @@ class _Steps:
         else:
             self.fence.publish(Rename(source, target, replace))
 
-    def move_in(self, parent: int, parts: tuple[str, ...], source: str) -> None:
-        """Rename the file ``source`` of the upper layer to ``parts``."""
-        if self.fence is None or self.upper_fd is None:
-            os.rename(source, parts[-1], dst_dir_fd=parent)
+    def move_in(self, parent: int, parts: tuple[str, ...]) -> None:
+        """Rename the file ``parts`` names in the upper layer to ``parts``."""
+        name = parts[-1]
+        if self.fence is None:
+            os.rename(name, name, src_dir_fd=self.source, dst_dir_fd=parent)
         else:
-            self.fence.publish(Rename(parts, parts, source_dir=self.upper_fd))
+            self.fence.publish(Rename((name,), parts, source_dir=self.source))
 
     def unlink(self, parent: int, parts: tuple[str, ...]) -> None:
         if self.fence is None:
@@ -130,30 +124,30 @@ class _Steps:
             self.fence.publish(SetTimes(parts, ns))
 
 
-def _apply(parent: int, change: Change, source: str, steps: _Steps) -> None:
+def _apply(parent: int, change: Change, steps: _Steps) -> None:
     parts = change.parts
     name = parts[-1]
     kind = change.kind
     if kind is ChangeKind.DELETED:
         _remove(parent, parts, steps)
         return
-    found = os.lstat(source)
+    found = os.lstat(name, dir_fd=steps.source)
     if change.metadata_only:
         steps.chmod(parent, parts, stat.S_IMODE(found.st_mode))
         if kind is ChangeKind.FILE:
             steps.set_times(parent, parts, (found.st_atime_ns, found.st_mtime_ns))
         return
     if kind is ChangeKind.DIRECTORY:
-        keep = _names(source) if change.replaces else None
+        keep = _names(steps.source, name) if change.replaces else None
         _make_directory(parent, parts, found, keep=keep, steps=steps)
         return
     current = _lstat(parent, name)
     if current is not None and stat.S_ISDIR(current.st_mode):
         _remove(parent, parts, steps)  # a file, a link or a fifo where a directory was
     if kind is ChangeKind.FILE:
-        _move_file(parent, parts, source, steps)
+        _move_file(parent, parts, found, steps)
     elif kind is ChangeKind.SYMLINK:
-        target = os.readlink(source)
+        target = os.readlink(name, dir_fd=steps.source)
 
         def link(temporary: str) -> None:
             os.symlink(target, temporary, dir_fd=parent)
@@ -176,9 +170,12 @@ def _lstat(parent: int, name: str) -> os.stat_result | None:
         return None
 
 
-def _names(directory: str) -> set[str]:
-    with os.scandir(directory) as entries:
-        return {entry.name for entry in entries}
+def _names(parent: int, name: str) -> set[str]:
+    fd = os.open(name, _DIRECTORY, dir_fd=parent)
+    try:
+        return set(os.listdir(fd))
+    finally:
+        os.close(fd)
 
 
 def _remove(parent: int, parts: tuple[str, ...], steps: _Steps) -> None:
@@ -188,14 +185,14 @@ def _remove(parent: int, parts: tuple[str, ...], steps: _Steps) -> None:
         return
     if not stat.S_ISDIR(current.st_mode):
         steps.unlink(parent, parts)
-    elif steps.fence is None:
-        shutil.rmtree(name, dir_fd=parent)
-    else:
+        return
+    if steps.fence is not None:
         # Moved aside by one published rename (the name ``tools._fileops`` gives a tree it
         # deletes: listings hide it), then removed where nobody looks.
         aside = f".{name[:32]}.toolkernel-deleted-{secrets.token_hex(6)}"
         steps.rename(parent, parts, (*parts[:-1], aside), replace=False)
-        shutil.rmtree(aside, dir_fd=parent)
+        name = aside
+    remove_tree(parent, name)
 
 
 def _make_directory(
@@ -256,28 +253,30 @@ def _replace(
         raise
 
 
-def _move_file(parent: int, parts: tuple[str, ...], source: str, steps: _Steps) -> None:
-    """Put the file ``source`` at ``parts`` in one rename: from where it is when it is on the
-    same file system, else through a copy beside its place."""
+def _move_file(parent: int, parts: tuple[str, ...], found: os.stat_result, steps: _Steps) -> None:
+    """Put the upper layer's file ``parts`` (``found``) at ``parts`` in one rename: from where
+    it is when it is on the same file system, else through a copy beside its place."""
     try:
-        steps.move_in(parent, parts, source)
+        steps.move_in(parent, parts)
         return
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
+    name = parts[-1]
 
     def copy(temporary: str) -> None:
-        found = os.lstat(source)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-        fd = os.open(temporary, flags, 0o600, dir_fd=parent)
-        try:
-            with open(source, "rb") as stream, os.fdopen(os.dup(fd), "wb") as out:
-                shutil.copyfileobj(stream, out)
-            os.fchmod(fd, stat.S_IMODE(found.st_mode))
-            with contextlib.suppress(PermissionError):
-                os.fchown(fd, found.st_uid, found.st_gid)
-            os.utime(fd, ns=(found.st_atime_ns, found.st_mtime_ns))
-        finally:
-            os.close(fd)
+        source = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=steps.source)
+        with open(source, "rb") as stream:
+            fd = os.open(temporary, flags, 0o600, dir_fd=parent)
+            try:
+                with os.fdopen(os.dup(fd), "wb") as out:
+                    shutil.copyfileobj(stream, out)
+                os.fchmod(fd, stat.S_IMODE(found.st_mode))
+                with contextlib.suppress(PermissionError):
+                    os.fchown(fd, found.st_uid, found.st_gid)
+                os.utime(fd, ns=(found.st_atime_ns, found.st_mtime_ns))
+            finally:
+                os.close(fd)
 
     _replace(parent, parts, copy, steps)

@@ -5,18 +5,9 @@ where it can, so committing a file is a rename), gives the launcher its options,
 change set when the command has exited, tells which changed paths something else changed
 meanwhile, commits, and cleans up.
 
-*Changed underneath.* overlayfs leaves changes to the lower layer during a mount undefined (a
-file replaced there may go on showing its old content, and a ``chmod`` inside copies the old
-content up), so the upper layer can't be committed blindly over what another process wrote
-meanwhile. The overlay notes the file system's time as it is made (the change time of a file it
-makes); a path the command changed was changed underneath if its lower entry has changed after
-that (or appeared), or is gone though it was there when the command changed it (a deletion's
-whiteout, or a copy-up, which overlayfs marks with its origin). "After": the file system's clock
-may be coarse (a few ms), so a change in the same tick as the overlay is made has the same time
-and is not counted; it came before the command started, as the launcher's start-up (tens of ms)
-comes between, and the overlay, mounted then, shows it. A change to a
-directory's other entries is not a conflict: two commands making files side by side in one
-directory both commit.
+*Changed underneath.* A change set can't be committed blindly over what another process wrote
+meanwhile; the overlay notes the file system's time as it is made (the change time of a file it
+makes), and ``_underneath`` tells, from that, which changes something else got to first.
 
 :func:`unavailable` says once, by running the launcher on a scratch directory, whether this
 system gives the namespaces and overlays the sandbox needs (Docker's default seccomp profile
@@ -31,22 +22,22 @@ import contextlib
 import functools
 import os
 import queue
-import shutil
-import stat
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path as FilePath
 from typing import Final
 
 import attrs
 
+from .._beneath import remove_tree
 from ..leases._backend import Fence
 from . import _launcher
-from ._changes import Change, ChangeKind, read_changes
+from ._changes import Change, read_changes
 from ._commit import apply_changes
+from ._underneath import changed_underneath
 
 __all__ = ["LAUNCHER", "Overlay", "unavailable"]
 
@@ -137,21 +128,10 @@ class Overlay:
         """What the command changed, parents first. Synchronous."""
         return read_changes(self.root, self.upper)
 
-    def changed_underneath(self, changes: Iterable[Change]) -> list[str]:
-        """The paths of ``changes`` that something else changed since the run started: one
-        whose lower entry changed since (or appeared, or, for an entry that was there when the
-        command changed it, went away). Synchronous."""
-        found = []
-        for change in changes:
-            try:
-                changed = os.lstat(os.path.join(self.root, change.path)).st_ctime_ns
-            except (FileNotFoundError, NotADirectoryError):
-                if change.kind is ChangeKind.DELETED or change.copied_up:
-                    found.append(change.path)  # it was there when the command changed it
-                continue
-            if changed > self.started:
-                found.append(change.path)
-        return found
+    def changed_underneath(self, changes: Sequence[Change]) -> list[str]:
+        """The paths of ``changes`` whose commit would overwrite what something else changed
+        since the run started (``_underneath``). Synchronous."""
+        return changed_underneath(self.root, self.upper, changes, self.started)
 
     def commit(self, changes: Sequence[Change], *, fence: Fence | None = None) -> None:
         """Apply ``changes`` to the root; with ``fence`` (shared leases), each visible step
@@ -201,21 +181,14 @@ def _remove_what_is_left() -> None:
 
 
 def _remove_tree(place: str) -> None:
-    # overlayfs leaves work/work unreadable (mode 000): open it up first, the common case,
-    # rather than on rmtree's error path.
-    with contextlib.suppress(OSError):
-        os.chmod(os.path.join(place, "work", "work"), stat.S_IRWXU)
-
-    def allow(function: object, path: str, info: object) -> None:
-        # overlayfs leaves its work directory unreadable (mode 000): open it up and go on.
-        with contextlib.suppress(OSError):
-            os.chmod(path, stat.S_IRWXU)
-            parent = os.path.dirname(path)
-            os.chmod(parent, stat.S_IRWXU)
-            if os.path.isdir(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.unlink(path)
-
-    if os.path.lexists(place):
-        shutil.rmtree(place, onerror=allow)
+    """Remove ``place`` and everything in it, whatever the modes (overlayfs leaves its work
+    directory mode 000, a command may leave a directory so), however deep."""
+    parent, name = os.path.split(os.path.abspath(place))
+    try:
+        parent_fd = os.open(parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        remove_tree(parent_fd, name, force=True)
+    finally:
+        os.close(parent_fd)

@@ -83,20 +83,35 @@ def _held(claims: Sequence[Claim]) -> list[Claim]:
     return [claim for claim in claims if claim.mode is Mode.EXCLUSIVE]
 
 
-def _uncovered(changes: Sequence[Change], held: Sequence[Claim], workspace: Workspace) -> list[str]:
-    """The paths of ``changes`` that no claim of ``held`` covers exclusively. A directory the
-    command made on the way to a path it holds (``_build`` for ``_build/dev``) is covered, as
-    a file tool writing a held path makes its missing parents."""
+def _uncovered(
+    changes: Sequence[Change], held: Sequence[Claim], workspace: Workspace
+) -> list[tuple[str, Path]]:
+    """The paths of ``changes`` that no claim of ``held`` covers exclusively, with their keys.
+
+    A change's key is its entry's, as the commit changes it: its components from the root,
+    named as the workspace names them, none followed as a link (a link the command removed or
+    replaced is changed itself, wherever it pointed). A directory the command made on the way
+    to a path it holds (``_build`` for ``_build/dev``) is covered, as a file tool writing a
+    held path makes its missing parents. Below a path that is covered, or a directory the
+    command made or replaced that is not (holding it covers everything in it), nothing more
+    is listed: a tree of any size costs one claim."""
     found = []
+    inside: tuple[str, ...] | None = None  # the last change whose whole tree is accounted for
     for change in changes:
-        key = workspace.key(change.path)
+        parts = change.parts
+        if inside is not None and parts[: len(inside)] == inside:
+            continue
+        key = workspace._entry_key(parts)
         wanted = exclusive(key)
         if any(covers(claim, wanted) for claim in held):
+            inside = parts
             continue
-        made = change.kind is ChangeKind.DIRECTORY and not (change.replaces or change.metadata_only)
-        if made and any(_below(claim.resource, key) for claim in held):
+        made = change.kind is ChangeKind.DIRECTORY and not change.metadata_only
+        if made and not change.replaces and any(_below(claim.resource, key) for claim in held):
             continue
-        found.append(change.path)
+        found.append((change.path, key))
+        if made:
+            inside = parts
     return found
 
 
@@ -177,10 +192,11 @@ async def run_and_commit(
         else:
             run = owned = await once(again.number if again else 1)
         while True:
-            outside = _uncovered(run.changes, held, workspace)
-            if outside:
+            uncovered = _uncovered(run.changes, held, workspace)
+            if uncovered:
+                outside = [path for path, _ in uncovered]
                 _report_miss(ctx, command, analysis, outside, statistics, notes)
-                more = [exclusive(workspace.key(path)) for path in outside]
+                more = [exclusive(key) for _, key in uncovered]
                 owned = None  # the state owns it now
                 raise HoldMore(more, _Pending(run, notes))
             underneath = await anyio.to_thread.run_sync(run.overlay.changed_underneath, run.changes)

@@ -54,7 +54,7 @@ import sys
 import threading
 import unicodedata
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 from .. import _beneath
@@ -304,6 +304,14 @@ class Workspace:
                     name = entry[0]
             directory = os.path.join(directory, name)
         return pathlib.Path(directory)
+
+    def _entry_key(self, parts: Sequence[str]) -> Path:
+        """The key of the entry at ``parts`` (components from the root, as its directories
+        hold them), none of them resolved as a link: what a commit of a sandbox's change set
+        changes there, whatever the entry is now."""
+        if not self._folding:
+            return Path(tuple(parts))
+        return Path(tuple(self._fold(part) for part in parts))
 
     def display(self, key: Path) -> str:
         """Return the workspace-relative POSIX spelling of ``key`` for messages (root: ``.``)."""

@@ -1,0 +1,175 @@
+"""What another writer changed while a command ran on its overlay: a change to what the commit
+would touch is found (the run is not committed), and nothing else is (the run commits, as the
+command did it).
+
+Each scenario runs a real command on a real overlay (``scenario.py``); the other writer is a
+shell snippet run on the workspace itself, before the change set is read or before it is
+checked. As this process's user, and as an unprivileged one (the sandbox then makes a user
+namespace) where the tests run as root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from toolkernel import sandbox
+
+from ..tools.privileges import as_a_user
+
+pytestmark = pytest.mark.skipif(
+    sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}"
+)
+SCENARIO = pathlib.Path(__file__).with_name("scenario.py")
+
+
+@pytest.fixture(params=["this user", "unprivileged"])
+def user(request: pytest.FixtureRequest) -> list[str]:
+    """The command prefix the scenario runs with."""
+    return as_a_user() if request.param == "unprivileged" else []
+
+
+@pytest.fixture
+def root(shared_directory: pathlib.Path, user: list[str]) -> pathlib.Path:
+    """A workspace owned by the user the scenario runs as (a user namespace maps that user
+    alone: a file of another owner could not even be copied up)."""
+    (shared_directory / "a.txt").write_text("a\n")
+    (shared_directory / "d" / "sub").mkdir(parents=True)
+    (shared_directory / "d" / "x").write_text("x\n")
+    (shared_directory / "d" / "sub" / "deep.txt").write_text("deep\n")
+    if user:
+        for place in [shared_directory, *shared_directory.rglob("*")]:
+            os.chown(place, 65534, 65534)
+    return shared_directory
+
+
+def run(
+    user: list[str],
+    root: pathlib.Path,
+    command: str,
+    *,
+    before_read: str | None = None,
+    before_check: str | None = None,
+) -> dict[str, Any]:
+    argv = [*user, sys.executable, str(SCENARIO), str(root), command]
+    if before_read:
+        argv += ["--before-read", before_read]
+    if before_check:
+        argv += ["--before-check", before_check]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def tree(root: pathlib.Path) -> dict[str, str]:
+    found = {}
+    for place in sorted(root.rglob("*")):
+        name = place.relative_to(root).as_posix()
+        found[name] = "dir" if place.is_dir() else place.read_text()
+    return found
+
+
+# -- renames and links: nothing else changed, so they commit -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("mv a.txt b.txt", {"b.txt": "a\n"}),
+        ("mv a.txt d/", {"d/a.txt": "a\n"}),
+        ("mv a.txt b.txt; mv b.txt c.txt", {"c.txt": "a\n"}),
+        ("ln a.txt b.txt", {"a.txt": "a\n", "b.txt": "a\n"}),
+    ],
+)
+@pytest.mark.parametrize("other", [None, "echo o > other.txt; echo o > d/other.txt"])
+def test_a_rename_or_a_link_commits_even_beside_another_writer(
+    user: list[str],
+    root: pathlib.Path,
+    command: str,
+    expected: dict[str, str],
+    other: str | None,
+) -> None:
+    # The entry renamed or linked carries the origin of the file it came from: its path held
+    # nothing, and files made beside it by someone else are no conflict.
+    if other and user:
+        # In a user namespace overlayfs records a copy-up's origin without its file handle:
+        # the renamed entry can't be told from one made in place, and is taken for a conflict.
+        pytest.skip("unprivileged: a copy-up's origin names no file")
+    before = tree(root)
+    found = run(user, root, command, before_check=other)
+    assert found["underneath"] == []
+    after = tree(root)
+    for name in ("a.txt", "d/a.txt", "b.txt", "c.txt"):
+        before.pop(name, None)
+    if other:
+        before.update({"other.txt": "o\n", "d/other.txt": "o\n"})
+    assert after == {**before, **expected}
+
+
+def test_a_hard_link_the_command_made_stays_one_file(user: list[str], root: pathlib.Path) -> None:
+    run(user, root, "ln a.txt b.txt")
+    assert os.stat(root / "a.txt").st_ino == os.stat(root / "b.txt").st_ino
+
+
+# -- conflicts: the commit would undo what the other writer did --------------------------------
+
+
+@pytest.mark.parametrize("when", ["before_read", "before_check"])
+@pytest.mark.parametrize(
+    ("command", "other", "changed"),
+    [
+        # The source of a rename deleted meanwhile: the command's mv would have failed.
+        ("mv a.txt b.txt", "rm a.txt", "a.txt"),
+        # A file appended to, deleted meanwhile: the commit would bring it back.
+        ("echo more >> a.txt", "rm a.txt", "a.txt"),
+        ("echo more >> a.txt", "echo other > a.txt", "a.txt"),
+        # A file made in a directory deleted meanwhile: the commit would bring the directory
+        # back, holding only that file (a lost delete).
+        ("echo new > d/new.txt", "rm -r d", "d"),
+        # ... or made a link to elsewhere.
+        ("echo new > d/new.txt", "mv d d2; ln -s d2 d", "d"),
+        # A tree deleted or replaced, with a file deep inside it changed meanwhile.
+        ("rm -r d", "echo changed > d/sub/deep.txt", "d"),
+        ("rm -r d; echo file > d", "echo changed > d/sub/deep.txt", "d"),
+        ("rm -r d; mkdir d", "echo new > d/sub/new.txt", "d"),
+        # A file made where another writer made one too.
+        ("echo mine > new.txt", "echo theirs > new.txt", "new.txt"),
+    ],
+)
+def test_what_another_writer_changed_of_what_the_commit_touches_is_found(
+    user: list[str],
+    root: pathlib.Path,
+    tmp_path: pathlib.Path,
+    command: str,
+    other: str,
+    changed: str,
+    when: str,
+) -> None:
+    del changed  # what the parameters name, for the reader
+    # What the other writer alone leaves, on a copy: the run must commit nothing over it.
+    alone = tmp_path / "alone"
+    shutil.copytree(root, alone, symlinks=True)
+    subprocess.run(["/bin/sh", "-c", other], cwd=alone, check=True)
+    found = run(user, root, command, **{when: other})
+    # Found where the change set holds it: ``changed`` itself, or what the command changed in
+    # it (a directory the command did not change is no change of its own), or another of its
+    # changes (read after the other writer, a whiteout over nothing is no change).
+    assert found["underneath"], found
+    assert tree(root) == tree(alone)
+
+
+def test_a_file_made_beside_another_writers_is_no_conflict(
+    user: list[str], root: pathlib.Path
+) -> None:
+    found = run(user, root, "echo new > d/new.txt", before_check="echo theirs > d/theirs.txt")
+    assert found["underneath"] == []
+    assert (root / "d" / "new.txt").read_text() == "new\n"
+    assert (root / "d" / "theirs.txt").read_text() == "theirs\n"

@@ -1,0 +1,169 @@
+"""Everyday commands through the sandboxed Bash tool do what they do in a plain shell: each runs
+on one copy of a tree through the tool, and on another in a plain ``bash -c``, and the two trees
+must end the same (contents, modes, links, which names are one file).
+
+Real processes, so the real clock. The commands are the ones that rename, link, replace and
+remove (the overlay's copy-ups and whiteouts, links leading out of the workspace, trees deeper
+than a path may be long).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import toolkernel as tk
+from toolkernel import sandbox
+from toolkernel._beneath import remove_tree
+from toolkernel.tools import builtin_tools
+
+pytestmark = pytest.mark.skipif(
+    sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}"
+)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def deep_trees_removed(tmp_path: pathlib.Path) -> Iterator[None]:
+    """Remove what a test left, one directory at a time: a tree deeper than a path may be
+    long is more than pytest's own clean-up can remove."""
+    yield
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in os.listdir(fd):
+            remove_tree(fd, name, force=True)
+    finally:
+        os.close(fd)
+
+
+def seed(root: pathlib.Path) -> None:
+    """A small project: files, a directory, links inside and out, a virtual environment's
+    kind of link to an interpreter outside."""
+    (root / "a.txt").write_text("alpha\n")
+    (root / "d" / "sub").mkdir(parents=True)
+    (root / "d" / "x.txt").write_text("x\n")
+    (root / "d" / "sub" / "y.txt").write_text("y\n")
+    (root / "newdir").mkdir()
+    (root / "inside").symlink_to("a.txt")
+    (root / "result").symlink_to(sys.executable)  # a build's link out of the workspace
+    (root / "dangling").symlink_to("/nonexistent/place")
+
+
+def snapshot(root: pathlib.Path) -> dict[str, Any]:
+    """Every entry: a link's target, a directory's mode, a file's content and mode, and, for
+    files with several names, which of the names are one file. Walked a directory at a time
+    (a tree may be deeper than a path may be long)."""
+    found: dict[str, Any] = {}
+    inodes: dict[int, list[str]] = {}
+    pending = [("", os.open(root, os.O_RDONLY | os.O_DIRECTORY))]
+    while pending:
+        prefix, fd = pending.pop()
+        try:
+            for name in sorted(os.listdir(fd)):
+                path = f"{prefix}{name}"
+                status = os.lstat(name, dir_fd=fd)
+                if stat.S_ISLNK(status.st_mode):
+                    found[path] = ("link", os.readlink(name, dir_fd=fd))
+                elif stat.S_ISDIR(status.st_mode):
+                    found[path] = ("dir", stat.S_IMODE(status.st_mode))
+                    child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                    pending.append((f"{path}/", child))
+                else:
+                    with open(os.open(name, os.O_RDONLY, dir_fd=fd), "rb") as stream:
+                        found[path] = ("file", stream.read(), stat.S_IMODE(status.st_mode))
+                    inodes.setdefault(status.st_ino, []).append(path)
+        finally:
+            os.close(fd)
+    found["(linked)"] = sorted(sorted(names) for names in inodes.values() if len(names) > 1)
+    return found
+
+
+def plain(root: pathlib.Path, command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-c", command], cwd=root, capture_output=True, text=True, check=False
+    )
+
+
+async def through_the_tool(root: pathlib.Path, command: str) -> tk.ToolResult:
+    async with tk.open_kernel(builtin_tools(bash=True), root=root) as kernel:
+        (result,) = await kernel.run([tk.ToolCall("b", "Bash", {"command": command})])
+    return result
+
+
+DEEP = "$(printf 'level/%.0s' $(seq 1200))"
+"""A path 1,200 directories deep: 7,200 bytes, longer than a path may be (``PATH_MAX``)."""
+HALF = "$(printf 'level/%.0s' $(seq 600))"
+
+COMMANDS = [
+    "mv a.txt b.txt",
+    "mv a.txt newdir/",
+    "mv a.txt d/sub/z.txt && mv d/x.txt d/sub/",
+    "ln a.txt b.txt",
+    "ln -s a.txt b.txt && ln d/x.txt d/sub/x2.txt",
+    "rm result",
+    "ln -sf /bin/sh result",
+    "rm dangling inside",
+    "find . -type l -delete",
+    "mv result renamed-link",
+    "cp -a d e && rm -r d",
+    "rm -r d && mkdir d && echo new > d/n.txt",
+    "echo more >> a.txt && chmod 600 a.txt",
+    f"mkdir -p {DEEP}",
+    f"mkdir -p {HALF} && echo bottom > {HALF}/bottom.txt",
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+async def test_an_everyday_command_ends_as_in_a_plain_shell(
+    tmp_path: pathlib.Path, command: str
+) -> None:
+    shell_root, tool_root = tmp_path / "plain", tmp_path / "tool"
+    for root in (shell_root, tool_root):
+        root.mkdir()
+        seed(root)
+    done = plain(shell_root, command)
+    assert done.returncode == 0, done.stderr
+    result = await through_the_tool(tool_root, command)
+    assert result.status is tk.Status.OK, result.error
+    assert snapshot(tool_root) == snapshot(shell_root)
+
+
+def make_deep(root: pathlib.Path, depth: int) -> None:
+    """Directories ``depth`` deep below ``root``, made one at a time (no path is spelled
+    whole), a file at the bottom."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("level", dir_fd=fd)
+            child = os.open("level", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        with open(os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
+            f.write("bottom\n")
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("command", ["rm -rf level", "find level -name bottom.txt -delete"])
+async def test_a_tree_deeper_than_a_path_may_be_long_is_removed_or_moved_as_in_a_plain_shell(
+    tmp_path: pathlib.Path, command: str
+) -> None:
+    shell_root, tool_root = tmp_path / "plain", tmp_path / "tool"
+    for root in (shell_root, tool_root):
+        root.mkdir()
+        make_deep(root, 1200)
+    assert plain(shell_root, command).returncode == 0
+    result = await through_the_tool(tool_root, command)
+    assert result.status is tk.Status.OK, result.error
+    assert snapshot(tool_root) == snapshot(shell_root)
