@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import pytest
 
 import toolkernel as tk
@@ -167,3 +168,14 @@ async def test_a_tree_deeper_than_a_path_may_be_long_is_removed_or_moved_as_in_a
     result = await through_the_tool(tool_root, command)
     assert result.status is tk.Status.OK, result.error
     assert snapshot(tool_root) == snapshot(shell_root)
+
+
+async def test_what_a_command_leaves_in_its_temporary_directory_is_removed_however_deep(
+    tmp_path: pathlib.Path,
+) -> None:
+    command = f'cd "$TMPDIR" && mkdir -p {DEEP} && chmod 000 level && echo "$TMPDIR"'
+    result = await through_the_tool(tmp_path, command)
+    assert result.status is tk.Status.OK, result.error
+    temporary = pathlib.Path(result.text().strip().splitlines()[-1])
+    assert temporary.is_absolute()
+    assert not await anyio.Path(temporary).exists()

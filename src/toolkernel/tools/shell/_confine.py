@@ -35,6 +35,7 @@ from typing import Final
 
 import attrs
 
+from ..._beneath import remove_tree
 from ...sandbox import _launcher as _sandbox
 from ._analysis import Analysis
 from ._environment import command_environment
@@ -197,8 +198,15 @@ class Launch:
         self.allowed.extend(found)
 
     def finish(self) -> None:
-        """Remove the command's temporary directory. Synchronous."""
-        shutil.rmtree(self.temporary, ignore_errors=True)
+        """Remove the command's temporary directory, whatever the command left in it (a tree
+        of any depth, directories it may not enter). Synchronous."""
+        parent, name = os.path.split(self.temporary)
+        with contextlib.suppress(OSError):
+            parent_fd = os.open(parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                remove_tree(parent_fd, name, force=True)
+            finally:
+                os.close(parent_fd)
 
     def explain(self, output: str, root: str) -> str | None:
         """If ``output`` shows a write outside the workspace was refused, a message naming
