@@ -490,3 +490,102 @@ async def test_directories_made_on_the_way_to_a_held_path_are_no_miss(
     assert "also changed" not in result.text()
     assert (tmp_path / "out" / "debug" / "app").read_text() == "built\n"
     assert tools[-1].statistics.misses == 0  # type: ignore[attr-defined]
+
+
+# -- wrong rules beside other calls of the batch -------------------------------------------------
+
+
+def project_rule(root: pathlib.Path, text: str) -> None:
+    (root / ".toolkernel").mkdir(exist_ok=True)
+    (root / ".toolkernel" / "shell.toml").write_text(text)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+async def test_a_command_whose_rule_predicts_no_claims_but_writes_is_committed(
+    tmp_path: pathlib.Path, batch: int
+) -> None:
+    # The call holds nothing, so it had no place among the leases: asking for the ones of
+    # what it wrote is a wait like any other, not a crash of the kernel.
+    project_rule(tmp_path, '[writer]\noperands = "text..."\n')
+    calls = [tk.ToolCall("b", "Bash", {"command": "writer out.txt"})]
+    calls += [tk.ToolCall("r", "Read", {"file_path": "a.txt"})] * (batch - 1)
+    (tmp_path / "a.txt").write_text("A\n")
+    async with tk.open_kernel(builtin_tools(bash=True), root=tmp_path) as kernel:
+        command, *_ = await kernel.run(calls)
+        assert command.status is tk.Status.OK, command.error
+        assert "also changed other.txt, out.txt" in command.text()
+        (again,) = await kernel.run([tk.ToolCall("b2", "Bash", {"command": "cat out.txt"})])
+    assert again.status is tk.Status.OK and again.text() == "mine\n"
+    assert (tmp_path / "other.txt").read_text() == "other\n"
+
+
+async def test_a_file_made_in_a_directory_deleted_meanwhile_does_not_bring_it_back(
+    tmp_path: pathlib.Path,
+) -> None:
+    # The command's rule says nothing of d/new.txt, so a Delete of d runs beside it. Whatever
+    # the order they end up in, d is gone: had the command run first, the Delete removes what
+    # it made; had the Delete, the command finds no d.
+    project_rule(tmp_path, '[writer]\noperands = "text..."\n')
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "old.txt").write_text("old\n")
+    async with tk.open_kernel(builtin_tools(bash=True), root=tmp_path) as kernel:
+        command = kernel.submit(
+            tk.ToolCall("b", "Bash", {"command": "writer d/new.txt; sleep 0.6"})
+        )
+        await anyio.sleep(0.35)  # the command has made d/new.txt in its overlay
+        delete = kernel.submit(tk.ToolCall("del", "Delete", {"path": "d"}))
+        deleted, ran = await delete.wait_finished(), await command.wait_finished()
+    assert deleted.status is tk.Status.OK, deleted.error
+    assert ran.status is tk.Status.OK, ran.error
+    assert not (tmp_path / "d").exists()
+
+
+APPENDER = '#!/bin/sh\nexec 3>> b.txt\nsleep "${DELAY:-0.3}"\ncat "$1" >&3\n'
+
+
+@pytest.mark.parametrize("order", ["command first", "edit first"])
+@pytest.mark.parametrize("delay", ["0", "0.3"])
+async def test_a_write_the_rule_missed_is_not_lost_beside_an_edit_of_the_file(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, order: str, delay: str
+) -> None:
+    # The rule says `appender` only reads its operand; it appends to b.txt, opened at once
+    # and written after a delay. An Edit of b.txt runs beside it; either serial order ends
+    # with both changes.
+    programs = tmp_path / "programs"
+    programs.mkdir()
+    (programs / "appender").write_text(APPENDER)
+    (programs / "appender").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{programs}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("DELAY", delay)
+    root = tmp_path / "root"
+    root.mkdir()
+    project_rule(root, '[appender]\noperands = "read"\n')
+    (root / "a.txt").write_text("alpha\n")
+    (root / "b.txt").write_text("b\n")
+    command = tk.ToolCall("b", "Bash", {"command": "appender a.txt"})
+    edit = tk.ToolCall("e", "Edit", {"file_path": "b.txt", "old_string": "b", "new_string": "B"})
+    async with tk.open_kernel(builtin_tools(bash=True), root=root) as kernel:
+        results = await kernel.run([command, edit] if order == "command first" else [edit, command])
+    assert [r.status for r in results] == [tk.Status.OK] * 2, [r.error for r in results]
+    assert (root / "b.txt").read_text() == "B\nalpha\n"
+
+
+async def test_a_builtin_the_hash_table_names_stays_the_builtin_as_in_bash(
+    tmp_path: pathlib.Path,
+) -> None:
+    # BASH_CMDS gives a path to a name for lookups, but a builtin is found before it: `true`
+    # stays true, in a plain shell as here. The Edit is all that changes b.txt.
+    (tmp_path / "a.txt").write_text("alpha\n")
+    (tmp_path / "b.txt").write_text("b\n")
+    command = "BASH_CMDS[true]=/usr/bin/tee; sleep 0.3; true -a b.txt < a.txt"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    shutil.copy(tmp_path / "b.txt", plain / "b.txt")
+    shutil.copy(tmp_path / "a.txt", plain / "a.txt")
+    assert plain_shell(command, plain).returncode == 0
+    assert (plain / "b.txt").read_text() == "b\n"
+    edit = tk.ToolCall("e", "Edit", {"file_path": "b.txt", "old_string": "b", "new_string": "B"})
+    async with tk.open_kernel(builtin_tools(bash=True), root=tmp_path) as kernel:
+        results = await kernel.run([tk.ToolCall("c", "Bash", {"command": command}), edit])
+    assert [r.status for r in results] == [tk.Status.OK] * 2
+    assert (tmp_path / "b.txt").read_text() == "B\n"
