@@ -6,6 +6,9 @@ takes a value takes the rest of the cluster or the next word (``-n20``, ``-n 20`
 the options, and options may follow operands. Parsing stops where a command starts (a wrapper's
 ``command`` operand, a ``command`` option such as ``python -m``), and at a subcommand's name.
 
+What curl, wget and ``gh api`` send beyond the sandbox (a POST, an upload) is read from their
+options' values by :func:`~._requests.sends`.
+
 ``find`` has its own expression language, read by :func:`find`: its start paths are read, and
 ``-exec``/``-execdir``/``-ok``/``-okdir`` run a command in which ``{}`` stands for a start path
 (each found file lies beneath one); ``-delete`` changes entries beneath a start path.
@@ -23,6 +26,7 @@ import attrs
 from ._access import Access, Cwds, join, parent_of, path_text
 from ._curl import curl
 from ._pytest_rule import pytest
+from ._requests import sends
 from ._rules import Rule
 from ._sed import sed
 from ._words import Word
@@ -109,11 +113,16 @@ class _Invocation:
             _sqlite(self.walk, self.operands)
         elif self.rule.name in _COMPILERS and "-o" not in self.present:
             _compiled(self.walk, self.rule.name, self.present, self.operands, self.cwds)
+        sent = sends(self.rule.name, self.present, self.values, self.operands)
+        if sent is not None:
+            self.walk.beyond.append(f"{self.rule.name}: {sent}")
         rule = self.rule.with_options(self.present)
         if rule.barrier is not None and rule.barrier != self.rule.barrier:
             raise self.fail(rule.barrier)  # an option's `when` table says it is not described
         if rule.unknown_effects is not None:
             self.walk.unknown.append(f"{rule.name}: {rule.unknown_effects}")
+        if rule.effects_beyond is not None:
+            self.walk.beyond.append(f"{rule.name}: {rule.effects_beyond}")
         if rule.makes_links:
             self.walk.links.append(rule.name)
         cwds = self.cwds
