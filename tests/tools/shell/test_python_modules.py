@@ -111,3 +111,58 @@ NAMED = [
 @pytest.mark.parametrize(("rule", "name"), NAMED)
 def test_every_program_a_rule_says_it_runs_has_a_rule(rule: str, name: str) -> None:
     assert ShellRules.default().get(name) is not None, f"{rule} runs {name}, which has no rule"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # -X pycache_prefix=DIR overrides the environment's PYTHONPYCACHEPREFIX: bytecode goes
+        # under DIR, from where it runs.
+        (
+            "python3 -X pycache_prefix=docs/pc -m json.tool a.json",
+            {"shared a.json", "exclusive docs/pc"},
+        ),
+        (
+            "cd sub && python3 -Xpycache_prefix=pc -m json.tool a.json",
+            {"shared sub/a.json", "exclusive sub/pc"},
+        ),
+        # An empty prefix, -E and -I ignore the environment: bytecode beside every module.
+        ("python3 -X pycache_prefix= -m json.tool a.json", {"exclusive ."}),
+        ("python3 -E -m json.tool a.json", {"exclusive ."}),
+        ("python3 -I -m json.tool a.json", {"exclusive ."}),
+        # ... unless -B says to write none.
+        ("python3 -E -B -m json.tool a.json", {"shared a.json"}),
+        ("python3 -B -X pycache_prefix=pc -m json.tool a.json", {"shared a.json"}),
+        ("python3 -X dev -X utf8 -X importtime -m json.tool a.json", {"shared a.json"}),
+        # A prefix outside the workspace is not the kernel's to order.
+        ("python3 -X pycache_prefix=/var/cache/pc -m json.tool a.json", {"shared a.json"}),
+    ],
+)
+def test_what_python_is_told_about_bytecode_is_claimed(command: str, expected: set[str]) -> None:
+    assert analyse(command).barrier is None, analyse(command).barrier
+    assert claims(command) == expected
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 -X presite=sitecustom -m json.tool a.json",  # imports a module first
+        "python3 -X $OPTION -m json.tool a.json",
+        "python3 -X frobnicate -m json.tool a.json",
+        # The environment the Bash tool sets (PYTHONPYCACHEPREFIX) changed or dropped.
+        "PYTHONPYCACHEPREFIX=docs/pc python3 -m pytest",
+        "export PYTHONPYCACHEPREFIX=docs/pc; pytest",
+        "env PYTHONPYCACHEPREFIX=docs/pc pytest",
+        "env -u PYTHONPYCACHEPREFIX pytest",
+        "env --unset=PYTHONPYCACHEPREFIX pytest",
+        "env -i pytest",
+        "env --ignore-environment pytest",
+        "unset PYTHONPYCACHEPREFIX; pytest",
+    ],
+)
+def test_what_the_rules_cant_follow_about_bytecode_is_a_barrier(command: str) -> None:
+    assert analyse(command).barrier is not None
+
+
+def test_env_may_unset_what_changes_nothing() -> None:
+    assert analyse("env -u PYTHONDONTWRITEBYTECODE -u LANG ls").barrier is None

@@ -18,7 +18,8 @@ command a barrier.
 Anything the walk does not know (a node type, a builtin that changes how later words are read,
 ``eval``, a function definition, ``source`` of anything but ``.venv/bin/activate``, an
 assignment to ``PATH``, ``LD_PRELOAD``, a ``GIT_`` variable, a program named by a path into the
-workspace such as ``./build`` or ``bin/test``...) makes the command a barrier.
+workspace such as ``./build`` or ``bin/test``...) makes the command a barrier. Sourcing
+``.venv/bin/activate`` reads it, and has unknown effects: it is the workspace's own script.
 """
 
 from __future__ import annotations

@@ -569,6 +569,11 @@ class Walk:
         if name in ("source", "."):
             if len(words) == 2 and words[1].text is not None and _is_activate(words[1].text):
                 self.touch("read", words[1], cwds, "source")
+                # It is the workspace's own file (whatever made the virtualenv wrote it).
+                self.unknown.append(
+                    f"source: it runs {words[1].text}, a script of the workspace, which may "
+                    f"do anything"
+                )
                 return
             raise self.fail(f"{name} runs a script (only a virtualenv's bin/activate is known)")
         if name == "cd":
