@@ -26,6 +26,11 @@ import toolkernel as tk
 from toolkernel import sandbox
 from toolkernel.kernel import CallProgress
 from toolkernel.tools import ShellRules, builtin_tools
+from toolkernel.tools.shell import analyse
+from toolkernel.tools.shell._confine import Launch
+
+from .privileges import as_a_user
+from .shell.helpers import needs_landlock
 
 pytestmark = pytest.mark.skipif(
     sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}"
@@ -589,3 +594,94 @@ async def test_a_builtin_the_hash_table_names_stays_the_builtin_as_in_bash(
         results = await kernel.run([tk.ToolCall("c", "Bash", {"command": command}), edit])
     assert [r.status for r in results] == [tk.Status.OK] * 2
     assert (tmp_path / "b.txt").read_text() == "B\n"
+
+
+# -- a write outside the workspace is refused, and the result says so and how to allow it -----
+
+REFUSED = {
+    "echo x > {E}/f.txt": "{E}/f.txt",
+    "touch {E}/t.txt": "{E}/t.txt",
+    "LC_ALL=C.UTF-8 mkdir {E}/d": "{E}/d",  # the name between U+2018 and U+2019
+    "LC_ALL=C mkdir {E}/d": "{E}/d",
+    "cp a.txt {E}/c.txt": "{E}/c.txt",
+    "python3 -c \"open('{E}/p.txt', 'w')\"": "{E}/p.txt",
+    "echo x > '{E}/my file'": "{E}/my file",
+    "mkdir -p '{E}/a b/c'": "{E}/a b",
+}
+
+
+@needs_landlock
+@pytest.mark.parametrize(("command", "refused"), REFUSED.items())
+async def test_a_write_outside_the_workspace_is_refused_naming_the_place_and_the_option(
+    tmp_path: pathlib.Path, tmp_path_factory: pytest.TempPathFactory, command: str, refused: str
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (tmp_path / "a.txt").write_text("A\n")
+    async with tk.open_kernel(builtin_tools(bash=True), root=tmp_path) as kernel:
+        result = await bash(kernel, command.replace("{E}", str(elsewhere)))
+    assert result.status is tk.Status.ERROR
+    assert "Permission denied" in (result.error or "")
+    place = refused.replace("{E}", str(elsewhere))
+    assert f"the sandbox refused writing {place}: outside the workspace" in (result.error or "")
+    assert "builtin_tools(bash=True, shell_writable=[...])" in (result.error or "")
+    assert os.listdir(elsewhere) == []
+
+
+@needs_landlock
+@pytest.mark.parametrize(
+    ("program", "command"),
+    [
+        ("rustc", "echo 'fn main() {}' | rustc -o {E}/a.out -"),  # "couldn't", then the path
+        ("cargo", "cargo new --vcs none --offline --quiet {E}/hello"),  # the path lines above
+        ("node", "node -e \"require('fs').writeFileSync('{E}/n.txt', 'x')\""),
+    ],
+)
+async def test_a_toolchains_refused_write_is_named_too(
+    tmp_path: pathlib.Path, tmp_path_factory: pytest.TempPathFactory, program: str, command: str
+) -> None:
+    if shutil.which(program) is None:
+        pytest.skip(f"needs {program}")
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    async with tk.open_kernel(builtin_tools(bash=True), root=tmp_path) as kernel:
+        result = await bash(kernel, command.replace("{E}", str(elsewhere)), timeout=120_000)
+    assert result.status is tk.Status.ERROR
+    assert f"the sandbox refused writing {elsewhere}/" in (result.error or ""), result.error
+
+
+@needs_landlock
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None or not os.path.exists("/usr/bin/python3"),
+    reason="needs root, setpriv and a system python3 to become an unprivileged user",
+)
+@pytest.mark.parametrize(("command", "refused"), REFUSED.items())
+def test_an_unprivileged_users_refused_write_outside_is_named_too(
+    nobodys: pathlib.Path,
+    shared_directory: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    refused: str,
+) -> None:
+    # A directory outside the workspace the user may write: only the sandbox refuses it.
+    root, upper, work = (str(nobodys / name) for name in ("root", "upper", "work"))
+    home = nobodys / "home"  # the user's, whose caches the command may write
+    home.mkdir()
+    shutil.chown(home, "nobody", "nogroup")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    command = command.replace("{E}", str(shared_directory)).replace("python3", "/usr/bin/python3")
+    launch = Launch.prepare(command, analyse(command), root, ["--overlay", root, upper, work])
+    try:
+        launcher = sandbox.LAUNCHER[-1]
+        at = launch.argv.index(launcher)
+        argv = [*as_a_user(), "/usr/bin/python3", "-I", "-S", *launch.argv[at:]]
+        done = subprocess.run(
+            argv, cwd=root, env=launch.env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode != 0, done.stdout + done.stderr
+        message = launch.explain(done.stdout + done.stderr, root)
+    finally:
+        launch.finish()
+    place = refused.replace("{E}", str(shared_directory))
+    assert message is not None, done.stdout + done.stderr
+    assert message.startswith(f"the sandbox refused writing {place}: outside the workspace")
+    assert os.listdir(shared_directory) == []

@@ -44,6 +44,9 @@ UNKNOWN = {
     "eslint src": "eslint",
     ".venv/bin/ruff check": ".venv/bin/ruff",
     "PYTHONPATH=src mypy src": "PYTHONPATH",
+    # The workspace's activate script may do anything; its claim is what it reads.
+    "source .venv/bin/activate && ruff check": "source",
+    ". .venv/bin/activate; mypy src": "source",
 }
 
 
@@ -91,6 +94,10 @@ def test_a_projects_rule_may_say_a_program_runs_its_code() -> None:
     assert analyse("bd doctor", rules).unknown_effects == (
         "bd doctor: it runs the repository's migrations",
     )
+
+
+def test_sourcing_a_virtualenv_keeps_its_claim() -> None:
+    assert shell_claims(". .venv/bin/activate") == shell_claims("cat .venv/bin/activate")
 
 
 def test_a_when_table_can_take_the_flag_back() -> None:

@@ -103,9 +103,7 @@ async def test_outside_the_workspace_a_command_writes_only_its_temporary_directo
     result = await run_bash(writing_kernel, f"echo x > {elsewhere}/f.txt")
     assert result.status is tk.Status.ERROR
     assert result.error is not None
-    assert f"the command was refused writing {elsewhere}/f.txt: outside the workspace" in (
-        result.error
-    )
+    assert f"Landlock refused writing {elsewhere}/f.txt: outside the workspace" in (result.error)
     assert not (elsewhere / "f.txt").exists()
 
 

@@ -8,8 +8,16 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 import toolkernel as tk
-from toolkernel.tools.shell import analyse, claim_sources, command_environment, describe_miss
+from toolkernel.tools.shell import (
+    _confine,
+    analyse,
+    claim_sources,
+    command_environment,
+    describe_miss,
+)
 
 
 def test_each_claim_names_the_rules_it_comes_from() -> None:
@@ -75,3 +83,85 @@ def test_bytecode_goes_outside_the_workspace(tmp_path: pathlib.Path) -> None:
 def test_the_default_cache_is_outside_any_workspace() -> None:
     found = command_environment({"XDG_CACHE_HOME": "/home/u/.cache"})
     assert found == {"PYTHONPYCACHEPREFIX": "/home/u/.cache/toolkernel/pycache"}
+
+
+# -- a write outside the workspace that Landlock refused --------------------------------------
+
+
+def launch(allowed: list[str], *, sandboxed: bool = True) -> _confine.Launch:
+    argv = [*_confine._LAUNCHER, *(["--overlay", "r", "u", "w"] if sandboxed else []), "--"]
+    return _confine.Launch(argv, {}, allowed=allowed, temporary=allowed[0])
+
+
+@pytest.mark.parametrize(
+    ("output", "refused"),
+    [
+        ("bash: {E}/x: Permission denied", "{E}/x"),
+        ("/usr/bin/bash: line 1: {E}/x: Permission denied", "{E}/x"),
+        ("/usr/bin/bash: line 3: {E}/my file: Permission denied", "{E}/my file"),
+        ("/bin/sh: 1: cannot create {E}/x: Permission denied", "{E}/x"),
+        ("touch: cannot touch '{E}/x': Permission denied", "{E}/x"),
+        ("mkdir: cannot create directory \u2018{E}/d\u2019: Permission denied", "{E}/d"),
+        ("mkdir: cannot create directory \u2018{E}/my d\u2019: Permission denied", "{E}/my d"),
+        ("cp: cannot create regular file '{E}/x': Permission denied", "{E}/x"),
+        ("PermissionError: [Errno 13] Permission denied: '{E}/x'", "{E}/x"),
+        ("sed: couldn't open temporary file {E}/sedAbc: Permission denied", "{E}/sedAbc"),
+        # An apostrophe in a word is no quote: it closed on the path's opening quote.
+        (
+            'error: couldn\'t create a temp dir: Permission denied (os error 13) at path "{E}/rm"',
+            "{E}/rm",
+        ),
+        ("Error: EACCES: permission denied, open '{E}/x'", "{E}/x"),
+        ("java.io.FileNotFoundException: {E}/x (Permission denied)", "{E}/x"),
+        # The path on a line before the one saying it was refused (Rust's causes).
+        (
+            "error: failed to create package `hello` at `{E}/hello`\n\nCaused by:\n  failed to "
+            "create directory `{E}/hello`\n\nCaused by:\n  Permission denied (os error 13)",
+            "{E}/hello",
+        ),
+    ],
+)
+def test_a_refused_write_outside_is_named_from_what_programs_say(
+    tmp_path: pathlib.Path, output: str, refused: str
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    root = tmp_path / "root"
+    root.mkdir()
+    said = output.replace("{E}", str(elsewhere))
+    message = launch([str(tmp_path / "tmp")]).explain(said, str(root))
+    assert message is not None, said
+    assert message.startswith(
+        f"the sandbox refused writing {refused.replace('{E}', str(elsewhere))}: outside the "
+        f"workspace"
+    )
+    assert "builtin_tools(bash=True, shell_writable=[...])" in message
+
+
+def test_without_the_sandbox_it_is_landlock_that_refused(tmp_path: pathlib.Path) -> None:
+    message = launch([str(tmp_path / "tmp")], sandboxed=False).explain(
+        f"touch: cannot touch '{tmp_path}/x': Permission denied", str(tmp_path / "root")
+    )
+    assert message is not None and message.startswith(f"Landlock refused writing {tmp_path}/x")
+
+
+def test_a_place_this_process_may_not_write_either_was_refused_by_its_permissions(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not the sandbox's doing (a user who may not write /etc): nothing to allow.
+    places = {str(tmp_path)}
+    monkeypatch.setattr(_confine.os, "access", lambda path, mode: str(path) not in places)
+    output = f"touch: cannot touch '{tmp_path}/x': Permission denied"
+    assert launch([str(tmp_path / "tmp")]).explain(output, str(tmp_path / "root")) is None
+
+
+def test_inside_the_workspace_and_where_it_may_write_nothing_is_explained(
+    tmp_path: pathlib.Path,
+) -> None:
+    allowed = tmp_path / "cache"
+    for output in (
+        f"touch: cannot touch '{tmp_path}/root/a': Permission denied",
+        f"touch: cannot touch '{allowed}/a': Permission denied",
+        "cat: secret.txt: Permission denied",
+    ):
+        assert launch([str(allowed)]).explain(output, str(tmp_path / "root")) is None

@@ -66,6 +66,22 @@ COMMANDS = [
     "grep -rn double src > found.txt",
     "touch sub/new.txt && mv sub/new.txt sub/renamed.txt",
     "false && echo never > never.txt; true",
+    # git init and clone write the repository where they are told to, or where they run.
+    "cd sub && git --bare init -q",
+    "cd sub && git init -q --bare",
+    "git init -q --bare sub/bare.git",
+    "git init -q --shared sub/shared",
+    "git init -q -b trunk sub/fresh",
+    "cd sub && git init -q",
+    "git init -q --separate-git-dir sub/apart.git sub/tree",
+    "git clone -q --no-hardlinks . sub/copy",
+    "git clone -q --no-hardlinks --bare . sub/copy.git",
+    "git clone -q --no-hardlinks --separate-git-dir sub/cloned.git . sub/cloned",
+    # Python's bytecode goes where -X pycache_prefix says, not where the environment says; -E
+    # and -I ignore the environment, so it goes beside the sources.
+    "python3 -X pycache_prefix=sub/pc -m pytest -q -p no:randomly tests/test_app.py",
+    "python3 -X pycache_prefix -m pytest -q -p no:randomly tests/test_app.py",
+    "python3 -E -m pytest -q -p no:randomly tests/test_app.py",
 ]
 
 

@@ -386,3 +386,39 @@ def test_shell_claims_keys_paths_as_spelled_and_the_bash_tool_through_its_worksp
     assert {str(c) for c in bash.claims({"command": f"cat {tmp_path}/src/a"}, key)} == {
         "shared src/a"
     }
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        # The repository is DIR/.git, DIR itself when bare, or where it runs without DIR.
+        ("git init", {"exclusive .git"}),
+        ("git init -q -b main d", {"exclusive d"}),
+        ("git init --bare d", {"exclusive d"}),
+        ("git --bare init d", {"exclusive d"}),
+        ("git init --bare", {"exclusive ."}),
+        ("cd sub && git --bare init", {"exclusive sub"}),
+        ("git init --shared d", {"exclusive d"}),
+        ("git init --shared=group --ref-format files d", {"exclusive d"}),
+        ("git init --separate-git-dir ../x.git", BARRIER),  # outside the workspace
+        ("git init --separate-git-dir sep/r.git d", {"exclusive sep/r.git", "exclusive d"}),
+        ("git init --separate-git-dir sep.git", {"exclusive sep.git", "exclusive .git"}),
+        # A clone makes DEST (a bare one too); --separate-git-dir puts the repository there.
+        ("git clone https://example.org/r.git dest", {"exclusive dest"}),
+        ("git clone --bare https://example.org/r.git dest.git", {"exclusive dest.git"}),
+        ("git clone --mirror https://example.org/r.git dest.git", {"exclusive dest.git"}),
+        (
+            "git clone --separate-git-dir repos/r.git https://example.org/r.git dest",
+            {"exclusive repos/r.git", "exclusive dest"},
+        ),
+    ],
+)
+def test_git_init_and_clone_claim_the_repository_they_make(
+    command: str, expected: set[str]
+) -> None:
+    assert claims(command) == expected
+
+
+def test_git_bare_with_another_command_is_not_described() -> None:
+    assert claims("git --bare log") == BARRIER
+    assert claims("git --bare fetch origin") == BARRIER

@@ -4,9 +4,11 @@
 a command; ``ShellRules`` is the rule table (built in, extended per project:
 ``project_rules(root)`` adds the workspace's own ``.toolkernel/shell.toml``); ``analyse`` says
 what a command reads, writes and runs, whether its effects are known whole
-(``Analysis.effects_known``), or why it is not understood. ``claim_sources`` names the rules
-each claim comes from, ``describe_miss`` tells a user which rule to add for a write the claims
-missed, and ``command_environment`` is what a command must run with for its claims to hold.
+(``Analysis.effects_known``), what it changes beyond the sandbox (``Analysis.effects_beyond``;
+``Analysis.confined`` says whether it may run again), or why it is not understood.
+``claim_sources`` names the rules each claim comes from, ``describe_miss`` tells a user which
+rule to add for a write the claims missed, and ``command_environment`` is what a command must
+run with for its claims to hold.
 """
 
 from ._analysis import Access as Access

@@ -4,8 +4,10 @@
 follows redirections, command and process substitutions, heredocs, subshells, pipelines, lists
 and the control structures, and hands every simple command to the rules (``_programs.apply``).
 The result is an :class:`Analysis`: the paths read and written, as spelled (relative to the
-workspace root once joined with the directory the command runs in), or the reason the command
-is not understood.
+workspace root once joined with the directory the command runs in), what runs code the rules
+can't see (``unknown_effects``) and what reaches beyond the sandbox (``effects_beyond``: the
+rules' ``effects-beyond``, what curl, wget and ``gh api`` send, bash's ``/dev/tcp`` and writes
+to devices), or the reason the command is not understood.
 
 The directory a command runs in is tracked as the *set* of directories it may be in, because
 ``cd`` can fail: after ``cd sub; ls`` the ``ls`` may list ``sub`` or the root, and both are
@@ -16,7 +18,8 @@ command a barrier.
 Anything the walk does not know (a node type, a builtin that changes how later words are read,
 ``eval``, a function definition, ``source`` of anything but ``.venv/bin/activate``, an
 assignment to ``PATH``, ``LD_PRELOAD``, a ``GIT_`` variable, a program named by a path into the
-workspace such as ``./build`` or ``bin/test``...) makes the command a barrier.
+workspace such as ``./build`` or ``bin/test``...) makes the command a barrier. Sourcing
+``.venv/bin/activate`` reads it, and has unknown effects: it is the workspace's own script.
 """
 
 from __future__ import annotations
@@ -56,6 +59,11 @@ class Analysis:
     (tests, build scripts, hooks, an interpreter on a workspace file), or configuration that
     is a program decides what it does. Empty for a command whose effects the rules describe
     whole. The claims are the same either way: the best prediction of what it touches."""
+    effects_beyond: tuple[str, ...] = ()
+    """What it changes beyond the sandbox, one reason a rule or construct (``"git push: it
+    sends commits to a remote repository"``): data sent over the network (beyond fetching), a
+    database server, a container daemon, a device, something published, programs installed
+    outside the workspace. Throwing a run of it away does not undo those."""
 
     @property
     def effects_known(self) -> bool:
@@ -68,6 +76,19 @@ class Analysis:
         in both modes.
         """
         return self.barrier is None and not self.unknown_effects
+
+    @property
+    def confined(self) -> bool:
+        """True if everything the command does happens inside the sandbox: it is understood,
+        its effects are known (:attr:`effects_known`) and nothing in it has
+        :attr:`effects_beyond`. Running it again after throwing a run of it away then leaves
+        nothing behind of that run but what its discarded changes were.
+
+        This is what the Bash tool's sandbox uses to decide whether a command may run again
+        (after a path it changed was changed underneath it): one that is not confined (a
+        ``git push``, a ``curl -d``, a test suite, which may do anything) is never run twice.
+        """
+        return self.effects_known and not self.effects_beyond
 
 
 @functools.lru_cache(maxsize=1024)
@@ -86,6 +107,7 @@ def walk_command(walk: Walk, command: str) -> Analysis:
             barrier=str(barrier),
             rules=tuple(walk.matched),
             unknown_effects=tuple(dict.fromkeys(walk.unknown)),
+            effects_beyond=tuple(dict.fromkeys(walk.beyond)),
         )
     except RecursionError:
         return Analysis(barrier="the command nests too deeply", rules=tuple(walk.matched))
@@ -99,6 +121,7 @@ def walk_command(walk: Walk, command: str) -> Analysis:
             ),
             rules=tuple(dict.fromkeys(walk.matched)),
             unknown_effects=tuple(dict.fromkeys(walk.unknown)),
+            effects_beyond=tuple(dict.fromkeys(walk.beyond)),
         )
     git = None
     if walk.git:
@@ -110,4 +133,5 @@ def walk_command(walk: Walk, command: str) -> Analysis:
         git=git,
         git_directories=tuple(dict.fromkeys(walk.git_directories)),
         unknown_effects=tuple(dict.fromkeys(walk.unknown)),
+        effects_beyond=tuple(dict.fromkeys(walk.beyond)),
     )

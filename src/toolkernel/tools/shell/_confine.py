@@ -9,9 +9,11 @@ supervises it (nothing it starts outlives it), and outside the workspace Landloc
 only its private temporary directory (``TMPDIR``), the toolchains' caches
 (:data:`TOOLCHAIN_CACHES`), the places its rules name, the git directory a ``.git`` file points
 to, ``/dev/null`` and ``/dev/shm``: what a command writes outside the workspace is policy, not
-ordering (``make_bash_tool(writable=...)`` allows more). A refused write is named in the error:
-Landlock reports nothing to the process that set it up, so it is recognised in the command's
-output ("Permission denied" beside a path outside what it could write).
+ordering (``builtin_tools(bash=True, shell_writable=[...])``, or ``make_bash_tool(writable=...)``,
+allows more). A refused write is named in the error, with that option: Landlock reports nothing
+to the process that set it up, so it is recognised in the command's output ("Permission
+denied" beside a path outside what it could write, or a few lines below one, in any of the ways
+shells, coreutils, Python, Node and Rust quote it), where this process could write it itself.
 
 Inside the workspace nothing is refused, in either mode: a write its rules missed is committed
 under leases taken afterwards in the sandbox, and happens as in a plain shell without it (where
@@ -105,9 +107,21 @@ _CACHES_OF: Final = {
 _ALWAYS_WRITABLE_FILES: Final = ("/dev/null",)
 _ALWAYS_WRITABLE_DIRS: Final = ("/dev/shm",)
 _DENIED: Final = re.compile(r"permission denied|operation not permitted", re.IGNORECASE)
-_QUOTED: Final = re.compile("['\"\u2018`]([^'\"\u2019`\n]+)['\"\u2019`]")
-_UNQUOTED: Final = re.compile(r"(?:^|[\s:])((?:\.{0,2}/)?[\w.\-]+(?:/[\w.\-]+)*)(?=:|\s|$)")
+# A quoted name, each kind of quote closed by its own: 'x', "x", \u2018x\u2019 (coreutils in a
+# UTF-8 locale), `x` (cargo) and `x' (GNU's old style). A quote right after a letter is an
+# apostrophe ("couldn't"), which opens nothing.
+_QUOTED: Final = re.compile(
+    r"""(?<!\w)(?:'([^'\n]+)'|"([^"\n]+)"|\u2018([^\u2019\n]+)\u2019|`([^`'\n]+)[`'])"""
+)
+# `PROGRAM: [line N: ]PATH: Permission denied` (bash, tee, cat...): PATH whole, spaces and all.
+_BEFORE_DENIED: Final = re.compile(
+    r"(?:^\s*|:\s)((?:/|\.{1,2}/|~/)[^:\n]*?):\s*(?:permission denied|operation not permitted)",
+    re.IGNORECASE,
+)
+_UNQUOTED: Final = re.compile(r"(?:^|[\s:(=])((?:\.{0,2}/)?[\w.\-]+(?:/[\w.\-]+)*)(?=[:\s,;)]|$)")
 _PROGRAM: Final = re.compile(r"^[^\s:'\"]+:(?:\s*(?:line\s+)?\d+:)?")
+_LINES_BEFORE: Final = 6
+"""How many lines above a refusal naming no path may name it (Rust's chain of causes)."""
 _noted = False
 
 
@@ -210,22 +224,28 @@ class Launch:
 
     def explain(self, output: str, root: str) -> str | None:
         """If ``output`` shows a write outside the workspace was refused, a message naming
-        the path and where the command may write."""
-        denied = [line for line in output.splitlines() if _DENIED.search(line)]
-        if not denied:
-            return None
+        the path, where the command may write, and how to let it write more.
+
+        The refusal is recognised in what programs print ("Permission denied" beside a path,
+        or a line or a few above it), for a path outside the workspace and outside every place
+        it may write, which this process could write itself (else its permissions refused
+        it, not the sandbox)."""
         places = [
-            p for p in _denied_places(denied, root, [root, *self.allowed]) if os.path.isabs(p)
+            p
+            for p in _denied_places(output.splitlines(), root, [root, *self.allowed])
+            if os.path.isabs(p)
         ]
         if not places:
             return None
         allowed = ", ".join(
             "$TMPDIR" if p == self.temporary else p for p in _shown(self.allowed, root)
         )
+        refusing = "the sandbox" if "--overlay" in self.argv else "Landlock"
         return (
-            f"the command was refused writing {', '.join(places)}: outside the workspace a "
-            f"command may write only its temporary directory and the toolchains' caches "
-            f"({allowed}); make_bash_tool(writable=[...]) lets it write more places"
+            f"{refusing} refused writing {', '.join(places)}: outside the workspace a command "
+            f"may write only its temporary directory and the toolchains' caches ({allowed}); "
+            f"builtin_tools(bash=True, shell_writable=[...]) lets it write more places "
+            f"(make_bash_tool(writable=[...]) for a Bash tool made alone)"
         )
 
 
@@ -294,26 +314,62 @@ def _git_env(analysis: Analysis) -> dict[str, str]:
     return env
 
 
-def _denied_places(lines: Iterable[str], root: str, allowed: Sequence[str]) -> list[str]:
+def _denied_places(lines: Sequence[str], root: str, allowed: Sequence[str]) -> list[str]:
+    """The places outside ``allowed`` that ``lines`` (a command's output) say a write to was
+    refused, as shown in a message."""
     places: dict[str, None] = {}
-    for whole in lines:
-        line = _PROGRAM.sub("", whole, count=1)  # `tee: a.txt: ...`: not the program's name
-        quoted = [(c, True) for c in _QUOTED.findall(line)]
-        for candidate, was_quoted in quoted + [(c, False) for c in _UNQUOTED.findall(line)]:
-            candidate = candidate.strip()
-            if not candidate:
-                continue
-            real = os.path.normpath(os.path.join(root, candidate))
-            # A word names a path if it exists, or if it looks like one (quoted, with a slash or
-            # an extension) and its directory exists (a file the command was refused to create).
-            plausible = was_quoted or "/" in candidate or "." in candidate.strip(".")
-            exists = os.path.lexists(real)
-            if not (exists or (plausible and os.path.isdir(os.path.dirname(real)))):
-                continue
+    for at, whole in enumerate(lines):
+        if not _DENIED.search(whole):
+            continue
+        found = _places_in(whole, root, quoted_only=False)
+        if not found and _DENIED.match(whole.strip()):
+            # The line only says why ("Permission denied (os error 13)"): a cause of what a
+            # line above says was being done, with its path.
+            for before in range(at - 1, max(at - _LINES_BEFORE, 0) - 1, -1):
+                found = _places_in(lines[before], root, quoted_only=True)
+                if found:
+                    break
+        for real in found:
             if any(real == a or real.startswith(a.rstrip("/") + "/") for a in allowed):
                 continue
+            if not _writable_here(real):
+                continue  # this process may not write there either: not the sandbox's doing
             places[_shown([real], root)[0]] = None
     return list(places)
+
+
+def _places_in(whole: str, root: str, *, quoted_only: bool) -> list[str]:
+    """The paths one line of output names (absolute, normalised), the likeliest first."""
+    line = _PROGRAM.sub("", whole, count=1)  # `tee: a.txt: ...`: not the program's name
+    candidates = [(next(g for g in groups if g), True) for groups in _QUOTED.findall(line)]
+    if not quoted_only:
+        candidates += [(c, True) for c in _BEFORE_DENIED.findall(line)]
+        candidates += [(c, False) for c in _UNQUOTED.findall(line)]
+    found: list[str] = []
+    for candidate, was_quoted in candidates:
+        candidate = candidate.strip()
+        if not candidate:
+            continue
+        real = os.path.normpath(os.path.join(root, os.path.expanduser(candidate)))
+        # A word names a path if it exists, or if it looks like one (quoted, with a slash or
+        # an extension) and its directory exists (a file the command was refused to create).
+        plausible = was_quoted or "/" in candidate or "." in candidate.strip(".")
+        exists = os.path.lexists(real)
+        named = exists or (plausible and os.path.isdir(os.path.dirname(real)))
+        if named and real not in found:
+            found.append(real)
+    # `/opt/my file` read unquoted also gives `/opt/my`: the longer name is the one meant.
+    return [f for f in found if not any(o != f and o.startswith(f + " ") for o in found)]
+
+
+def _writable_here(real: str) -> bool:
+    """True if this process, which no sandbox confines, may write ``real`` (or make it)."""
+    if os.path.lexists(real) and os.access(real, os.W_OK):
+        return True
+    parent = os.path.dirname(real)
+    while parent and not os.path.isdir(parent):
+        parent = os.path.dirname(parent)
+    return bool(parent) and os.access(parent, os.W_OK | os.X_OK)
 
 
 def _shown(paths: Iterable[str], root: str) -> list[str]:

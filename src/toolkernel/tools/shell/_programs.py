@@ -6,6 +6,9 @@ takes a value takes the rest of the cluster or the next word (``-n20``, ``-n 20`
 the options, and options may follow operands. Parsing stops where a command starts (a wrapper's
 ``command`` operand, a ``command`` option such as ``python -m``), and at a subcommand's name.
 
+What curl, wget and ``gh api`` send beyond the sandbox (a POST, an upload) is read from their
+options' values by :func:`~._requests.sends`.
+
 ``find`` has its own expression language, read by :func:`find`: its start paths are read, and
 ``-exec``/``-execdir``/``-ok``/``-okdir`` run a command in which ``{}`` stands for a start path
 (each found file lies beneath one); ``-delete`` changes entries beneath a start path.
@@ -23,6 +26,8 @@ import attrs
 from ._access import Access, Cwds, join, parent_of, path_text
 from ._curl import curl
 from ._pytest_rule import pytest
+from ._python_rule import python
+from ._requests import sends
 from ._rules import Rule
 from ._sed import sed
 from ._words import Word
@@ -107,13 +112,28 @@ class _Invocation:
             _go_build(self.walk, self.operands, self.cwds)
         elif self.rule.name == "sqlite3":
             _sqlite(self.walk, self.operands)
+        elif self.rule.name in ("python", "python3"):
+            python(self.walk, self.rule.name, self.present, self.values, self.cwds)
+        elif self.rule.name == "env":
+            for _, option, value in self.values:
+                if option in ("-u", "--unset"):  # unsetting is setting it to nothing
+                    if value.text is None:
+                        raise self.fail(f"{option} unsets a variable not known from the text")
+                    self.walk.check_name(value.text)
+        elif self.rule.name == "git init":
+            _git_init(self.walk, self.present, self.operands, self.cwds)
         elif self.rule.name in _COMPILERS and "-o" not in self.present:
             _compiled(self.walk, self.rule.name, self.present, self.operands, self.cwds)
+        sent = sends(self.rule.name, self.present, self.values, self.operands)
+        if sent is not None:
+            self.walk.beyond.append(f"{self.rule.name}: {sent}")
         rule = self.rule.with_options(self.present)
         if rule.barrier is not None and rule.barrier != self.rule.barrier:
             raise self.fail(rule.barrier)  # an option's `when` table says it is not described
         if rule.unknown_effects is not None:
             self.walk.unknown.append(f"{rule.name}: {rule.unknown_effects}")
+        if rule.effects_beyond is not None:
+            self.walk.beyond.append(f"{rule.name}: {rule.effects_beyond}")
         if rule.makes_links:
             self.walk.links.append(rule.name)
         cwds = self.cwds
@@ -141,6 +161,14 @@ class _Invocation:
             sub = rule.subcommands.get(name.text or "")
             if sub is None:
                 raise self.walk.fail(f"{rule.name} {name.raw} is not in the shell rules")
+            if rule.name == "git" and "--bare" in self.present:
+                # The directory it runs in is the repository (GIT_DIR=.), not its .git.
+                if sub.name != "git init":
+                    raise self.fail(
+                        "--bare makes the directory it runs in the repository, which only "
+                        "git init's rule describes"
+                    )
+                words = [Word.known("--bare"), *words]
             self.walk.nested(lambda: apply(self.walk, sub, words, cwds))
         if self.rest is not None:
             self.command(self.rest, cwds)
@@ -377,6 +405,19 @@ def _go_build(walk: Walk, operands: Sequence[Word], cwds: Cwds) -> None:
         names.append(name)
     for name in names:
         walk.touch("write", name, cwds, "go build", create="file")
+
+
+def _git_init(walk: Walk, present: set[str], operands: Sequence[Word], cwds: Cwds) -> None:
+    """``git init`` without a directory makes the repository where it runs: ``.git`` there
+    (a file with ``--separate-git-dir``), or, with ``--bare``, the directory itself (``HEAD``,
+    ``config``, ``objects/``, ``refs/``... as that version of git makes them). A directory
+    named is claimed by its role, and holds either."""
+    if operands:
+        return
+    if "--bare" in present:
+        walk.touch("write", ".", cwds, "git init --bare")
+    else:
+        walk.touch("write", ".git", cwds, "git init")
 
 
 # Dot-commands of the sqlite3 shell that only print or set how it prints.

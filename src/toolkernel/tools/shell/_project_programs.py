@@ -4,7 +4,8 @@ A program of the workspace that the rules describe by name (``.venv/bin/pytest``
 virtualenv's ``pytest`` on ``PATH``, ``node_modules/.bin/eslint``, ``./gradlew``) must be what
 installs it (a console-script shim, a link to an interpreter, the wrapper's script), or the
 command is a barrier; ``python -m NAME`` with a ``NAME.py`` or ``NAME/`` where it runs runs that
-instead: a barrier.
+instead: a barrier, and without either, ``python -m``'s ``unknown-effects`` (the module it
+finds there first) is taken back.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from ._access import Cwds, join
+from ._programs import apply_rule
 from ._project_files import ProjectFiles, TooLarge
 from ._rules import Rule
 from ._words import Word
@@ -91,16 +93,29 @@ def python_module(
             break
         if not text.startswith("-"):
             break
-    if module:
-        top = module.split(".")[0]
-        for cwd in sorted(cwds):
-            where = project.place(cwd)
-            if where is None:
-                continue
-            for shadow in (where / f"{top}.py", where / top):
-                if shadow.exists():
-                    raise walk.fail(
-                        f"python -m {module} runs {project.shown(shadow)}, the workspace's own "
-                        f"module, not the program its rule describes"
-                    )
-    return False
+    if not module:
+        return False
+    top = module.split(".")[0]
+    checked = True
+    for cwd in sorted(cwds):
+        where = project.place(cwd)
+        if where is None:
+            checked = False
+            continue
+        for shadow in (where / f"{top}.py", where / top):
+            if shadow.exists():
+                raise walk.fail(
+                    f"python -m {module} runs {project.shown(shadow)}, the workspace's own "
+                    f"module, not the program its rule describes"
+                )
+    if not checked or project.environ.get("PYTHONPATH"):
+        return False  # it may find the module where nothing was looked at
+    before = len(walk.unknown)
+    apply_rule(walk, rule, args, cwds)
+    # Where it runs holds no module of that name: the reason `-m` gave is taken back.
+    own = f"{rule.name}: "
+    for at in range(before, len(walk.unknown)):
+        if walk.unknown[at].startswith(own):
+            del walk.unknown[at]
+            break
+    return True

@@ -95,6 +95,15 @@ Fields of a rule (all optional):
     waits for); :attr:`Analysis.effects_known` is False for it, and where no sandbox can
     observe what a command really does, the Bash tool makes such a command a barrier. An empty
     string in a ``when`` table takes it back (``tsc --noEmit`` runs nothing of the project).
+``effects-beyond``
+    A reason: the program changes something beyond the sandbox, which throwing a run of it
+    away does not undo: it sends data over the network (``curl -d``, ``git push``), changes a
+    database server, a container daemon or a device, publishes something, or installs
+    programs outside the workspace (``docker build``, ``gh pr create``, ``go install``). The
+    Bash tool's sandbox never runs such a command twice (:attr:`Analysis.confined`); its
+    claims are what they are either way. An empty string in a ``when`` table takes it back.
+    Fetching (``git fetch``, ``curl`` without data, ``docker ps``) and the toolchains' caches
+    are not beyond.
 ``makes-links``
     ``true`` for a program that makes links (``ln``, ``cp -s``): the rest of the command could
     reach other paths through them than the ones its claims name, so a command that makes
@@ -141,6 +150,7 @@ shell_rules=...)`` or to ``shell_claims``::
     reads = ["{workspace}"]
     writes = ["dist/"]
     unknown-effects = "it runs the site's build script"
+    effects-beyond = "it uploads the site to the preview server"
 
 A project's rules are trusted as its Makefile is: a rule that says less than its program does
 makes claims that miss writes (a sandbox reports them; without one they race).
@@ -200,6 +210,7 @@ _FIELDS: Final = frozenset(
         "outside-writes",
         "barrier",
         "unknown-effects",
+        "effects-beyond",
         "makes-links",
         "git",
         "when",
@@ -233,6 +244,8 @@ class Rule:
     barrier: str | None = None
     unknown_effects: str | None = None
     """Why what it touches is not fully known from the text (it runs the project's code)."""
+    effects_beyond: str | None = None
+    """What it changes beyond the sandbox (the network, a database server, a daemon...)."""
     makes_links: bool = False
     git: str | None = None
     command_names: frozenset[str] | None = None
@@ -327,6 +340,9 @@ def _rule(name: str, table: Mapping[str, Any]) -> Rule:
     unknown_effects = table.get("unknown-effects")
     if unknown_effects is not None and not isinstance(unknown_effects, str):
         raise ShellRulesError(f"shell rule {name!r}: unknown-effects must be a reason (a string)")
+    effects_beyond = table.get("effects-beyond")
+    if effects_beyond is not None and not isinstance(effects_beyond, str):
+        raise ShellRulesError(f"shell rule {name!r}: effects-beyond must be a reason (a string)")
     makes_links = table.get("makes-links", False)
     if not isinstance(makes_links, bool):
         raise ShellRulesError(f"shell rule {name!r}: makes-links must be true or false")
@@ -363,6 +379,7 @@ def _rule(name: str, table: Mapping[str, Any]) -> Rule:
         outside_writes=_strings(name, "outside-writes", table.get("outside-writes", [])),
         barrier=barrier,
         unknown_effects=unknown_effects or None,
+        effects_beyond=effects_beyond or None,
         makes_links=makes_links,
         git=git,
         command_names=(

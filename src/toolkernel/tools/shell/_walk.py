@@ -166,6 +166,8 @@ class Walk:
         self.outside: list[str] = []
         self.git: list[str] = []
         self.unknown: list[str] = []
+        self.beyond: list[str] = []
+        """What it changes beyond the sandbox, one reason a rule or construct."""
         self.git_directories: list[str] = []
         self.links: list[str] = []  # the rules that made links
         self.expanding: set[str] = set()  # project aliases being expanded (`mix test`)
@@ -195,6 +197,9 @@ class Walk:
     ) -> None:
         """Record that ``rule`` touches ``word`` (a path as seen from each of ``cwds``)."""
         text = word if isinstance(word, str) or word is None else path_text(word)
+        if kind == "write":
+            known = text if isinstance(word, str) or word is None else word.prefix
+            self.device(known or "", exact=text is not None and text == known, rule=rule)
         if text is None:
             self.accesses.append(Access(kind, None, rule))
             return
@@ -210,6 +215,19 @@ class Walk:
             else:
                 made = create if exact and not text.endswith("/") else None
             self.accesses.append(Access(kind, spelled, rule, made, optional))
+
+    def device(self, spelled: str, *, exact: bool, rule: str) -> None:
+        """Record a write to a device or to shared memory (beyond the sandbox): ``spelled`` is
+        the path written, or (not ``exact``) the known beginning of it."""
+        if not spelled.startswith("/dev/") or (exact and spelled in _SPECIAL_FILES):
+            return
+        if spelled.startswith(("/dev/fd/", "/dev/tcp/", "/dev/udp/")):
+            return  # a descriptor; bash's connections are recorded by `redirect`
+        place = spelled if exact else f"{spelled}..."
+        if spelled.startswith("/dev/shm/") or spelled == "/dev/shm":
+            self.beyond.append(f"{rule}: it writes {place}, shared memory outside the sandbox")
+        else:
+            self.beyond.append(f"{rule}: it writes the device {place}")
 
     # -- statements --------------------------------------------------------------------------
 
@@ -469,6 +487,13 @@ class Walk:
                     raise self.fail(f"redirection {operator} to a target not known from the text")
                 continue  # duplicates or closes a descriptor
             kind = "read" if operator in ("<", "<&") else "write"
+            if word.prefix.startswith(("/dev/tcp/", "/dev/udp/")):
+                # bash itself opens a network connection for these, reading or writing.
+                self.beyond.append(
+                    f"redirection {operator}: it opens a network connection "
+                    f"({word.raw or word.prefix})"
+                )
+                continue
             self.touch(kind, word, cwds, f"redirection {operator}", create="file")
 
     # -- simple commands ---------------------------------------------------------------------
@@ -544,6 +569,11 @@ class Walk:
         if name in ("source", "."):
             if len(words) == 2 and words[1].text is not None and _is_activate(words[1].text):
                 self.touch("read", words[1], cwds, "source")
+                # It is the workspace's own file (whatever made the virtualenv wrote it).
+                self.unknown.append(
+                    f"source: it runs {words[1].text}, a script of the workspace, which may "
+                    f"do anything"
+                )
                 return
             raise self.fail(f"{name} runs a script (only a virtualenv's bin/activate is known)")
         if name == "cd":
