@@ -327,9 +327,10 @@ async def serve(
                         tasks.cancel_scope.cancel()
                         break
         finally:
-            await listener.aclose()
+            # First: cancelled, the close's checkpoint raises, and nothing after it would run.
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
+            await listener.aclose()
     finally:
         os.close(root_fd)
 
