@@ -1,10 +1,14 @@
-"""Start a real lease service (``python -m toolkernel serve``) in a child process, for tests."""
+"""Start a real lease service (``python -m toolkernel serve``) in a child process, for tests;
+raw frames sent to it."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -63,3 +67,31 @@ def running_service(root: Path, *, ttl: float = 10.0, pools: str = "") -> Iterat
         with contextlib.suppress(OSError):
             os.unlink(service.socket)
         os.rmdir(directory)
+
+
+def raw_exchange(path: str, payload: bytes, expect: int = 0) -> list[dict[str, object]]:
+    """Send ``payload`` on a fresh connection; read ``expect`` replies, or until the service
+    closes the connection (or, expecting none, a short while)."""
+    replies: list[dict[str, object]] = []
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(path)
+        sock.sendall(payload)
+        sock.settimeout(10 if expect else 0.5)
+        data = b""
+        try:
+            while len(replies) < expect or not expect:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+                while len(data) >= 4 and len(data) >= 4 + struct.unpack(">I", data[:4])[0]:
+                    (length,) = struct.unpack(">I", data[:4])
+                    replies.append(json.loads(data[4 : 4 + length]))
+                    data = data[4 + length :]
+        except (TimeoutError, ConnectionResetError):
+            pass  # reset: the service closed on a frame it can't read past
+    return replies
+
+
+def raw(body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + body

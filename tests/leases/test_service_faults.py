@@ -7,7 +7,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -35,7 +34,7 @@ from toolkernel.leases._wire import frame
 from toolkernel.locks import device, exclusive, reads, writes
 from toolkernel.tools import _fileops
 
-from .service_harness import Service, running_service, start_service
+from .service_harness import Service, raw, raw_exchange, running_service, start_service
 
 WORKER = str(Path(__file__).with_name("lease_worker.py"))
 
@@ -221,34 +220,6 @@ def conflict(a: list[list[object]], b: list[list[object]]) -> bool:
 
 
 # -- hostile frames --------------------------------------------------------------------------------
-
-
-def raw_exchange(path: str, payload: bytes, expect: int = 0) -> list[dict[str, object]]:
-    """Send ``payload`` on a fresh connection; read ``expect`` replies, or until the service
-    closes the connection (or, expecting none, a short while)."""
-    replies: list[dict[str, object]] = []
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.connect(path)
-        sock.sendall(payload)
-        sock.settimeout(10 if expect else 0.5)
-        data = b""
-        try:
-            while len(replies) < expect or not expect:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-                while len(data) >= 4 and len(data) >= 4 + struct.unpack(">I", data[:4])[0]:
-                    (length,) = struct.unpack(">I", data[:4])
-                    replies.append(json.loads(data[4 : 4 + length]))
-                    data = data[4 + length :]
-        except (TimeoutError, ConnectionResetError):
-            pass  # reset: the service closed on a frame it can't read past
-    return replies
-
-
-def raw(body: bytes) -> bytes:
-    return struct.pack(">I", len(body)) + body
 
 
 async def test_malformed_frames_get_errors_and_harm_no_one(workspace: Path) -> None:

@@ -16,8 +16,11 @@ The fence is here too: a client makes a change visible by asking the service to 
 exclusively, then makes the change beneath its own root, in the same step of its event loop.
 Revocation is another step of that loop, so no change lands after its grant went away.
 
-A malformed frame gets an error reply naming what is wrong; a frame too long to read, or a peer
-of another user, gets an error and the connection is closed. Neither touches other clients.
+A malformed frame gets an error reply naming what is wrong (one nested too deep for a recursive
+walk included: ``_wire.loads`` refuses it); a frame too long to read, or a peer of another user,
+gets an error and the connection is closed. Neither touches other clients. Any other exception
+a connection's tasks meet is a bug: it ends that connection only (dropped as if its client had
+gone, with a line on stderr), never the service.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ import os
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 import anyio
 import anyio.abc
@@ -60,6 +64,8 @@ __all__ = ["LeaseService", "serve", "DEFAULT_TTL"]
 
 DEFAULT_TTL = 10.0
 
+_MESSAGE_LIMIT: Final = 4096  # characters of an error message sent back: it may quote the frame
+
 
 @attrs.define(eq=False)
 class _Connection:
@@ -81,9 +87,9 @@ class _Connection:
 
 
 def error_reply(number: object, exc: BaseException) -> dict[str, Any]:
-    error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    message = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+    error: dict[str, Any] = {"type": type(exc).__name__, "message": message[:_MESSAGE_LIMIT]}
     if isinstance(exc, OSError):
-        error["message"] = exc.strerror or str(exc)
         if exc.errno is not None:
             error["errno"] = exc.errno
         if exc.filename is not None:
@@ -115,16 +121,26 @@ class LeaseService:
     # -- connections --------------------------------------------------------------------------
 
     async def handle(self, stream: anyio.abc.SocketStream) -> None:
-        """Serve one client until it leaves, falls silent past the TTL, or breaks the framing."""
+        """Serve one client until it leaves, falls silent past the TTL, or breaks the framing.
+
+        An unexpected exception (a bug) ends this connection only, with a line on stderr."""
+        self._next_connection += 1
+        number = self._next_connection
+        try:
+            await self._serve(stream, number)
+        except Exception as exc:
+            complain(f"connection {number} dropped after an unexpected error: {describe(exc)}")
+
+    async def _serve(self, stream: anyio.abc.SocketStream, number: int) -> None:
         async with stream:
             raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
             if not peer_allowed(raw):
                 problem = PermissionError(errno.EACCES, "the peer runs as another user")
-                await stream.send(frame(error_reply(None, problem)))
+                with contextlib.suppress(anyio.BrokenResourceError, OSError):
+                    await stream.send(frame(error_reply(None, problem)))
                 return
             sender, receiver = anyio.create_memory_object_stream[bytes](math.inf)
-            self._next_connection += 1
-            connection = _Connection(self._next_connection, sender, anyio.current_time())
+            connection = _Connection(number, sender, anyio.current_time())
             self._connections[connection.number] = connection
             try:
                 async with anyio.create_task_group() as tasks:
@@ -346,3 +362,21 @@ def _answers(path: str) -> bool:
     finally:
         probe.close()
     return True
+
+
+def complain(line: str) -> None:
+    print(f"toolkernel serve: {line}", file=sys.stderr, flush=True)
+
+
+def describe(exc: BaseException) -> str:
+    """``exc`` in one line: its type, its message and where it was raised (each of a group's)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe(inner) for inner in exc.exceptions)
+    try:
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    except Exception:  # a __str__ that raises
+        text = f"{type(exc).__name__} (its message can't be shown)"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        text += f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})"
+    return text

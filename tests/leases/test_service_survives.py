@@ -1,0 +1,144 @@
+"""The lease service outlives any one client and any input, and its client outlives any
+service's: real service processes on the real clock, with short waits."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import pytest
+
+from toolkernel.leases import Grant, open_leases
+from toolkernel.leases._client import UnixLeaseClient
+from toolkernel.leases._service import LeaseService, serve
+from toolkernel.leases._wire import frame
+from toolkernel.locks import writes
+
+from .service_harness import raw, raw_exchange, running_service, short_directory
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "trio"  # these tests are about the service and its processes, not the client's loop
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+def nested(depth: int) -> bytes:
+    """JSON arrays ``depth`` deep, written out (``json.dumps`` would recurse that deep too)."""
+    return b"[" * depth + b"]" * depth
+
+
+# -- frames ----------------------------------------------------------------------------------------
+
+
+async def test_a_frame_nested_too_deep_gets_an_error_and_harms_no_one(workspace: Path) -> None:
+    with running_service(workspace) as service:
+        async with open_leases(service.url, workspace) as bystander:
+            assert isinstance(bystander, UnixLeaseClient)
+            held = await bystander.acquire([writes("x")])
+            frames = [
+                raw(b"[" * 200_000),  # json.loads raises RecursionError: the service died of it
+                raw(b'{"v":1,"op":"ping","n":1,"pad":' + nested(40) + b"}"),
+                raw(
+                    b'{"v":1,"op":"acquire","n":2,"claims":[{"r":"device","m":'
+                    + nested(500)
+                    + b"}]}"
+                ),
+                frame({"op": "ping", "n": 3}),
+            ]
+            replies = await anyio.to_thread.run_sync(
+                raw_exchange, service.socket, b"".join(frames), 4
+            )
+            assert [r["ok"] for r in replies] == [False, False, False, True]
+            for reply in replies[:3]:
+                assert reply["error"]["type"] == "ProtocolError"  # type: ignore[index]
+                assert "nested deeper than" in reply["error"]["message"]  # type: ignore[index]
+            assert (await bystander.status())["held"] == 1
+            bystander.release(held)
+            bystander.release(await bystander.acquire([writes("x")]))
+
+
+async def publish_raw(client: UnixLeaseClient, grant: Grant, **change: object) -> None:
+    """Ask the service to make ``change`` under ``grant``, as a hostile client would (this
+    client sends only what its ops encode to)."""
+    message = {"op": "publish", "of": client._held[grant.id], "token": grant.token, **change}
+    number, pending = client._send(message)
+    await pending.event.wait()
+    client._answer(number, pending)
+
+
+async def test_a_time_to_publish_past_time_t_is_an_error_reply(workspace: Path) -> None:
+    (workspace / "a").write_text("")
+    with running_service(workspace) as service:
+        async with open_leases(service.url, workspace) as client:
+            assert isinstance(client, UnixLeaseClient)
+            grant = await client.acquire([writes("a")])
+            # os.utime raised OverflowError, and the service died of it.
+            with pytest.raises(ValueError, match="time_t"):
+                await publish_raw(client, grant, kind="utime", target=["a"], ns=[10**30, 0])
+            await publish_raw(client, grant, kind="utime", target=["a"], ns=[10**9, 2 * 10**9])
+            assert (workspace / "a").stat().st_mtime == 2
+            client.release(grant)
+
+
+@pytest.mark.parametrize("where", ["reader", "writer"])
+async def test_a_bug_met_by_one_connection_drops_that_connection_only(
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    where: str,
+) -> None:
+    """An exception nothing expects (a bug) in one connection's tasks: that connection is
+    dropped, its leases released, a line on stderr; the service and its other clients go on."""
+    import toolkernel.leases._service as service_module
+
+    handle_message, batched = LeaseService.handle_message, service_module.batched
+
+    def buggy_handle(self: LeaseService, connection: object, message: dict[str, object]) -> object:
+        if message.get("n") == 666:
+            raise RuntimeError("a bug in a handler")
+        return handle_message(self, connection, message)  # type: ignore[arg-type]
+
+    def buggy_batched(first: bytes, frames: object) -> bytes:
+        data = batched(first, frames)
+        if b'"re":666' in data:
+            raise RuntimeError("a bug in the writer")
+        return data
+
+    if where == "reader":
+        monkeypatch.setattr(LeaseService, "handle_message", buggy_handle)
+    else:
+        monkeypatch.setattr(service_module, "batched", buggy_batched)
+    path = os.path.join(short_directory(), "s.sock")
+    printed = io.StringIO()
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(lambda: serve(workspace, socket_path=path, out=printed))
+        with anyio.fail_after(5):
+            while not printed.getvalue():  # noqa: ASYNC110 (it prints once it listens)
+                await anyio.sleep(0.01)
+        async with open_leases(f"unix:{path}", workspace) as bystander:
+            assert isinstance(bystander, UnixLeaseClient)
+            held = await bystander.acquire([writes("x")])
+            victim = frame(
+                {"op": "acquire", "n": 1, "claims": [{"r": "path", "p": ["y"], "m": "exclusive"}]}
+            ) + frame({"op": "ping", "n": 666})
+            replies = await anyio.to_thread.run_sync(raw_exchange, path, victim)
+            assert all(r.get("re") == 1 for r in replies)  # the grant at most: then dropped
+            with anyio.fail_after(2):
+                bystander.release(await bystander.acquire([writes("y")]))  # its lease went back
+            assert (await bystander.status())["connections"] == 1
+            bystander.release(held)
+        tasks.cancel_scope.cancel()
+    os.rmdir(os.path.dirname(path))
+    [line] = capsys.readouterr().err.splitlines()
+    assert "dropped after an unexpected error: RuntimeError: a bug in" in line
