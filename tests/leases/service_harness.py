@@ -38,11 +38,30 @@ class Service:
                 self.process.stdout.close()
 
 
-def start_service(root: Path, socket: str, *, ttl: float = 10.0, pools: str = "") -> Service:
+# Sets the descriptor limit (soft, hard) given after it, then becomes the command after that,
+# as `ulimit -n` before a command would (same process, so the pid is the service's).
+_LIMITED = (
+    "import os, resource, sys; "
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[2]))); "
+    "os.execv(sys.argv[3], sys.argv[3:])"
+)
+
+
+def start_service(
+    root: Path,
+    socket: str,
+    *,
+    ttl: float = 10.0,
+    pools: str = "",
+    nofile: tuple[int, int] | None = None,
+) -> Service:
+    """``nofile``: the service's RLIMIT_NOFILE (soft, hard) as it starts."""
     command = [sys.executable, "-m", "toolkernel", "serve", "--root", str(root)]
     command += ["--socket", socket, "--ttl", str(ttl)]
     for item in filter(None, pools.split(",")):
         command += ["--pool", item]
+    if nofile is not None:
+        command = [sys.executable, "-c", _LIMITED, *map(str, nofile), *command]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     printed = process.stdout.readline().strip()
@@ -56,9 +75,13 @@ def short_directory() -> str:
 
 
 @contextlib.contextmanager
-def running_service(root: Path, *, ttl: float = 10.0, pools: str = "") -> Iterator[Service]:
+def running_service(
+    root: Path, *, ttl: float = 10.0, pools: str = "", nofile: tuple[int, int] | None = None
+) -> Iterator[Service]:
     directory = short_directory()
-    service = start_service(root, os.path.join(directory, "s.sock"), ttl=ttl, pools=pools)
+    service = start_service(
+        root, os.path.join(directory, "s.sock"), ttl=ttl, pools=pools, nofile=nofile
+    )
     try:
         yield service
     finally:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import os
+import resource
+import socket
 from pathlib import Path
 
 import anyio
@@ -142,3 +144,43 @@ async def test_a_bug_met_by_one_connection_drops_that_connection_only(
     os.rmdir(os.path.dirname(path))
     [line] = capsys.readouterr().err.splitlines()
     assert "dropped after an unexpected error: RuntimeError: a bug in" in line
+
+
+# -- descriptors -----------------------------------------------------------------------------------
+
+
+async def test_out_of_descriptors_the_service_serves_its_clients_then_accepts_again(
+    workspace: Path,
+) -> None:
+    # 400 connections where 256 descriptors are allowed: accept fails with EMFILE.
+    with running_service(workspace, nofile=(256, 256)) as service:
+        async with open_leases(service.url, workspace) as existing:
+            assert existing is not None
+            held = await existing.acquire([writes("x")])
+            flood = []
+            try:
+                for _ in range(400):
+                    extra = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    flood.append(extra)
+                    extra.settimeout(5)
+                    extra.connect(service.socket)  # queued in the backlog past the limit
+                await anyio.sleep(0.3)
+                assert service.process.poll() is None
+                assert await anyio.Path(service.socket).exists()
+                existing.release(held)
+                existing.release(await existing.acquire([writes("x")]))
+            finally:
+                for extra in flood:
+                    extra.close()
+            with anyio.fail_after(5):
+                async with open_leases(service.url, workspace) as newcomer:
+                    assert newcomer is not None
+                    newcomer.release(await newcomer.acquire([writes("x")]))
+
+
+async def test_the_service_raises_its_soft_descriptor_limit_to_the_hard_one(
+    workspace: Path,
+) -> None:
+    with running_service(workspace, nofile=(256, 1024)) as service:
+        limits = resource.prlimit(service.process.pid, resource.RLIMIT_NOFILE)
+        assert limits == (1024, 1024)

@@ -21,6 +21,12 @@ walk included: ``_wire.loads`` refuses it); a frame too long to read, or a peer 
 gets an error and the connection is closed. Neither touches other clients. Any other exception
 a connection's tasks meet is a bug: it ends that connection only (dropped as if its client had
 gone, with a line on stderr), never the service.
+
+Descriptors: the command raises the soft limit on open files to the hard one at start, as
+servers do (the common 1,024 is a few hundred clients). Once the limit is reached anyway,
+``accept`` fails with ``EMFILE`` (or ``ENFILE``, ``ENOBUFS``, ``ENOMEM``): the service keeps
+serving the clients it has, tries again every 0.1 s, and accepts the waiting ones once
+descriptors free up; any other failure to accept one connection is that connection's.
 """
 
 from __future__ import annotations
@@ -64,6 +70,12 @@ __all__ = ["LeaseService", "serve", "DEFAULT_TTL"]
 
 DEFAULT_TTL = 10.0
 
+# accept(2)'s ways of saying the process or the system is out of something a new connection
+# needs (trio's serve_listeners retries on the same ones); the waiting clients stay queued.
+ACCEPT_CAPACITY_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+ACCEPT_RETRY: Final = 0.1
+# ... and its ways of saying the listening socket itself is unusable: no use trying again.
+_LISTENER_ERRNOS: Final = frozenset({errno.EBADF, errno.EINVAL, errno.ENOTSOCK})
 _MESSAGE_LIMIT: Final = 4096  # characters of an error message sent back: it may quote the frame
 
 
@@ -119,6 +131,38 @@ class LeaseService:
         self._root_id = (found.st_dev, found.st_ino)
 
     # -- connections --------------------------------------------------------------------------
+
+    async def accept(self, listener: anyio.abc.SocketListener) -> None:
+        """Accept clients on ``listener`` until cancelled, each served by :meth:`handle`.
+
+        Out of descriptors, it waits and tries again, serving the clients it has meanwhile."""
+        async with anyio.create_task_group() as connections:
+            exhausted = False
+            while True:
+                try:
+                    stream = await listener.accept()
+                except (anyio.BrokenResourceError, OSError) as exc:
+                    code = _errno(exc)
+                    if code in _LISTENER_ERRNOS:
+                        raise
+                    why = (
+                        describe(exc)
+                        if code is None
+                        else f"{errno.errorcode.get(code, code)}, {os.strerror(code)}"
+                    )
+                    if code not in ACCEPT_CAPACITY_ERRNOS:
+                        complain(f"a connection could not be accepted ({why})")
+                        continue
+                    if not exhausted:
+                        complain(
+                            f"can't accept connections ({why}): serving the clients connected, "
+                            f"trying again every {ACCEPT_RETRY} s"
+                        )
+                    exhausted = True
+                    await anyio.sleep(ACCEPT_RETRY)
+                    continue
+                exhausted = False
+                connections.start_soon(self.handle, stream)
 
     async def handle(self, stream: anyio.abc.SocketStream) -> None:
         """Serve one client until it leaves, falls silent past the TTL, or breaks the framing.
@@ -338,7 +382,7 @@ async def serve(
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 print(path, file=out, flush=True)  # once a signal can stop it cleanly
                 async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(listener.serve, service.handle)
+                    tasks.start_soon(service.accept, listener)
                     async for _ in signals:
                         tasks.cancel_scope.cancel()
                         break
@@ -364,6 +408,19 @@ def _answers(path: str) -> bool:
     return True
 
 
+def raise_descriptor_limit() -> None:
+    """Raise this process's soft limit on open descriptors to its hard limit, as servers do:
+    each client holds one, and the common soft limit is 1,024."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):  # an unlimited hard limit (macOS)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def complain(line: str) -> None:
     print(f"toolkernel serve: {line}", file=sys.stderr, flush=True)
 
@@ -380,3 +437,11 @@ def describe(exc: BaseException) -> str:
     if frames:
         text += f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})"
     return text
+
+
+def _errno(exc: BaseException) -> int | None:
+    """The errno of ``exc`` or of the ``OSError`` it wraps (anyio raises BrokenResourceError)."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, OSError):
+        cause = cause.__cause__
+    return cause.errno if isinstance(cause, OSError) else None
