@@ -1,5 +1,5 @@
 """Start a real lease service (``python -m toolkernel serve``) in a child process, for tests;
-raw frames sent to it."""
+a client of it in a process of its own (:class:`Worker`); raw frames sent to it."""
 
 from __future__ import annotations
 
@@ -90,6 +90,40 @@ def running_service(
         with contextlib.suppress(OSError):
             os.unlink(service.socket)
         os.rmdir(directory)
+
+
+WORKER = str(Path(__file__).with_name("lease_worker.py"))
+
+
+class Worker:
+    """A client process holding an exclusive lease on one path (``lease_worker.py hold``)."""
+
+    def __init__(self, service: Service, target: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, WORKER, "hold", service.url, str(service.root), target],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.token = int(self.line().split()[1])
+
+    def line(self) -> str:
+        assert self.process.stdout is not None
+        return self.process.stdout.readline().strip()
+
+    def tell(self, command: str) -> str:
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self.line()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
 
 
 def raw_exchange(path: str, payload: bytes, expect: int = 0) -> list[dict[str, object]]:

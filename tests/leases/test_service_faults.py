@@ -34,9 +34,15 @@ from toolkernel.leases._wire import frame
 from toolkernel.locks import device, exclusive, reads, writes
 from toolkernel.tools import _fileops
 
-from .service_harness import Service, raw, raw_exchange, running_service, start_service
-
-WORKER = str(Path(__file__).with_name("lease_worker.py"))
+from .service_harness import (
+    WORKER,
+    Service,
+    Worker,
+    raw,
+    raw_exchange,
+    running_service,
+    start_service,
+)
 
 
 @pytest.fixture
@@ -44,37 +50,6 @@ def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     root.mkdir()
     return root
-
-
-class Worker:
-    """A client process holding an exclusive lease on one path (``lease_worker.py hold``)."""
-
-    def __init__(self, service: Service, target: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, WORKER, "hold", service.url, str(service.root), target],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self.token = int(self.line().split()[1])
-
-    def line(self) -> str:
-        assert self.process.stdout is not None
-        return self.process.stdout.readline().strip()
-
-    def tell(self, command: str) -> str:
-        assert self.process.stdin is not None
-        self.process.stdin.write(command + "\n")
-        self.process.stdin.flush()
-        return self.line()
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None:
-                stream.close()
 
 
 @pytest.fixture

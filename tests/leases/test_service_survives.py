@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import resource
+import signal
 import socket
 from pathlib import Path
 
@@ -14,13 +15,13 @@ import anyio.abc
 import anyio.to_thread
 import pytest
 
-from toolkernel.leases import Grant, open_leases
+from toolkernel.leases import Grant, Rename, open_leases
 from toolkernel.leases._client import UnixLeaseClient
 from toolkernel.leases._service import LeaseService, serve
 from toolkernel.leases._wire import frame
 from toolkernel.locks import writes
 
-from .service_harness import raw, raw_exchange, running_service, short_directory
+from .service_harness import Worker, raw, raw_exchange, running_service, short_directory
 
 
 @pytest.fixture
@@ -184,3 +185,60 @@ async def test_the_service_raises_its_soft_descriptor_limit_to_the_hard_one(
     with running_service(workspace, nofile=(256, 1024)) as service:
         limits = resource.prlimit(service.process.pid, resource.RLIMIT_NOFILE)
         assert limits == (1024, 1024)
+
+
+# -- the service stopped ---------------------------------------------------------------------------
+
+
+async def test_time_the_service_was_stopped_is_not_its_clients_silence(workspace: Path) -> None:
+    ttl = 0.5
+    with running_service(workspace, ttl=ttl) as service:
+        worker = Worker(service, "y")
+        try:
+            async with (
+                open_leases(service.url, workspace) as a,
+                open_leases(service.url, workspace) as b,
+                open_leases(service.url, workspace) as c,
+            ):
+                assert isinstance(a, UnixLeaseClient) and isinstance(b, UnixLeaseClient)
+                assert isinstance(c, UnixLeaseClient)
+                held = await a.acquire([writes("x")])
+                order: list[str] = []
+                done = anyio.Event()
+
+                async def wait_for_x(client: UnixLeaseClient, name: str) -> None:
+                    grant = await client.acquire([writes("x")])
+                    order.append(name)
+                    await anyio.sleep(0.05)
+                    client.release(grant)
+                    if name == "c":
+                        done.set()
+
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(wait_for_x, b, "b")
+                    await b.ping()  # b's request is in before c's
+                    tasks.start_soon(wait_for_x, c, "c")
+                    await c.ping()
+                    # The worker goes really silent; the service stops for three TTLs.
+                    worker.process.send_signal(signal.SIGSTOP)
+                    service.process.send_signal(signal.SIGSTOP)
+                    await anyio.sleep(3 * ttl)
+                    service.process.send_signal(signal.SIGCONT)
+                    await anyio.sleep(ttl / 2)  # every client was dropped by now
+                    # a still holds x: its write is made; then b and c get x, in order.
+                    (workspace / ".x.a.tktmp").write_text("from a")
+                    await anyio.to_thread.run_sync(
+                        a.fence(held).publish, Rename((".x.a.tktmp",), ("x",))
+                    )
+                    assert (workspace / "x").read_text() == "from a"
+                    assert order == []
+                    a.release(held)
+                    with anyio.fail_after(2):
+                        await done.wait()
+                assert order == ["b", "c"]
+                # The worker, silent since, is dropped after its TTL: y comes free.
+                with anyio.fail_after(2 * ttl + 1):
+                    a.release(await a.acquire([writes("y")]))
+        finally:
+            worker.process.send_signal(signal.SIGCONT)
+            worker.close()

@@ -17,8 +17,9 @@ A client that exits, crashes or drops its connection loses everything at once: i
 released and its waiters withdrawn in the same step, with no TTL to wait out. A client paused
 with its socket still open (SIGSTOP, a debugger, a swapped-out laptop) is caught by the
 heartbeat: it pings every TTL/4, and the service revokes everything of a client silent for a TTL
-(10 s by default, ``serve --ttl``) and closes its connection. Out of descriptors,
-it serves the clients it has and accepts new ones once some are free.
+(10 s by default, ``serve --ttl``) and closes its connection. Time the service itself was
+stopped does not count as its clients' silence. Out of descriptors, it serves the clients it
+has and accepts new ones once some are free.
 
 Fencing: why the service makes the change itself
 ------------------------------------------------

@@ -22,6 +22,13 @@ gets an error and the connection is closed. Neither touches other clients. Any o
 a connection's tasks meet is a bug: it ends that connection only (dropped as if its client had
 gone, with a line on stderr), never the service.
 
+Silence is timed by one watchdog for every connection, ticking every quarter TTL. Time during
+which the service itself did not run (stopped with SIGSTOP, a suspended machine, a starved
+process) is not a client's silence: its frames waited unread in the socket. A tick that comes
+late says how long the service was away, and every connection last heard before the tick was
+due is credited with that much before the watchdog decides. A client silent for the TTL is
+dropped within a quarter TTL more.
+
 Descriptors: the command raises the soft limit on open files to the hard one at start, as
 servers do (the common 1,024 is a few hundred clients). Once the limit is reached anyway,
 ``accept`` fails with ``EMFILE`` (or ``ENFILE``, ``ENOBUFS``, ``ENOMEM``): the service keeps
@@ -89,6 +96,8 @@ class _Connection:
     numbers: dict[int, int] = attrs.Factory(dict)
     tokens: dict[int, int] = attrs.Factory(dict)  # held lease id -> token
     closed: bool = False
+    # Its tasks' scope: the watchdog cancels it to end a connection fallen silent.
+    scope: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
 
     def send(self, message: Mapping[str, Any]) -> None:
         if not self.closed:
@@ -187,18 +196,18 @@ class LeaseService:
             connection = _Connection(number, sender, anyio.current_time())
             self._connections[connection.number] = connection
             try:
-                async with anyio.create_task_group() as tasks:
-                    written = anyio.Event()
-                    tasks.start_soon(self._write, stream, receiver, written)
-                    tasks.start_soon(self._watch, connection, tasks.cancel_scope)
-                    try:
-                        await self._read(stream, connection)
-                        # The writer sends what is queued (a last error), then ends.
-                        connection.outbox.close()
-                        with anyio.move_on_after(1):
-                            await written.wait()
-                    finally:
-                        tasks.cancel_scope.cancel()
+                with connection.scope:
+                    async with anyio.create_task_group() as tasks:
+                        written = anyio.Event()
+                        tasks.start_soon(self._write, stream, receiver, written)
+                        try:
+                            await self._read(stream, connection)
+                            # The writer sends what is queued (a last error), then ends.
+                            connection.outbox.close()
+                            with anyio.move_on_after(1):
+                                await written.wait()
+                        finally:
+                            tasks.cancel_scope.cancel()
             finally:
                 self.drop(connection)
 
@@ -209,6 +218,32 @@ class LeaseService:
         self._connections.pop(connection.number, None)
         for lease_id in list(connection.leases):
             self._release(connection, lease_id)
+
+    async def watch(self) -> None:
+        """Drop every connection silent for the TTL, until cancelled (see the module docstring:
+        the service's own stalls are not counted)."""
+        tick = self.ttl / 4
+        due = anyio.current_time() + tick
+        while True:
+            await anyio.sleep_until(due)
+            now = anyio.current_time()
+            away = now - due  # how long past its time the tick came: the service did not run
+            for connection in list(self._connections.values()):
+                if connection.last_seen < due:
+                    connection.last_seen += away
+                if now - connection.last_seen >= self.ttl:
+                    self._revoke(connection)
+            due = now + tick
+
+    def _revoke(self, connection: _Connection) -> None:
+        # Its leases go in this step; its tasks end at their next checkpoint.
+        connection.scope.cancel()
+        try:
+            self.drop(connection)
+        except Exception as exc:
+            complain(
+                f"connection {connection.number} dropped after an unexpected error: {describe(exc)}"
+            )
 
     async def _write(
         self,
@@ -225,14 +260,6 @@ class LeaseService:
         finally:
             written.set()
 
-    async def _watch(self, connection: _Connection, scope: anyio.CancelScope) -> None:
-        while True:
-            silent = anyio.current_time() - connection.last_seen
-            if silent >= self.ttl:
-                scope.cancel()  # the reader's way out drops the connection
-                return
-            await anyio.sleep(self.ttl - silent)
-
     async def _read(self, stream: anyio.abc.SocketStream, connection: _Connection) -> None:
         reader = BufferedByteReceiveStream(stream)
         while True:
@@ -245,6 +272,8 @@ class LeaseService:
                 return  # no way to find the next frame
             except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
                 return
+            if connection.closed:
+                return  # revoked meanwhile: nothing more is done for it
             connection.last_seen = anyio.current_time()
             number: object = None
             try:
@@ -383,6 +412,7 @@ async def serve(
                 print(path, file=out, flush=True)  # once a signal can stop it cleanly
                 async with anyio.create_task_group() as tasks:
                     tasks.start_soon(service.accept, listener)
+                    tasks.start_soon(service.watch)
                     async for _ in signals:
                         tasks.cancel_scope.cancel()
                         break
