@@ -15,6 +15,7 @@ import anyio.abc
 import anyio.to_thread
 import pytest
 
+from toolkernel import PathEscapeError
 from toolkernel.leases import Grant, Rename, open_leases
 from toolkernel.leases._client import UnixLeaseClient
 from toolkernel.leases._service import LeaseService, serve
@@ -91,6 +92,23 @@ async def test_a_time_to_publish_past_time_t_is_an_error_reply(workspace: Path) 
                 await publish_raw(client, grant, kind="utime", target=["a"], ns=[10**30, 0])
             await publish_raw(client, grant, kind="utime", target=["a"], ns=[10**9, 2 * 10**9])
             assert (workspace / "a").stat().st_mtime == 2
+            client.release(grant)
+
+
+async def test_a_change_to_publish_outside_the_root_is_refused(workspace: Path) -> None:
+    (workspace / "a").mkdir()
+    with running_service(workspace) as service:
+        async with open_leases(service.url, workspace) as client:
+            assert isinstance(client, UnixLeaseClient)
+            grant = await client.acquire([writes("a")])
+            # Covered by the claim on "a"; the directories to it were opened from the root one
+            # component at a time, so the service made "outside" beside the root.
+            with pytest.raises(PathEscapeError):
+                target = ["a", "..", "..", "outside"]
+                await publish_raw(client, grant, kind="mkdir", target=target, mode=0o755)
+            assert not (workspace.parent / "outside").exists()
+            await publish_raw(client, grant, kind="mkdir", target=["a", ".", "b"], mode=0o755)
+            assert (workspace / "a" / "b").is_dir()  # a key spelled another way is that key
             client.release(grant)
 
 

@@ -6,7 +6,9 @@ replies and grants carry ``"re"``, the number of the request they answer.
 
 Claims travel as ``{"r": "path", "p": [parts...], "m": "exclusive", "u": 1}`` (``r`` one of
 ``path``, ``device`` with ``"name"``, ``pool`` with ``"name"``, ``everything``); the receiver
-rebuilds them through the public constructors, so a hostile claim fails their checks.
+rebuilds them through the public constructors, so a hostile claim fails their checks. A change
+to publish names its paths by the same keys, rebuilt the same way: a ``..`` never climbs above
+the root.
 
 Whatever a peer sends is decoded by :func:`loads`, which refuses arrays and objects nested deeper
 than :data:`MAX_DEPTH` as it refuses what is not JSON: json's own recursion, and every walk of
@@ -177,7 +179,9 @@ def decode_claims(items: object) -> list[Claim]:
 def _parts(value: object, name: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise ProtocolError(f"{name!r} must be a list of strings")
-    return tuple(value)
+    # A key as a claim's is: the directories to it are opened from the root one component at
+    # a time, so a ".." left in would climb out of it.
+    return Path(tuple(value)).parts
 
 
 def encode_op(op: Op) -> dict[str, Any]:
