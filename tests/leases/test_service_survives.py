@@ -4,22 +4,26 @@ service's: real service processes on the real clock, with short waits."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import resource
 import signal
 import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 
-from toolkernel import PathEscapeError
+from toolkernel import LeaseServiceError, PathEscapeError
 from toolkernel.leases import Grant, Rename, open_leases
 from toolkernel.leases._client import UnixLeaseClient
 from toolkernel.leases._service import LeaseService, serve
-from toolkernel.leases._wire import frame
+from toolkernel.leases._wire import HEADER_SIZE, frame, frame_length, parse_frame
 from toolkernel.locks import writes
 
 from .service_harness import Worker, raw, raw_exchange, running_service, short_directory
@@ -260,3 +264,99 @@ async def test_time_the_service_was_stopped_is_not_its_clients_silence(workspace
         finally:
             worker.process.send_signal(signal.SIGCONT)
             worker.close()
+
+
+# -- a hostile service -----------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def fake_service(answer: Callable[[int, dict[str, object]], bytes]) -> AsyncIterator[str]:
+    """A listener on a Unix socket that answers each frame a client sends with ``answer(n,
+    message)``; yields its ``unix:`` URL."""
+    directory = short_directory()
+    path = os.path.join(directory, "s.sock")
+
+    async def serve_one(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            reader = BufferedByteReceiveStream(stream)
+            try:
+                while True:
+                    header = await reader.receive_exactly(HEADER_SIZE)
+                    message = parse_frame(await reader.receive_exactly(frame_length(header)))
+                    await stream.send(answer(int(message["n"]), message))
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
+                pass
+
+    listener = await anyio.create_unix_listener(path)
+    try:
+        async with listener, anyio.create_task_group() as tasks:
+            tasks.start_soon(listener.serve, serve_one)
+            yield f"unix:{path}"
+            tasks.cancel_scope.cancel()
+    finally:
+        os.unlink(path)
+        os.rmdir(directory)
+
+
+def hello_then(grant: bytes) -> Callable[[int, dict[str, object]], bytes]:
+    """Answers a hello as the service does, an acquire with ``grant`` (``{n}`` for its number)."""
+
+    def answer(number: int, message: dict[str, object]) -> bytes:
+        if message["op"] == "hello":
+            return frame({"re": number, "ok": True, "ttl": 10.0, "pid": 1})
+        if message["op"] == "acquire":
+            return raw(grant.replace(b"{n}", str(number).encode()))
+        return b""  # a heartbeat's ping: no answer
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "grant",
+    [
+        b"[" * 200_000,  # RecursionError out of json.loads, out of the client's reader
+        b'{"v":1,"re":{n},"ok":true,"lease":' + nested(100) + b',"token":1}',
+        b'{"v":1,"re":[{n}],"ok":true,"lease":1,"token":1}',  # unhashable: TypeError
+        b'{"v":1,"re":true,"ok":true,"lease":1,"token":1}',  # True == 1
+        b'{"v":1,"re":{n},"ok":"yes","lease":1,"token":1}',
+        b'{"v":1,"re":{n},"ok":true,"token":1}',  # KeyError
+        b'{"v":1,"re":{n},"ok":true,"lease":1,"token":"1e9"}',  # ValueError from int()
+    ],
+    ids=["deep-frame", "deep-field", "re-list", "re-bool", "ok-string", "no-lease", "token-str"],
+)
+async def test_a_malformed_reply_loses_the_connection_with_a_clear_error(
+    workspace: Path, grant: bytes
+) -> None:
+    async with fake_service(hello_then(grant)) as url, open_leases(url, workspace) as client:
+        assert isinstance(client, UnixLeaseClient)
+        with anyio.fail_after(5), pytest.raises(LeaseServiceError, match="lost the lease"):
+            await client.acquire([writes("x")])
+        with pytest.raises(LeaseServiceError):
+            await client.acquire([writes("x")])  # the connection is gone
+
+
+@pytest.mark.parametrize("ttl", [0, -1, "10", None, 1e400])
+async def test_a_hello_answered_with_no_usable_ttl_is_a_clear_error(
+    workspace: Path, ttl: object
+) -> None:
+    def answer(number: int, message: dict[str, object]) -> bytes:
+        hello = {"re": number, "ok": True, "pid": 1}
+        if ttl is not None:
+            hello["ttl"] = ttl
+        return frame(hello)
+
+    async with fake_service(answer) as url:
+        with anyio.fail_after(5), pytest.raises(LeaseServiceError, match="lost the lease"):
+            async with open_leases(url, workspace):
+                pass
+
+
+async def test_an_error_reply_naming_a_signal_is_a_refusal_not_that_signal(
+    workspace: Path,
+) -> None:
+    error = json.dumps({"type": "HoldMore", "message": "more"}).encode()
+    grant = b'{"v":1,"re":{n},"ok":false,"error":' + error + b"}"
+    async with fake_service(hello_then(grant)) as url, open_leases(url, workspace) as client:
+        assert client is not None
+        with pytest.raises(ValueError, match="refused the request: more"):
+            await client.acquire([writes("x")])
