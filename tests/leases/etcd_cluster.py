@@ -168,3 +168,28 @@ def queue_keys(cluster: Cluster, root: Path) -> list[str]:
     with urllib.request.urlopen(request, timeout=5) as response:
         answer = json.loads(response.read())
     return [base64.b64decode(kv["key"]).decode() for kv in answer.get("kvs", ())]
+
+
+def put_key(cluster: Cluster, root: Path, name: str, value: bytes) -> str:
+    """Put a request key of ``root`` holding ``value``, as a broken or hostile client might (in
+    no session: it stays until :func:`delete_key`); its key."""
+    key = f"/toolkernel/{root_id(root)}/queue/{name}"
+    body = {
+        "key": base64.b64encode(key.encode()).decode(),
+        "value": base64.b64encode(value).decode(),
+    }
+    request = urllib.request.Request(
+        cluster.members[0].client_url + "/v3/kv/put", json.dumps(body).encode()
+    )
+    with urllib.request.urlopen(request, timeout=5):
+        pass
+    return key
+
+
+def delete_key(cluster: Cluster, key: str) -> None:
+    body = {"key": base64.b64encode(key.encode()).decode()}
+    request = urllib.request.Request(
+        cluster.members[0].client_url + "/v3/kv/deleterange", json.dumps(body).encode()
+    )
+    with urllib.request.urlopen(request, timeout=5):
+        pass

@@ -1,10 +1,14 @@
-"""Start a real lease service (``python -m toolkernel serve``) in a child process, for tests."""
+"""Start a real lease service (``python -m toolkernel serve``) in a child process, for tests;
+a client of it in a process of its own (:class:`Worker`); raw frames sent to it."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -34,11 +38,30 @@ class Service:
                 self.process.stdout.close()
 
 
-def start_service(root: Path, socket: str, *, ttl: float = 10.0, pools: str = "") -> Service:
+# Sets the descriptor limit (soft, hard) given after it, then becomes the command after that,
+# as `ulimit -n` before a command would (same process, so the pid is the service's).
+_LIMITED = (
+    "import os, resource, sys; "
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[2]))); "
+    "os.execv(sys.argv[3], sys.argv[3:])"
+)
+
+
+def start_service(
+    root: Path,
+    socket: str,
+    *,
+    ttl: float = 10.0,
+    pools: str = "",
+    nofile: tuple[int, int] | None = None,
+) -> Service:
+    """``nofile``: the service's RLIMIT_NOFILE (soft, hard) as it starts."""
     command = [sys.executable, "-m", "toolkernel", "serve", "--root", str(root)]
     command += ["--socket", socket, "--ttl", str(ttl)]
     for item in filter(None, pools.split(",")):
         command += ["--pool", item]
+    if nofile is not None:
+        command = [sys.executable, "-c", _LIMITED, *map(str, nofile), *command]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     printed = process.stdout.readline().strip()
@@ -52,9 +75,13 @@ def short_directory() -> str:
 
 
 @contextlib.contextmanager
-def running_service(root: Path, *, ttl: float = 10.0, pools: str = "") -> Iterator[Service]:
+def running_service(
+    root: Path, *, ttl: float = 10.0, pools: str = "", nofile: tuple[int, int] | None = None
+) -> Iterator[Service]:
     directory = short_directory()
-    service = start_service(root, os.path.join(directory, "s.sock"), ttl=ttl, pools=pools)
+    service = start_service(
+        root, os.path.join(directory, "s.sock"), ttl=ttl, pools=pools, nofile=nofile
+    )
     try:
         yield service
     finally:
@@ -63,3 +90,65 @@ def running_service(root: Path, *, ttl: float = 10.0, pools: str = "") -> Iterat
         with contextlib.suppress(OSError):
             os.unlink(service.socket)
         os.rmdir(directory)
+
+
+WORKER = str(Path(__file__).with_name("lease_worker.py"))
+
+
+class Worker:
+    """A client process holding an exclusive lease on one path (``lease_worker.py hold``)."""
+
+    def __init__(self, service: Service, target: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, WORKER, "hold", service.url, str(service.root), target],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.token = int(self.line().split()[1])
+
+    def line(self) -> str:
+        assert self.process.stdout is not None
+        return self.process.stdout.readline().strip()
+
+    def tell(self, command: str) -> str:
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self.line()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def raw_exchange(path: str, payload: bytes, expect: int = 0) -> list[dict[str, object]]:
+    """Send ``payload`` on a fresh connection; read ``expect`` replies, or until the service
+    closes the connection (or, expecting none, a short while)."""
+    replies: list[dict[str, object]] = []
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(path)
+        sock.sendall(payload)
+        sock.settimeout(10 if expect else 0.5)
+        data = b""
+        try:
+            while len(replies) < expect or not expect:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+                while len(data) >= 4 and len(data) >= 4 + struct.unpack(">I", data[:4])[0]:
+                    (length,) = struct.unpack(">I", data[:4])
+                    replies.append(json.loads(data[4 : 4 + length]))
+                    data = data[4 + length :]
+        except (TimeoutError, ConnectionResetError):
+            pass  # reset: the service closed on a frame it can't read past
+    return replies
+
+
+def raw(body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + body

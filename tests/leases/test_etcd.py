@@ -19,7 +19,15 @@ from toolkernel.leases._etcd import EtcdLeaseBackend
 from toolkernel.locks import device, exclusive, reads, writes
 from toolkernel.tools import builtin_tools
 
-from .etcd_cluster import ETCD, MISSING, Cluster, queue_keys, running_cluster
+from .etcd_cluster import (
+    ETCD,
+    MISSING,
+    Cluster,
+    delete_key,
+    put_key,
+    queue_keys,
+    running_cluster,
+)
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +152,40 @@ async def test_a_client_that_starts_later_sees_the_queue(
         a.release(held)
         with anyio.fail_after(5):
             late.release(await late.acquire([reads("f")]))
+
+
+async def test_a_request_value_too_deep_or_misshapen_holds_nothing(
+    etcd: Cluster, tmp_path: Path, pair: tuple[LeaseBackend, LeaseBackend]
+) -> None:
+    """Values another client wrote: one nested too deep for json (its RecursionError escaped
+    the watch, which read the same event again for ever, and the connect of a client reading
+    the queue) or of the wrong shape holds nothing, in every client's mirror."""
+    a, _ = pair  # follows the queue through its watch
+    values = {
+        "deep": b"[" * 200_000,
+        "nested": b'{"claims": ' + b"[" * 500 + b"]" * 500 + b"}",
+        "not-an-object": b"[1, 2]",
+        "claims-an-object": b'{"claims": {"r": "everything", "m": "exclusive"}}',
+        "not-json": b"{",
+    }
+    keys = [
+        await anyio.to_thread.run_sync(put_key, etcd, tmp_path, name, value)
+        for name, value in values.items()
+    ]
+    try:
+        with anyio.fail_after(5):
+            held = await a.acquire([writes("x")])
+        async with open_leases(etcd.url(ttl=2), tmp_path) as late:  # reads them with the queue
+            assert late is not None
+            with anyio.move_on_after(0.3) as scope:
+                await late.acquire([writes("x")])
+            assert scope.cancelled_caught
+            a.release(held)
+            with anyio.fail_after(5):
+                late.release(await late.acquire([writes("x")]))
+    finally:
+        for key in keys:
+            await anyio.to_thread.run_sync(delete_key, etcd, key)
 
 
 def test_without_httpx_the_etcd_backend_names_its_extra() -> None:

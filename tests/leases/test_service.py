@@ -3,6 +3,8 @@ this process and in others."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import signal
@@ -25,6 +27,7 @@ from toolkernel.leases import (
     open_leases,
 )
 from toolkernel.leases._client import UnixLeaseClient
+from toolkernel.leases._service import serve
 from toolkernel.locks import Claim, pool, reads, units, writes
 
 from .service_harness import Service, running_service, short_directory, start_service
@@ -80,6 +83,24 @@ def test_serve_prints_its_socket_and_exits_cleanly_removing_it(
         assert service.stop(how) == 0
         assert not os.path.exists(service.socket)
     finally:
+        os.rmdir(directory)
+
+
+async def test_serve_cancelled_removes_its_socket(workspace: Path) -> None:
+    directory = short_directory()
+    path = os.path.join(directory, "s.sock")
+    printed = io.StringIO()
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(lambda: serve(workspace, socket_path=path, out=printed))
+            with anyio.fail_after(5):
+                while not printed.getvalue():  # noqa: ASYNC110 (it prints once it listens)
+                    await anyio.sleep(0.01)
+            tasks.cancel_scope.cancel()
+        assert not await anyio.Path(path).exists()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
         os.rmdir(directory)
 
 

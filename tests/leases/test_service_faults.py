@@ -7,7 +7,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -35,9 +34,15 @@ from toolkernel.leases._wire import frame
 from toolkernel.locks import device, exclusive, reads, writes
 from toolkernel.tools import _fileops
 
-from .service_harness import Service, running_service, start_service
-
-WORKER = str(Path(__file__).with_name("lease_worker.py"))
+from .service_harness import (
+    WORKER,
+    Service,
+    Worker,
+    raw,
+    raw_exchange,
+    running_service,
+    start_service,
+)
 
 
 @pytest.fixture
@@ -45,37 +50,6 @@ def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     root.mkdir()
     return root
-
-
-class Worker:
-    """A client process holding an exclusive lease on one path (``lease_worker.py hold``)."""
-
-    def __init__(self, service: Service, target: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, WORKER, "hold", service.url, str(service.root), target],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self.token = int(self.line().split()[1])
-
-    def line(self) -> str:
-        assert self.process.stdout is not None
-        return self.process.stdout.readline().strip()
-
-    def tell(self, command: str) -> str:
-        assert self.process.stdin is not None
-        self.process.stdin.write(command + "\n")
-        self.process.stdin.flush()
-        return self.line()
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None:
-                stream.close()
 
 
 @pytest.fixture
@@ -221,34 +195,6 @@ def conflict(a: list[list[object]], b: list[list[object]]) -> bool:
 
 
 # -- hostile frames --------------------------------------------------------------------------------
-
-
-def raw_exchange(path: str, payload: bytes, expect: int = 0) -> list[dict[str, object]]:
-    """Send ``payload`` on a fresh connection; read ``expect`` replies, or until the service
-    closes the connection (or, expecting none, a short while)."""
-    replies: list[dict[str, object]] = []
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.connect(path)
-        sock.sendall(payload)
-        sock.settimeout(10 if expect else 0.5)
-        data = b""
-        try:
-            while len(replies) < expect or not expect:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-                while len(data) >= 4 and len(data) >= 4 + struct.unpack(">I", data[:4])[0]:
-                    (length,) = struct.unpack(">I", data[:4])
-                    replies.append(json.loads(data[4 : 4 + length]))
-                    data = data[4 + length :]
-        except (TimeoutError, ConnectionResetError):
-            pass  # reset: the service closed on a frame it can't read past
-    return replies
-
-
-def raw(body: bytes) -> bytes:
-    return struct.pack(">I", len(body)) + body
 
 
 async def test_malformed_frames_get_errors_and_harm_no_one(workspace: Path) -> None:

@@ -78,12 +78,13 @@ def add_serve(commands: Any) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     import anyio
 
-    from ..leases._service import DEFAULT_TTL, serve
+    from ..leases._service import DEFAULT_TTL, raise_descriptor_limit, serve
 
     if not os.path.isdir(args.root):
         print(f"serve: {args.root!r} is not a directory", file=sys.stderr)
         return 2
     ttl = DEFAULT_TTL if args.ttl is None else args.ttl
+    raise_descriptor_limit()  # one descriptor a client
     try:
         anyio.run(
             lambda: serve(args.root, socket_path=args.socket, ttl=ttl, pools=dict(args.pool)),

@@ -11,12 +11,15 @@ The lease service (one machine)
 -------------------------------
 One process owns one ``LeaseTable`` for a workspace root and listens on a Unix socket (mode
 ``0600`` in a ``0700`` directory, each peer's ``SO_PEERCRED`` checked: the same user, or root).
-Frames are length-prefixed JSON with a version; a malformed one gets an error reply and harms no
-one else. A client that exits, crashes or drops its connection loses everything at once: its
-leases are released and its waiters withdrawn in the same step, with no TTL to wait out. A client
-paused with its socket still open (SIGSTOP, a debugger, a swapped-out laptop) is caught by the
+Frames are length-prefixed JSON with a version; a malformed one (nested too deep included) gets
+an error reply and harms no one else, and a bug met serving one client drops that client only.
+A client that exits, crashes or drops its connection loses everything at once: its leases are
+released and its waiters withdrawn in the same step, with no TTL to wait out. A client paused
+with its socket still open (SIGSTOP, a debugger, a swapped-out laptop) is caught by the
 heartbeat: it pings every TTL/4, and the service revokes everything of a client silent for a TTL
-(10 s by default, ``serve --ttl``) and closes its connection.
+(10 s by default, ``serve --ttl``) and closes its connection. Time the service itself was
+stopped does not count as its clients' silence. Out of descriptors, it serves the clients it
+has and accepts new ones once some are free.
 
 Fencing: why the service makes the change itself
 ------------------------------------------------

@@ -5,11 +5,12 @@ that answer it carry it back, in whatever order the service decides. A reader ta
 them; a writer task sends what ``release`` (synchronous) and the others queue; a heartbeat keeps
 the service from presuming this process dead while it is alive.
 
-A lost connection (the service stopped, or revoked this client after a silence longer than its
-TTL) means every grant is gone: waiting ``acquire`` calls raise :class:`LeaseServiceError` (a
-``ConnectionError``), and every publish through a fence of an earlier grant raises
-:class:`FencedOut`. There is no reconnection behind the caller's back: leases held before could
-not be trusted after it. Open a new backend.
+A lost connection (the service stopped, revoked this client after a silence longer than its
+TTL, or sent a frame that is not one of the protocol's: not JSON, nested too deep, a reply of
+the wrong shape) means every grant is gone: waiting ``acquire`` calls raise
+:class:`LeaseServiceError` (a ``ConnectionError``), and every publish through a fence of an
+earlier grant raises :class:`FencedOut`. There is no reconnection behind the caller's back:
+leases held before could not be trusted after it. Open a new backend.
 """
 
 from __future__ import annotations
@@ -32,7 +33,16 @@ from .. import _errors
 from .._errors import FencedOut, LeaseReleaseError, LeaseServiceError
 from ..locks import Claim, canonical_claims
 from ._backend import Grant, Op, Rename
-from ._wire import HEADER_SIZE, batched, encode_claims, encode_op, frame, frame_length, parse_frame
+from ._wire import (
+    HEADER_SIZE,
+    ProtocolError,
+    batched,
+    encode_claims,
+    encode_op,
+    frame,
+    frame_length,
+    parse_frame,
+)
 
 __all__ = ["UnixLeaseClient", "open_unix", "connect_unix"]
 
@@ -51,6 +61,8 @@ def _rebuild(error: object, lost: bool = False) -> BaseException:
     message = str(error.get("message"))
     code = error.get("errno")
     cls = getattr(_errors, name, None) if name in _errors.__all__ else None
+    if cls is not None and not issubclass(cls, _SERVICE_ERRORS):
+        cls = None  # not one the service raises (a signal such as HoldMore, above all)
     if cls is None:
         cls = {
             "PermissionError": PermissionError,
@@ -64,6 +76,17 @@ def _rebuild(error: object, lost: bool = False) -> BaseException:
     if cls is not None:
         return cls(message)
     return ValueError(f"the lease service refused the request: {message}")
+
+
+# The errors a service's reply may name that are rebuilt as themselves: the lease table's, the
+# fence's, a path changed under a publish (each takes its message alone).
+_SERVICE_ERRORS = (
+    _errors.InvalidClaimError,
+    _errors.LeaseReleaseError,
+    _errors.FencedOut,
+    _errors.LeaseServiceError,
+    _errors.PathChangedError,
+)
 
 
 @attrs.define(eq=False)
@@ -106,8 +129,8 @@ class UnixLeaseClient:
             if self._lost is None:
                 self._queue({"op": "release", "n": self._number(), "of": number})
             raise
-        reply = self._answer(number, pending)
-        grant = Grant(str(reply["lease"]), int(reply["token"]), wanted)
+        reply = self._answer(number, pending, lease=int, token=int)
+        grant = Grant(str(reply["lease"]), reply["token"], wanted)
         self._held[grant.id] = number
         return grant
 
@@ -192,14 +215,26 @@ class UnixLeaseClient:
         return number, pending
 
     def _answer(
-        self, number: int, pending: _Pending, lost: type[Exception] = LeaseServiceError
+        self,
+        number: int,
+        pending: _Pending,
+        lost: type[Exception] = LeaseServiceError,
+        **fields: type[Any] | tuple[type[Any], ...],
     ) -> dict[str, Any]:
+        """The reply to request ``number``, checked to hold ``fields`` of their types; raises
+        what an error reply says, or ``lost`` (the connection is lost, or lost here, if a
+        reply lacks a field: nothing the service says can be trusted then)."""
         self._pending.pop(number, None)
         reply = pending.reply
+        if reply is not None and not reply["ok"]:
+            raise _rebuild(reply.get("error"))
+        for name, kind in fields.items():
+            value = reply.get(name) if reply is not None else None
+            if reply is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+                self._lose(f"the lease service answered a reply whose {name!r} is {value!r:.80}")
+                reply = None
         if reply is None:
             raise lost(f"lost the lease service at {self.path}: {self._lost}")
-        if not reply.get("ok"):
-            raise _rebuild(reply.get("error"))
         return reply
 
     def _lose(self, why: str) -> None:
@@ -219,21 +254,27 @@ class UnixLeaseClient:
                     frame_length(await reader.receive_exactly(HEADER_SIZE))
                 )
                 message = parse_frame(body)
-                pending = self._pending.get(message.get("re"))  # type: ignore[arg-type]
+                number, ok = message.get("re"), message.get("ok")
+                if not isinstance(ok, bool) or not (
+                    number is None or (isinstance(number, int) and not isinstance(number, bool))
+                ):
+                    raise ProtocolError(f"a reply whose 're' is {number!r:.40} and 'ok' {ok!r:.40}")
+                pending = self._pending.get(number) if number is not None else None
                 if pending is None:
-                    if message.get("ok") is False and "re" not in message:
+                    if not ok and number is None:
                         self._lose(str(message.get("error")))
                         return
                     continue  # a grant for a withdrawn request: the service releases it
                 pending.reply = message
                 pending.event.set()
+        except ProtocolError as exc:
+            self._lose(f"the lease service sent a frame this client can't read ({exc})")
         except (
             anyio.EndOfStream,
             anyio.IncompleteRead,
             anyio.BrokenResourceError,
             anyio.ClosedResourceError,
             OSError,
-            ValueError,
         ):
             pass
         finally:
@@ -299,7 +340,11 @@ async def open_unix(
                 }
                 number, pending = client._send(hello)
                 await pending.event.wait()
-                client.ttl = float(client._answer(number, pending)["ttl"])
+                ttl = client._answer(number, pending, ttl=(int, float))["ttl"]
+                if not 0 < ttl < math.inf:  # the heartbeat's period: a quarter of it
+                    client._lose(f"the lease service answered a TTL of {ttl!r}")
+                    raise LeaseServiceError(f"lost the lease service at {path}: {client._lost}")
+                client.ttl = float(ttl)
                 tasks.start_soon(client.run_heartbeat)
                 try:
                     yield client

@@ -21,7 +21,8 @@ its waiters (rather than one watch per key ahead of each waiter): re-deciding af
 the table's hand-off, O(depth) per front let through, not a re-read. The price: every client
 hears of every request of its root. Every client of one root must give the same pool capacities
 (``pools=``); a request its mirror cannot decide (an unknown pool) holds nothing there, and its
-own client's ``acquire`` raises.
+own client's ``acquire`` raises. So does a value no client can read (not JSON, nested deeper
+than any request's, of the wrong shape): it holds nothing in any mirror, and breaks none.
 
 Why every client agrees: in create-revision order and without priorities, "held" is a function
 of the keys present, not of the history that led there (a request is held iff it conflicts with
@@ -104,7 +105,7 @@ from ..locks import Claim, LeaseTable, canonical_claims
 from ._backend import Grant, Op
 from ._connect import EtcdLeases
 from ._fencing import check_covered, make_change
-from ._wire import decode_claims, encode_claims
+from ._wire import ProtocolError, decode_claims, encode_claims, loads
 
 __all__ = ["EtcdLeaseBackend", "EtcdFence", "connect", "root_id"]
 
@@ -184,7 +185,7 @@ class _Gateway:
                 endpoint = self.endpoint()
                 try:
                     response = self._client.post(endpoint + path, json=body)
-                    answer = response.json()
+                    answer = _object(response.content)
                 except (httpx.TransportError, ValueError) as exc:
                     error = exc
                     self.failed(endpoint)
@@ -216,12 +217,21 @@ class _Gateway:
                 self._streaming = stream.get_extra_info("socket") if stream is not None else None
                 for line in r.iter_lines():
                     if line:
-                        yield json.loads(line)
+                        yield _object(line)
         except (httpx.TransportError, ValueError):
             self.failed(endpoint)
             raise
         finally:
             self._streaming = None
+
+
+def _object(data: bytes | str) -> dict[str, Any]:
+    """An answer of etcd's gateway: :class:`ProtocolError` (a ``ValueError``, as httpx's own
+    decoding raises) unless it is a JSON object, nested no deeper than the wire allows."""
+    answer = loads(data)
+    if not isinstance(answer, dict):
+        raise ProtocolError(f"etcd answered JSON that is not an object: {answer!r:.80}")
+    return answer
 
 
 # -- waking a task of the event loop from one of our threads -------------------------------------
@@ -341,7 +351,7 @@ class EtcdLeaseBackend:
         if session is not None and not session.lost:
             self._lose(session, "the backend was closed")
             # If no member answers, it expires by itself within its TTL.
-            with contextlib.suppress(httpx.HTTPError, ConnectionError):
+            with contextlib.suppress(httpx.HTTPError, ConnectionError, ValueError):
                 self._gateway.call("/v3/lease/revoke", {"ID": str(session.id)}, attempts=2)
         self._gateway.close()
         for thread in self._threads:
@@ -416,11 +426,14 @@ class EtcdLeaseBackend:
 
     def _add(self, key: bytes, value: str) -> None:
         try:
-            claims = canonical_claims(decode_claims(json.loads(_unb64(value))["claims"]))
+            # Written by another client: ``loads`` refuses a value nested deeper than any
+            # request's (json and the checks would raise RecursionError).
+            claims = canonical_claims(decode_claims(loads(_unb64(value))["claims"]))
             lease_id = self._table.request(claims)
         except (ValueError, KeyError, TypeError) as exc:
-            # A request this client cannot decide (another version, a pool unknown here) holds
-            # nothing in its mirror; if it is ours, its acquire fails.
+            # A request this client cannot decide (another version, a pool unknown here, a
+            # value of the wrong shape) holds nothing in its mirror, nor in any other client's;
+            # if it is ours, its acquire fails.
             request = self._mine.get(key)
             if request is not None:
                 request.error = exc
@@ -618,7 +631,7 @@ class EtcdLeaseBackend:
         }
         try:
             answer = self._gateway.call("/v3/kv/txn", {"compare": [compare]}, attempts=2)
-        except (httpx.HTTPError, ConnectionError) as exc:
+        except (httpx.HTTPError, ConnectionError, ValueError) as exc:  # ValueError: unreadable
             raise FencedOut(f"can't write under lease {grant.id}: etcd is unreachable") from exc
         if not answer.get("succeeded", False):
             raise FencedOut(f"can't write under lease {grant.id}: it is no longer held")

@@ -16,8 +16,24 @@ The fence is here too: a client makes a change visible by asking the service to 
 exclusively, then makes the change beneath its own root, in the same step of its event loop.
 Revocation is another step of that loop, so no change lands after its grant went away.
 
-A malformed frame gets an error reply naming what is wrong; a frame too long to read, or a peer
-of another user, gets an error and the connection is closed. Neither touches other clients.
+A malformed frame gets an error reply naming what is wrong (one nested too deep for a recursive
+walk included: ``_wire.loads`` refuses it); a frame too long to read, or a peer of another user,
+gets an error and the connection is closed. Neither touches other clients. Any other exception
+a connection's tasks meet is a bug: it ends that connection only (dropped as if its client had
+gone, with a line on stderr), never the service.
+
+Silence is timed by one watchdog for every connection, ticking every quarter TTL. Time during
+which the service itself did not run (stopped with SIGSTOP, a suspended machine, a starved
+process) is not a client's silence: its frames waited unread in the socket. A tick that comes
+late says how long the service was away, and every connection last heard before the tick was
+due is credited with that much before the watchdog decides. A client silent for the TTL is
+dropped within a quarter TTL more.
+
+Descriptors: the command raises the soft limit on open files to the hard one at start, as
+servers do (the common 1,024 is a few hundred clients). Once the limit is reached anyway,
+``accept`` fails with ``EMFILE`` (or ``ENFILE``, ``ENOBUFS``, ``ENOMEM``): the service keeps
+serving the clients it has, tries again every 0.1 s, and accepts the waiting ones once
+descriptors free up; any other failure to accept one connection is that connection's.
 """
 
 from __future__ import annotations
@@ -29,8 +45,9 @@ import os
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 import anyio
 import anyio.abc
@@ -60,6 +77,14 @@ __all__ = ["LeaseService", "serve", "DEFAULT_TTL"]
 
 DEFAULT_TTL = 10.0
 
+# accept(2)'s ways of saying the process or the system is out of something a new connection
+# needs (trio's serve_listeners retries on the same ones); the waiting clients stay queued.
+ACCEPT_CAPACITY_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+ACCEPT_RETRY: Final = 0.1
+# ... and its ways of saying the listening socket itself is unusable: no use trying again.
+_LISTENER_ERRNOS: Final = frozenset({errno.EBADF, errno.EINVAL, errno.ENOTSOCK})
+_MESSAGE_LIMIT: Final = 4096  # characters of an error message sent back: it may quote the frame
+
 
 @attrs.define(eq=False)
 class _Connection:
@@ -71,6 +96,8 @@ class _Connection:
     numbers: dict[int, int] = attrs.Factory(dict)
     tokens: dict[int, int] = attrs.Factory(dict)  # held lease id -> token
     closed: bool = False
+    # Its tasks' scope: the watchdog cancels it to end a connection fallen silent.
+    scope: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
 
     def send(self, message: Mapping[str, Any]) -> None:
         if not self.closed:
@@ -81,9 +108,9 @@ class _Connection:
 
 
 def error_reply(number: object, exc: BaseException) -> dict[str, Any]:
-    error: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    message = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+    error: dict[str, Any] = {"type": type(exc).__name__, "message": message[:_MESSAGE_LIMIT]}
     if isinstance(exc, OSError):
-        error["message"] = exc.strerror or str(exc)
         if exc.errno is not None:
             error["errno"] = exc.errno
         if exc.filename is not None:
@@ -114,31 +141,73 @@ class LeaseService:
 
     # -- connections --------------------------------------------------------------------------
 
+    async def accept(self, listener: anyio.abc.SocketListener) -> None:
+        """Accept clients on ``listener`` until cancelled, each served by :meth:`handle`.
+
+        Out of descriptors, it waits and tries again, serving the clients it has meanwhile."""
+        async with anyio.create_task_group() as connections:
+            exhausted = False
+            while True:
+                try:
+                    stream = await listener.accept()
+                except (anyio.BrokenResourceError, OSError) as exc:
+                    code = _errno(exc)
+                    if code in _LISTENER_ERRNOS:
+                        raise
+                    why = (
+                        describe(exc)
+                        if code is None
+                        else f"{errno.errorcode.get(code, code)}, {os.strerror(code)}"
+                    )
+                    if code not in ACCEPT_CAPACITY_ERRNOS:
+                        complain(f"a connection could not be accepted ({why})")
+                        continue
+                    if not exhausted:
+                        complain(
+                            f"can't accept connections ({why}): serving the clients connected, "
+                            f"trying again every {ACCEPT_RETRY} s"
+                        )
+                    exhausted = True
+                    await anyio.sleep(ACCEPT_RETRY)
+                    continue
+                exhausted = False
+                connections.start_soon(self.handle, stream)
+
     async def handle(self, stream: anyio.abc.SocketStream) -> None:
-        """Serve one client until it leaves, falls silent past the TTL, or breaks the framing."""
+        """Serve one client until it leaves, falls silent past the TTL, or breaks the framing.
+
+        An unexpected exception (a bug) ends this connection only, with a line on stderr."""
+        self._next_connection += 1
+        number = self._next_connection
+        try:
+            await self._serve(stream, number)
+        except Exception as exc:
+            complain(f"connection {number} dropped after an unexpected error: {describe(exc)}")
+
+    async def _serve(self, stream: anyio.abc.SocketStream, number: int) -> None:
         async with stream:
             raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
             if not peer_allowed(raw):
                 problem = PermissionError(errno.EACCES, "the peer runs as another user")
-                await stream.send(frame(error_reply(None, problem)))
+                with contextlib.suppress(anyio.BrokenResourceError, OSError):
+                    await stream.send(frame(error_reply(None, problem)))
                 return
             sender, receiver = anyio.create_memory_object_stream[bytes](math.inf)
-            self._next_connection += 1
-            connection = _Connection(self._next_connection, sender, anyio.current_time())
+            connection = _Connection(number, sender, anyio.current_time())
             self._connections[connection.number] = connection
             try:
-                async with anyio.create_task_group() as tasks:
-                    written = anyio.Event()
-                    tasks.start_soon(self._write, stream, receiver, written)
-                    tasks.start_soon(self._watch, connection, tasks.cancel_scope)
-                    try:
-                        await self._read(stream, connection)
-                        # The writer sends what is queued (a last error), then ends.
-                        connection.outbox.close()
-                        with anyio.move_on_after(1):
-                            await written.wait()
-                    finally:
-                        tasks.cancel_scope.cancel()
+                with connection.scope:
+                    async with anyio.create_task_group() as tasks:
+                        written = anyio.Event()
+                        tasks.start_soon(self._write, stream, receiver, written)
+                        try:
+                            await self._read(stream, connection)
+                            # The writer sends what is queued (a last error), then ends.
+                            connection.outbox.close()
+                            with anyio.move_on_after(1):
+                                await written.wait()
+                        finally:
+                            tasks.cancel_scope.cancel()
             finally:
                 self.drop(connection)
 
@@ -149,6 +218,32 @@ class LeaseService:
         self._connections.pop(connection.number, None)
         for lease_id in list(connection.leases):
             self._release(connection, lease_id)
+
+    async def watch(self) -> None:
+        """Drop every connection silent for the TTL, until cancelled (see the module docstring:
+        the service's own stalls are not counted)."""
+        tick = self.ttl / 4
+        due = anyio.current_time() + tick
+        while True:
+            await anyio.sleep_until(due)
+            now = anyio.current_time()
+            away = now - due  # how long past its time the tick came: the service did not run
+            for connection in list(self._connections.values()):
+                if connection.last_seen < due:
+                    connection.last_seen += away
+                if now - connection.last_seen >= self.ttl:
+                    self._revoke(connection)
+            due = now + tick
+
+    def _revoke(self, connection: _Connection) -> None:
+        # Its leases go in this step; its tasks end at their next checkpoint.
+        connection.scope.cancel()
+        try:
+            self.drop(connection)
+        except Exception as exc:
+            complain(
+                f"connection {connection.number} dropped after an unexpected error: {describe(exc)}"
+            )
 
     async def _write(
         self,
@@ -165,14 +260,6 @@ class LeaseService:
         finally:
             written.set()
 
-    async def _watch(self, connection: _Connection, scope: anyio.CancelScope) -> None:
-        while True:
-            silent = anyio.current_time() - connection.last_seen
-            if silent >= self.ttl:
-                scope.cancel()  # the reader's way out drops the connection
-                return
-            await anyio.sleep(self.ttl - silent)
-
     async def _read(self, stream: anyio.abc.SocketStream, connection: _Connection) -> None:
         reader = BufferedByteReceiveStream(stream)
         while True:
@@ -185,6 +272,8 @@ class LeaseService:
                 return  # no way to find the next frame
             except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, OSError):
                 return
+            if connection.closed:
+                return  # revoked meanwhile: nothing more is done for it
             connection.last_seen = anyio.current_time()
             number: object = None
             try:
@@ -322,14 +411,16 @@ async def serve(
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 print(path, file=out, flush=True)  # once a signal can stop it cleanly
                 async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(listener.serve, service.handle)
+                    tasks.start_soon(service.accept, listener)
+                    tasks.start_soon(service.watch)
                     async for _ in signals:
                         tasks.cancel_scope.cancel()
                         break
         finally:
-            await listener.aclose()
+            # First: cancelled, the close's checkpoint raises, and nothing after it would run.
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
+            await listener.aclose()
     finally:
         os.close(root_fd)
 
@@ -345,3 +436,42 @@ def _answers(path: str) -> bool:
     finally:
         probe.close()
     return True
+
+
+def raise_descriptor_limit() -> None:
+    """Raise this process's soft limit on open descriptors to its hard limit, as servers do:
+    each client holds one, and the common soft limit is 1,024."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):  # an unlimited hard limit (macOS)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def complain(line: str) -> None:
+    print(f"toolkernel serve: {line}", file=sys.stderr, flush=True)
+
+
+def describe(exc: BaseException) -> str:
+    """``exc`` in one line: its type, its message and where it was raised (each of a group's)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe(inner) for inner in exc.exceptions)
+    try:
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    except Exception:  # a __str__ that raises
+        text = f"{type(exc).__name__} (its message can't be shown)"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        text += f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})"
+    return text
+
+
+def _errno(exc: BaseException) -> int | None:
+    """The errno of ``exc`` or of the ``OSError`` it wraps (anyio raises BrokenResourceError)."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, OSError):
+        cause = cause.__cause__
+    return cause.errno if isinstance(cause, OSError) else None

@@ -6,7 +6,14 @@ replies and grants carry ``"re"``, the number of the request they answer.
 
 Claims travel as ``{"r": "path", "p": [parts...], "m": "exclusive", "u": 1}`` (``r`` one of
 ``path``, ``device`` with ``"name"``, ``pool`` with ``"name"``, ``everything``); the receiver
-rebuilds them through the public constructors, so a hostile claim fails their checks.
+rebuilds them through the public constructors, so a hostile claim fails their checks. A change
+to publish names its paths by the same keys, rebuilt the same way: a ``..`` never climbs above
+the root.
+
+Whatever a peer sends is decoded by :func:`loads`, which refuses arrays and objects nested deeper
+than :data:`MAX_DEPTH` as it refuses what is not JSON: json's own recursion, and every walk of
+what it returns (a ``repr`` in an error message, a comparison), would otherwise raise
+``RecursionError``, which nothing expects of a malformed frame.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ __all__ = [
     "ProtocolError",
     "frame",
     "parse_frame",
+    "loads",
     "encode_claims",
     "decode_claims",
     "encode_op",
@@ -36,7 +44,10 @@ __all__ = [
 VERSION: Final = 1
 MAX_FRAME: Final = 1 << 20
 """The largest frame accepted (1 MiB): a bigger length prefix is an attack or a bug."""
+MAX_DEPTH: Final = 32
+"""The deepest nesting of arrays and objects accepted (ours go four deep)."""
 _LENGTH = struct.Struct(">I")
+_TIME_T_NS: Final = 2**63 * 10**9  # past it, os.utime raises OverflowError
 HEADER_SIZE: Final = _LENGTH.size
 
 
@@ -68,11 +79,35 @@ def frame_length(header: bytes) -> int:
     return int(length)
 
 
+def loads(data: bytes | str) -> Any:
+    """``data`` decoded as JSON; :class:`ProtocolError` if it is not JSON, or nests arrays and
+    objects deeper than :data:`MAX_DEPTH`."""
+    try:
+        value = json.loads(data)
+    except RecursionError:  # json's C scanner recurses once a level
+        raise ProtocolError(f"nested deeper than {MAX_DEPTH} levels") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ProtocolError(f"not JSON: {exc}") from None
+    # Level by level, not recursively: a recursive walk is what this guards against.
+    level = [value]
+    for _ in range(MAX_DEPTH):
+        level = [
+            child
+            for item in level
+            if isinstance(item, (list, dict))
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, (list, dict))
+        ]
+        if not level:
+            return value
+    raise ProtocolError(f"nested deeper than {MAX_DEPTH} levels")
+
+
 def parse_frame(body: bytes) -> dict[str, Any]:
     try:
-        message = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ProtocolError(f"a frame that is not JSON: {exc}") from None
+        message = loads(body)
+    except ProtocolError as exc:
+        raise ProtocolError(f"a frame that is {exc}") from None
     if not isinstance(message, dict):
         raise ProtocolError("a frame that is not a JSON object")
     if message.get("v") != VERSION:
@@ -144,7 +179,9 @@ def decode_claims(items: object) -> list[Claim]:
 def _parts(value: object, name: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise ProtocolError(f"{name!r} must be a list of strings")
-    return tuple(value)
+    # A key as a claim's is: the directories to it are opened from the root one component at
+    # a time, so a ".." left in would climb out of it.
+    return Path(tuple(value)).parts
 
 
 def encode_op(op: Op) -> dict[str, Any]:
@@ -192,6 +229,8 @@ def decode_op(message: Mapping[str, Any]) -> Op:
             or not all(isinstance(t, int) and not isinstance(t, bool) for t in ns)
         ):
             raise ProtocolError("'ns' must be two integers")
+        if not all(-_TIME_T_NS <= t < _TIME_T_NS for t in ns):
+            raise ProtocolError("'ns' must be times a 64-bit time_t can hold")
         return SetTimes(target, (ns[0], ns[1]))
     raise ProtocolError(f"unknown change kind {kind!r}")
 

@@ -1,0 +1,362 @@
+"""The lease service outlives any one client and any input, and its client outlives any
+service's: real service processes on the real clock, with short waits."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import resource
+import signal
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from toolkernel import LeaseServiceError, PathEscapeError
+from toolkernel.leases import Grant, Rename, open_leases
+from toolkernel.leases._client import UnixLeaseClient
+from toolkernel.leases._service import LeaseService, serve
+from toolkernel.leases._wire import HEADER_SIZE, frame, frame_length, parse_frame
+from toolkernel.locks import writes
+
+from .service_harness import Worker, raw, raw_exchange, running_service, short_directory
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "trio"  # these tests are about the service and its processes, not the client's loop
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+def nested(depth: int) -> bytes:
+    """JSON arrays ``depth`` deep, written out (``json.dumps`` would recurse that deep too)."""
+    return b"[" * depth + b"]" * depth
+
+
+# -- frames ----------------------------------------------------------------------------------------
+
+
+async def test_a_frame_nested_too_deep_gets_an_error_and_harms_no_one(workspace: Path) -> None:
+    with running_service(workspace) as service:
+        async with open_leases(service.url, workspace) as bystander:
+            assert isinstance(bystander, UnixLeaseClient)
+            held = await bystander.acquire([writes("x")])
+            frames = [
+                raw(b"[" * 200_000),  # json.loads raises RecursionError: the service died of it
+                raw(b'{"v":1,"op":"ping","n":1,"pad":' + nested(40) + b"}"),
+                raw(
+                    b'{"v":1,"op":"acquire","n":2,"claims":[{"r":"device","m":'
+                    + nested(500)
+                    + b"}]}"
+                ),
+                frame({"op": "ping", "n": 3}),
+            ]
+            replies = await anyio.to_thread.run_sync(
+                raw_exchange, service.socket, b"".join(frames), 4
+            )
+            assert [r["ok"] for r in replies] == [False, False, False, True]
+            for reply in replies[:3]:
+                assert reply["error"]["type"] == "ProtocolError"  # type: ignore[index]
+                assert "nested deeper than" in reply["error"]["message"]  # type: ignore[index]
+            assert (await bystander.status())["held"] == 1
+            bystander.release(held)
+            bystander.release(await bystander.acquire([writes("x")]))
+
+
+async def publish_raw(client: UnixLeaseClient, grant: Grant, **change: object) -> None:
+    """Ask the service to make ``change`` under ``grant``, as a hostile client would (this
+    client sends only what its ops encode to)."""
+    message = {"op": "publish", "of": client._held[grant.id], "token": grant.token, **change}
+    number, pending = client._send(message)
+    await pending.event.wait()
+    client._answer(number, pending)
+
+
+async def test_a_time_to_publish_past_time_t_is_an_error_reply(workspace: Path) -> None:
+    (workspace / "a").write_text("")
+    with running_service(workspace) as service:
+        async with open_leases(service.url, workspace) as client:
+            assert isinstance(client, UnixLeaseClient)
+            grant = await client.acquire([writes("a")])
+            # os.utime raised OverflowError, and the service died of it.
+            with pytest.raises(ValueError, match="time_t"):
+                await publish_raw(client, grant, kind="utime", target=["a"], ns=[10**30, 0])
+            await publish_raw(client, grant, kind="utime", target=["a"], ns=[10**9, 2 * 10**9])
+            assert (workspace / "a").stat().st_mtime == 2
+            client.release(grant)
+
+
+async def test_a_change_to_publish_outside_the_root_is_refused(workspace: Path) -> None:
+    (workspace / "a").mkdir()
+    with running_service(workspace) as service:
+        async with open_leases(service.url, workspace) as client:
+            assert isinstance(client, UnixLeaseClient)
+            grant = await client.acquire([writes("a")])
+            # Covered by the claim on "a"; the directories to it were opened from the root one
+            # component at a time, so the service made "outside" beside the root.
+            with pytest.raises(PathEscapeError):
+                target = ["a", "..", "..", "outside"]
+                await publish_raw(client, grant, kind="mkdir", target=target, mode=0o755)
+            assert not (workspace.parent / "outside").exists()
+            await publish_raw(client, grant, kind="mkdir", target=["a", ".", "b"], mode=0o755)
+            assert (workspace / "a" / "b").is_dir()  # a key spelled another way is that key
+            client.release(grant)
+
+
+@pytest.mark.parametrize("where", ["reader", "writer"])
+async def test_a_bug_met_by_one_connection_drops_that_connection_only(
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    where: str,
+) -> None:
+    """An exception nothing expects (a bug) in one connection's tasks: that connection is
+    dropped, its leases released, a line on stderr; the service and its other clients go on."""
+    import toolkernel.leases._service as service_module
+
+    handle_message, batched = LeaseService.handle_message, service_module.batched
+
+    def buggy_handle(self: LeaseService, connection: object, message: dict[str, object]) -> object:
+        if message.get("n") == 666:
+            raise RuntimeError("a bug in a handler")
+        return handle_message(self, connection, message)  # type: ignore[arg-type]
+
+    def buggy_batched(first: bytes, frames: object) -> bytes:
+        data = batched(first, frames)
+        if b'"re":666' in data:
+            raise RuntimeError("a bug in the writer")
+        return data
+
+    if where == "reader":
+        monkeypatch.setattr(LeaseService, "handle_message", buggy_handle)
+    else:
+        monkeypatch.setattr(service_module, "batched", buggy_batched)
+    path = os.path.join(short_directory(), "s.sock")
+    printed = io.StringIO()
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(lambda: serve(workspace, socket_path=path, out=printed))
+        with anyio.fail_after(5):
+            while not printed.getvalue():  # noqa: ASYNC110 (it prints once it listens)
+                await anyio.sleep(0.01)
+        async with open_leases(f"unix:{path}", workspace) as bystander:
+            assert isinstance(bystander, UnixLeaseClient)
+            held = await bystander.acquire([writes("x")])
+            victim = frame(
+                {"op": "acquire", "n": 1, "claims": [{"r": "path", "p": ["y"], "m": "exclusive"}]}
+            ) + frame({"op": "ping", "n": 666})
+            replies = await anyio.to_thread.run_sync(raw_exchange, path, victim)
+            assert all(r.get("re") == 1 for r in replies)  # the grant at most: then dropped
+            with anyio.fail_after(2):
+                bystander.release(await bystander.acquire([writes("y")]))  # its lease went back
+            assert (await bystander.status())["connections"] == 1
+            bystander.release(held)
+        tasks.cancel_scope.cancel()
+    os.rmdir(os.path.dirname(path))
+    [line] = capsys.readouterr().err.splitlines()
+    assert "dropped after an unexpected error: RuntimeError: a bug in" in line
+
+
+# -- descriptors -----------------------------------------------------------------------------------
+
+
+async def test_out_of_descriptors_the_service_serves_its_clients_then_accepts_again(
+    workspace: Path,
+) -> None:
+    # 400 connections where 256 descriptors are allowed: accept fails with EMFILE.
+    with running_service(workspace, nofile=(256, 256)) as service:
+        async with open_leases(service.url, workspace) as existing:
+            assert existing is not None
+            held = await existing.acquire([writes("x")])
+            flood = []
+            try:
+                for _ in range(400):
+                    extra = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    flood.append(extra)
+                    extra.settimeout(5)
+                    extra.connect(service.socket)  # queued in the backlog past the limit
+                await anyio.sleep(0.3)
+                assert service.process.poll() is None
+                assert await anyio.Path(service.socket).exists()
+                existing.release(held)
+                existing.release(await existing.acquire([writes("x")]))
+            finally:
+                for extra in flood:
+                    extra.close()
+            with anyio.fail_after(5):
+                async with open_leases(service.url, workspace) as newcomer:
+                    assert newcomer is not None
+                    newcomer.release(await newcomer.acquire([writes("x")]))
+
+
+async def test_the_service_raises_its_soft_descriptor_limit_to_the_hard_one(
+    workspace: Path,
+) -> None:
+    with running_service(workspace, nofile=(256, 1024)) as service:
+        limits = resource.prlimit(service.process.pid, resource.RLIMIT_NOFILE)
+        assert limits == (1024, 1024)
+
+
+# -- the service stopped ---------------------------------------------------------------------------
+
+
+async def test_time_the_service_was_stopped_is_not_its_clients_silence(workspace: Path) -> None:
+    ttl = 0.5
+    with running_service(workspace, ttl=ttl) as service:
+        worker = Worker(service, "y")
+        try:
+            async with (
+                open_leases(service.url, workspace) as a,
+                open_leases(service.url, workspace) as b,
+                open_leases(service.url, workspace) as c,
+            ):
+                assert isinstance(a, UnixLeaseClient) and isinstance(b, UnixLeaseClient)
+                assert isinstance(c, UnixLeaseClient)
+                held = await a.acquire([writes("x")])
+                order: list[str] = []
+                done = anyio.Event()
+
+                async def wait_for_x(client: UnixLeaseClient, name: str) -> None:
+                    grant = await client.acquire([writes("x")])
+                    order.append(name)
+                    await anyio.sleep(0.05)
+                    client.release(grant)
+                    if name == "c":
+                        done.set()
+
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(wait_for_x, b, "b")
+                    await b.ping()  # b's request is in before c's
+                    tasks.start_soon(wait_for_x, c, "c")
+                    await c.ping()
+                    # The worker goes really silent; the service stops for three TTLs.
+                    worker.process.send_signal(signal.SIGSTOP)
+                    service.process.send_signal(signal.SIGSTOP)
+                    await anyio.sleep(3 * ttl)
+                    service.process.send_signal(signal.SIGCONT)
+                    await anyio.sleep(ttl / 2)  # every client was dropped by now
+                    # a still holds x: its write is made; then b and c get x, in order.
+                    (workspace / ".x.a.tktmp").write_text("from a")
+                    await anyio.to_thread.run_sync(
+                        a.fence(held).publish, Rename((".x.a.tktmp",), ("x",))
+                    )
+                    assert (workspace / "x").read_text() == "from a"
+                    assert order == []
+                    a.release(held)
+                    with anyio.fail_after(2):
+                        await done.wait()
+                assert order == ["b", "c"]
+                # The worker, silent since, is dropped after its TTL: y comes free.
+                with anyio.fail_after(2 * ttl + 1):
+                    a.release(await a.acquire([writes("y")]))
+        finally:
+            worker.process.send_signal(signal.SIGCONT)
+            worker.close()
+
+
+# -- a hostile service -----------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def fake_service(answer: Callable[[int, dict[str, object]], bytes]) -> AsyncIterator[str]:
+    """A listener on a Unix socket that answers each frame a client sends with ``answer(n,
+    message)``; yields its ``unix:`` URL."""
+    directory = short_directory()
+    path = os.path.join(directory, "s.sock")
+
+    async def serve_one(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            reader = BufferedByteReceiveStream(stream)
+            try:
+                while True:
+                    header = await reader.receive_exactly(HEADER_SIZE)
+                    message = parse_frame(await reader.receive_exactly(frame_length(header)))
+                    await stream.send(answer(int(message["n"]), message))
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
+                pass
+
+    listener = await anyio.create_unix_listener(path)
+    try:
+        async with listener, anyio.create_task_group() as tasks:
+            tasks.start_soon(listener.serve, serve_one)
+            yield f"unix:{path}"
+            tasks.cancel_scope.cancel()
+    finally:
+        os.unlink(path)
+        os.rmdir(directory)
+
+
+def hello_then(grant: bytes) -> Callable[[int, dict[str, object]], bytes]:
+    """Answers a hello as the service does, an acquire with ``grant`` (``{n}`` for its number)."""
+
+    def answer(number: int, message: dict[str, object]) -> bytes:
+        if message["op"] == "hello":
+            return frame({"re": number, "ok": True, "ttl": 10.0, "pid": 1})
+        if message["op"] == "acquire":
+            return raw(grant.replace(b"{n}", str(number).encode()))
+        return b""  # a heartbeat's ping: no answer
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "grant",
+    [
+        b"[" * 200_000,  # RecursionError out of json.loads, out of the client's reader
+        b'{"v":1,"re":{n},"ok":true,"lease":' + nested(100) + b',"token":1}',
+        b'{"v":1,"re":[{n}],"ok":true,"lease":1,"token":1}',  # unhashable: TypeError
+        b'{"v":1,"re":true,"ok":true,"lease":1,"token":1}',  # True == 1
+        b'{"v":1,"re":{n},"ok":"yes","lease":1,"token":1}',
+        b'{"v":1,"re":{n},"ok":true,"token":1}',  # KeyError
+        b'{"v":1,"re":{n},"ok":true,"lease":1,"token":"1e9"}',  # ValueError from int()
+    ],
+    ids=["deep-frame", "deep-field", "re-list", "re-bool", "ok-string", "no-lease", "token-str"],
+)
+async def test_a_malformed_reply_loses_the_connection_with_a_clear_error(
+    workspace: Path, grant: bytes
+) -> None:
+    async with fake_service(hello_then(grant)) as url, open_leases(url, workspace) as client:
+        assert isinstance(client, UnixLeaseClient)
+        with anyio.fail_after(5), pytest.raises(LeaseServiceError, match="lost the lease"):
+            await client.acquire([writes("x")])
+        with pytest.raises(LeaseServiceError):
+            await client.acquire([writes("x")])  # the connection is gone
+
+
+@pytest.mark.parametrize("ttl", [0, -1, "10", None, 1e400])
+async def test_a_hello_answered_with_no_usable_ttl_is_a_clear_error(
+    workspace: Path, ttl: object
+) -> None:
+    def answer(number: int, message: dict[str, object]) -> bytes:
+        hello = {"re": number, "ok": True, "pid": 1}
+        if ttl is not None:
+            hello["ttl"] = ttl
+        return frame(hello)
+
+    async with fake_service(answer) as url:
+        with anyio.fail_after(5), pytest.raises(LeaseServiceError, match="lost the lease"):
+            async with open_leases(url, workspace):
+                pass
+
+
+async def test_an_error_reply_naming_a_signal_is_a_refusal_not_that_signal(
+    workspace: Path,
+) -> None:
+    error = json.dumps({"type": "HoldMore", "message": "more"}).encode()
+    grant = b'{"v":1,"re":{n},"ok":false,"error":' + error + b"}"
+    async with fake_service(hello_then(grant)) as url, open_leases(url, workspace) as client:
+        assert client is not None
+        with pytest.raises(ValueError, match="refused the request: more"):
+            await client.acquire([writes("x")])
