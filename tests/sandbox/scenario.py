@@ -8,7 +8,8 @@ Imported by the tests, and run as a script so that a test can run it as an unpri
     python scenario.py ROOT COMMAND [--before-read SHELL] [--before-check SHELL]
 
 prints one JSON object: ``changes`` (path, kind, replaces, metadata_only, copied_up), and
-``underneath`` (the paths changed underneath), and commits the run when that is empty.
+``underneath`` (the paths changed underneath) and ``output`` (what the command printed), and
+commits the run when nothing was changed underneath.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ def launcher() -> list[str]:
     return [python, *rest]
 
 
-def run(root: str, command: str) -> Overlay:
+def run(root: str, command: str) -> tuple[Overlay, str]:
     """Run ``command`` (``bash -c``) on a fresh overlay of ``root``; the overlay, whose
-    changes are the run's (the caller discards it). Raises if the command fails."""
+    changes are the run's (the caller discards it), and what the command printed. Raises if
+    the command fails."""
     overlay = Overlay.create(root)
     try:
         argv = [*launcher(), *overlay.launcher_options(), "--", "/bin/bash", "-c", command]
@@ -51,7 +53,7 @@ def run(root: str, command: str) -> Overlay:
     except BaseException:
         overlay.discard()
         raise
-    return overlay
+    return overlay, done.stdout
 
 
 def scenario(
@@ -60,7 +62,7 @@ def scenario(
     """Run ``command`` on an overlay of ``root``; run ``before_read`` on the workspace, read
     the change set, run ``before_check``, check it, and commit if nothing was changed
     underneath it."""
-    overlay = run(root, command)
+    overlay, output = run(root, command)
     try:
         shell(root, before_read)
         changes = overlay.changes()
@@ -75,6 +77,7 @@ def scenario(
             [c.path, c.kind.value, c.replaces, c.metadata_only, c.copied_up] for c in changes
         ],
         "underneath": underneath,
+        "output": output,
     }
 
 

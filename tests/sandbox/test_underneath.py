@@ -99,10 +99,6 @@ def test_a_rename_or_a_link_commits_even_beside_another_writer(
 ) -> None:
     # The entry renamed or linked carries the origin of the file it came from: its path held
     # nothing, and files made beside it by someone else are no conflict.
-    if other and user:
-        # In a user namespace overlayfs records a copy-up's origin without its file handle:
-        # the renamed entry can't be told from one made in place, and is taken for a conflict.
-        pytest.skip("unprivileged: a copy-up's origin names no file")
     before = tree(root)
     found = run(user, root, command, before_check=other)
     assert found["underneath"] == []

@@ -62,8 +62,9 @@ def seed(root: pathlib.Path) -> None:
 
 
 def snapshot(root: pathlib.Path) -> dict[str, Any]:
-    """Every entry: a link's target, a directory's mode, a file's content and mode, and, for
-    files with several names, which of the names are one file. Walked a directory at a time
+    """Every entry: a link's target, a directory's mode, a file's content (the root's path in
+    it spelled ``ROOT``) and mode, and, for files with several names, which of the names are
+    one file. Walked a directory at a time
     (a tree may be deeper than a path may be long)."""
     found: dict[str, Any] = {}
     inodes: dict[int, list[str]] = {}
@@ -82,7 +83,8 @@ def snapshot(root: pathlib.Path) -> dict[str, Any]:
                     pending.append((f"{path}/", child))
                 else:
                     with open(os.open(name, os.O_RDONLY, dir_fd=fd), "rb") as stream:
-                        found[path] = ("file", stream.read(), stat.S_IMODE(status.st_mode))
+                        content = stream.read().replace(os.fsencode(root), b"ROOT")
+                    found[path] = ("file", content, stat.S_IMODE(status.st_mode))
                     inodes.setdefault(status.st_ino, []).append(path)
         finally:
             os.close(fd)
@@ -91,8 +93,18 @@ def snapshot(root: pathlib.Path) -> dict[str, Any]:
 
 
 def plain(root: pathlib.Path, command: str) -> subprocess.CompletedProcess[str]:
+    """``command`` in a plain shell, with a temporary directory of its own beside ``root``
+    (on its file system, as /tmp often is)."""
+    temporary = root.parent / f"{root.name}-tmp"
+    temporary.mkdir(exist_ok=True)
+    environment = {**os.environ, "TMPDIR": str(temporary)}
     return subprocess.run(
-        ["bash", "-c", command], cwd=root, capture_output=True, text=True, check=False
+        ["bash", "-c", command],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=environment,
     )
 
 
@@ -102,6 +114,8 @@ async def through_the_tool(root: pathlib.Path, command: str) -> tk.ToolResult:
     return result
 
 
+RENAME = 'python3 -c "import os; os.rename({}, {})"'
+TMP = "os.environ['TMPDIR']"
 DEEP = "$(printf 'level/%.0s' $(seq 1200))"
 """A path 1,200 directories deep: 7,200 bytes, longer than a path may be (``PATH_MAX``)."""
 HALF = "$(printf 'level/%.0s' $(seq 600))"
@@ -120,6 +134,15 @@ COMMANDS = [
     "cp -a d e && rm -r d",
     "rm -r d && mkdir d && echo new > d/n.txt",
     "echo more >> a.txt && chmod 600 a.txt",
+    # Renames overlayfs refuses: a directory of the lower layer, across mounts ($TMPDIR).
+    RENAME.format("'d'", "'e'"),
+    RENAME.format("'d/sub'", "'newdir/sub2'"),
+    "mv d newdir/ && mv newdir/d/sub newdir/sub",
+    "echo hi > $TMPDIR/f && " + RENAME.format(TMP + " + '/f'", "'f.txt'"),
+    "mkdir -p $TMPDIR/t/u && echo y > $TMPDIR/t/u/y && " + RENAME.format(TMP + " + '/t'", "'t'"),
+    RENAME.format("'a.txt'", TMP + " + '/a'"),
+    RENAME.format("'d'", "'newdir'"),  # onto an empty directory
+    "git init -q && git init -q --separate-git-dir=gitdir && git status --short",
     f"mkdir -p {DEEP}",
     f"mkdir -p {HALF} && echo bottom > {HALF}/bottom.txt",
 ]
@@ -137,6 +160,36 @@ async def test_an_everyday_command_ends_as_in_a_plain_shell(
     assert done.returncode == 0, done.stderr
     result = await through_the_tool(tool_root, command)
     assert result.status is tk.Status.OK, result.error
+    assert snapshot(tool_root) == snapshot(shell_root)
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        ("d", "d/sub/inside"),  # a directory into itself: EINVAL
+        ("d", "newdir2"),  # onto a directory that is not empty: ENOTEMPTY
+        ("d", "a.txt"),  # a directory onto a file: ENOTDIR
+        ("a.txt", "d"),  # a file onto a directory: EISDIR
+        ("missing", "x"),  # ENOENT
+    ],
+)
+async def test_a_rename_that_fails_fails_as_in_a_plain_shell(
+    tmp_path: pathlib.Path, source: str, target: str
+) -> None:
+    command = (
+        f"python3 -c \"import os\ntry: os.rename('{source}', '{target}')\n"
+        f'except OSError as e: print(e.errno)"'
+    )
+    shell_root, tool_root = tmp_path / "plain", tmp_path / "tool"
+    for root in (shell_root, tool_root):
+        root.mkdir()
+        seed(root)
+        (root / "newdir2").mkdir()
+        (root / "newdir2" / "kept").write_text("kept\n")
+    done = plain(shell_root, command)
+    result = await through_the_tool(tool_root, command)
+    assert result.status is tk.Status.OK, result.error
+    assert result.text() == done.stdout and done.stdout.strip().isdigit()
     assert snapshot(tool_root) == snapshot(shell_root)
 
 

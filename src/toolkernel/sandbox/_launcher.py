@@ -46,6 +46,10 @@ import _signal as signal  # type: ignore[import-not-found]  # no stubs: a C modu
 import os
 import sys
 
+TYPE_CHECKING = False  # not typing's: this script imports as little as it can
+if TYPE_CHECKING:
+    import types
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
@@ -112,8 +116,9 @@ class _Function(_ctypes.CFuncPtr):  # what ctypes.CDLL(..., use_errno=True) make
 
 
 class _Libc:
-    """The C library's ``syscall``, ``prctl``, ``unshare`` and ``mount``, as ``ctypes.CDLL(None,
-    use_errno=True)`` gives them (``syscall`` returning a long)."""
+    """The C library's ``syscall``, ``prctl``, ``unshare``, ``mount``, ``ioctl`` and
+    ``renameat2``, as ``ctypes.CDLL(None, use_errno=True)`` gives them (``syscall`` returning a
+    long)."""
 
     def __init__(self) -> None:
         # What CDLL(None) does: dlopen(NULL, RTLD_LOCAL), the program and its libraries. The
@@ -125,6 +130,8 @@ class _Libc:
         self.prctl = _Function(("prctl", self))  # type: ignore[arg-type]
         self.unshare = _Function(("unshare", self))  # type: ignore[arg-type]
         self.mount = _Function(("mount", self))  # type: ignore[arg-type]
+        self.ioctl = _Function(("ioctl", self))  # type: ignore[arg-type]
+        self.renameat2 = _Function(("renameat2", self))  # type: ignore[arg-type]
 
 
 class _RulesetAttr(_ctypes.Structure):
@@ -310,20 +317,51 @@ def isolate(root: str, upper: str, work: str) -> None:
         _fail(f"mount an overlay on {root}")
 
 
-def run_as_first_process(command: list[str], cwd: str | None) -> None:
+def run_as_first_process(
+    command: list[str],
+    cwd: str | None,
+    root: str,
+    confined: tuple[list[str], list[str]] | None = None,
+    renames: str | None = None,
+) -> None:
     """Start the PID namespace's first process, which runs ``command`` and ends when it does
     (taking every process of the namespace with it); exit with the command's status. SIGTERM
-    ends it at once."""
+    ends it at once. With ``confined`` (directories, files), the first process restricts
+    itself and everything it starts to writing there (:func:`restrict`), once it has mounted
+    the namespace's own ``/proc`` (Landlock forbids mounting after).
+
+    The first process also answers the command's renames (``_renames``: overlayfs refuses
+    some a plain shell makes), logging those inside ``root`` to ``renames``."""
     first = os.fork()
     if first == 0:
         try:
-            # Its own /proc, so `ps` shows the command's processes only (where allowed).
+            # Its own /proc: `ps` shows the command's processes only, and the rename
+            # supervisor finds its callers by the pids of this namespace.
             _libc().mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+            # Opened before Landlock: the log is outside everything the command may write.
+            log = None if renames is None else os.open(renames, os.O_WRONLY | os.O_APPEND)
+            if confined is not None:
+                try:
+                    restrict(*confined)
+                except OSError as error:
+                    print(f"toolkernel sandbox: {error}", file=sys.stderr)
+                    os._exit(126)
             if cwd is not None:
                 os.chdir(cwd)  # the overlay, not the directory under it
+            supervisor = _supervisor()
+            pair = supervisor.socket_pair() if supervisor is not None else None
             child = os.fork()
             if child == 0:
+                if pair is not None and supervisor is not None:
+                    pair[0].close()
+                    supervisor.confine(_libc(), pair[1])
                 os.execv(command[0], command)
+            listener = None
+            if pair is not None and supervisor is not None:
+                pair[1].close()
+                listener = supervisor.receive(pair[0])
+            if listener is not None and supervisor is not None:
+                os._exit(supervisor.Supervisor(_libc(), listener, root, log).serve(child))
             while True:
                 pid, status = os.wait()
                 if pid == child:
@@ -347,10 +385,29 @@ def run_as_first_process(command: list[str], cwd: str | None) -> None:
     os._exit(128 - code if code < 0 else code)
 
 
+def _supervisor() -> types.ModuleType | None:
+    """The rename supervisor's module (``_renames``, beside this script), or None if it can't
+    be loaded: then renames go to the kernel as they are."""
+    if __package__:  # imported as a module of the package (tests)
+        from . import _renames
+
+        return _renames
+    # Run as a script: -I left its directory off the path.
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        import _renames  # type: ignore[import-not-found,no-redef]  # beside this script
+    except ImportError:
+        return None
+    return _renames
+
+
 def main(argv: list[str]) -> None:
     dirs: list[str] = []
     files: list[str] = []
     overlay: list[str] = []
+    renames: str | None = None
     at = 0
     while at < len(argv) and argv[at] != "--":
         option = argv[at]
@@ -358,19 +415,22 @@ def main(argv: list[str]) -> None:
             overlay = argv[at + 1 : at + 4]
             at += 4
             continue
-        (dirs if option == "--dir" else files).append(argv[at + 1])
+        if option == "--renames":
+            renames = argv[at + 1]
+        else:
+            (dirs if option == "--dir" else files).append(argv[at + 1])
         at += 2
     command = argv[at + 1 :]
+    confined = (dirs, files) if dirs or files else None
     if overlay:
         isolate(*overlay)
-    if dirs or files:
+        run_as_first_process(command, os.getcwd(), overlay[0], confined, renames)
+    if confined is not None:
         try:
-            restrict(dirs, files)
+            restrict(*confined)
         except OSError as error:
             print(f"toolkernel sandbox: {error}", file=sys.stderr)
             os._exit(126)
-    if overlay:
-        run_as_first_process(command, os.getcwd())
     supervise(command)
 
 

@@ -111,6 +111,8 @@ class Overlay:
             with open(marker, "x"):
                 pass
             started = os.lstat(marker).st_ctime_ns
+            with open(os.path.join(place, "renames"), "x"):
+                pass  # the rename supervisor's log (``_renames``)
         except BaseException:
             _remove_tree(place)
             raise
@@ -121,17 +123,43 @@ class Overlay:
         return os.path.join(self.place, "upper")
 
     def launcher_options(self) -> list[str]:
-        """The launcher's ``--overlay`` option for this run."""
-        return ["--overlay", self.root, self.upper, os.path.join(self.place, "work")]
+        """The launcher's ``--overlay`` and ``--renames`` options for this run."""
+        work = os.path.join(self.place, "work")
+        return ["--overlay", self.root, self.upper, work, "--renames", self._renames_log]
+
+    @property
+    def _renames_log(self) -> str:
+        return os.path.join(self.place, "renames")
 
     def changes(self) -> list[Change]:
         """What the command changed, parents first. Synchronous."""
         return read_changes(self.root, self.upper)
 
+    def renamed(self) -> dict[str, str]:
+        """Where each entry the run renamed inside the root ended, and the path it came from
+        (following it through the renames of its directories and of itself), from the rename
+        supervisor's log. Synchronous."""
+        try:
+            with open(self._renames_log, "rb") as stream:
+                words = stream.read().split(b"\0")
+        except OSError:
+            return {}
+        came_from: dict[str, str] = {}
+        for at in range(0, len(words) - 1, 2):
+            source, target = os.fsdecode(words[at]), os.fsdecode(words[at + 1])
+            moved = {}
+            for path in list(came_from):
+                if path == source or path.startswith(source + "/"):
+                    moved[target + path[len(source) :]] = came_from.pop(path)
+            came_from.pop(target, None)  # what was there is replaced
+            came_from.update(moved)
+            came_from.setdefault(target, source)
+        return came_from
+
     def changed_underneath(self, changes: Sequence[Change]) -> list[str]:
         """The paths of ``changes`` whose commit would overwrite what something else changed
         since the run started (``_underneath``). Synchronous."""
-        return changed_underneath(self.root, self.upper, changes, self.started)
+        return changed_underneath(self.root, self.upper, changes, self.started, self.renamed())
 
     def commit(self, changes: Sequence[Change], *, fence: Fence | None = None) -> None:
         """Apply ``changes`` to the root; with ``fence`` (shared leases), each visible step

@@ -40,7 +40,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ._changes import ORIGIN, Change, ChangeKind
 from ._directories import Directories
@@ -53,12 +53,19 @@ _LIST = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _GONE = (FileNotFoundError, NotADirectoryError)
 
 
-def changed_underneath(root: str, upper: str, changes: Sequence[Change], started: int) -> list[str]:
+def changed_underneath(
+    root: str,
+    upper: str,
+    changes: Sequence[Change],
+    started: int,
+    renamed: Mapping[str, str] | None = None,
+) -> list[str]:
     """The paths of ``changes`` (as ``read_changes`` lists them, parents first, from the
     upper layer ``upper``) whose commit would overwrite something another process changed in
     ``root`` after ``started`` (the file system's time, in ns): see the module docstring.
+    ``renamed``: where the run renamed entries to, and from where (``Overlay.renamed``).
     Synchronous."""
-    check = _Check(root, upper, changes, started)
+    check = _Check(root, upper, changes, started, renamed or {})
     try:
         return [change.path for change in changes if check.changed(change)]
     finally:
@@ -66,8 +73,16 @@ def changed_underneath(root: str, upper: str, changes: Sequence[Change], started
 
 
 class _Check:
-    def __init__(self, root: str, upper: str, changes: Sequence[Change], started: int) -> None:
+    def __init__(
+        self,
+        root: str,
+        upper: str,
+        changes: Sequence[Change],
+        started: int,
+        renamed: Mapping[str, str],
+    ) -> None:
         self.by_path = {change.path: change for change in changes}
+        self.renamed = renamed
         self.changes = changes
         self.started = started
         self.upper = upper
@@ -117,11 +132,19 @@ class _Check:
 
     def _renamed_here(self, change: Change) -> bool:
         """Whether ``change``, a copied-up entry gone from the lower layer, came from the file
-        at another path the command changed (a rename's source, or a file it linked here):
-        its origin (the lower file overlayfs copied up, by file handle) is that file. Then
-        nothing was deleted here: had this path been a name of that file at the start, its
-        removal would have changed the file (its link count), which that path's own check
-        sees."""
+        at another path: the command renamed it here (the rename supervisor's log says so:
+        whatever was here before is replaced by it), or its origin (the lower file overlayfs
+        copied up, by file handle) is the file at a path the command changed (a rename's
+        source, or a file it linked here). Then nothing was deleted here: had this path been a
+        name of that file at the start, its removal would have changed the file (its link
+        count), which that path's own check sees."""
+        source = self.renamed.get(change.path)
+        if source is not None:
+            # The rename supervisor saw it made (``_renames``) from a lower entry, which the
+            # command's whiteout (a change, checked) replaces; unless that is gone too.
+            return source in self.by_path or self._in_lower(source)
+        if self._linked(change):
+            return True
         origin = self._origin(change.parts)
         if origin is None:
             return False
@@ -134,12 +157,42 @@ class _Check:
                     sources[handle] = other.path
         return origin in sources
 
-    def _origin(self, parts: tuple[str, ...]) -> tuple[int, bytes] | None:
+    def _linked(self, change: Change) -> bool:
+        """Whether ``change`` is, in the upper layer, one file with another change the command
+        made (``ln a b``): where overlayfs records no file handle, its link count tells."""
+        found = self._upper_status(change.parts)
+        if found is None or found.st_nlink < 2 or change.kind is not ChangeKind.FILE:
+            return False
+        for other in self.changes:
+            if other is not change and other.kind is ChangeKind.FILE:
+                status = self._upper_status(other.parts)
+                if status is not None and status.st_ino == found.st_ino:
+                    return True
+        return False
+
+    def _in_lower(self, path: str) -> bool:
+        parts = tuple(path.split("/"))
+        try:
+            os.lstat(parts[-1], dir_fd=self.lower.open(parts[:-1]))
+        except OSError:
+            return False
+        return True
+
+    def _upper_status(self, parts: tuple[str, ...]) -> os.stat_result | None:
+        try:
+            return os.lstat(parts[-1], dir_fd=self._upper_directory(parts))
+        except OSError:
+            return None
+
+    def _upper_directory(self, parts: tuple[str, ...]) -> int:
         if self._layer is None:
             self._upper_fd = os.open(self.upper, _LOOK)
             self._layer = Directories(self._upper_fd, _LOOK)
+        return self._layer.open(parts[:-1])
+
+    def _origin(self, parts: tuple[str, ...]) -> tuple[int, bytes] | None:
         try:
-            directory = self._layer.open(parts[:-1])
+            directory = self._upper_directory(parts)
             found = os.getxattr(
                 f"/proc/self/fd/{directory}/{parts[-1]}", ORIGIN, follow_symlinks=False
             )
