@@ -13,10 +13,17 @@ really changed decides what is committed, and how:
 3. Holding everything it changed, it checks nothing else changed those paths since it started
    (another agent, a person, a process outside the kernel). If none did, the changes are
    applied, in one shielded step (a file by one rename), and the call's result is the output.
-   If some did, nothing of the attempt becomes visible: the call takes the whole workspace
-   (keeping its place), the command runs again, and its result says so. After
+   If some did, nothing of the attempt becomes visible. A command that is *confined*
+   (``Analysis.confined``: everything it does is known and stays in the sandbox) runs again:
+   the call takes the whole workspace (keeping its place), and its result says so; after
    :data:`MAX_ATTEMPTS` runs (only a process outside the kernel can go on changing what it
-   changes) it fails, saying which paths kept changing.
+   changes) it fails, saying which paths kept changing. Any other command (one that sends
+   data over the network, talks to a database or a daemon, publishes, or runs code the rules
+   can't see, which may do any of that) never runs twice: it fails, saying what changed
+   underneath, that nothing it changed in the workspace was kept (and what that was), why it
+   was not run again, and its output. Discarding is chosen over keeping its changes beside
+   the other writer's: the workspace is then as if it had not run, a state the batch can be
+   in, where a mix of the two would be no state any order of them gives.
 
 A command that times out, or whose call is cancelled, commits nothing, and says so. What it
 writes outside the workspace is policy, not ordering: its temporary directory and the
@@ -125,14 +132,15 @@ def _below(resource: object, directory: Path) -> bool:
 
 @attrs.frozen
 class _Run:
-    """One run of the command, done: its overlay, what it changed, its output and why it
-    failed (None if it exited 0)."""
+    """One run of the command, done: its overlay, what it changed, its output, its exit
+    status and why it failed (None if it exited 0)."""
 
     overlay: Overlay
     changes: list[Change]
     text: str
     failure: str | None
     number: int
+    status: int
 
 
 @attrs.frozen
@@ -202,8 +210,11 @@ async def run_and_commit(
             underneath = await anyio.to_thread.run_sync(run.overlay.changed_underneath, run.changes)
             if not underneath:
                 break
-            statistics.reruns += 1
             shown = _listed(underneath)
+            if not analysis.confined:
+                statistics.discarded += 1
+                raise ToolError(_not_run_again(analysis, shown, run, notes))
+            statistics.reruns += 1
             if run.number >= MAX_ATTEMPTS:
                 raise ToolError(
                     f"{shown} kept changing while the command ran ({run.number} runs); nothing "
@@ -308,7 +319,28 @@ async def _run_once(
         statistics.discarded += 1
         overlay.discard_later()
         raise
-    return _Run(overlay, changes, text, failure, number)
+    return _Run(overlay, changes, text, failure, number, status)
+
+
+def _not_run_again(analysis: Analysis, shown: str, run: _Run, notes: list[str]) -> str:
+    """Why a command whose run was thrown away is not run again, and what it did."""
+    if analysis.effects_beyond:
+        why = f"what it does reaches beyond the workspace ({'; '.join(analysis.effects_beyond)})"
+    else:
+        reasons = "; ".join(analysis.unknown_effects) or analysis.barrier or "not understood"
+        why = f"what it does is not known whole, and may reach beyond the workspace ({reasons})"
+    changed = _listed([change.path for change in run.changes])
+    outcome = f"exit code {run.status}" if run.status else "it succeeded"
+    return "\n".join(
+        [
+            *notes,
+            f"{shown} changed while the command ran (another agent, a command or a person), "
+            f"so nothing it changed in the workspace was kept (it had changed {changed}); it "
+            f"was not run again, since {why}: its run ({outcome}) happened once. Check what it "
+            f"did and run it again if it is still wanted. Its output:",
+            run.text,
+        ]
+    ).rstrip()
 
 
 def _listed(paths: Sequence[str]) -> str:
