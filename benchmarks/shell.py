@@ -30,7 +30,10 @@ ii. **replay** of its turns with several calls (the inputs and the claims of the
 
 With ``--project SET=DIR`` a set's commands are analysed with the project in DIR read
 (``shell_claims(command, root=DIR)``: its mise tasks, mix aliases, package.json scripts...),
-as the Bash tool would read a checkout of the project the sessions worked on.
+as the Bash tool would read a checkout of the project the sessions worked on; and the set is
+replayed once more with each Bash call's claims asked of the Bash tool itself
+(``BashTool.claims``, with the workspace key wrapped as a kernel wraps it for a batch of
+several calls: what a real multi-call turn holds).
 
 iii. **unsound predictions**: each class of effect the prediction must cover (the project's
    configuration, hooks, caches beside the sources, shadowing programs, bash corners, fresh
@@ -64,6 +67,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import shlex
 import shutil
 import statistics
@@ -78,9 +82,11 @@ import trio
 import trio.testing
 
 import toolkernel as tk
+from toolkernel.kernel._admission import keyed_once
 from toolkernel.locks import Claim, Mode, Path, canonical_claims
 from toolkernel.replay import is_read_only_command
 from toolkernel.tools import Workspace, builtin_tools
+from toolkernel.tools._bash import make_bash_tool
 from toolkernel.tools.shell import _confine, analyse, command_environment
 from toolkernel.tools.shell._claims import keyed_claims
 
@@ -141,6 +147,32 @@ class Prediction:
             analysis = analyse(text, root=self.root)
             claims = canonical_claims(keyed_claims(analysis, session_key(root or None)))
             found = self.cache[(command, cwd)] = (claims, analysis.effects_known)
+        return found
+
+
+class ToolPrediction(Prediction):
+    """A set's Bash claims as the Bash tool itself declares them in a batch of several calls,
+    in a kernel whose workspace is the project in ``root``: ``BashTool.claims`` asked with
+    the workspace's key wrapped as the kernel wraps it for a batch (``keyed_once``). The
+    session's working directory is spelled as the project's in the command, as if the session
+    had run there."""
+
+    def __init__(self, root: pathlib.Path) -> None:
+        super().__init__(root)
+        self.workspace = Workspace(root)
+        self.tool = make_bash_tool()
+
+    def __call__(self, command: str, cwd: str | None = None) -> tuple[tuple[Claim, ...], bool]:
+        found = self.cache.get((command, cwd))
+        if found is None:
+            session, _, sub = (cwd or "").partition("\0")
+            text = f"cd {shlex.quote(sub)} && {command}" if sub else command
+            if session:
+                text = re.sub(re.escape(session.rstrip("/")) + r"(?![\w.-])", str(self.root), text)
+            claims = self.tool.claims({"command": text}, keyed_once(self.workspace.key))
+            assert claims is not None
+            known = analyse(text, root=self.root).effects_known
+            found = self.cache[(command, cwd)] = (canonical_claims(claims), known)
         return found
 
 
@@ -343,15 +375,19 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
 
-def report_set(name: str, traces: pathlib.Path, root: pathlib.Path | None) -> None:
+def report_set(
+    name: str, traces: pathlib.Path, root: pathlib.Path | None, *, tool: bool = False
+) -> None:
     loaded = scheduling.load_traces(traces)
     capped = scheduling.capped(loaded)
     multi = [b for b in capped if len(b.calls) > 1]
-    predict = Prediction(root)
+    predict = ToolPrediction(root) if tool and root is not None else Prediction(root)
     cwds = load_cwds(traces)
     found = rates(loaded, predict, cwds)
     sessions = len({b.label.split(" ")[0] for b in loaded})
     read = f", the project read from {root}" if root is not None else ""
+    if tool:
+        read += ", each command's claims the Bash tool's own in a batch"
     print(
         f"\n== {name}: {traces.name}: {len(loaded)} turns of {sessions} sessions, {len(multi)} "
         f"with several calls{read}"
@@ -428,6 +464,7 @@ def report_replay(
         report_set(name, file, None)
         if name in projects:
             report_set(name, file, projects[name])
+            report_set(name, file, projects[name], tool=True)
 
 
 # -- unsound predictions: each class's representative, run for real ----------------------------
