@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import stat
 import subprocess
 import sys
@@ -232,3 +233,38 @@ async def test_what_a_command_leaves_in_its_temporary_directory_is_removed_howev
     temporary = pathlib.Path(result.text().strip().splitlines()[-1])
     assert temporary.is_absolute()
     assert not await anyio.Path(temporary).exists()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+async def test_a_local_clone_into_the_workspace_ends_as_in_a_plain_shell(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A local clone hard-links the objects of the repository it clones: copied up in the
+    # overlay, linked to new names; it used to fail as "kept changing" three runs in a row.
+    for name, value in {
+        "GIT_AUTHOR_NAME": "T",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "T",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_AUTHOR_DATE": "2001-02-03T04:05:06Z",
+        "GIT_COMMITTER_DATE": "2001-02-03T04:05:06Z",
+    }.items():
+        monkeypatch.setenv(name, value)
+    shell_root, tool_root = tmp_path / "plain", tmp_path / "tool"
+    for root in (shell_root, tool_root):
+        root.mkdir()
+        (root / "f.txt").write_text("f\n")
+        made = plain(root, "git init -q -b main && git add f.txt && git commit -qm first")
+        assert made.returncode == 0, made.stderr
+    command = "git clone -q . sub/copy && git -C sub/copy log --format=%s"
+    done = plain(shell_root, command)
+    assert done.returncode == 0, done.stderr
+    result = await through_the_tool(tool_root, command)
+    assert result.status is tk.Status.OK, result.error
+    assert result.text().splitlines()[-1] == "first"
+
+    def without_indexes(root: pathlib.Path) -> dict[str, Any]:
+        # An index caches each file's status (times, inode numbers): one of its own per tree.
+        return {k: v for k, v in snapshot(root).items() if not k.endswith(".git/index")}
+
+    assert without_indexes(tool_root) == without_indexes(shell_root)
