@@ -206,6 +206,15 @@ def restrict(dirs: list[str], files: list[str]) -> None:
         os.close(ruleset)
 
 
+def _restrict_or_exit(dirs: list[str], files: list[str]) -> None:
+    """:func:`restrict`, or say why it can't be and exit with status 126."""
+    try:
+        restrict(dirs, files)
+    except OSError as error:
+        print(f"toolkernel sandbox: {error}", file=sys.stderr)
+        os._exit(126)
+
+
 def _children() -> list[int]:
     """The processes whose parent this one is (zombies included)."""
     me = os.getpid()
@@ -341,11 +350,7 @@ def run_as_first_process(
             # Opened before Landlock: the log is outside everything the command may write.
             log = None if renames is None else os.open(renames, os.O_WRONLY | os.O_APPEND)
             if confined is not None:
-                try:
-                    restrict(*confined)
-                except OSError as error:
-                    print(f"toolkernel sandbox: {error}", file=sys.stderr)
-                    os._exit(126)
+                _restrict_or_exit(*confined)
             if cwd is not None:
                 os.chdir(cwd)  # the overlay, not the directory under it
             supervisor = _supervisor()
@@ -426,11 +431,7 @@ def main(argv: list[str]) -> None:
         isolate(*overlay)
         run_as_first_process(command, os.getcwd(), overlay[0], confined, renames)
     if confined is not None:
-        try:
-            restrict(*confined)
-        except OSError as error:
-            print(f"toolkernel sandbox: {error}", file=sys.stderr)
-            os._exit(126)
+        _restrict_or_exit(*confined)
     supervise(command)
 
 

@@ -25,6 +25,11 @@ same namespaces), so it can rename nothing the caller could not. Where the syste
 seccomp listener (Linux before 5.0, another architecture than those below), or the caller's
 memory can't be read, the call goes on as the kernel makes it, ``EXDEV`` included.
 
+A rename costs a round trip to the supervisor: about 50 us more than the same rename on the
+overlay (80 against 27 us, 5,000 renames of new files in a command, on the reference machine);
+a rename of a file the lower layer holds costs its copy-up either way (about 1 ms). Moving what
+can't be renamed costs a copy, as ``mv`` pays.
+
 Each rename inside the workspace is also written to a log (``source NUL target NUL``, paths
 from the workspace root): in a user namespace overlayfs records no file handle in a copy-up's
 origin, and the log is how the change set tells an entry renamed here from one changed in place.
