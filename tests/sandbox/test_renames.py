@@ -98,3 +98,16 @@ def test_the_renames_log_follows_an_entry_through_its_directorys_renames(
         assert overlay.renamed() == {"moved/a.txt": "a.txt", "moved": "dir", "c.txt": "x"}
     finally:
         overlay.discard()
+
+
+def test_a_rename_given_a_bad_pointer_fails_as_the_kernel_would(
+    user: list[str], root: pathlib.Path
+) -> None:
+    call = (
+        "import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+        "print(libc.rename(ctypes.c_void_p(8), b'x'), ctypes.get_errno())"
+    )
+    argv = [*user, sys.executable, str(SCENARIO), str(root), f'python3 -c "{call}"']
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == "-1 14\n"  # EFAULT

@@ -353,9 +353,12 @@ def _string(memory: Any, address: int) -> bytes:
     found = b""
     while len(found) < PATH_MAX:
         size = 4096 - (address + len(found)) % 4096
-        chunk = os.pread(memory.fileno(), size, address + len(found))
-        if not chunk:
-            raise _Refused
+        try:
+            chunk = os.pread(memory.fileno(), size, address + len(found))
+        except OSError:
+            chunk = b""
+        if not chunk:  # not mapped: what the kernel says of a bad pointer
+            raise OSError(14, "Bad address")  # EFAULT
         end = chunk.find(b"\0")
         if end >= 0:
             return found + chunk[:end]
