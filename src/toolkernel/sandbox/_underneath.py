@@ -91,6 +91,7 @@ class _Check:
         self._layer: Directories | None = None
         self._upper_fd: int | None = None
         self._sources: dict[tuple[int, bytes], str] | None = None
+        self._names: dict[int, int] | None = None  # the change set's names of each upper file
 
     def close(self) -> None:
         self.lower.close()
@@ -163,12 +164,15 @@ class _Check:
         found = self._upper_status(change.parts)
         if found is None or found.st_nlink < 2 or change.kind is not ChangeKind.FILE:
             return False
-        for other in self.changes:
-            if other is not change and other.kind is ChangeKind.FILE:
-                status = self._upper_status(other.parts)
-                if status is not None and status.st_ino == found.st_ino:
-                    return True
-        return False
+        names = self._names
+        if names is None:  # once, and only if asked: the files of the change set, by inode
+            names = self._names = {}
+            for other in self.changes:
+                if other.kind is ChangeKind.FILE:
+                    status = self._upper_status(other.parts)
+                    if status is not None and status.st_nlink > 1:
+                        names[status.st_ino] = names.get(status.st_ino, 0) + 1
+        return names.get(found.st_ino, 0) > 1
 
     def _in_lower(self, path: str) -> bool:
         parts = tuple(path.split("/"))
