@@ -109,3 +109,69 @@ def test_a_command_ends_as_in_a_plain_shell(steps: list[str]) -> None:
         assert outside(sandboxed) == outside(plain)  # what was written through a link out of it
     finally:
         shutil.rmtree(place)
+
+
+def plain_run(root: pathlib.Path, command: str) -> str:
+    """``command`` in a plain shell in ``root``; what it printed."""
+    return subprocess.run(
+        ["bash", "-c", command], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+
+
+@settings(
+    max_examples=int(os.environ.get("TOOLKERNEL_SANDBOX_EXAMPLES", "30")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.lists(operations(), min_size=1, max_size=4),
+    st.lists(operations(), min_size=1, max_size=3),
+    st.sampled_from(["before_read", "before_check"]),
+)
+def test_another_writer_meanwhile_loses_nothing(
+    steps: list[str], others: list[str], when: str
+) -> None:
+    # Another writer changes the tree once the command has run on its overlay (before its
+    # change set is read, or before it is checked). What the sandbox promises of such a
+    # writer (a command reads live what it only reads, unchecked) is that its commit loses
+    # nothing of it: every path ends as the command left it where only the command changed
+    # it, as the other writer left it where only it did; where both did, as the command
+    # leaves it run after the other writer (its change there does not depend on what was
+    # there: a rename onto it). Else the run is taken for a conflict, and the tree is what the
+    # other writer alone leaves.
+    command = "; ".join(f"{step} 2>/dev/null; echo $?" for step in steps)
+    other = "; ".join(f"{step} 2>/dev/null" for step in others) + "; true"
+    place = pathlib.Path(tempfile.mkdtemp(prefix="toolkernel-property-"))
+    try:
+        names = ("run", "seed", "command", "other", "other, then command")
+        roots = {name: place / str(at) / "root" for at, name in enumerate(names)}
+        for root in roots.values():
+            root.mkdir(parents=True)
+            seed(root)
+        plain_run(roots["command"], command)
+        plain_run(roots["other"], other)
+        plain_run(roots["other, then command"], other)
+        plain_run(roots["other, then command"], command)
+        found = scenario(str(roots["run"]), command, **{when: other})
+        start, mine, theirs, after, result = (
+            entries(roots[name]) for name in ("seed", "command", "other", names[4], "run")
+        )
+        if found["underneath"]:
+            assert result == theirs, found
+            return
+        for path in start.keys() | mine.keys() | theirs.keys() | result.keys():
+            if mine.get(path) == start.get(path):
+                assert result.get(path) == theirs.get(path), (path, found)
+            elif theirs.get(path) == start.get(path) or theirs.get(path) == mine.get(path):
+                assert result.get(path) == mine.get(path), (path, found)
+            else:
+                assert result.get(path) == mine.get(path) == after.get(path), (path, found)
+    finally:
+        shutil.rmtree(place)
+
+
+def entries(root: pathlib.Path) -> dict[str, Any]:
+    """The tree in and beside ``root``, each path by its own entry (no links between)."""
+    found = {name: value for name, value in tree(root).items() if name != "(linked)"}
+    found.update({f"../{name}": value for name, value in outside(root).items()})
+    return found

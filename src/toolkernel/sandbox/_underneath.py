@@ -18,7 +18,9 @@ For each change, looking at the real workspace (the lower layer) now:
 - **The entry.** One there now must not have changed since the run began. One that is gone
   was there when the command changed it only if the command changed it in place (overlayfs
   copied it up: ``Change.copied_up``) and its directory changed since (removing an entry
-  changes its directory): committing then would bring back what another writer deleted. An
+  changes its directory): committing then would bring back what another writer deleted (a
+  link or a fifo carries no mark of a copy-up: one gone whose directory changed counts as
+  one that may have been copied up). An
   entry the command renamed or linked here is copied up too, from another path: its origin
   (the lower file it was copied from, by file handle: ``_handles``) is the file at a path the
   command changed, whose own check covers it.
@@ -51,6 +53,7 @@ __all__ = ["changed_underneath"]
 _LOOK = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _LIST = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _GONE = (FileNotFoundError, NotADirectoryError)
+_UNMARKED = frozenset({ChangeKind.SYMLINK, ChangeKind.SPECIAL})
 
 
 def changed_underneath(
@@ -91,7 +94,7 @@ class _Check:
         self._layer: Directories | None = None
         self._upper_fd: int | None = None
         self._sources: dict[tuple[int, bytes], str] | None = None
-        self._names: dict[int, int] | None = None  # the change set's names of each upper file
+        self._names: dict[int, list[str]] | None = None  # the change set's names of each file
 
     def close(self) -> None:
         self.lower.close()
@@ -121,7 +124,10 @@ class _Check:
             if change.kind is ChangeKind.DELETED:
                 return True  # another writer deleted it first: the command's rm would fail
             # Changed in place (copied up), and deleted since: its directory changed then.
-            if not change.copied_up or os.fstat(directory).st_ctime_ns <= self.started:
+            # A link or a fifo copied up is not marked (no extended attribute can be set on
+            # one): one may have been.
+            copied = change.copied_up or change.kind in _UNMARKED
+            if not copied or os.fstat(directory).st_ctime_ns <= self.started:
                 return False
             return not self._renamed_here(change)
         if entry.st_ctime_ns > self.started:
@@ -159,8 +165,10 @@ class _Check:
         return origin in sources
 
     def _linked(self, change: Change) -> bool:
-        """Whether ``change`` is, in the upper layer, one file with another change the command
-        made (``ln a b``): where overlayfs records no file handle, its link count tells."""
+        """Whether ``change`` is, in the upper layer, one file with another path the command
+        changed that the lower layer still holds (``ln a b``: ``a``), whose own check sees a
+        change of that file's links: where overlayfs records no file handle, the upper
+        layer's inodes tell."""
         found = self._upper_status(change.parts)
         if found is None or found.st_nlink < 2 or change.kind is not ChangeKind.FILE:
             return False
@@ -171,8 +179,10 @@ class _Check:
                 if other.kind is ChangeKind.FILE:
                     status = self._upper_status(other.parts)
                     if status is not None and status.st_nlink > 1:
-                        names[status.st_ino] = names.get(status.st_ino, 0) + 1
-        return names.get(found.st_ino, 0) > 1
+                        names.setdefault(status.st_ino, []).append(other.path)
+        return any(
+            path != change.path and self._in_lower(path) for path in names.get(found.st_ino, ())
+        )
 
     def _in_lower(self, path: str) -> bool:
         parts = tuple(path.split("/"))
