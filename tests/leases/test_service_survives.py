@@ -9,6 +9,7 @@ import os
 import resource
 import signal
 import socket
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,7 +27,15 @@ from toolkernel.leases._service import LeaseService, serve
 from toolkernel.leases._wire import HEADER_SIZE, frame, frame_length, parse_frame
 from toolkernel.locks import writes
 
-from .service_harness import Worker, raw, raw_exchange, running_service, short_directory
+from .service_harness import (
+    Worker,
+    memory,
+    raw,
+    raw_exchange,
+    running_service,
+    send_until_blocked,
+    short_directory,
+)
 
 
 @pytest.fixture
@@ -167,6 +176,85 @@ async def test_a_bug_met_by_one_connection_drops_that_connection_only(
     os.rmdir(os.path.dirname(path))
     [line] = capsys.readouterr().err.splitlines()
     assert "dropped after an unexpected error: RuntimeError: a bug in" in line
+
+
+# -- a client that takes more than its share -------------------------------------------------------
+
+
+def acquire_frame(number: int, target: str) -> bytes:
+    return frame(
+        {"op": "acquire", "n": number, "claims": [{"r": "path", "p": [target], "m": "exclusive"}]}
+    )
+
+
+async def test_a_client_that_never_reads_its_replies_costs_the_service_little(
+    workspace: Path,
+) -> None:
+    """Its replies wait for it, within a bound: past it, the service reads no more of its
+    frames, and the TTL ends it, as it is not heard. The others are served meanwhile."""
+    with running_service(workspace, ttl=1.0) as service:
+        async with open_leases(service.url, workspace) as bystander:
+            assert bystander is not None
+            before = memory(service)
+            # Each reply is three times its frame: the unknown op is quoted back, escaped.
+            payload = raw(b'{"v":1,"n":2,"op":"' + "é".encode() * 4000 + b'"}')
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as hog:
+                hog.connect(service.socket)
+                hog.sendall(acquire_frame(1, "x"))
+                await anyio.to_thread.run_sync(send_until_blocked, hog, payload, 64 << 20)
+                # It sent all 64 MiB, each frame read and answered: 190 MiB more, kept for it.
+                assert memory(service) - before < 16 << 20
+                with anyio.fail_after(1):  # not delayed by the replies waiting for the hog
+                    bystander.release(await bystander.acquire([writes("y")]))
+                with anyio.fail_after(3):
+                    bystander.release(await bystander.acquire([writes("x")]))
+
+
+def read_slowly(sock: socket.socket, grants: int, slow_for: float) -> int:
+    """Read 32 KiB every 50 ms for ``slow_for`` seconds, with a ping every 0.1 s, then as fast
+    as it comes until ``grants`` grants came; how many came (fewer if the service hung up)."""
+    sock.settimeout(5)
+    data = bytearray()
+    got = 0
+    started = next_ping = time.monotonic()
+    while got < grants:
+        slow = time.monotonic() - started < slow_for
+        if slow and time.monotonic() >= next_ping:
+            sock.sendall(frame({"op": "ping", "n": 0}))
+            next_ping += 0.1
+        chunk = sock.recv(1 << 15 if slow else 1 << 20)
+        if not chunk:
+            break
+        data += chunk
+        while len(data) >= HEADER_SIZE and len(data) >= HEADER_SIZE + frame_length(data[:4]):
+            end = HEADER_SIZE + frame_length(data[:4])
+            got += "lease" in parse_frame(bytes(data[HEADER_SIZE:end]))
+            del data[:end]
+        if slow:
+            time.sleep(0.05)
+    return got
+
+
+async def test_a_client_slow_to_read_its_grants_is_not_taken_for_silent(workspace: Path) -> None:
+    """40,000 grants at once (2.7 MiB) to a client reading 640 KiB a second: its frames wait
+    unread for two TTLs, and it keeps every grant (writes it takes are signs of life)."""
+    with running_service(workspace, ttl=1.0) as service:
+        async with open_leases(service.url, workspace) as writer:
+            assert writer is not None
+            held = await writer.acquire([writes("hot")])
+            shared = [{"r": "path", "p": ["hot"], "m": "shared"}]
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as reader:
+                reader.connect(service.socket)
+                requests = b"".join(
+                    frame({"op": "acquire", "n": n, "claims": shared}) for n in range(1, 40_001)
+                )
+                await anyio.to_thread.run_sync(reader.sendall, requests)
+                while (await writer.status())["waiting"] < 40_000:  # noqa: ASYNC110 (a socket)
+                    await anyio.sleep(0.05)
+                writer.release(held)
+                got = await anyio.to_thread.run_sync(read_slowly, reader, 40_000, 2.0)
+                assert got == 40_000
+                assert (await writer.status())["held"] == 40_000
 
 
 # -- descriptors -----------------------------------------------------------------------------------
