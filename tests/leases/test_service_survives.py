@@ -125,6 +125,21 @@ async def test_a_change_to_publish_outside_the_root_is_refused(workspace: Path) 
             client.release(grant)
 
 
+@asynccontextmanager
+async def serving_here(workspace: Path) -> AsyncIterator[str]:
+    """:func:`serve` in this process (so a test can patch it); yields its socket's path."""
+    path = os.path.join(short_directory(), "s.sock")
+    printed = io.StringIO()
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(lambda: serve(workspace, socket_path=path, out=printed))
+        with anyio.fail_after(5):
+            while not printed.getvalue():  # noqa: ASYNC110 (it prints once it listens)
+                await anyio.sleep(0.01)
+        yield path
+        tasks.cancel_scope.cancel()
+    os.rmdir(os.path.dirname(path))
+
+
 @pytest.mark.parametrize("where", ["reader", "writer"])
 async def test_a_bug_met_by_one_connection_drops_that_connection_only(
     workspace: Path,
@@ -153,27 +168,21 @@ async def test_a_bug_met_by_one_connection_drops_that_connection_only(
         monkeypatch.setattr(LeaseService, "handle_message", buggy_handle)
     else:
         monkeypatch.setattr(service_module, "batched", buggy_batched)
-    path = os.path.join(short_directory(), "s.sock")
-    printed = io.StringIO()
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(lambda: serve(workspace, socket_path=path, out=printed))
-        with anyio.fail_after(5):
-            while not printed.getvalue():  # noqa: ASYNC110 (it prints once it listens)
-                await anyio.sleep(0.01)
-        async with open_leases(f"unix:{path}", workspace) as bystander:
-            assert isinstance(bystander, UnixLeaseClient)
-            held = await bystander.acquire([writes("x")])
-            victim = frame(
-                {"op": "acquire", "n": 1, "claims": [{"r": "path", "p": ["y"], "m": "exclusive"}]}
-            ) + frame({"op": "ping", "n": 666})
-            replies = await anyio.to_thread.run_sync(raw_exchange, path, victim)
-            assert all(r.get("re") == 1 for r in replies)  # the grant at most: then dropped
-            with anyio.fail_after(2):
-                bystander.release(await bystander.acquire([writes("y")]))  # its lease went back
-            assert (await bystander.status())["connections"] == 1
-            bystander.release(held)
-        tasks.cancel_scope.cancel()
-    os.rmdir(os.path.dirname(path))
+    async with (
+        serving_here(workspace) as path,
+        open_leases(f"unix:{path}", workspace) as bystander,
+    ):
+        assert isinstance(bystander, UnixLeaseClient)
+        held = await bystander.acquire([writes("x")])
+        victim = frame(
+            {"op": "acquire", "n": 1, "claims": [{"r": "path", "p": ["y"], "m": "exclusive"}]}
+        ) + frame({"op": "ping", "n": 666})
+        replies = await anyio.to_thread.run_sync(raw_exchange, path, victim)
+        assert all(r.get("re") == 1 for r in replies)  # the grant at most: then dropped
+        with anyio.fail_after(2):
+            bystander.release(await bystander.acquire([writes("y")]))  # its lease went back
+        assert (await bystander.status())["connections"] == 1
+        bystander.release(held)
     [line] = capsys.readouterr().err.splitlines()
     assert "dropped after an unexpected error: RuntimeError: a bug in" in line
 
@@ -255,6 +264,62 @@ async def test_a_client_slow_to_read_its_grants_is_not_taken_for_silent(workspac
                 got = await anyio.to_thread.run_sync(read_slowly, reader, 40_000, 2.0)
                 assert got == 40_000
                 assert (await writer.status())["held"] == 40_000
+
+
+async def test_one_connection_may_hold_and_wait_for_so_many_requests(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its limit, a connection's next request gets an error naming it; its requests held
+    and waiting stand, other connections have limits of their own."""
+    import toolkernel.leases._service as service_module
+
+    monkeypatch.setattr(service_module, "MAX_REQUESTS", 10)
+    async with (
+        serving_here(workspace) as path,
+        open_leases(f"unix:{path}", workspace) as hog,
+        open_leases(f"unix:{path}", workspace) as other,
+    ):
+        assert isinstance(hog, UnixLeaseClient) and isinstance(other, UnixLeaseClient)
+        blocker = await other.acquire([writes("w")])
+        held = [await hog.acquire([writes(f"f{n}")]) for n in range(9)]
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(hog.acquire, [writes("w")])  # the tenth: waiting
+            await hog.ping()
+            with pytest.raises(LeaseServiceError, match="10 requests held or waiting"):
+                await hog.acquire([writes("g")])
+            more = [await other.acquire([writes(f"f{n}x")]) for n in range(9)]
+            hog.release(held.pop())
+            held.append(await hog.acquire([writes("g")]))  # room again
+            status = await other.status()
+            assert (status["held"], status["waiting"]) == (19, 1)
+            tasks.cancel_scope.cancel()
+        for grant in held:
+            hog.release(grant)
+        for grant in [blocker, *more]:
+            other.release(grant)
+
+
+async def test_one_connection_s_requests_may_take_so_many_bytes(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the frames of a connection's requests held and waiting add up to is bounded too
+    (what a request costs the table grows with its frame)."""
+    import toolkernel.leases._service as service_module
+
+    monkeypatch.setattr(service_module, "MAX_REQUEST_BYTES", 4096)
+    async with (
+        serving_here(workspace) as path,
+        open_leases(f"unix:{path}", workspace) as hog,
+    ):
+        assert isinstance(hog, UnixLeaseClient)
+        # Each request's frame is 1 KB and a little: three fit, not a fourth.
+        held = [await hog.acquire([writes(name * 1000)]) for name in "abc"]
+        with pytest.raises(LeaseServiceError, match="over the 4,096 bytes"):
+            await hog.acquire([writes("d" * 1000)])
+        hog.release(held.pop())
+        held.append(await hog.acquire([writes("d" * 1000)]))
+        for grant in held:
+            hog.release(grant)
 
 
 # -- descriptors -----------------------------------------------------------------------------------

@@ -34,6 +34,14 @@ task of its own, so a client that stops reading delays no one else's grants. Whi
 wait, each write it takes counts as hearing from it; a client that takes nothing for the TTL
 is dropped, as a silent one is.
 
+What one connection may ask of the table is bounded too: :data:`MAX_REQUESTS` (1,000,000)
+requests held and waiting, whose frames add up to :data:`MAX_REQUEST_BYTES` (128 MiB). A request
+past either gets an error reply naming the limit (``LeaseServiceError``) and the connection goes
+on. A kernel asks for one request a call its own table granted: a batch of 100,000 calls (the
+deep-queue scale) is 100,000 requests and 15 to 22 MB of frames, so either limit is six times
+that and more. Measured, a request costs the service some 1.5 KB, or eleven times its frame's
+length for a big one: one connection's share of the table stays under about 1.5 GB.
+
 Silence is timed by one watchdog for every connection, ticking every quarter TTL. Time during
 which the service itself did not run (stopped with SIGSTOP, a suspended machine, a starved
 process) is not a client's silence: its frames waited unread in the socket. A tick that comes
@@ -69,7 +77,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from .._beneath import DIRECTORY_FLAGS
 from .._checks import check_capacity, check_ttl
-from .._errors import FencedOut, ToolkernelError
+from .._errors import FencedOut, LeaseServiceError, ToolkernelError
 from ..locks import Claim, LeaseTable
 from ._address import default_socket_path, peer_allowed
 from ._fencing import apply_op
@@ -98,6 +106,10 @@ _LISTENER_ERRNOS: Final = frozenset({errno.EBADF, errno.EINVAL, errno.ENOTSOCK})
 _MESSAGE_LIMIT: Final = 4096  # characters of an error message sent back: it may quote the frame
 OUTBOX_LIMIT: Final = 1 << 20
 """Bytes of replies and grants waiting for one client past which its frames wait unread."""
+MAX_REQUESTS: Final = 1_000_000
+"""Requests held and waiting one connection may have."""
+MAX_REQUEST_BYTES: Final = 128 << 20
+"""What the frames of one connection's requests held and waiting may add up to (128 MiB)."""
 
 
 @attrs.define(eq=False)
@@ -109,6 +121,10 @@ class _Connection:
     leases: dict[int, int] = attrs.Factory(dict)
     numbers: dict[int, int] = attrs.Factory(dict)
     tokens: dict[int, int] = attrs.Factory(dict)  # held lease id -> token
+    # Each lease's charge against MAX_REQUEST_BYTES (its frame's length), and their sum.
+    sizes: dict[int, int] = attrs.Factory(dict)
+    request_bytes: int = 0
+    frame_size: int = 0  # the length of the frame being handled
     closed: bool = False
     # Its tasks' scope: the watchdog cancels it to end a connection fallen silent.
     scope: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
@@ -308,6 +324,7 @@ class LeaseService:
             if connection.closed:
                 return  # revoked meanwhile: nothing more is done for it
             connection.last_seen = anyio.current_time()
+            connection.frame_size = length
             number: object = None
             try:
                 message = parse_frame(body)
@@ -376,6 +393,18 @@ class LeaseService:
     ) -> dict[str, Any] | None:
         if number in connection.numbers:
             raise ProtocolError(f"request number {number} is in use")
+        if len(connection.leases) >= MAX_REQUESTS:
+            raise LeaseServiceError(
+                f"can't queue request {number}: its connection has {MAX_REQUESTS:,} requests "
+                "held or waiting, the most one connection may have"
+            )
+        size = connection.frame_size
+        if connection.request_bytes + size > MAX_REQUEST_BYTES:
+            raise LeaseServiceError(
+                f"can't queue request {number}: its connection's requests held or waiting "
+                f"would take {connection.request_bytes + size:,} bytes of frames, over the "
+                f"{MAX_REQUEST_BYTES:,} bytes one connection may have"
+            )
         claims: list[Claim] = decode_claims(message.get("claims"))
         priority = message.get("priority", 0)
         if not isinstance(priority, int) or isinstance(priority, bool):
@@ -383,6 +412,8 @@ class LeaseService:
         lease_id = self.table.request(claims, priority=priority, group=connection, owner=connection)
         connection.leases[lease_id] = number
         connection.numbers[number] = lease_id
+        connection.sizes[lease_id] = size
+        connection.request_bytes += size
         self._owners[lease_id] = (connection, number)
         if self.table.is_held(lease_id):
             self._grant((lease_id,))
@@ -394,6 +425,7 @@ class LeaseService:
     def _release(self, connection: _Connection, lease_id: int) -> None:
         del connection.numbers[connection.leases.pop(lease_id)]
         connection.tokens.pop(lease_id, None)
+        connection.request_bytes -= connection.sizes.pop(lease_id)
         del self._owners[lease_id]
         self._grant(self.table.release(lease_id, owner=connection))
 
