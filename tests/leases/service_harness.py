@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,12 +127,16 @@ class Worker:
                 stream.close()
 
 
-def raw_exchange(path: str, payload: bytes, expect: int = 0) -> list[dict[str, object]]:
-    """Send ``payload`` on a fresh connection; read ``expect`` replies, or until the service
-    closes the connection (or, expecting none, a short while)."""
+def raw_exchange(
+    path: str, payload: bytes, expect: int = 0, *, pause: float = 0.0
+) -> list[dict[str, object]]:
+    """Send ``payload`` on a fresh connection (``pause`` seconds after connecting); read
+    ``expect`` replies, or until the service closes the connection (or, expecting none, a short
+    while)."""
     replies: list[dict[str, object]] = []
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(path)
+        time.sleep(pause)
         sock.sendall(payload)
         sock.settimeout(10 if expect else 0.5)
         data = b""

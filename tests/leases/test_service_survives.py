@@ -12,6 +12,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -320,6 +321,36 @@ async def test_one_connection_s_requests_may_take_so_many_bytes(
         held.append(await hog.acquire([writes("d" * 1000)]))
         for grant in held:
             hog.release(grant)
+
+
+async def test_a_connection_past_the_service_s_limit_gets_an_error_and_is_closed(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolkernel.leases._service as service_module
+
+    monkeypatch.setattr(service_module, "MAX_CONNECTIONS", 3)
+    async with serving_here(workspace) as path:
+        url = f"unix:{path}"
+        async with open_leases(url, workspace) as a, open_leases(url, workspace) as b:
+            assert isinstance(a, UnixLeaseClient) and b is not None
+            async with open_leases(url, workspace):
+                with pytest.raises(LeaseServiceError, match="3 connections, the most"):
+                    async with open_leases(url, workspace):
+                        pass
+                # A hello sent after the refusal is heard out (closing on it unread failed the
+                # client's write, and it never read why), then the connection is closed.
+                hello = frame({"op": "ping", "n": 1})
+                [reply] = await anyio.to_thread.run_sync(
+                    partial(raw_exchange, path, hello, pause=0.2)
+                )
+                assert reply["error"]["type"] == "LeaseServiceError"  # type: ignore[index]
+                assert (await a.status())["connections"] == 3
+                a.release(await a.acquire([writes("x")]))
+            while (await a.status())["connections"] > 2:  # noqa: ASYNC110 (the service's count)
+                await anyio.sleep(0.01)
+            async with open_leases(url, workspace) as newcomer:
+                assert newcomer is not None
+                newcomer.release(await newcomer.acquire([writes("x")]))
 
 
 # -- descriptors -----------------------------------------------------------------------------------

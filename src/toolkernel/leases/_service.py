@@ -17,8 +17,11 @@ exclusively, then makes the change beneath its own root, in the same step of its
 Revocation is another step of that loop, so no change lands after its grant went away.
 
 A malformed frame gets an error reply naming what is wrong (one nested too deep for a recursive
-walk included: ``_wire.loads`` refuses it); a frame too long to read, or a peer of another user,
-gets an error and the connection is closed. Neither touches other clients. Any other exception
+walk included: ``_wire.loads`` refuses it); a frame too long to read gets an error and the
+connection is closed. A peer of another user, or a connection past :data:`MAX_CONNECTIONS`
+(4,096; a kernel opens one), gets an error frame saying why, and is closed once the client has
+closed its end or a second has passed (closed with the client's hello unread, the client's
+write would fail before it read why). None of these touches other clients. Any other exception
 a connection's tasks meet is a bug: it ends that connection only (dropped as if its client had
 gone, with a line on stderr), never the service.
 
@@ -40,7 +43,10 @@ past either gets an error reply naming the limit (``LeaseServiceError``) and the
 on. A kernel asks for one request a call its own table granted: a batch of 100,000 calls (the
 deep-queue scale) is 100,000 requests and 15 to 22 MB of frames, so either limit is six times
 that and more. Measured, a request costs the service some 1.5 KB, or eleven times its frame's
-length for a big one: one connection's share of the table stays under about 1.5 GB.
+length for a big one: one connection's share of the table stays under about 1.5 GB. A
+connection with no requests costs some 17 KB. These limits stop a runaway client (a leak, a
+loop), not one set on filling the machine across thousands of connections: that one runs as the
+service's own user (peers of another are refused) and could as well kill it.
 
 Silence is timed by one watchdog for every connection, ticking every quarter TTL. Time during
 which the service itself did not run (stopped with SIGSTOP, a suspended machine, a starved
@@ -110,6 +116,8 @@ MAX_REQUESTS: Final = 1_000_000
 """Requests held and waiting one connection may have."""
 MAX_REQUEST_BYTES: Final = 128 << 20
 """What the frames of one connection's requests held and waiting may add up to (128 MiB)."""
+MAX_CONNECTIONS: Final = 4096
+"""Connections served at once; one more gets an error frame and is closed."""
 
 
 @attrs.define(eq=False)
@@ -222,11 +230,9 @@ class LeaseService:
 
     async def _serve(self, stream: anyio.abc.SocketStream, number: int) -> None:
         async with stream:
-            raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
-            if not peer_allowed(raw):
-                problem = PermissionError(errno.EACCES, "the peer runs as another user")
-                with contextlib.suppress(anyio.BrokenResourceError, OSError):
-                    await stream.send(frame(error_reply(None, problem)))
+            problem = self._refusal(stream.extra(anyio.abc.SocketAttribute.raw_socket))
+            if problem is not None:
+                await refuse(stream, problem)
                 return
             sender, receiver = anyio.create_memory_object_stream[bytes](math.inf)
             connection = _Connection(number, sender, anyio.current_time())
@@ -246,6 +252,17 @@ class LeaseService:
                             tasks.cancel_scope.cancel()
             finally:
                 self.drop(connection)
+
+    def _refusal(self, raw: Any) -> Exception | None:
+        """Why the connection on socket ``raw`` is not served, if it is not."""
+        if not peer_allowed(raw):
+            return PermissionError(errno.EACCES, "the peer runs as another user")
+        if len(self._connections) >= MAX_CONNECTIONS:
+            return LeaseServiceError(
+                f"can't serve one more connection: the service has {MAX_CONNECTIONS:,} "
+                "connections, the most it serves at once"
+            )
+        return None
 
     def drop(self, connection: _Connection) -> None:
         """Release everything ``connection`` holds and withdraw what it waits for, at once."""
@@ -448,6 +465,18 @@ class LeaseService:
         # Synchronously, in this step of the loop: nothing can revoke the grant meanwhile.
         apply_op(self.root_fd, self.table.claims(lease_id), op)
         return {"re": number, "ok": True}
+
+
+async def refuse(stream: anyio.abc.SocketStream, problem: Exception) -> None:
+    """Tell the client on ``stream`` why it is not served, then hear it out for a second: a
+    socket closed with its hello unread would fail the client's write first, and the client
+    might never read why."""
+    with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+        await stream.send(frame(error_reply(None, problem)))
+        await stream.send_eof()
+        with anyio.move_on_after(1):
+            while True:
+                await stream.receive()
 
 
 async def serve(
