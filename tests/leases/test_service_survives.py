@@ -21,12 +21,12 @@ import anyio.to_thread
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from toolkernel import LeaseServiceError, PathEscapeError
+from toolkernel import LeaseServiceError, PathEscapeError, UnknownPoolError
 from toolkernel.leases import Grant, Rename, open_leases
 from toolkernel.leases._client import UnixLeaseClient
 from toolkernel.leases._service import LeaseService, serve
 from toolkernel.leases._wire import HEADER_SIZE, frame, frame_length, parse_frame
-from toolkernel.locks import writes
+from toolkernel.locks import pool, units, writes
 
 from .service_harness import (
     Worker,
@@ -351,6 +351,28 @@ async def test_a_connection_past_the_service_s_limit_gets_an_error_and_is_closed
             async with open_leases(url, workspace) as newcomer:
                 assert newcomer is not None
                 newcomer.release(await newcomer.acquire([writes("x")]))
+
+
+async def test_the_pools_clients_name_are_bounded_in_number(workspace: Path) -> None:
+    """A pool a client's hello names stays in the table after it leaves: clients naming new
+    ones again and again grew it without bound. Past the limit a hello is refused whole."""
+    with running_service(workspace, pools="fixed=1") as service:
+        many = {f"a{n}": 1 for n in range(1000)}
+        async with open_leases(service.url, workspace, pools=many) as first:
+            assert first is not None
+            with pytest.raises(LeaseServiceError, match="1,024 pools at the most"):
+                async with open_leases(
+                    service.url,
+                    workspace,
+                    pools={"a1": 1, "b": 1, **{f"c{n}": 1 for n in range(30)}},
+                ):
+                    pass
+            last = {"a1": 1, **{f"c{n}": 1 for n in range(23)}}  # 1 + 1,000 + 23
+            async with open_leases(service.url, workspace, pools=last) as third:
+                assert third is not None
+                third.release(await third.acquire([units(pool("c3"), 1)]))
+                with pytest.raises(UnknownPoolError):
+                    await third.acquire([units(pool("b"), 1)])  # not made by the one refused
 
 
 # -- descriptors -----------------------------------------------------------------------------------

@@ -44,9 +44,12 @@ on. A kernel asks for one request a call its own table granted: a batch of 100,0
 deep-queue scale) is 100,000 requests and 15 to 22 MB of frames, so either limit is six times
 that and more. Measured, a request costs the service some 1.5 KB, or eleven times its frame's
 length for a big one: one connection's share of the table stays under about 1.5 GB. A
-connection with no requests costs some 17 KB. These limits stop a runaway client (a leak, a
-loop), not one set on filling the machine across thousands of connections: that one runs as the
-service's own user (peers of another are refused) and could as well kill it.
+connection with no requests costs some 17 KB. The pools a hello names stay in the table after
+their client (the capacity is what every client must agree on), so the table keeps
+:data:`MAX_POOLS` (1,024) at the most; a hello naming more new ones is refused whole. These
+limits stop a runaway client (a leak, a loop), not one set on filling the machine across
+thousands of connections: that one runs as the service's own user (peers of another are
+refused) and could as well kill it.
 
 Silence is timed by one watchdog for every connection, ticking every quarter TTL. Time during
 which the service itself did not run (stopped with SIGSTOP, a suspended machine, a starved
@@ -118,6 +121,8 @@ MAX_REQUEST_BYTES: Final = 128 << 20
 """What the frames of one connection's requests held and waiting may add up to (128 MiB)."""
 MAX_CONNECTIONS: Final = 4096
 """Connections served at once; one more gets an error frame and is closed."""
+MAX_POOLS: Final = 1024
+"""Pools the table keeps a capacity for: each one a hello names stays after its client."""
 
 
 @attrs.define(eq=False)
@@ -178,10 +183,12 @@ class LeaseService:
     _next_connection: int = attrs.field(init=False, default=0)
     _next_token: int = attrs.field(init=False, factory=lambda: time.time_ns() // 1000)
     _root_id: tuple[int, int] = attrs.field(init=False)
+    _pools: int = attrs.field(init=False)  # how many the table has a capacity for (MAX_POOLS)
 
     def __attrs_post_init__(self) -> None:
         found = os.fstat(self.root_fd)
         self._root_id = (found.st_dev, found.st_ino)
+        self._pools = len(self.table.statistics().pool_units_held)
 
     # -- connections --------------------------------------------------------------------------
 
@@ -395,8 +402,16 @@ class LeaseService:
             raise ProtocolError("'pools' must be an object")
         for name, capacity in sorted(pools.items()):
             check_capacity(name, capacity)  # as the table would, before anything is compared
+        new = sum(self.table.capacity(name) is None for name in pools)
+        if self._pools + new > MAX_POOLS:
+            raise LeaseServiceError(
+                f"can't add {new:,} pools to the {self._pools:,} the service has: it keeps "
+                f"{MAX_POOLS:,} pools at the most"
+            )
+        for name, capacity in sorted(pools.items()):
             current = self.table.capacity(name)
             if current is None:
+                self._pools += 1
                 self._grant(self.table.set_capacity(name, capacity))
             elif current != capacity:
                 raise ProtocolError(
