@@ -375,6 +375,47 @@ async def test_the_pools_clients_name_are_bounded_in_number(workspace: Path) -> 
                     await third.acquire([units(pool("b"), 1)])  # not made by the one refused
 
 
+def trickle(sock: socket.socket, seconds: float) -> bytes:
+    """Send a byte every 50 ms for ``seconds`` (or until the peer hangs up); then what the
+    peer sends, b"" once it has closed the connection."""
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < seconds:
+            sock.sendall(b" ")
+            time.sleep(0.05)
+        sock.settimeout(5)
+        return sock.recv(1 << 16)
+    except (BrokenPipeError, ConnectionResetError):
+        return b""
+
+
+async def test_a_frame_begun_and_never_finished_delays_no_one_and_ends_in_the_ttl(
+    workspace: Path,
+) -> None:
+    """A slow loris: the header of a 1 MiB frame, then a byte now and then. Only whole frames
+    are heard from a client, so it is dropped after its TTL, its lease released."""
+    with running_service(workspace, ttl=0.5) as service:
+        async with open_leases(service.url, workspace) as bystander:
+            assert bystander is not None
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as loris:
+                loris.connect(service.socket)
+                loris.sendall(acquire_frame(1, "x") + (1 << 20).to_bytes(4, "big"))
+                heard: list[bytes] = []
+
+                async def send_slowly() -> None:
+                    heard.append(await anyio.to_thread.run_sync(trickle, loris, 1.5))
+
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(send_slowly)
+                    await anyio.sleep(0.1)
+                    for _ in range(10):  # not delayed: its frame is read as it comes
+                        with anyio.fail_after(0.5):
+                            bystander.release(await bystander.acquire([writes("y")]))
+                    with anyio.fail_after(1.5):  # its TTL and a quarter more, then x is free
+                        bystander.release(await bystander.acquire([writes("x")]))
+                assert heard == [b""]  # closed, though it was still sending
+
+
 # -- descriptors -----------------------------------------------------------------------------------
 
 

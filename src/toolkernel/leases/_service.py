@@ -51,6 +51,17 @@ limits stop a runaway client (a leak, a loop), not one set on filling the machin
 thousands of connections: that one runs as the service's own user (peers of another are
 refused) and could as well kill it.
 
+Only whole frames are heard from a client: one that begins a frame and never ends it (a slow
+loris) is silent, holds at most a frame (1 MiB) meanwhile, and is dropped after its TTL. Each
+frame is handled in one step of the event loop and the reader yields between frames, so a
+client sending frames as fast as it can gets one connection's share of the loop: beside two
+clients flooding it with pings or releases, another's round trip stayed near a millisecond. A
+step takes as long as its frame asks, though: a request of 1 MiB (some 20,000 claims) holds the
+loop about 0.3 s, and two clients sending those one after another made every other round trip
+0.33 s (1.2 s at worst), slower but never dropped (the late ticks are credited). A publish is
+made within its step too (the fence needs it), so a change on a file system that hangs (a
+network or FUSE mount beneath the root) stops the loop with it.
+
 Silence is timed by one watchdog for every connection, ticking every quarter TTL. Time during
 which the service itself did not run (stopped with SIGSTOP, a suspended machine, a starved
 process) is not a client's silence: its frames waited unread in the socket. A tick that comes
