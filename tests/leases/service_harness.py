@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,12 +127,16 @@ class Worker:
                 stream.close()
 
 
-def raw_exchange(path: str, payload: bytes, expect: int = 0) -> list[dict[str, object]]:
-    """Send ``payload`` on a fresh connection; read ``expect`` replies, or until the service
-    closes the connection (or, expecting none, a short while)."""
+def raw_exchange(
+    path: str, payload: bytes, expect: int = 0, *, pause: float = 0.0
+) -> list[dict[str, object]]:
+    """Send ``payload`` on a fresh connection (``pause`` seconds after connecting); read
+    ``expect`` replies, or until the service closes the connection (or, expecting none, a short
+    while)."""
     replies: list[dict[str, object]] = []
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(path)
+        time.sleep(pause)
         sock.sendall(payload)
         sock.settimeout(10 if expect else 0.5)
         data = b""
@@ -152,3 +157,28 @@ def raw_exchange(path: str, payload: bytes, expect: int = 0) -> list[dict[str, o
 
 def raw(body: bytes) -> bytes:
     return struct.pack(">I", len(body)) + body
+
+
+def memory(service: Service) -> int:
+    """The service's resident memory, in bytes (Linux)."""
+    with open(f"/proc/{service.process.pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise LookupError("no VmRSS")
+
+
+def send_until_blocked(sock: socket.socket, payload: bytes, most: int) -> int:
+    """Send ``payload`` again and again on ``sock``, reading nothing, until ``most`` bytes are
+    sent or a send waits a second (the peer stopped reading); the bytes sent."""
+    sock.settimeout(1)
+    sent = 0
+    try:
+        while sent < most:
+            rest = memoryview(payload)
+            while rest:  # whole frames only: a part sent is finished before the next
+                done = sock.send(rest)
+                sent, rest = sent + done, rest[done:]
+    except TimeoutError:
+        pass
+    return sent

@@ -9,8 +9,10 @@ import os
 import resource
 import signal
 import socket
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -19,14 +21,22 @@ import anyio.to_thread
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from toolkernel import LeaseServiceError, PathEscapeError
+from toolkernel import LeaseServiceError, PathEscapeError, UnknownPoolError
 from toolkernel.leases import Grant, Rename, open_leases
 from toolkernel.leases._client import UnixLeaseClient
 from toolkernel.leases._service import LeaseService, serve
 from toolkernel.leases._wire import HEADER_SIZE, frame, frame_length, parse_frame
-from toolkernel.locks import writes
+from toolkernel.locks import pool, units, writes
 
-from .service_harness import Worker, raw, raw_exchange, running_service, short_directory
+from .service_harness import (
+    Worker,
+    memory,
+    raw,
+    raw_exchange,
+    running_service,
+    send_until_blocked,
+    short_directory,
+)
 
 
 @pytest.fixture
@@ -116,6 +126,21 @@ async def test_a_change_to_publish_outside_the_root_is_refused(workspace: Path) 
             client.release(grant)
 
 
+@asynccontextmanager
+async def serving_here(workspace: Path) -> AsyncIterator[str]:
+    """:func:`serve` in this process (so a test can patch it); yields its socket's path."""
+    path = os.path.join(short_directory(), "s.sock")
+    printed = io.StringIO()
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(lambda: serve(workspace, socket_path=path, out=printed))
+        with anyio.fail_after(5):
+            while not printed.getvalue():  # noqa: ASYNC110 (it prints once it listens)
+                await anyio.sleep(0.01)
+        yield path
+        tasks.cancel_scope.cancel()
+    os.rmdir(os.path.dirname(path))
+
+
 @pytest.mark.parametrize("where", ["reader", "writer"])
 async def test_a_bug_met_by_one_connection_drops_that_connection_only(
     workspace: Path,
@@ -144,29 +169,251 @@ async def test_a_bug_met_by_one_connection_drops_that_connection_only(
         monkeypatch.setattr(LeaseService, "handle_message", buggy_handle)
     else:
         monkeypatch.setattr(service_module, "batched", buggy_batched)
-    path = os.path.join(short_directory(), "s.sock")
-    printed = io.StringIO()
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(lambda: serve(workspace, socket_path=path, out=printed))
-        with anyio.fail_after(5):
-            while not printed.getvalue():  # noqa: ASYNC110 (it prints once it listens)
-                await anyio.sleep(0.01)
-        async with open_leases(f"unix:{path}", workspace) as bystander:
-            assert isinstance(bystander, UnixLeaseClient)
-            held = await bystander.acquire([writes("x")])
-            victim = frame(
-                {"op": "acquire", "n": 1, "claims": [{"r": "path", "p": ["y"], "m": "exclusive"}]}
-            ) + frame({"op": "ping", "n": 666})
-            replies = await anyio.to_thread.run_sync(raw_exchange, path, victim)
-            assert all(r.get("re") == 1 for r in replies)  # the grant at most: then dropped
-            with anyio.fail_after(2):
-                bystander.release(await bystander.acquire([writes("y")]))  # its lease went back
-            assert (await bystander.status())["connections"] == 1
-            bystander.release(held)
-        tasks.cancel_scope.cancel()
-    os.rmdir(os.path.dirname(path))
+    async with (
+        serving_here(workspace) as path,
+        open_leases(f"unix:{path}", workspace) as bystander,
+    ):
+        assert isinstance(bystander, UnixLeaseClient)
+        held = await bystander.acquire([writes("x")])
+        victim = frame(
+            {"op": "acquire", "n": 1, "claims": [{"r": "path", "p": ["y"], "m": "exclusive"}]}
+        ) + frame({"op": "ping", "n": 666})
+        replies = await anyio.to_thread.run_sync(raw_exchange, path, victim)
+        assert all(r.get("re") == 1 for r in replies)  # the grant at most: then dropped
+        with anyio.fail_after(2):
+            bystander.release(await bystander.acquire([writes("y")]))  # its lease went back
+        assert (await bystander.status())["connections"] == 1
+        bystander.release(held)
     [line] = capsys.readouterr().err.splitlines()
     assert "dropped after an unexpected error: RuntimeError: a bug in" in line
+
+
+# -- a client that takes more than its share -------------------------------------------------------
+
+
+def acquire_frame(number: int, target: str) -> bytes:
+    return frame(
+        {"op": "acquire", "n": number, "claims": [{"r": "path", "p": [target], "m": "exclusive"}]}
+    )
+
+
+async def test_a_client_that_never_reads_its_replies_costs_the_service_little(
+    workspace: Path,
+) -> None:
+    """Its replies wait for it, within a bound: past it, the service reads no more of its
+    frames, and the TTL ends it, as it is not heard. The others are served meanwhile."""
+    with running_service(workspace, ttl=1.0) as service:
+        async with open_leases(service.url, workspace) as bystander:
+            assert bystander is not None
+            before = memory(service)
+            # Each reply is three times its frame: the unknown op is quoted back, escaped.
+            payload = raw(b'{"v":1,"n":2,"op":"' + "é".encode() * 4000 + b'"}')
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as hog:
+                hog.connect(service.socket)
+                hog.sendall(acquire_frame(1, "x"))
+                await anyio.to_thread.run_sync(send_until_blocked, hog, payload, 64 << 20)
+                # It sent all 64 MiB, each frame read and answered: 190 MiB more, kept for it.
+                assert memory(service) - before < 16 << 20
+                with anyio.fail_after(1):  # not delayed by the replies waiting for the hog
+                    bystander.release(await bystander.acquire([writes("y")]))
+                with anyio.fail_after(3):
+                    bystander.release(await bystander.acquire([writes("x")]))
+
+
+def read_slowly(sock: socket.socket, grants: int, slow_for: float) -> int:
+    """Read 32 KiB every 50 ms for ``slow_for`` seconds, with a ping every 0.1 s, then as fast
+    as it comes until ``grants`` grants came; how many came (fewer if the service hung up)."""
+    sock.settimeout(5)
+    data = bytearray()
+    got = 0
+    started = next_ping = time.monotonic()
+    while got < grants:
+        slow = time.monotonic() - started < slow_for
+        if slow and time.monotonic() >= next_ping:
+            sock.sendall(frame({"op": "ping", "n": 0}))
+            next_ping += 0.1
+        chunk = sock.recv(1 << 15 if slow else 1 << 20)
+        if not chunk:
+            break
+        data += chunk
+        while len(data) >= HEADER_SIZE and len(data) >= HEADER_SIZE + frame_length(data[:4]):
+            end = HEADER_SIZE + frame_length(data[:4])
+            got += "lease" in parse_frame(bytes(data[HEADER_SIZE:end]))
+            del data[:end]
+        if slow:
+            time.sleep(0.05)
+    return got
+
+
+async def test_a_client_slow_to_read_its_grants_is_not_taken_for_silent(workspace: Path) -> None:
+    """40,000 grants at once (2.7 MiB) to a client reading 640 KiB a second: its frames wait
+    unread for two TTLs, and it keeps every grant (writes it takes are signs of life)."""
+    with running_service(workspace, ttl=1.0) as service:
+        async with open_leases(service.url, workspace) as writer:
+            assert writer is not None
+            held = await writer.acquire([writes("hot")])
+            shared = [{"r": "path", "p": ["hot"], "m": "shared"}]
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as reader:
+                reader.connect(service.socket)
+                requests = b"".join(
+                    frame({"op": "acquire", "n": n, "claims": shared}) for n in range(1, 40_001)
+                )
+                await anyio.to_thread.run_sync(reader.sendall, requests)
+                while (await writer.status())["waiting"] < 40_000:  # noqa: ASYNC110 (a socket)
+                    await anyio.sleep(0.05)
+                writer.release(held)
+                got = await anyio.to_thread.run_sync(read_slowly, reader, 40_000, 2.0)
+                assert got == 40_000
+                assert (await writer.status())["held"] == 40_000
+
+
+async def test_one_connection_may_hold_and_wait_for_so_many_requests(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its limit, a connection's next request gets an error naming it; its requests held
+    and waiting stand, other connections have limits of their own."""
+    import toolkernel.leases._service as service_module
+
+    monkeypatch.setattr(service_module, "MAX_REQUESTS", 10)
+    async with (
+        serving_here(workspace) as path,
+        open_leases(f"unix:{path}", workspace) as hog,
+        open_leases(f"unix:{path}", workspace) as other,
+    ):
+        assert isinstance(hog, UnixLeaseClient) and isinstance(other, UnixLeaseClient)
+        blocker = await other.acquire([writes("w")])
+        held = [await hog.acquire([writes(f"f{n}")]) for n in range(9)]
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(hog.acquire, [writes("w")])  # the tenth: waiting
+            await hog.ping()
+            with pytest.raises(LeaseServiceError, match="10 requests held or waiting"):
+                await hog.acquire([writes("g")])
+            more = [await other.acquire([writes(f"f{n}x")]) for n in range(9)]
+            hog.release(held.pop())
+            held.append(await hog.acquire([writes("g")]))  # room again
+            status = await other.status()
+            assert (status["held"], status["waiting"]) == (19, 1)
+            tasks.cancel_scope.cancel()
+        for grant in held:
+            hog.release(grant)
+        for grant in [blocker, *more]:
+            other.release(grant)
+
+
+async def test_one_connection_s_requests_may_take_so_many_bytes(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the frames of a connection's requests held and waiting add up to is bounded too
+    (what a request costs the table grows with its frame)."""
+    import toolkernel.leases._service as service_module
+
+    monkeypatch.setattr(service_module, "MAX_REQUEST_BYTES", 4096)
+    async with (
+        serving_here(workspace) as path,
+        open_leases(f"unix:{path}", workspace) as hog,
+    ):
+        assert isinstance(hog, UnixLeaseClient)
+        # Each request's frame is 1 KB and a little: three fit, not a fourth.
+        held = [await hog.acquire([writes(name * 1000)]) for name in "abc"]
+        with pytest.raises(LeaseServiceError, match="over the 4,096 bytes"):
+            await hog.acquire([writes("d" * 1000)])
+        hog.release(held.pop())
+        held.append(await hog.acquire([writes("d" * 1000)]))
+        for grant in held:
+            hog.release(grant)
+
+
+async def test_a_connection_past_the_service_s_limit_gets_an_error_and_is_closed(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolkernel.leases._service as service_module
+
+    monkeypatch.setattr(service_module, "MAX_CONNECTIONS", 3)
+    async with serving_here(workspace) as path:
+        url = f"unix:{path}"
+        async with open_leases(url, workspace) as a, open_leases(url, workspace) as b:
+            assert isinstance(a, UnixLeaseClient) and b is not None
+            async with open_leases(url, workspace):
+                with pytest.raises(LeaseServiceError, match="3 connections, the most"):
+                    async with open_leases(url, workspace):
+                        pass
+                # A hello sent after the refusal is heard out (closing on it unread failed the
+                # client's write, and it never read why), then the connection is closed.
+                hello = frame({"op": "ping", "n": 1})
+                [reply] = await anyio.to_thread.run_sync(
+                    partial(raw_exchange, path, hello, pause=0.2)
+                )
+                assert reply["error"]["type"] == "LeaseServiceError"  # type: ignore[index]
+                assert (await a.status())["connections"] == 3
+                a.release(await a.acquire([writes("x")]))
+            while (await a.status())["connections"] > 2:  # noqa: ASYNC110 (the service's count)
+                await anyio.sleep(0.01)
+            async with open_leases(url, workspace) as newcomer:
+                assert newcomer is not None
+                newcomer.release(await newcomer.acquire([writes("x")]))
+
+
+async def test_the_pools_clients_name_are_bounded_in_number(workspace: Path) -> None:
+    """A pool a client's hello names stays in the table after it leaves: clients naming new
+    ones again and again grew it without bound. Past the limit a hello is refused whole."""
+    with running_service(workspace, pools="fixed=1") as service:
+        many = {f"a{n}": 1 for n in range(1000)}
+        async with open_leases(service.url, workspace, pools=many) as first:
+            assert first is not None
+            with pytest.raises(LeaseServiceError, match="1,024 pools at the most"):
+                async with open_leases(
+                    service.url,
+                    workspace,
+                    pools={"a1": 1, "b": 1, **{f"c{n}": 1 for n in range(30)}},
+                ):
+                    pass
+            last = {"a1": 1, **{f"c{n}": 1 for n in range(23)}}  # 1 + 1,000 + 23
+            async with open_leases(service.url, workspace, pools=last) as third:
+                assert third is not None
+                third.release(await third.acquire([units(pool("c3"), 1)]))
+                with pytest.raises(UnknownPoolError):
+                    await third.acquire([units(pool("b"), 1)])  # not made by the one refused
+
+
+def trickle(sock: socket.socket, seconds: float) -> bytes:
+    """Send a byte every 50 ms for ``seconds`` (or until the peer hangs up); then what the
+    peer sends, b"" once it has closed the connection."""
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < seconds:
+            sock.sendall(b" ")
+            time.sleep(0.05)
+        sock.settimeout(5)
+        return sock.recv(1 << 16)
+    except (BrokenPipeError, ConnectionResetError):
+        return b""
+
+
+async def test_a_frame_begun_and_never_finished_delays_no_one_and_ends_in_the_ttl(
+    workspace: Path,
+) -> None:
+    """A slow loris: the header of a 1 MiB frame, then a byte now and then. Only whole frames
+    are heard from a client, so it is dropped after its TTL, its lease released."""
+    with running_service(workspace, ttl=0.5) as service:
+        async with open_leases(service.url, workspace) as bystander:
+            assert bystander is not None
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as loris:
+                loris.connect(service.socket)
+                loris.sendall(acquire_frame(1, "x") + (1 << 20).to_bytes(4, "big"))
+                heard: list[bytes] = []
+
+                async def send_slowly() -> None:
+                    heard.append(await anyio.to_thread.run_sync(trickle, loris, 1.5))
+
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(send_slowly)
+                    await anyio.sleep(0.1)
+                    for _ in range(10):  # not delayed: its frame is read as it comes
+                        with anyio.fail_after(0.5):
+                            bystander.release(await bystander.acquire([writes("y")]))
+                    with anyio.fail_after(1.5):  # its TTL and a quarter more, then x is free
+                        bystander.release(await bystander.acquire([writes("x")]))
+                assert heard == [b""]  # closed, though it was still sending
 
 
 # -- descriptors -----------------------------------------------------------------------------------

@@ -261,8 +261,8 @@ class UnixLeaseClient:
                     raise ProtocolError(f"a reply whose 're' is {number!r:.40} and 'ok' {ok!r:.40}")
                 pending = self._pending.get(number) if number is not None else None
                 if pending is None:
-                    if not ok and number is None:
-                        self._lose(str(message.get("error")))
+                    if not ok and number is None:  # the service refused the connection
+                        self._lose(str(_rebuild(message.get("error"))))
                         return
                     continue  # a grant for a withdrawn request: the service releases it
                 pending.reply = message

@@ -17,10 +17,50 @@ exclusively, then makes the change beneath its own root, in the same step of its
 Revocation is another step of that loop, so no change lands after its grant went away.
 
 A malformed frame gets an error reply naming what is wrong (one nested too deep for a recursive
-walk included: ``_wire.loads`` refuses it); a frame too long to read, or a peer of another user,
-gets an error and the connection is closed. Neither touches other clients. Any other exception
+walk included: ``_wire.loads`` refuses it); a frame too long to read gets an error and the
+connection is closed. A peer of another user, or a connection past :data:`MAX_CONNECTIONS`
+(4,096; a kernel opens one), gets an error frame saying why, and is closed once the client has
+closed its end or a second has passed (closed with the client's hello unread, the client's
+write would fail before it read why). None of these touches other clients. Any other exception
 a connection's tasks meet is a bug: it ends that connection only (dropped as if its client had
 gone, with a line on stderr), never the service.
+
+A client that does not read its replies costs the service a bounded amount: its replies and
+grants wait in its outbox, and once more than :data:`OUTBOX_LIMIT` (1 MiB) of them wait, its
+next frames wait unread in the socket until its writer has got the outbox back under the limit
+(backpressure). Nothing is dropped: a grant is queued whatever the outbox holds, so a client
+that reads gets every one. Measured: a client of 64 tasks taking and giving back leases keeps
+under 1 KB waiting, 2,000 waiters granted at once 140 KB, 100,000 granted at once 7 MB (read
+while its frames wait). Dropping a connection past a limit instead was rejected: a burst of
+grants to a client doing nothing wrong would have to fit under it. Each connection has a writer
+task of its own, so a client that stops reading delays no one else's grants. While its frames
+wait, each write it takes counts as hearing from it; a client that takes nothing for the TTL
+is dropped, as a silent one is.
+
+What one connection may ask of the table is bounded too: :data:`MAX_REQUESTS` (1,000,000)
+requests held and waiting, whose frames add up to :data:`MAX_REQUEST_BYTES` (128 MiB). A request
+past either gets an error reply naming the limit (``LeaseServiceError``) and the connection goes
+on. A kernel asks for one request a call its own table granted: a batch of 100,000 calls (the
+deep-queue scale) is 100,000 requests and 15 to 22 MB of frames, so either limit is six times
+that and more. Measured, a request costs the service some 1.5 KB, or eleven times its frame's
+length for a big one: one connection's share of the table stays under about 1.5 GB. A
+connection with no requests costs some 17 KB. The pools a hello names stay in the table after
+their client (the capacity is what every client must agree on), so the table keeps
+:data:`MAX_POOLS` (1,024) at the most; a hello naming more new ones is refused whole. These
+limits stop a runaway client (a leak, a loop), not one set on filling the machine across
+thousands of connections: that one runs as the service's own user (peers of another are
+refused) and could as well kill it.
+
+Only whole frames are heard from a client: one that begins a frame and never ends it (a slow
+loris) is silent, holds at most a frame (1 MiB) meanwhile, and is dropped after its TTL. Each
+frame is handled in one step of the event loop and the reader yields between frames, so a
+client sending frames as fast as it can gets one connection's share of the loop: beside two
+clients flooding it with pings or releases, another's round trip stayed near a millisecond. A
+step takes as long as its frame asks, though: a request of 1 MiB (some 20,000 claims) holds the
+loop about 0.3 s, and two clients sending those one after another made every other round trip
+0.33 s (1.2 s at worst), slower but never dropped (the late ticks are credited). A publish is
+made within its step too (the fence needs it), so a change on a file system that hangs (a
+network or FUSE mount beneath the root) stops the loop with it.
 
 Silence is timed by one watchdog for every connection, ticking every quarter TTL. Time during
 which the service itself did not run (stopped with SIGSTOP, a suspended machine, a starved
@@ -57,7 +97,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from .._beneath import DIRECTORY_FLAGS
 from .._checks import check_capacity, check_ttl
-from .._errors import FencedOut, ToolkernelError
+from .._errors import FencedOut, LeaseServiceError, ToolkernelError
 from ..locks import Claim, LeaseTable
 from ._address import default_socket_path, peer_allowed
 from ._fencing import apply_op
@@ -84,6 +124,16 @@ ACCEPT_RETRY: Final = 0.1
 # ... and its ways of saying the listening socket itself is unusable: no use trying again.
 _LISTENER_ERRNOS: Final = frozenset({errno.EBADF, errno.EINVAL, errno.ENOTSOCK})
 _MESSAGE_LIMIT: Final = 4096  # characters of an error message sent back: it may quote the frame
+OUTBOX_LIMIT: Final = 1 << 20
+"""Bytes of replies and grants waiting for one client past which its frames wait unread."""
+MAX_REQUESTS: Final = 1_000_000
+"""Requests held and waiting one connection may have."""
+MAX_REQUEST_BYTES: Final = 128 << 20
+"""What the frames of one connection's requests held and waiting may add up to (128 MiB)."""
+MAX_CONNECTIONS: Final = 4096
+"""Connections served at once; one more gets an error frame and is closed."""
+MAX_POOLS: Final = 1024
+"""Pools the table keeps a capacity for: each one a hello names stays after its client."""
 
 
 @attrs.define(eq=False)
@@ -95,16 +145,26 @@ class _Connection:
     leases: dict[int, int] = attrs.Factory(dict)
     numbers: dict[int, int] = attrs.Factory(dict)
     tokens: dict[int, int] = attrs.Factory(dict)  # held lease id -> token
+    # Each lease's charge against MAX_REQUEST_BYTES (its frame's length), and their sum.
+    sizes: dict[int, int] = attrs.Factory(dict)
+    request_bytes: int = 0
+    frame_size: int = 0  # the length of the frame being handled
     closed: bool = False
     # Its tasks' scope: the watchdog cancels it to end a connection fallen silent.
     scope: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
+    unsent: int = 0  # bytes queued in the outbox or being written
+    # Set by the writer each time it has written some (or ended): the reader waits on it.
+    wrote: anyio.Event = attrs.Factory(anyio.Event)
 
     def send(self, message: Mapping[str, Any]) -> None:
         if not self.closed:
+            data = frame(message)
             try:
-                self.outbox.send_nowait(frame(message))
+                self.outbox.send_nowait(data)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 self.closed = True
+            else:
+                self.unsent += len(data)
 
 
 def error_reply(number: object, exc: BaseException) -> dict[str, Any]:
@@ -134,10 +194,12 @@ class LeaseService:
     _next_connection: int = attrs.field(init=False, default=0)
     _next_token: int = attrs.field(init=False, factory=lambda: time.time_ns() // 1000)
     _root_id: tuple[int, int] = attrs.field(init=False)
+    _pools: int = attrs.field(init=False)  # how many the table has a capacity for (MAX_POOLS)
 
     def __attrs_post_init__(self) -> None:
         found = os.fstat(self.root_fd)
         self._root_id = (found.st_dev, found.st_ino)
+        self._pools = len(self.table.statistics().pool_units_held)
 
     # -- connections --------------------------------------------------------------------------
 
@@ -186,11 +248,9 @@ class LeaseService:
 
     async def _serve(self, stream: anyio.abc.SocketStream, number: int) -> None:
         async with stream:
-            raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
-            if not peer_allowed(raw):
-                problem = PermissionError(errno.EACCES, "the peer runs as another user")
-                with contextlib.suppress(anyio.BrokenResourceError, OSError):
-                    await stream.send(frame(error_reply(None, problem)))
+            problem = self._refusal(stream.extra(anyio.abc.SocketAttribute.raw_socket))
+            if problem is not None:
+                await refuse(stream, problem)
                 return
             sender, receiver = anyio.create_memory_object_stream[bytes](math.inf)
             connection = _Connection(number, sender, anyio.current_time())
@@ -199,7 +259,7 @@ class LeaseService:
                 with connection.scope:
                     async with anyio.create_task_group() as tasks:
                         written = anyio.Event()
-                        tasks.start_soon(self._write, stream, receiver, written)
+                        tasks.start_soon(self._write, stream, receiver, connection, written)
                         try:
                             await self._read(stream, connection)
                             # The writer sends what is queued (a last error), then ends.
@@ -210,6 +270,17 @@ class LeaseService:
                             tasks.cancel_scope.cancel()
             finally:
                 self.drop(connection)
+
+    def _refusal(self, raw: Any) -> Exception | None:
+        """Why the connection on socket ``raw`` is not served, if it is not."""
+        if not peer_allowed(raw):
+            return PermissionError(errno.EACCES, "the peer runs as another user")
+        if len(self._connections) >= MAX_CONNECTIONS:
+            return LeaseServiceError(
+                f"can't serve one more connection: the service has {MAX_CONNECTIONS:,} "
+                "connections, the most it serves at once"
+            )
+        return None
 
     def drop(self, connection: _Connection) -> None:
         """Release everything ``connection`` holds and withdraw what it waits for, at once."""
@@ -249,20 +320,33 @@ class LeaseService:
         self,
         stream: anyio.abc.SocketStream,
         frames: anyio.abc.ObjectReceiveStream[bytes],
+        connection: _Connection,
         written: anyio.Event,
     ) -> None:
         try:
             async with frames:
                 async for data in frames:
-                    await stream.send(batched(data, frames))
+                    data = batched(data, frames)
+                    await stream.send(data)
+                    connection.unsent -= len(data)
+                    connection.wrote.set()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass
         finally:
+            connection.closed = True  # nothing more can reach the client
+            connection.wrote.set()
             written.set()
 
     async def _read(self, stream: anyio.abc.SocketStream, connection: _Connection) -> None:
         reader = BufferedByteReceiveStream(stream)
         while True:
+            # Backpressure: what it has not read of its replies waits in its outbox, and its
+            # next frame waits in the socket until the outbox is back under the limit.
+            while connection.unsent > OUTBOX_LIMIT and not connection.closed:
+                connection.wrote = anyio.Event()
+                await connection.wrote.wait()
+                # It takes what it is sent: it is alive, though its pings wait unread.
+                connection.last_seen = anyio.current_time()
             try:
                 header = await reader.receive_exactly(HEADER_SIZE)
                 length = frame_length(header)
@@ -275,6 +359,7 @@ class LeaseService:
             if connection.closed:
                 return  # revoked meanwhile: nothing more is done for it
             connection.last_seen = anyio.current_time()
+            connection.frame_size = length
             number: object = None
             try:
                 message = parse_frame(body)
@@ -328,8 +413,16 @@ class LeaseService:
             raise ProtocolError("'pools' must be an object")
         for name, capacity in sorted(pools.items()):
             check_capacity(name, capacity)  # as the table would, before anything is compared
+        new = sum(self.table.capacity(name) is None for name in pools)
+        if self._pools + new > MAX_POOLS:
+            raise LeaseServiceError(
+                f"can't add {new:,} pools to the {self._pools:,} the service has: it keeps "
+                f"{MAX_POOLS:,} pools at the most"
+            )
+        for name, capacity in sorted(pools.items()):
             current = self.table.capacity(name)
             if current is None:
+                self._pools += 1
                 self._grant(self.table.set_capacity(name, capacity))
             elif current != capacity:
                 raise ProtocolError(
@@ -343,6 +436,18 @@ class LeaseService:
     ) -> dict[str, Any] | None:
         if number in connection.numbers:
             raise ProtocolError(f"request number {number} is in use")
+        if len(connection.leases) >= MAX_REQUESTS:
+            raise LeaseServiceError(
+                f"can't queue request {number}: its connection has {MAX_REQUESTS:,} requests "
+                "held or waiting, the most one connection may have"
+            )
+        size = connection.frame_size
+        if connection.request_bytes + size > MAX_REQUEST_BYTES:
+            raise LeaseServiceError(
+                f"can't queue request {number}: its connection's requests held or waiting "
+                f"would take {connection.request_bytes + size:,} bytes of frames, over the "
+                f"{MAX_REQUEST_BYTES:,} bytes one connection may have"
+            )
         claims: list[Claim] = decode_claims(message.get("claims"))
         priority = message.get("priority", 0)
         if not isinstance(priority, int) or isinstance(priority, bool):
@@ -350,6 +455,8 @@ class LeaseService:
         lease_id = self.table.request(claims, priority=priority, group=connection, owner=connection)
         connection.leases[lease_id] = number
         connection.numbers[number] = lease_id
+        connection.sizes[lease_id] = size
+        connection.request_bytes += size
         self._owners[lease_id] = (connection, number)
         if self.table.is_held(lease_id):
             self._grant((lease_id,))
@@ -361,6 +468,7 @@ class LeaseService:
     def _release(self, connection: _Connection, lease_id: int) -> None:
         del connection.numbers[connection.leases.pop(lease_id)]
         connection.tokens.pop(lease_id, None)
+        connection.request_bytes -= connection.sizes.pop(lease_id)
         del self._owners[lease_id]
         self._grant(self.table.release(lease_id, owner=connection))
 
@@ -383,6 +491,18 @@ class LeaseService:
         # Synchronously, in this step of the loop: nothing can revoke the grant meanwhile.
         apply_op(self.root_fd, self.table.claims(lease_id), op)
         return {"re": number, "ok": True}
+
+
+async def refuse(stream: anyio.abc.SocketStream, problem: Exception) -> None:
+    """Tell the client on ``stream`` why it is not served, then hear it out for a second: a
+    socket closed with its hello unread would fail the client's write first, and the client
+    might never read why."""
+    with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+        await stream.send(frame(error_reply(None, problem)))
+        await stream.send_eof()
+        with anyio.move_on_after(1):
+            while True:
+                await stream.receive()
 
 
 async def serve(

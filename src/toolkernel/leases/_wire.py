@@ -49,6 +49,7 @@ MAX_DEPTH: Final = 32
 _LENGTH = struct.Struct(">I")
 _TIME_T_NS: Final = 2**63 * 10**9  # past it, os.utime raises OverflowError
 HEADER_SIZE: Final = _LENGTH.size
+BATCH_BYTES: Final = 1 << 16
 
 
 class ProtocolError(ValueError):
@@ -61,14 +62,19 @@ def frame(message: Mapping[str, Any]) -> bytes:
 
 
 def batched(first: bytes, frames: Any) -> bytes:
-    """``first`` and every frame already queued after it, as one write: a burst of grants or
-    requests costs one system call, not one each."""
+    """``first`` and the frames already queued after it, as one write of about
+    :data:`BATCH_BYTES`: a burst of grants or requests costs a system call per batch, not one a
+    frame, and a write to a slow reader still ends often (the service takes that as a sign of
+    life)."""
     batch = [first]
-    while len(batch) < 4096:
+    size = len(first)
+    while size < BATCH_BYTES:
         try:
-            batch.append(frames.receive_nowait())
+            data = frames.receive_nowait()
         except (anyio.WouldBlock, anyio.EndOfStream):
             break
+        batch.append(data)
+        size += len(data)
     return b"".join(batch)
 
 
