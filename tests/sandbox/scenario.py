@@ -81,6 +81,29 @@ def scenario(
     }
 
 
+def run_as(
+    user: list[str],
+    root: str | os.PathLike[str],
+    command: str,
+    *,
+    before_read: str | None = None,
+    before_check: str | None = None,
+) -> dict[str, Any]:
+    """:func:`scenario`, in this process, or as the user ``user`` (a command prefix) runs it:
+    this script in a process of its own."""
+    if not user:
+        return scenario(os.fspath(root), command, before_read, before_check)
+    argv = [*user, sys.executable, __file__, os.fspath(root), command]
+    if before_read:
+        argv += ["--before-read", before_read]
+    if before_check:
+        argv += ["--before-check", before_check]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("root")

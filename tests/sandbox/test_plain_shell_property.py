@@ -85,7 +85,7 @@ def outside(root: pathlib.Path) -> dict[str, Any]:
 
 
 @settings(
-    max_examples=int(os.environ.get("TOOLKERNEL_SANDBOX_EXAMPLES", "30")),
+    max_examples=int(os.environ.get("TOOLKERNEL_SANDBOX_EXAMPLES", "25")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -119,7 +119,7 @@ def plain_run(root: pathlib.Path, command: str) -> str:
 
 
 @settings(
-    max_examples=int(os.environ.get("TOOLKERNEL_SANDBOX_EXAMPLES", "30")),
+    max_examples=int(os.environ.get("TOOLKERNEL_SANDBOX_EXAMPLES", "25")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

@@ -8,11 +8,8 @@ unprivileged one (in a user namespace) where the tests run as root.
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -21,11 +18,11 @@ from toolkernel import sandbox
 from toolkernel.sandbox import Overlay
 
 from ..tools.privileges import as_a_user
+from .scenario import run_as
 
 pytestmark = pytest.mark.skipif(
     sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}"
 )
-SCENARIO = pathlib.Path(__file__).with_name("scenario.py")
 RENAME = (
     "import os, sys\ntry: os.rename(sys.argv[1], sys.argv[2])\nexcept OSError as e: print(e.errno)"
 )
@@ -52,12 +49,7 @@ def root(shared_directory: pathlib.Path, user: list[str]) -> pathlib.Path:
 
 
 def rename(user: list[str], root: pathlib.Path, source: str, target: str) -> dict[str, Any]:
-    command = f"python3 -c '{RENAME}' {source} {target}"
-    argv = [*user, sys.executable, str(SCENARIO), str(root), command]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    found: dict[str, Any] = json.loads(done.stdout)
-    return found
+    return run_as(user, root, f"python3 -c '{RENAME}' {source} {target}")
 
 
 def test_a_directory_of_the_lower_layer_is_renamed_with_all_it_holds(
@@ -107,7 +99,4 @@ def test_a_rename_given_a_bad_pointer_fails_as_the_kernel_would(
         "import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
         "print(libc.rename(ctypes.c_void_p(8), b'x'), ctypes.get_errno())"
     )
-    argv = [*user, sys.executable, str(SCENARIO), str(root), f'python3 -c "{call}"']
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["output"] == "-1 14\n"  # EFAULT
+    assert run_as(user, root, f'python3 -c "{call}"')["output"] == "-1 14\n"  # EFAULT

@@ -10,12 +10,10 @@ namespace) where the tests run as root.
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import shutil
 import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -23,11 +21,11 @@ import pytest
 from toolkernel import sandbox
 
 from ..tools.privileges import as_a_user
+from .scenario import run_as
 
 pytestmark = pytest.mark.skipif(
     sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}"
 )
-SCENARIO = pathlib.Path(__file__).with_name("scenario.py")
 
 
 @pytest.fixture(params=["this user", "unprivileged"])
@@ -58,15 +56,7 @@ def run(
     before_read: str | None = None,
     before_check: str | None = None,
 ) -> dict[str, Any]:
-    argv = [*user, sys.executable, str(SCENARIO), str(root), command]
-    if before_read:
-        argv += ["--before-read", before_read]
-    if before_check:
-        argv += ["--before-check", before_check]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    found: dict[str, Any] = json.loads(done.stdout)
-    return found
+    return run_as(user, root, command, before_read=before_read, before_check=before_check)
 
 
 def tree(root: pathlib.Path) -> dict[str, str]:
