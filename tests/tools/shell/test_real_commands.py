@@ -34,6 +34,13 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("git") is None, reason="needs git"),
 ]
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """asyncio alone: what is tested is the claims and the commands, which know no loop (the
+    Bash tool's process code runs on both, tests/tools/test_bash_processes.py)."""
+    return "asyncio"
+
+
 FILES = {
     "README.md": "# demo\n",
     "src/app.py": "import os\n\n\ndef double(x):\n    return x * 2\n",
