@@ -48,12 +48,12 @@ from __future__ import annotations
 
 import _ctypes
 import _socket
-import _struct
 import os
-import select
-import stat
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: importing typing costs more than the rest of this
+if TYPE_CHECKING:
+    from typing import Any
 
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
@@ -82,10 +82,7 @@ MACHINES: dict[str, tuple[int, int, dict[int, tuple[int | None, ...]]]] = {
 
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_RET_K = 0x20, 0x15, 0x06
 _SCM_RIGHTS = 1
-_INSTRUCTION = _struct.Struct("=HBBI")
-_NOTIFICATION = _struct.Struct("=QIIiIQ6Q")  # struct seccomp_notif
-_RESPONSE = _struct.Struct("=QqiI")  # struct seccomp_notif_resp
-_ID = _struct.Struct("=Q")
+_NOTIFICATION_SIZE = 80  # struct seccomp_notif
 
 
 class _Char(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_char
@@ -126,7 +123,22 @@ def _filter(arch: int, calls: dict[int, tuple[int | None, ...]]) -> bytes:
         # Matched: jump past the remaining tests and the allow, to the notify.
         program.append((_BPF_JEQ_K, len(numbers) - at, 0, number))
     program += [(_BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW), (_BPF_RET_K, 0, 0, SECCOMP_RET_USER_NOTIF)]
-    return b"".join(_INSTRUCTION.pack(*instruction) for instruction in program)
+    return b"".join(_instruction(*instruction) for instruction in program)
+
+
+def _instruction(code: int, true: int, false: int, value: int) -> bytes:
+    """One ``struct sock_filter``: code (u16), jump if true, jump if false (u8), value (u32)."""
+    order = sys.byteorder
+    return code.to_bytes(2, order) + bytes((true, false)) + value.to_bytes(4, order)
+
+
+def _address(buffer: Any) -> bytes:
+    """The address of ``buffer``, as a pointer's bytes."""
+    return _ctypes.addressof(buffer).to_bytes(_ctypes.sizeof(_Pointer), sys.byteorder)
+
+
+class _Pointer(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_void_p
+    _type_ = "P"
 
 
 def socket_pair() -> tuple[Any, Any] | None:
@@ -150,8 +162,9 @@ def confine(libc: Any, sender: Any) -> None:
         arch, number, calls = found
         program = _filter(arch, calls)
         code = _buffer(program)
-        # struct sock_fprog: the program's length, and its address (aligned as C aligns it).
-        header = _buffer(_struct.pack("@HP", len(program) // 8, _ctypes.addressof(code)))
+        # struct sock_fprog: the program's length (u16), padding to the address it is at.
+        size = len(program) // 8
+        header = _buffer(size.to_bytes(8, sys.byteorder) + _address(code))
         # Seccomp needs no_new_privs without privilege (Landlock has set it already, if used).
         libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         result = libc.syscall(
@@ -200,7 +213,9 @@ class Supervisor:
     def serve(self, child: int) -> int:
         """Answer renames, and reap every process left to this one, until ``child`` exits;
         its exit status."""
+        # Imported here, with the command running: not on the way to its start.
         import _signal  # type: ignore[import-not-found]  # no stubs: a C module
+        import select
 
         wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         _signal.set_wakeup_fd(wake_write)
@@ -230,11 +245,14 @@ class Supervisor:
 
     def answer(self) -> None:
         """Receive one rename call and answer it."""
-        request = _buffer(_NOTIFICATION.size)
+        request = _buffer(_NOTIFICATION_SIZE)
         if self.libc.ioctl(self.listener, _ULong(NOTIF_RECV), request) != 0:
             return  # its caller went away meanwhile
-        fields = _NOTIFICATION.unpack(bytes(request))
-        identifier, pid, number, arguments = fields[0], fields[1], fields[3], fields[6:]
+        data = bytes(request)
+        # struct seccomp_notif: id (u64), pid, flags (u32), then seccomp_data: nr (int), arch
+        # (u32), instruction_pointer (u64), args (u64 each).
+        identifier, pid, number = _word(data, 0, 8), _word(data, 8, 4), _word(data, 16, 4)
+        arguments = tuple(_word(data, 32 + 8 * at, 8) for at in range(6))
         error, go_on = 0, False
         try:
             where = self.calls.get(number)
@@ -253,11 +271,11 @@ class Supervisor:
     def respond(self, identifier: int, error: int, go_on: bool) -> None:
         """Answer: fail with ``error``, succeed (0), or (``go_on``) let the kernel make the
         call itself (``SECCOMP_USER_NOTIF_FLAG_CONTINUE``, Linux 5.5; before it, EXDEV)."""
-        data = _RESPONSE.pack(identifier, 0, -error if error else 0, 1 if go_on else 0)
-        if self.libc.ioctl(self.listener, _ULong(NOTIF_SEND), _buffer(data)) != 0 and go_on:
-            self.libc.ioctl(
-                self.listener, NOTIF_SEND, _buffer(_RESPONSE.pack(identifier, 0, -EXDEV, 0))
-            )
+        sent = self.libc.ioctl(
+            self.listener, _ULong(NOTIF_SEND), _response(identifier, error, go_on)
+        )
+        if sent != 0 and go_on:  # a kernel before 5.5: no CONTINUE; say what it would have
+            self.libc.ioctl(self.listener, _ULong(NOTIF_SEND), _response(identifier, EXDEV))
 
     def rename(
         self, identifier: int, pid: int, where: tuple[int | None, ...], arguments: tuple[int, ...]
@@ -269,9 +287,8 @@ class Supervisor:
         with open(f"/proc/{pid}/mem", "rb", buffering=0) as memory:
             old = _string(memory, arguments[old_at])
             new = _string(memory, arguments[new_at])
-        valid = self.libc.ioctl(
-            self.listener, _ULong(NOTIF_ID_VALID), _buffer(_ID.pack(identifier))
-        )
+        known = _buffer(identifier.to_bytes(8, sys.byteorder))
+        valid = self.libc.ioctl(self.listener, _ULong(NOTIF_ID_VALID), known)
         if valid != 0:
             raise _Refused  # the caller is gone (its pid may be another process's now)
         if os.stat(f"/proc/{pid}/root") != os.stat("/"):
@@ -295,7 +312,8 @@ class Supervisor:
         error = _ctypes.get_errno()
         if error != EXDEV or flags & (RENAME_EXCHANGE | RENAME_WHITEOUT):
             return error
-        return move(old_fd, old, new_fd, new, replace=not flags & RENAME_NOREPLACE)
+        moved: int = _moves().move(old_fd, old, new_fd, new, replace=not flags & RENAME_NOREPLACE)
+        return moved
 
     def _note(self, old_fd: int, old: bytes, new_fd: int, new: bytes) -> None:
         """Log a rename made inside the workspace."""
@@ -326,6 +344,31 @@ class Supervisor:
         if real.startswith(root + "/"):
             return f"{real[len(root) + 1 :]}/{name}"
         return None
+
+
+def _moves() -> Any:
+    """The module that moves what can't be renamed, beside this one: loaded when first needed
+    (as the launcher loads this one)."""
+    if __package__:
+        from . import _moves as module
+
+        return module
+    import _moves as module  # type: ignore[import-not-found,no-redef]  # run from a script
+
+    return module
+
+
+def _word(data: bytes, at: int, size: int) -> int:
+    return int.from_bytes(data[at : at + size], sys.byteorder)
+
+
+def _response(identifier: int, error: int, go_on: bool = False) -> Any:
+    """A ``struct seccomp_notif_resp``: id (u64), val (s64), error (s32: the negated errno),
+    flags (u32: ``SECCOMP_USER_NOTIF_FLAG_CONTINUE``, 1, lets the kernel make the call)."""
+    order = sys.byteorder
+    data = identifier.to_bytes(8, order) + bytes(8)
+    data += (-error).to_bytes(4, order, signed=True) + (1 if go_on else 0).to_bytes(4, order)
+    return _buffer(data)
 
 
 class _Refused(Exception):
@@ -378,218 +421,3 @@ def _directory(pid: int, descriptor: int | None) -> int:
 
 def _signed32(value: int) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
-
-
-# -- moving what can't be renamed ----------------------------------------------------------------
-
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def move(old_fd: int, old: bytes, new_fd: int, new: bytes, *, replace: bool) -> int:
-    """Move ``old`` to ``new`` where they can't be renamed: copy, rename the copy into place,
-    remove the source. 0, or the error number the rename would have given."""
-    old_parent, old_name = _split(old_fd, old)
-    try:
-        new_parent, new_name = _split(new_fd, new)
-    except BaseException:
-        os.close(old_parent)
-        raise
-    try:
-        return _move(old_parent, old_name, new_parent, new_name, replace)
-    finally:
-        os.close(old_parent)
-        os.close(new_parent)
-
-
-def _split(directory: int, path: bytes) -> tuple[int, str]:
-    """A descriptor of the directory holding ``path``'s last component, and that component."""
-    text = os.fsdecode(path).rstrip("/") or "/"
-    parent, name = os.path.split(text)
-    if name in ("", ".", ".."):
-        raise OSError(16, "Device or resource busy")  # EBUSY: renaming . or .. or /
-    return os.open(parent or ".", _DIRECTORY, dir_fd=directory), name
-
-
-def _move(old_parent: int, old: str, new_parent: int, new: str, replace: bool) -> int:
-    source = os.lstat(old, dir_fd=old_parent)
-    try:
-        target: os.stat_result | None = os.lstat(new, dir_fd=new_parent)
-    except FileNotFoundError:
-        target = None
-    if target is not None:
-        if (target.st_dev, target.st_ino) == (source.st_dev, source.st_ino):
-            return 0  # the same file: rename(2) does nothing
-        if not replace:
-            return 17  # EEXIST
-        if stat.S_ISDIR(source.st_mode) and not stat.S_ISDIR(target.st_mode):
-            return 20  # ENOTDIR
-        if not stat.S_ISDIR(source.st_mode) and stat.S_ISDIR(target.st_mode):
-            return 21  # EISDIR
-        if stat.S_ISDIR(target.st_mode) and _has_entries(new_parent, new):
-            return 39  # ENOTEMPTY
-    if stat.S_ISDIR(source.st_mode) and _within(new_parent, source):
-        return 22  # EINVAL: a directory moved into itself
-    kind = stat.S_IFMT(source.st_mode)
-    if kind not in (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFIFO):
-        return EXDEV  # a device or a socket: nothing to copy
-    temporary = f".{new[:40]}.{os.getpid()}.{os.urandom(6).hex()}.tkmove"
-    try:
-        _copy(old_parent, old, source, new_parent, temporary)
-        if target is not None and stat.S_ISDIR(target.st_mode):
-            os.rmdir(new, dir_fd=new_parent)  # empty: a directory may replace it
-        os.rename(temporary, new, src_dir_fd=new_parent, dst_dir_fd=new_parent)
-    except BaseException:
-        _remove(new_parent, temporary)
-        raise
-    _remove(old_parent, old)
-    return 0
-
-
-def _has_entries(parent: int, name: str) -> bool:
-    fd = os.open(name, _DIRECTORY, dir_fd=parent)
-    try:
-        return bool(os.listdir(fd))
-    finally:
-        os.close(fd)
-
-
-def _within(directory: int, ancestor: os.stat_result) -> bool:
-    """Whether ``directory`` is ``ancestor`` or below it."""
-    fd = os.dup(directory)
-    try:
-        while True:
-            status = os.fstat(fd)
-            if (status.st_dev, status.st_ino) == (ancestor.st_dev, ancestor.st_ino):
-                return True
-            parent = os.open("..", _DIRECTORY, dir_fd=fd)
-            above = os.fstat(parent)
-            os.close(fd)
-            fd = parent
-            if (above.st_dev, above.st_ino) == (status.st_dev, status.st_ino):
-                return False  # the root
-    finally:
-        os.close(fd)
-
-
-def _copy(from_dir: int, name: str, found: os.stat_result, to_dir: int, copy: str) -> None:
-    """Copy entry ``name`` of ``from_dir`` (``found`` its status) to ``copy`` in ``to_dir``:
-    a directory with everything in it, one directory at a time, whatever the depth."""
-    if not stat.S_ISDIR(found.st_mode):
-        _copy_entry(from_dir, name, found, to_dir, copy)
-        return
-    os.mkdir(copy, 0o700, dir_fd=to_dir)
-    # Each frame: the source and copy directories, the copy's name in its parent, the
-    # source's status (set on the copy once it is full), and the names still to copy.
-    frames = []
-    try:
-        source = os.open(name, _DIRECTORY, dir_fd=from_dir)
-        frames.append((source, os.open(copy, _DIRECTORY, dir_fd=to_dir), found, os.listdir(source)))
-        while frames:
-            source, target, status, names = frames[-1]
-            if not names:
-                frames.pop()
-                _set_status(target, None, status)
-                os.close(source)
-                os.close(target)
-                continue
-            entry = names.pop()
-            inner = os.lstat(entry, dir_fd=source)
-            if stat.S_ISDIR(inner.st_mode):
-                os.mkdir(entry, 0o700, dir_fd=target)
-                child = os.open(entry, _DIRECTORY, dir_fd=source)
-                frames.append(
-                    (child, os.open(entry, _DIRECTORY, dir_fd=target), inner, os.listdir(child))
-                )
-            else:
-                _copy_entry(source, entry, inner, target, entry)
-    finally:
-        for source, target, _, _ in frames:
-            os.close(source)
-            os.close(target)
-
-
-def _copy_entry(from_dir: int, name: str, found: os.stat_result, to_dir: int, copy: str) -> None:
-    mode = found.st_mode
-    if stat.S_ISLNK(mode):
-        os.symlink(os.readlink(name, dir_fd=from_dir), copy, dir_fd=to_dir)
-        _set_status(to_dir, copy, found)
-        return
-    if stat.S_ISFIFO(mode):
-        os.mkfifo(copy, 0o600, dir_fd=to_dir)
-        _set_status(to_dir, copy, found)
-        return
-    if not stat.S_ISREG(mode):
-        raise OSError(EXDEV, "can't copy a device or a socket")
-    reading = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=from_dir)
-    try:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        writing = os.open(copy, flags, 0o600, dir_fd=to_dir)
-        try:
-            left = found.st_size
-            while left > 0:
-                try:
-                    done = os.copy_file_range(reading, writing, left)
-                except OSError:
-                    done = os.write(writing, os.read(reading, 1 << 20))
-                if done <= 0:
-                    break
-                left -= done
-            _set_status(writing, None, found)
-        finally:
-            os.close(writing)
-    finally:
-        os.close(reading)
-
-
-def _set_status(where: int, name: str | None, found: os.stat_result) -> None:
-    """Give the copy ``name`` in ``where`` (or the file open as ``where``) the owner, mode and
-    times of ``found``, as far as allowed (an owner only root may give is kept as it is)."""
-    link = stat.S_ISLNK(found.st_mode)
-    try:
-        if name is None:
-            os.chown(where, found.st_uid, found.st_gid)
-        else:
-            os.chown(name, found.st_uid, found.st_gid, dir_fd=where, follow_symlinks=False)
-    except OSError:
-        pass
-    if not link:
-        if name is None:
-            os.chmod(where, stat.S_IMODE(found.st_mode))
-        else:
-            os.chmod(name, stat.S_IMODE(found.st_mode), dir_fd=where)
-    times = (found.st_atime_ns, found.st_mtime_ns)
-    if name is None:
-        os.utime(where, ns=times)
-    else:
-        os.utime(name, ns=times, dir_fd=where, follow_symlinks=False)
-
-
-def _remove(parent: int, name: str) -> None:
-    """Remove entry ``name`` of ``parent``, a tree one directory at a time (the launcher can't
-    import the package's own walk: it imports only the standard library)."""
-    try:
-        top = os.lstat(name, dir_fd=parent)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISDIR(top.st_mode):
-        os.unlink(name, dir_fd=parent)
-        return
-    fd = os.open(name, _DIRECTORY, dir_fd=parent)
-    frames = [(fd, name, os.listdir(fd))]
-    try:
-        while frames:
-            fd, directory, names = frames[-1]
-            if not names:
-                frames.pop()
-                os.close(fd)
-                os.rmdir(directory, dir_fd=frames[-1][0] if frames else parent)
-                continue
-            entry = names.pop()
-            if stat.S_ISDIR(os.lstat(entry, dir_fd=fd).st_mode):
-                child = os.open(entry, _DIRECTORY, dir_fd=fd)
-                frames.append((child, entry, os.listdir(child)))
-            else:
-                os.unlink(entry, dir_fd=fd)
-    finally:
-        for fd, _, _ in frames:
-            os.close(fd)
