@@ -143,8 +143,14 @@ class _PathBeneathAttr(_ctypes.Structure):
     _fields_ = (("allowed_access", _UInt64), ("parent_fd", _Int32))
 
 
+_LIBC: list[_Libc] = []
+
+
 def _libc() -> _Libc:
-    return _Libc()
+    """The C library's functions, found once (each finding is a ``dlsym``)."""
+    if not _LIBC:
+        _LIBC.append(_Libc())
+    return _LIBC[0]
 
 
 def abi_version() -> int:
@@ -296,6 +302,98 @@ def _escaped(path: str) -> str:
     return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
 
 
+# -- renames: the command's go to the supervisor (``_renames``) -----------------------------------
+
+SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
+SECCOMP_RET_ALLOW = 0x7FFF0000
+SECCOMP_RET_USER_NOTIF = 0x7FC00000
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_RET_K = 0x20, 0x15, 0x06
+_SCM_RIGHTS = 1
+# By machine: the audit architecture, seccomp's number, and the rename calls by number, each
+# with where its arguments are: (old directory, old path, new directory, new path, flags),
+# an index into the call's arguments or None for AT_FDCWD / no flags.
+_RENAMEAT2 = (0, 1, 2, 3, 4)
+_RENAMEAT = (0, 1, 2, 3, None)
+_RENAME = (None, 0, None, 1, None)
+MACHINES: dict[str, tuple[int, int, dict[int, tuple[int | None, ...]]]] = {
+    "x86_64": (0xC000003E, 317, {82: _RENAME, 264: _RENAMEAT, 316: _RENAMEAT2}),
+    "aarch64": (0xC00000B7, 277, {38: _RENAMEAT, 276: _RENAMEAT2}),
+    "riscv64": (0xC00000F3, 277, {38: _RENAMEAT, 276: _RENAMEAT2}),
+}
+
+
+class _Char(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_char
+    _type_ = "c"
+
+
+class _Bytes(_ctypes.Array):  # type: ignore[type-arg]  # ctypes.c_char * 64
+    _type_ = _Char
+    _length_ = 64
+
+
+def rename_filter(arch: int, calls: dict[int, tuple[int | None, ...]]) -> bytes:
+    """The BPF program: this architecture's rename calls go to the listener, all else runs.
+    Each instruction a ``struct sock_filter``: code (u16), jumps if true and if false (u8),
+    value (u32)."""
+    numbers = sorted(calls)
+    program = [
+        (_BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+        (_BPF_JEQ_K, 0, len(numbers) + 1, arch),  # another ABI: allow
+        (_BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+    ]
+    for at, number in enumerate(numbers):
+        # Matched: jump past the remaining tests and the allow, to the notify.
+        program.append((_BPF_JEQ_K, len(numbers) - at, 0, number))
+    program += [(_BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW), (_BPF_RET_K, 0, 0, SECCOMP_RET_USER_NOTIF)]
+    order = sys.byteorder
+    return b"".join(
+        code.to_bytes(2, order) + bytes((true, false)) + value.to_bytes(4, order)
+        for code, true, false, value in program
+    )
+
+
+def rename_machine() -> tuple[int, int, dict[int, tuple[int | None, ...]]] | None:
+    """This machine's entry of :data:`MACHINES`, or None (no supervisor here). The
+    supervisor's module must be beside this script too."""
+    found = MACHINES.get(os.uname().machine) if sys.platform.startswith("linux") else None
+    here = os.path.dirname(os.path.abspath(__file__))
+    return found if os.path.exists(os.path.join(here, "_renames.py")) else None
+
+
+def confine_renames(sender: object, machine: tuple[int, int, object]) -> None:
+    """Send this process's rename calls, and its children's, to a new seccomp listener, and
+    hand the listener over ``sender`` (a socket); if the system refuses, say so instead (the
+    renames then run as the kernel makes them)."""
+    arch, number, calls = machine
+    assert isinstance(calls, dict)
+    program = rename_filter(arch, calls)
+    code = _Bytes.from_buffer_copy(program.ljust(_Bytes._length_, b"\0"))
+    # struct sock_fprog: the program's length (u16, padded to 8 bytes) and its address.
+    address = _ctypes.addressof(code).to_bytes(8, sys.byteorder)
+    header = _Bytes.from_buffer_copy(
+        ((len(program) // 8).to_bytes(8, sys.byteorder) + address).ljust(_Bytes._length_, b"\0")
+    )
+    libc = _libc()
+    # Seccomp needs no_new_privs without privilege (Landlock has set it already, if used).
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    listener = int(
+        libc.syscall(number, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, header)
+    )
+    try:
+        if listener >= 0:
+            ancillary = [(1, _SCM_RIGHTS, listener.to_bytes(4, sys.byteorder))]  # SOL_SOCKET
+            sender.sendmsg([b"L"], ancillary)  # type: ignore[attr-defined]
+        else:
+            sender.sendmsg([b"-"])  # type: ignore[attr-defined]
+    except OSError:
+        pass
+    finally:
+        if listener >= 0:
+            os.close(listener)
+        sender.close()  # type: ignore[attr-defined]
+
+
 def isolate(root: str, upper: str, work: str) -> None:
     """Enter new user, mount and PID namespaces (the PID one for the next child) and mount an
     overlay of ``root`` over ``root``, its changes going to ``upper``. Exits with
@@ -340,12 +438,18 @@ def run_as_first_process(
     the namespace's own ``/proc`` (Landlock forbids mounting after).
 
     The first process also answers the command's renames (``_renames``: overlayfs refuses
-    some a plain shell makes), logging those inside ``root`` to ``renames``."""
+    some a plain shell makes), logging those inside ``root`` to ``renames``: the command's
+    process sends them there before it runs (:func:`confine_renames`). (In the command's
+    Landlock domain, and in its
+    PID namespace, it may read the callers' memory, and names them as they are named.)"""
+    # Loaded before any fork: after it, every page the import touches would be copied.
+    machine = None if renames is None else rename_machine()
+    supervisor = None if machine is None else _supervisor()
     first = os.fork()
     if first == 0:
         try:
-            # Its own /proc: `ps` shows the command's processes only, and the rename
-            # supervisor finds its callers by the pids of this namespace.
+            # Its own /proc: `ps` shows the command's processes only, and the supervisor
+            # finds its callers there by the pids this namespace gives them.
             _libc().mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
             # Opened before Landlock: the log is outside everything the command may write.
             log = None if renames is None else os.open(renames, os.O_WRONLY | os.O_APPEND)
@@ -353,20 +457,25 @@ def run_as_first_process(
                 _restrict_or_exit(*confined)
             if cwd is not None:
                 os.chdir(cwd)  # the overlay, not the directory under it
-            supervisor = _supervisor()
-            pair = supervisor.socket_pair() if supervisor is not None else None
+            pair = None
+            if supervisor is not None:
+                try:
+                    pair = supervisor.socket_pair()
+                except OSError:
+                    pair = None
             child = os.fork()
             if child == 0:
-                if pair is not None and supervisor is not None:
+                if pair is not None and machine is not None:
                     pair[0].close()
-                    supervisor.confine(_libc(), pair[1])
+                    confine_renames(pair[1], machine)
                 os.execv(command[0], command)
-            listener = None
-            if pair is not None and supervisor is not None:
+            if pair is not None and machine is not None and supervisor is not None:
                 pair[1].close()
                 listener = supervisor.receive(pair[0])
-            if listener is not None and supervisor is not None:
-                os._exit(supervisor.Supervisor(_libc(), listener, root, log).serve(child))
+                if listener is not None:
+                    calls = machine[2]
+                    answering = supervisor.Supervisor(_libc(), listener, calls, root, log)
+                    os._exit(answering.serve(child))
             while True:
                 pid, status = os.wait()
                 if pid == child:
@@ -390,9 +499,8 @@ def run_as_first_process(
     os._exit(128 - code if code < 0 else code)
 
 
-def _supervisor() -> types.ModuleType | None:
-    """The rename supervisor's module (``_renames``, beside this script), or None if it can't
-    be loaded: then renames go to the kernel as they are."""
+def _supervisor() -> types.ModuleType:
+    """The rename supervisor's module, ``_renames``, beside this script."""
     if __package__:  # imported as a module of the package (tests)
         from . import _renames
 
@@ -401,10 +509,8 @@ def _supervisor() -> types.ModuleType | None:
     here = os.path.dirname(os.path.abspath(__file__))
     if here not in sys.path:
         sys.path.insert(0, here)
-    try:
-        import _renames  # type: ignore[import-not-found,no-redef]  # beside this script
-    except ImportError:
-        return None
+    import _renames  # type: ignore[import-not-found,no-redef]  # beside this script
+
     return _renames
 
 

@@ -8,20 +8,23 @@ both (``os.rename('d', 'e')``, ``git init --separate-git-dir``, a file moved fro
 into the workspace, which lies on another mount in the sandbox); ``mv`` gets by only because it
 copies when the rename fails. So every rename of the command goes to a supervisor:
 
-- :func:`confine`, in the command's process before it runs, installs a seccomp filter that sends
-  ``rename``, ``renameat`` and ``renameat2`` to a listener (``SECCOMP_RET_USER_NOTIF``), and
-  hands the listener to the namespace's first process over a socket;
-- :class:`Supervisor`, in that first process, reads each call's paths from the caller's memory,
-  makes the rename itself, relative to the caller's directories (``/proc/PID/cwd``,
-  ``/proc/PID/fd/N``), and answers with its result. Where the rename fails with ``EXDEV``, it
-  moves the entry instead, as ``mv`` does: it copies it (a tree one directory at a time, whatever
-  its depth: modes, owners where allowed, times, links) under a temporary name beside the
-  destination, renames that into place (a directory made in the overlay is the overlay's own,
-  and renames), and removes the source; a failure part-way removes the copy and leaves the
-  source whole. ``RENAME_EXCHANGE`` and ``RENAME_WHITEOUT`` are not emulated (``EXDEV``).
+- the launcher (``_launcher.confine_renames``), in the command's process before it runs,
+  installs a seccomp filter that sends ``rename``, ``renameat`` and ``renameat2`` to a listener
+  (``SECCOMP_RET_USER_NOTIF``), and hands the listener over a socket to the namespace's first
+  process;
+- :class:`Supervisor`, there, reads each call's paths from the caller's memory, makes the
+  rename itself, relative to the caller's directories (``/proc/PID/cwd``, ``/proc/PID/fd/N``),
+  and answers with its result.
+  Where the rename fails with ``EXDEV``, it moves the entry instead, as ``mv`` does
+  (``_moves``): it copies it (a tree one directory at a time, whatever its depth: modes, owners
+  where allowed, times, links) under a temporary name beside the destination, renames that
+  into place (a directory made in the overlay is the overlay's own, and renames), and removes
+  the source; a failure part-way removes the copy and leaves the source whole.
+  ``RENAME_EXCHANGE`` and ``RENAME_WHITEOUT`` are not emulated (``EXDEV``).
 
-The supervisor runs with the caller's credentials and Landlock domain (it is its ancestor in the
-same namespaces), so it can rename nothing the caller could not. Where the system has no
+The supervisor runs with the caller's credentials and in its Landlock domain (it is its ancestor
+in the same namespaces), so it can rename nothing the caller could not, and may read its memory
+(Landlock lets a process trace only those of its own domain or below). Where the system has no
 seccomp listener (Linux before 5.0, another architecture than those below), or the caller's
 memory can't be read, the call goes on as the kernel makes it, ``EXDEV`` included.
 
@@ -47,40 +50,24 @@ origin, and the log is how the change set tells an entry renamed here from one c
 from __future__ import annotations
 
 import _ctypes
+import _signal  # type: ignore[import-not-found]  # no stubs: a C module
 import _socket
 import os
+import select
 import sys
 
 TYPE_CHECKING = False  # not typing's: importing typing costs more than the rest of this
 if TYPE_CHECKING:
     from typing import Any
 
-SECCOMP_SET_MODE_FILTER = 1
-SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
-SECCOMP_RET_ALLOW = 0x7FFF0000
-SECCOMP_RET_USER_NOTIF = 0x7FC00000
 NOTIF_RECV = 0xC0502100  # SECCOMP_IOCTL_NOTIF_RECV: _IOWR('!', 0, struct seccomp_notif)
 NOTIF_SEND = 0xC0182101  # SECCOMP_IOCTL_NOTIF_SEND: _IOWR('!', 1, struct seccomp_notif_resp)
 NOTIF_ID_VALID = 0x40082102  # SECCOMP_IOCTL_NOTIF_ID_VALID: _IOW('!', 2, __u64)
-PR_SET_NO_NEW_PRIVS = 38
 AT_FDCWD = -100
 RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT = 1, 2, 4
 PATH_MAX = 4096
 EXDEV = 18
 
-# By machine: the audit architecture, seccomp's number, and the rename calls by number, each
-# with where its arguments are: (old directory, old path, new directory, new path, flags),
-# an index into the call's arguments or None for AT_FDCWD / no flags.
-_RENAMEAT2 = (0, 1, 2, 3, 4)
-_RENAMEAT = (0, 1, 2, 3, None)
-_RENAME = (None, 0, None, 1, None)
-MACHINES: dict[str, tuple[int, int, dict[int, tuple[int | None, ...]]]] = {
-    "x86_64": (0xC000003E, 317, {82: _RENAME, 264: _RENAMEAT, 316: _RENAMEAT2}),
-    "aarch64": (0xC00000B7, 277, {38: _RENAMEAT, 276: _RENAMEAT2}),
-    "riscv64": (0xC00000F3, 277, {38: _RENAMEAT, 276: _RENAMEAT2}),
-}
-
-_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_RET_K = 0x20, 0x15, 0x06
 _SCM_RIGHTS = 1
 _NOTIFICATION_SIZE = 80  # struct seccomp_notif
 
@@ -106,83 +93,9 @@ def _buffer(data: bytes | int) -> Any:
     return kind() if isinstance(data, int) else kind.from_buffer_copy(data)
 
 
-def machine() -> tuple[int, int, dict[int, tuple[int | None, ...]]] | None:
-    """This machine's entry of :data:`MACHINES`, or None."""
-    return MACHINES.get(os.uname().machine) if sys.platform.startswith("linux") else None
-
-
-def _filter(arch: int, calls: dict[int, tuple[int | None, ...]]) -> bytes:
-    """The BPF program: this architecture's rename calls go to the listener, all else runs."""
-    numbers = sorted(calls)
-    program = [
-        (_BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
-        (_BPF_JEQ_K, 0, len(numbers) + 1, arch),  # another ABI: allow
-        (_BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
-    ]
-    for at, number in enumerate(numbers):
-        # Matched: jump past the remaining tests and the allow, to the notify.
-        program.append((_BPF_JEQ_K, len(numbers) - at, 0, number))
-    program += [(_BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW), (_BPF_RET_K, 0, 0, SECCOMP_RET_USER_NOTIF)]
-    return b"".join(_instruction(*instruction) for instruction in program)
-
-
-def _instruction(code: int, true: int, false: int, value: int) -> bytes:
-    """One ``struct sock_filter``: code (u16), jump if true, jump if false (u8), value (u32)."""
-    order = sys.byteorder
-    return code.to_bytes(2, order) + bytes((true, false)) + value.to_bytes(4, order)
-
-
-def _address(buffer: Any) -> bytes:
-    """The address of ``buffer``, as a pointer's bytes."""
-    return _ctypes.addressof(buffer).to_bytes(_ctypes.sizeof(_Pointer), sys.byteorder)
-
-
-class _Pointer(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_void_p
-    _type_ = "P"
-
-
-def socket_pair() -> tuple[Any, Any] | None:
-    """The socket the command's process hands its listener over, or None where there is no
-    supervisor to be had on this machine."""
-    if machine() is None:
-        return None
-    try:
-        return _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM, 0)
-    except OSError:
-        return None
-
-
-def confine(libc: Any, sender: Any) -> None:
-    """In the command's process, before it runs: send its rename calls to a new listener and
-    hand the listener over ``sender`` (nothing, if the system refuses: then the supervisor is
-    told so and the renames run as the kernel makes them)."""
-    found = machine()
-    listener = -1
-    if found is not None:
-        arch, number, calls = found
-        program = _filter(arch, calls)
-        code = _buffer(program)
-        # struct sock_fprog: the program's length (u16), padding to the address it is at.
-        size = len(program) // 8
-        header = _buffer(size.to_bytes(8, sys.byteorder) + _address(code))
-        # Seccomp needs no_new_privs without privilege (Landlock has set it already, if used).
-        libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        result = libc.syscall(
-            number, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, header
-        )
-        listener = int(result)
-    try:
-        if listener >= 0:
-            ancillary = [(_socket.SOL_SOCKET, _SCM_RIGHTS, listener.to_bytes(4, sys.byteorder))]
-            sender.sendmsg([b"L"], ancillary)
-        else:
-            sender.sendmsg([b"-"])
-    except OSError:
-        pass
-    finally:
-        if listener >= 0:
-            os.close(listener)
-        sender.close()
+def socket_pair() -> tuple[Any, Any]:
+    """The socket the command's process hands its listener over (raises ``OSError``)."""
+    return _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM, 0)
 
 
 def receive(receiver: Any) -> int | None:
@@ -203,19 +116,27 @@ class Supervisor:
     """Answers the rename calls of the command's processes (the module's docstring), in the
     namespace's first process, until the command's own process has exited."""
 
-    def __init__(self, libc: Any, listener: int, root: str, log: int | None) -> None:
+    def __init__(
+        self,
+        libc: Any,
+        listener: int,
+        calls: dict[int, tuple[int | None, ...]],
+        root: str,
+        log: int | None,
+    ) -> None:
         self.libc = libc
         self.listener = listener
+        self.proc = os.open("/proc", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        """The ``/proc`` of the namespace: it names the callers as the listener does."""
+        self.calls = calls
+        """The rename calls the listener gets, by number: where each has its arguments
+        (``_launcher.MACHINES``)."""
         self.root = os.path.realpath(root)  # as /proc/self/fd/N spells a directory
-        self.calls = (machine() or (0, 0, {}))[2]
         self.log = log
 
     def serve(self, child: int) -> int:
         """Answer renames, and reap every process left to this one, until ``child`` exits;
         its exit status."""
-        # Imported here, with the command running: not on the way to its start.
-        import _signal  # type: ignore[import-not-found]  # no stubs: a C module
-        import select
 
         wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         _signal.set_wakeup_fd(wake_write)
@@ -284,18 +205,19 @@ class Supervisor:
         old_dir, old_at, new_dir, new_at, flags_at = where
         assert old_at is not None and new_at is not None
         flags = 0 if flags_at is None else arguments[flags_at] & 0xFFFFFFFF
-        with open(f"/proc/{pid}/mem", "rb", buffering=0) as memory:
+        opener = self._opener
+        with open(f"{pid}/mem", "rb", buffering=0, opener=opener) as memory:
             old = _string(memory, arguments[old_at])
             new = _string(memory, arguments[new_at])
         known = _buffer(identifier.to_bytes(8, sys.byteorder))
         valid = self.libc.ioctl(self.listener, _ULong(NOTIF_ID_VALID), known)
         if valid != 0:
             raise _Refused  # the caller is gone (its pid may be another process's now)
-        if os.stat(f"/proc/{pid}/root") != os.stat("/"):
+        if os.stat(f"{pid}/root", dir_fd=self.proc) != os.stat("/"):
             raise _Refused  # chrooted: its paths mean something else here
-        old_fd = _directory(pid, None if old_dir is None else arguments[old_dir])
+        old_fd = self._directory(pid, None if old_dir is None else arguments[old_dir])
         try:
-            new_fd = _directory(pid, None if new_dir is None else arguments[new_dir])
+            new_fd = self._directory(pid, None if new_dir is None else arguments[new_dir])
             try:
                 error = self._rename(old_fd, old, new_fd, new, flags)
                 if error == 0:
@@ -305,6 +227,18 @@ class Supervisor:
                 os.close(new_fd)
         finally:
             os.close(old_fd)
+
+    def _opener(self, path: str, flags: int) -> int:
+        return os.open(path, flags, dir_fd=self.proc)
+
+    def _directory(self, pid: int, descriptor: int | None) -> int:
+        """A descriptor of the directory the caller's path is relative to."""
+        number = None if descriptor is None else _signed32(descriptor & 0xFFFFFFFF)
+        place = "cwd" if number is None or number == AT_FDCWD else f"fd/{number}"
+        try:
+            return os.open(f"{pid}/{place}", os.O_PATH | os.O_CLOEXEC, dir_fd=self.proc)
+        except FileNotFoundError:
+            raise OSError(9, "Bad file descriptor") from None  # EBADF, as the kernel would say
 
     def _rename(self, old_fd: int, old: bytes, new_fd: int, new: bytes, flags: int) -> int:
         if self.libc.renameat2(old_fd, old, new_fd, new, flags) == 0:
@@ -333,7 +267,7 @@ class Supervisor:
         except OSError:
             return None
         try:
-            real = os.readlink(f"/proc/self/fd/{fd}")
+            real = os.readlink(f"self/fd/{fd}", dir_fd=self.proc)
         finally:
             os.close(fd)
         if name in ("", ".", ".."):
@@ -407,16 +341,6 @@ def _string(memory: Any, address: int) -> bytes:
             return found + chunk[:end]
         found += chunk
     raise OSError(36, "File name too long")  # ENAMETOOLONG, as the kernel would say
-
-
-def _directory(pid: int, descriptor: int | None) -> int:
-    """A descriptor of the directory the caller's path is relative to."""
-    number = None if descriptor is None else _signed32(descriptor & 0xFFFFFFFF)
-    place = "cwd" if number is None or number == AT_FDCWD else f"fd/{number}"
-    try:
-        return os.open(f"/proc/{pid}/{place}", os.O_PATH | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise OSError(9, "Bad file descriptor") from None  # EBADF, as the kernel would say
 
 
 def _signed32(value: int) -> int:
