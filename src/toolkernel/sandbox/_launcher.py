@@ -361,24 +361,29 @@ def rename_machine() -> tuple[int, int, dict[int, tuple[int | None, ...]]] | Non
     return found if os.path.exists(os.path.join(here, "_renames.py")) else None
 
 
-def confine_renames(sender: object, machine: tuple[int, int, object]) -> None:
-    """Send this process's rename calls, and its children's, to a new seccomp listener, and
-    hand the listener over ``sender`` (a socket); if the system refuses, say so instead (the
-    renames then run as the kernel makes them)."""
-    arch, number, calls = machine
-    assert isinstance(calls, dict)
+def rename_program(machine: tuple[int, int, dict[int, tuple[int | None, ...]]]) -> _Bytes:
+    """The ``struct sock_fprog`` of :func:`rename_filter`: its length (u16, padded to 8
+    bytes) and its address. The program lives as long as the returned object: it holds it."""
+    arch, _, calls = machine
     program = rename_filter(arch, calls)
     code = _Bytes.from_buffer_copy(program.ljust(_Bytes._length_, b"\0"))
-    # struct sock_fprog: the program's length (u16, padded to 8 bytes) and its address.
     address = _ctypes.addressof(code).to_bytes(8, sys.byteorder)
-    header = _Bytes.from_buffer_copy(
-        ((len(program) // 8).to_bytes(8, sys.byteorder) + address).ljust(_Bytes._length_, b"\0")
-    )
+    length = (len(program) // 8).to_bytes(8, sys.byteorder)
+    header = _Bytes.from_buffer_copy((length + address).ljust(_Bytes._length_, b"\0"))
+    header._code = code  # type: ignore[attr-defined]  # kept alive with it
+    return header
+
+
+def confine_renames(sender: object, seccomp: int, program: _Bytes) -> None:
+    """Send this process's rename calls, and its children's, to a new seccomp listener
+    (``seccomp``: the system call's number; ``program``: :func:`rename_program`), and hand the
+    listener over ``sender`` (a socket); if the system refuses, say so instead (the renames
+    then run as the kernel makes them)."""
     libc = _libc()
     # Seccomp needs no_new_privs without privilege (Landlock has set it already, if used).
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     listener = int(
-        libc.syscall(number, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, header)
+        libc.syscall(seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, program)
     )
     try:
         if listener >= 0:
@@ -445,6 +450,7 @@ def run_as_first_process(
     # Loaded before any fork: after it, every page the import touches would be copied.
     machine = None if renames is None else rename_machine()
     supervisor = None if machine is None else _supervisor()
+    program = None if machine is None else rename_program(machine)
     first = os.fork()
     if first == 0:
         try:
@@ -465,9 +471,9 @@ def run_as_first_process(
                     pair = None
             child = os.fork()
             if child == 0:
-                if pair is not None and machine is not None:
+                if pair is not None and machine is not None and program is not None:
                     pair[0].close()
-                    confine_renames(pair[1], machine)
+                    confine_renames(pair[1], machine[1], program)
                 os.execv(command[0], command)
             if pair is not None and machine is not None and supervisor is not None:
                 pair[1].close()

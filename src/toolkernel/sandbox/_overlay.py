@@ -122,12 +122,10 @@ class Overlay:
     def upper(self) -> str:
         return os.path.join(self.place, "upper")
 
-    def launcher_options(self, *, renames: bool = True) -> list[str]:
-        """The launcher's ``--overlay`` option for this run, and, with ``renames``, its
-        ``--renames`` (the rename supervisor, ``_renames``: a command known to change nothing
-        needs none, and starts a few ms sooner without)."""
-        options = ["--overlay", self.root, self.upper, os.path.join(self.place, "work")]
-        return [*options, "--renames", self._renames_log] if renames else options
+    def launcher_options(self) -> list[str]:
+        """The launcher's ``--overlay`` and ``--renames`` options for this run."""
+        work = os.path.join(self.place, "work")
+        return ["--overlay", self.root, self.upper, work, "--renames", self._renames_log]
 
     @property
     def _renames_log(self) -> str:

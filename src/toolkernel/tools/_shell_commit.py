@@ -283,8 +283,7 @@ async def _run_once(
     def prepare() -> tuple[Overlay, Launch]:
         overlay = Overlay.create(root)
         try:
-            options = overlay.launcher_options(renames=_may_change(analysis))
-            launch = Launch.prepare(command, analysis, root, options)
+            launch = Launch.prepare(command, analysis, root, overlay.launcher_options())
         except BaseException:
             overlay.discard()
             raise
@@ -321,14 +320,6 @@ async def _run_once(
         overlay.discard_later()
         raise
     return _Run(overlay, changes, text, failure, number, status)
-
-
-def _may_change(analysis: Analysis) -> bool:
-    """Whether the command may change the workspace (then it runs with the rename supervisor):
-    unless its effects are known and all it touches it reads."""
-    if not analysis.effects_known:
-        return True
-    return any(access.kind == "write" for access in analysis.accesses)
 
 
 def _not_run_again(analysis: Analysis, shown: str, run: _Run, notes: list[str]) -> str:
