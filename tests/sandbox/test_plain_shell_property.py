@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
-import stat
 import subprocess
 import tempfile
 from typing import Any
@@ -23,6 +22,7 @@ from hypothesis import strategies as st
 
 from toolkernel import sandbox
 
+from ..trees import snapshot
 from .scenario import scenario
 
 pytestmark = pytest.mark.skipif(
@@ -58,28 +58,11 @@ def seed(root: pathlib.Path) -> None:
     (root / "e").symlink_to("d")
 
 
-def tree(root: pathlib.Path) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    inodes: dict[int, list[str]] = {}
-    for place in sorted(root.rglob("*")):
-        name = place.relative_to(root).as_posix()
-        status = place.lstat()
-        if stat.S_ISLNK(status.st_mode):
-            found[name] = ("link", os.readlink(place))
-        elif stat.S_ISDIR(status.st_mode):
-            found[name] = ("dir", stat.S_IMODE(status.st_mode))
-        else:
-            found[name] = ("file", place.read_bytes(), stat.S_IMODE(status.st_mode))
-            inodes.setdefault(status.st_ino, []).append(name)
-    found["(linked)"] = sorted(names for names in inodes.values() if len(names) > 1)
-    return found
-
-
 def outside(root: pathlib.Path) -> dict[str, Any]:
     """What is beside ``root``, in its parent."""
     return {
         name: found
-        for name, found in tree(root.parent).items()
+        for name, found in snapshot(root.parent).items()
         if name != root.name and not name.startswith(f"{root.name}/") and name != "(linked)"
     }
 
@@ -105,7 +88,7 @@ def test_a_command_ends_as_in_a_plain_shell(steps: list[str]) -> None:
         found = scenario(str(sandboxed), command)
         assert found["underneath"] == []
         assert found["output"] == expected
-        assert tree(sandboxed) == tree(plain)
+        assert snapshot(sandboxed) == snapshot(plain)
         assert outside(sandboxed) == outside(plain)  # what was written through a link out of it
     finally:
         shutil.rmtree(place)
@@ -172,6 +155,6 @@ def test_another_writer_meanwhile_loses_nothing(
 
 def entries(root: pathlib.Path) -> dict[str, Any]:
     """The tree in and beside ``root``, each path by its own entry (no links between)."""
-    found = {name: value for name, value in tree(root).items() if name != "(linked)"}
+    found = {name: value for name, value in snapshot(root).items() if name != "(linked)"}
     found.update({f"../{name}": value for name, value in outside(root).items()})
     return found

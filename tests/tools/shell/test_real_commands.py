@@ -34,6 +34,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("git") is None, reason="needs git"),
 ]
 
+
 @pytest.fixture
 def anyio_backend() -> str:
     """asyncio alone: what is tested is the claims and the commands, which know no loop (the
