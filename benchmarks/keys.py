@@ -35,7 +35,8 @@ import time
 from collections.abc import Callable, Sequence
 
 import toolkernel as tk
-from toolkernel.tools import Workspace, _beneath
+from toolkernel import _beneath
+from toolkernel.tools import Workspace
 
 TARGET_US = 3.0
 PATHS = ("f1", "src/pkg/a.py", "src/pkg/new.py", "a/b/c/d.py", "link/pkg/a.py")
