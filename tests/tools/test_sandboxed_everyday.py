@@ -14,7 +14,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -79,6 +79,22 @@ def plain(root: pathlib.Path, command: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+async def ends_as_in_a_plain_shell(
+    place: pathlib.Path, command: str, make: Callable[[pathlib.Path], None]
+) -> None:
+    """Run ``command`` on a tree ``make`` makes in a plain shell, and on another through the
+    Bash tool: both succeed and leave the same tree."""
+    shell_root, tool_root = place / "plain", place / "tool"
+    for root in (shell_root, tool_root):
+        root.mkdir()
+        make(root)
+    done = plain(shell_root, command)
+    assert done.returncode == 0, done.stderr
+    result = await through_the_tool(tool_root, command)
+    assert result.status is tk.Status.OK, result.error
+    assert snapshot(tool_root) == snapshot(shell_root)
+
+
 async def through_the_tool(root: pathlib.Path, command: str) -> tk.ToolResult:
     async with tk.open_kernel(builtin_tools(bash=True), root=root) as kernel:
         (result,) = await kernel.run([tk.ToolCall("b", "Bash", {"command": command})])
@@ -123,15 +139,7 @@ COMMANDS = [
 async def test_an_everyday_command_ends_as_in_a_plain_shell(
     tmp_path: pathlib.Path, command: str
 ) -> None:
-    shell_root, tool_root = tmp_path / "plain", tmp_path / "tool"
-    for root in (shell_root, tool_root):
-        root.mkdir()
-        seed(root)
-    done = plain(shell_root, command)
-    assert done.returncode == 0, done.stderr
-    result = await through_the_tool(tool_root, command)
-    assert result.status is tk.Status.OK, result.error
-    assert snapshot(tool_root) == snapshot(shell_root)
+    await ends_as_in_a_plain_shell(tmp_path, command, seed)
 
 
 @pytest.mark.parametrize(
@@ -180,18 +188,13 @@ def make_deep(root: pathlib.Path, depth: int) -> None:
         os.close(fd)
 
 
-@pytest.mark.parametrize("command", ["rm -rf level", "find level -name bottom.txt -delete"])
+@pytest.mark.parametrize(
+    "command", ["rm -rf level", "find level -name bottom.txt -delete", "mv level moved"]
+)
 async def test_a_tree_deeper_than_a_path_may_be_long_is_removed_or_moved_as_in_a_plain_shell(
     tmp_path: pathlib.Path, command: str
 ) -> None:
-    shell_root, tool_root = tmp_path / "plain", tmp_path / "tool"
-    for root in (shell_root, tool_root):
-        root.mkdir()
-        make_deep(root, 1200)
-    assert plain(shell_root, command).returncode == 0
-    result = await through_the_tool(tool_root, command)
-    assert result.status is tk.Status.OK, result.error
-    assert snapshot(tool_root) == snapshot(shell_root)
+    await ends_as_in_a_plain_shell(tmp_path, command, lambda root: make_deep(root, 1200))
 
 
 async def test_what_a_command_leaves_in_its_temporary_directory_is_removed_however_deep(
