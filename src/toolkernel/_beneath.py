@@ -285,7 +285,7 @@ def remove_opened_tree(
                 frames.pop()
                 os.close(fd)
                 parent = frames[-1][0] if frames else parent_fd
-                with gate:
+                with contextlib.suppress(FileNotFoundError), gate:  # gone already: as wanted
                     os.rmdir(directory, dir_fd=parent)
                 continue
             entry = entries.pop()

@@ -98,6 +98,7 @@ class Overlay:
     """The directory holding ``upper`` and ``work``."""
     started: int
     """The file system's time (ns) when the overlay was made, from a file's change time."""
+    _queued: bool = attrs.field(init=False, default=False)
 
     @classmethod
     def create(cls, root: str | os.PathLike[str], *, base: str | None = None) -> Overlay:
@@ -173,7 +174,10 @@ class Overlay:
     def discard_later(self) -> None:
         """Have the upper layer removed by a worker thread of this module's, off the caller's
         way (a command's result need not wait for its leftovers to go); what is still queued
-        when the interpreter exits is removed then."""
+        when the interpreter exits is removed then. Idempotent: queued once."""
+        if self._queued:
+            return
+        self._queued = True
         _leftovers.put(self.place)
         _start_remover()
 
@@ -217,6 +221,9 @@ def _remove_tree(place: str) -> None:
     except FileNotFoundError:
         return
     try:
-        remove_tree(parent_fd, name, force=True)
+        # What is left of a run goes as far as it can: another remover (the interpreter's exit
+        # meeting the remover thread) may be taking the same tree away.
+        with contextlib.suppress(OSError):
+            remove_tree(parent_fd, name, force=True)
     finally:
         os.close(parent_fd)
