@@ -34,7 +34,7 @@ from .etcd_cluster import (
 def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     if ETCD is None:
         pytest.skip(MISSING)
-    with running_cluster(tmp_path_factory.mktemp("etcd"), 1) as cluster:
+    with running_cluster(tmp_path_factory.mktemp("etcd"), 1, in_memory=True) as cluster:
         yield cluster
 
 

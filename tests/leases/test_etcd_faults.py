@@ -31,7 +31,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with running_cluster(tmp_path_factory.mktemp("etcd"), 1) as cluster:
+    with running_cluster(tmp_path_factory.mktemp("etcd"), 1, in_memory=True) as cluster:
         yield cluster
 
 
@@ -149,7 +149,7 @@ async def test_clients_carry_on_while_an_etcd_member_is_killed_and_restarted(
     tmp_path: Path,
 ) -> None:
     ttl = 2
-    with running_cluster(tmp_path / "etcd", 3) as cluster:
+    with running_cluster(tmp_path / "etcd", 3, in_memory=True) as cluster:
         root = tmp_path / "root"
         root.mkdir()
         async with (
