@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import __version__
 from .._extras import missing_extra
+from ._mcp import add_mcp, run_mcp
 from ._serve import add_serve, run_serve
 
 
@@ -99,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # -- console (its own modules: cli/_console*.py) --
     _add_console(commands)
     add_serve(commands)  # -- serve (cli/_serve.py) --
+    add_mcp(commands)  # -- mcp (cli/_mcp.py) --
     args = parser.parse_args(argv)
     if args.command == "demo":
         from ._demo import run_demo  # imported here: ``--help`` needs none of it
@@ -118,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_console(args)
     if args.command == "serve":
         return run_serve(args)
+    if args.command == "mcp":
+        return run_mcp(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

@@ -65,6 +65,14 @@ def add_serve(commands: Any) -> None:
         help="release the leases of a client silent for this long (default: 10)",
     )
     serve.add_argument(
+        "--exit-when-idle",
+        type=_ttl,
+        default=None,
+        metavar="SECONDS",
+        help="stop once no client has been connected for this long (a service started on "
+        "demand, as 'mcp' does, ends after its last client)",
+    )
+    serve.add_argument(
         "--pool",
         type=_pool,
         action="append",
@@ -87,7 +95,13 @@ def run_serve(args: argparse.Namespace) -> int:
     raise_descriptor_limit()  # one descriptor a client
     try:
         anyio.run(
-            lambda: serve(args.root, socket_path=args.socket, ttl=ttl, pools=dict(args.pool)),
+            lambda: serve(
+                args.root,
+                socket_path=args.socket,
+                ttl=ttl,
+                pools=dict(args.pool),
+                idle_exit=args.exit_when_idle,
+            ),
             backend="trio",
         )
     except OSError as exc:

@@ -80,13 +80,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import math
 import os
 import signal
 import sys
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final, TextIO
 
 import anyio
@@ -306,6 +307,18 @@ class LeaseService:
                     self._revoke(connection)
             due = now + tick
 
+    async def exit_when_idle(self, seconds: float, scope: anyio.CancelScope) -> None:
+        """Cancel ``scope`` once no client has been connected for ``seconds``."""
+        idle_since = anyio.current_time()
+        while True:
+            await anyio.sleep(min(seconds, 1.0) / 4)
+            now = anyio.current_time()
+            if self._connections:
+                idle_since = now
+            elif now - idle_since >= seconds:
+                scope.cancel()
+                return
+
     def _revoke(self, connection: _Connection) -> None:
         # Its leases go in this step; its tasks end at their next checkpoint.
         connection.scope.cancel()
@@ -511,38 +524,65 @@ async def serve(
     socket_path: str | None = None,
     ttl: float = DEFAULT_TTL,
     pools: Mapping[str, int] | None = None,
+    idle_exit: float | None = None,
     out: TextIO = sys.stdout,
 ) -> None:
-    """Serve leases for the workspace at ``root`` until cancelled, SIGINT or SIGTERM.
+    """Serve leases for the workspace at ``root`` until cancelled, SIGINT or SIGTERM (or, with
+    ``idle_exit``, until no client has been connected for that many seconds).
 
     Prints the socket's path (one line) once clients can connect; removes it on the way out.
+    One service a socket: an exclusive ``flock`` on ``PATH.lock``, held while it serves, makes a
+    second service started at the same moment fail with ``EADDRINUSE`` instead of taking the
+    path over (binding unlinks a socket file left there, which would leave the first one's
+    clients in a table of their own).
     """
     check_ttl("ttl", ttl)  # pools are checked by their table, as everywhere
+    if idle_exit is not None:
+        check_ttl("idle_exit", idle_exit)
     path = socket_path or default_socket_path(root, create=True)
     root_fd = os.open(root, DIRECTORY_FLAGS)
     try:
-        if _answers(path):
-            raise OSError(errno.EADDRINUSE, "a lease service already listens there", path)
-        service = LeaseService(
-            root_fd, ttl, LeaseTable(pools=dict(pools or {})), frozenset(pools or ())
-        )
-        listener = await anyio.create_unix_listener(path, mode=0o600)
-        try:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                print(path, file=out, flush=True)  # once a signal can stop it cleanly
-                async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(service.accept, listener)
-                    tasks.start_soon(service.watch)
-                    async for _ in signals:
-                        tasks.cancel_scope.cancel()
-                        break
-        finally:
-            # First: cancelled, the close's checkpoint raises, and nothing after it would run.
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-            await listener.aclose()
+        with _sole_service(path):
+            if _answers(path):
+                raise OSError(errno.EADDRINUSE, "a lease service already listens there", path)
+            service = LeaseService(
+                root_fd, ttl, LeaseTable(pools=dict(pools or {})), frozenset(pools or ())
+            )
+            listener = await anyio.create_unix_listener(path, mode=0o600)
+            try:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    print(path, file=out, flush=True)  # once a signal can stop it cleanly
+                    async with anyio.create_task_group() as tasks:
+                        tasks.start_soon(service.accept, listener)
+                        tasks.start_soon(service.watch)
+                        if idle_exit is not None:
+                            tasks.start_soon(service.exit_when_idle, idle_exit, tasks.cancel_scope)
+                        async for _ in signals:
+                            tasks.cancel_scope.cancel()
+                            break
+            finally:
+                # First: cancelled, the close's checkpoint raises, and nothing after it would run.
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                await listener.aclose()
     finally:
         os.close(root_fd)
+
+
+@contextlib.contextmanager
+def _sole_service(path: str) -> Iterator[None]:
+    """Hold ``PATH.lock`` exclusively, or fail with ``EADDRINUSE`` if another service does."""
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OSError(
+                errno.EADDRINUSE, "a lease service for this socket is running or starting", path
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock; the file stays, for the next service to lock
 
 
 def _answers(path: str) -> bool:

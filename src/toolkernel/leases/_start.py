@@ -1,0 +1,77 @@
+"""Find the lease service of a workspace root, or start one: what ``python -m toolkernel mcp``
+does, so that every server process a client starts on one tree shares one lease table.
+
+The service is started as ``python -m toolkernel serve --root DIR --exit-when-idle S``, detached
+(a session of its own, reparented away from its starter), so it outlives the process that
+started it and ends by itself once its last client has gone for ``S`` seconds. Several
+processes starting at once race safely: a service holds ``SOCKET.lock`` while it serves, so a
+second one started beside it exits with ``EADDRINUSE`` and everyone finds the first.
+
+Rejected: serving the table inside the first MCP server process (when that process ends, the
+others lose the table mid-session); a service per client that elects a leader (a lock table
+with a leader is etcd, which ``leases="etcd://..."`` already offers).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from .._errors import LeaseServiceError
+from ._address import default_socket_path, find_service
+
+__all__ = ["find_or_start_service", "IDLE_EXIT"]
+
+IDLE_EXIT = 30.0
+"""Seconds a service started here waits after its last client left before it ends."""
+
+_START_TIMEOUT = 15.0  # an interpreter start on a loaded machine, with room to spare
+
+
+def find_or_start_service(
+    root: str | os.PathLike[str], *, idle_exit: float = IDLE_EXIT, timeout: float = _START_TIMEOUT
+) -> str:
+    """The ``leases=`` URL of the lease service serving ``root``, started if none runs.
+
+    Raises :class:`~toolkernel.LeaseServiceError` (with what the service said) if none could
+    be found or started within ``timeout`` seconds.
+    """
+    found = find_service(root)
+    if found is not None:
+        return found
+    socket_path = default_socket_path(root, create=True)  # its directory made and checked
+    command = [sys.executable, "-m", "toolkernel", "serve", "--root", os.fspath(root)]
+    command += ["--exit-when-idle", str(idle_exit)]
+    deadline = time.monotonic() + timeout
+    log = socket_path + ".log"  # what the service says, for its user and for the error below
+    with open(log, "ab") as said:
+        # Started through a parent that exits at once: the service is nobody's child here, so
+        # it leaves no zombie behind when it ends, and a session of its own keeps it out of
+        # this process's signals (a client's Ctrl-C in the terminal that started it).
+        launcher = subprocess.run(
+            [sys.executable, "-c", _DETACH, *command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=said,
+            timeout=timeout,
+            check=False,
+        )
+    while time.monotonic() < deadline:
+        found = find_service(root)
+        if found is not None:
+            return found
+        time.sleep(0.02)
+    with open(log, "rb") as said:
+        words = said.read()[-2000:].decode(errors="replace").strip().splitlines()
+    why = words[-1] if words else f"the launcher exited with {launcher.returncode}"
+    raise LeaseServiceError(
+        f"no lease service for {os.fspath(root)!r} could be started within {timeout:g} s "
+        f"({why}); start one with 'python -m toolkernel serve --root DIR', or pass "
+        "--leases none to keep leases in this process"
+    )
+
+
+# Runs ``argv[1:]`` in a new session (stderr on the log), and exits without waiting for it.
+_DETACH = "import subprocess, sys; subprocess.Popen(sys.argv[1:], start_new_session=True)"

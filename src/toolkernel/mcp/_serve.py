@@ -1,0 +1,231 @@
+"""``python -m toolkernel mcp``: a :class:`~toolkernel.mcp._serving.ToolServer` on the official
+SDK's low-level server, over stdio or streamable HTTP.
+
+Over HTTP the endpoint is ``/mcp`` and every request passes two checks before the SDK sees it,
+as the MCP specification's security best practices ask:
+
+- ``Authorization: Bearer TOKEN``, compared in constant time; ``TOKEN`` is
+  ``TOOLKERNEL_MCP_TOKEN`` when set, else one generated at start and printed (stderr).
+- ``Origin``, when a browser sends one, must be a loopback origin or one allowed by
+  ``--allow-origin`` (a page elsewhere reaching a server on this machine is DNS rebinding);
+  the SDK's own check of ``Host`` stays on too.
+
+A refused request gets a plain-text answer that says why and what to send instead (401 with
+``WWW-Authenticate: Bearer``, 403). The server binds to loopback unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import socket
+import sys
+import urllib.parse
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from typing import Any, TextIO
+
+from ..kernel import Kernel
+from ._serving import Reporter, ToolServer
+
+__all__ = ["serve_stdio", "serve_http", "is_loopback", "TOKEN_VARIABLE"]
+
+TOKEN_VARIABLE = "TOOLKERNEL_MCP_TOKEN"
+
+_log = logging.getLogger("toolkernel.mcp.server")
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolkernel")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "0"
+
+
+def _agent_key(ctx: Any) -> object:
+    """What one MCP session is, for this request: its HTTP session id, else its connection."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is not None:
+        session_id = headers.get("mcp-session-id")
+        if session_id:
+            return ("http", session_id)
+    # stdio (one connection a process), or HTTP without sessions: the connection the
+    # request came on, which the SDK keeps for as long as the client stays.
+    return getattr(ctx.session, "_connection", None) or "stdio"
+
+
+def make_server(tools: ToolServer, instructions: str) -> Any:
+    """The SDK's low-level ``Server`` answering ``tools/list`` and ``tools/call``."""
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    listed = types.ListToolsResult(
+        tools=[types.Tool.model_validate(spec) for spec in tools.tool_list()]
+    )
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return listed
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        meta = params.meta if isinstance(params.meta, Mapping) else None
+        agent = tools.agent_for(_agent_key(ctx), _meta_dict(params))
+        token = (meta or {}).get("progressToken") or (meta or {}).get("progress_token")
+        report = Reporter(ctx.session.report_progress) if token is not None else None
+        result = await tools.call(params.name, params.arguments, agent=agent, report=report)
+        return types.CallToolResult.model_validate(result)
+
+    return Server(
+        "toolkernel",
+        version=_version(),
+        title="toolkernel: race-free file tools and a sandboxed shell",
+        instructions=instructions,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _meta_dict(params: Any) -> Mapping[str, Any] | None:
+    meta = getattr(params, "meta", None)
+    if meta is None:
+        return None
+    if isinstance(meta, Mapping):
+        return meta
+    dump = getattr(meta, "model_dump", None)
+    return dump(by_alias=True) if callable(dump) else None
+
+
+INSTRUCTIONS = (
+    "These tools work on one directory tree shared with other sessions and agents; they never "
+    "lose an edit. Read a file before editing it: an edit of a file changed since you last "
+    "read it (by another agent, a command or a person) is refused, and you are told to read "
+    "it again. When you have several independent calls to make (edits of different files, "
+    "reads, searches, commands), send them together in one Batch call: they run at once where "
+    "they touch different files, and in the given order where they touch the same ones."
+)
+
+
+async def serve_stdio(kernel: Kernel) -> None:
+    """Serve one MCP client over this process's stdin and stdout until it closes them."""
+    from mcp.server.stdio import stdio_server
+
+    server = make_server(ToolServer(kernel), INSTRUCTIONS)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and the loopback addresses (``127.0.0.0/8``, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _origin_allowed(origin: str, allowed: Sequence[str]) -> bool:
+    if origin in allowed:
+        return True
+    parts = urllib.parse.urlsplit(origin)
+    return parts.scheme in ("http", "https") and is_loopback(parts.hostname or "")
+
+
+def guarded(app: ASGIApp, token: str, allowed_origins: Sequence[str]) -> ASGIApp:
+    """``app`` behind the bearer token and the ``Origin`` check."""
+    expected = f"Bearer {token}".encode()
+
+    async def refuse(
+        send: Send, status: int, text: str, headers: Sequence[tuple[bytes, bytes]]
+    ) -> None:
+        body = text.encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                    *headers,
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or ())
+        origin = headers.get(b"origin")
+        if origin is not None and not _origin_allowed(origin.decode("latin-1"), allowed_origins):
+            await refuse(
+                send,
+                403,
+                f"refused: Origin {origin.decode('latin-1')!r} is not allowed. This server "
+                "answers pages on this machine only (loopback origins); start it with "
+                "--allow-origin ORIGIN to allow another.\n",
+                (),
+            )
+            return
+        given = headers.get(b"authorization", b"")
+        if not hmac.compare_digest(given, expected):
+            why = "no Authorization header" if not given else "a wrong bearer token"
+            await refuse(
+                send,
+                401,
+                f"refused: {why}. Send 'Authorization: Bearer TOKEN' with the token the server "
+                f"printed when it started (or the one in {TOKEN_VARIABLE}).\n",
+                ((b"www-authenticate", b'Bearer realm="toolkernel"'),),
+            )
+            return
+        await app(scope, receive, send)
+
+    return guard
+
+
+async def serve_http(
+    kernel: Kernel,
+    host: str,
+    port: int,
+    *,
+    token: str,
+    allowed_origins: Sequence[str] = (),
+    out: TextIO = sys.stdout,
+    ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled or interrupted;
+    prints the URL (one line on ``out``) once it listens."""
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    server = make_server(ToolServer(kernel), INSTRUCTIONS)
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
+    hosts = [f"{shown}:*", "127.0.0.1:*", "localhost:*", "[::1]:*"]
+    origins = [*allowed_origins, "http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+    app = server.streamable_http_app(transport_security=security, host=host)
+    config = uvicorn.Config(
+        guarded(app, token, allowed_origins), log_level="warning", lifespan="on"
+    )
+    web = uvicorn.Server(config)
+    url = f"http://{shown}:{bound}/mcp"
+    print(url, file=out, flush=True)
+    if ready is not None:
+        ready(url)
+    await web.serve(sockets=[sock])
