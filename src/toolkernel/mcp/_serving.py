@@ -44,7 +44,15 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from ..formats._attachments import Attachment
 from ..formats._calls import answers, exported_tools
-from ..kernel import CallFinished, CallProgress, CallStarted, Kernel, ToolCall, ToolResult
+from ..kernel import (
+    CallFinished,
+    CallHandle,
+    CallProgress,
+    CallStarted,
+    Kernel,
+    ToolCall,
+    ToolResult,
+)
 
 __all__ = ["ANNOTATIONS", "AGENT_KEYS", "BATCH", "ToolServer", "MAX_BATCH"]
 
@@ -239,8 +247,22 @@ class ToolServer:
         # A model made these calls: an edit of a file this agent never read is refused.
         batch = [attrs.evolve(call, read_first=True) for call in batch]
         handles = self.kernel.submit_batch(batch)
-        if report is None:
-            return [await handle.wait_finished() for handle in handles]
+        try:
+            if report is None:
+                return [await handle.wait_finished() for handle in handles]
+            return await self._reporting(batch, handles, report)
+        finally:
+            if not all(handle.finished for handle in handles):  # cancelled: the client, or us
+                for handle in handles:
+                    handle.cancel()
+                with anyio.move_on_after(_CANCEL_GRACE, shield=True):
+                    for handle in handles:
+                        await handle.wait_finished()
+
+    async def _reporting(
+        self, batch: Sequence[ToolCall], handles: Sequence[CallHandle], report: Reporter
+    ) -> list[ToolResult]:
+        """Wait for the calls' results, relaying their events to ``report`` meanwhile."""
         send, receive = anyio.create_memory_object_stream[str](math.inf)
         watch = _Watch(send)
         self._listen()
@@ -250,18 +272,12 @@ class ToolServer:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(_relay, receive, report, len(batch))
                 results = [await handle.wait_finished() for handle in handles]
-                tasks.cancel_scope.cancel()
+                send.close()  # the relay sends what is queued, then ends: news before result
             return results
         finally:
             for call in batch:
                 self._watches.pop(call.id, None)
             send.close()
-            if not all(handle.finished for handle in handles):
-                for handle in handles:
-                    handle.cancel()
-                with anyio.move_on_after(_CANCEL_GRACE, shield=True):
-                    for handle in handles:
-                        await handle.wait_finished()
 
     def _listen(self) -> None:
         if not self._listening:
@@ -308,7 +324,10 @@ async def _relay(receive: anyio.abc.ObjectReceiveStream[str], report: Reporter, 
     async with receive:
         while True:
             with anyio.move_on_after(PROGRESS_EVERY):
-                message = await receive.receive()
+                try:
+                    message = await receive.receive()
+                except anyio.EndOfStream:
+                    return
                 if message.endswith(" finished"):
                     finished += 1
                     if count == 1:
