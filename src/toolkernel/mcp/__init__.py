@@ -9,6 +9,10 @@
   exclusive otherwise), so it is ordered against the kernel's file tools.
 - :class:`~toolkernel.MCPToolError`: the server answered a call with an error;
   :class:`~toolkernel.MCPServerGoneError`: the server exited, so its calls fail.
+
+The other direction, the kernel's own tools served to MCP clients (``python -m toolkernel
+mcp``), is ``_serving`` (the tools, their calls, ``Batch``) and ``_serve`` (the SDK's server
+over stdio and HTTP, and the HTTP guard); neither is imported here.
 """
 
 from .._errors import MCPServerGoneError as MCPServerGoneError
