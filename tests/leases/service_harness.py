@@ -88,8 +88,9 @@ def running_service(
     finally:
         if service.process.poll() is None:
             service.stop(signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.unlink(service.socket)
+        for left in (service.socket, service.socket + ".lock"):  # a killed service's
+            with contextlib.suppress(OSError):
+                os.unlink(left)
         os.rmdir(directory)
 
 

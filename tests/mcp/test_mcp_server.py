@@ -214,11 +214,20 @@ async def test_a_batch_runs_its_calls_through_the_kernel_and_answers_in_order(
     calls = [
         {"tool": "Read", "arguments": {"file_path": "a.txt"}},
         {"tool": "Read", "arguments": {"file_path": "b.txt"}},
-        {"tool": "Edit", "arguments": {"file_path": "a.txt", "old_string": "alpha", "new_string": "A"}},
-        {"tool": "Edit", "arguments": {"file_path": "b.txt", "old_string": "beta", "new_string": "B"}},
+        {
+            "tool": "Edit",
+            "arguments": {"file_path": "a.txt", "old_string": "alpha", "new_string": "A"},
+        },
+        {
+            "tool": "Edit",
+            "arguments": {"file_path": "b.txt", "old_string": "beta", "new_string": "B"},
+        },
         {"tool": "Read", "arguments": {"file_path": "a.txt"}},  # after the edit of a.txt
         {"tool": "Bash", "arguments": {"command": "cat a.txt b.txt > both.txt"}},
-        {"tool": "Edit", "arguments": {"file_path": "gone.txt", "old_string": "x", "new_string": "y"}},
+        {
+            "tool": "Edit",
+            "arguments": {"file_path": "gone.txt", "old_string": "x", "new_string": "y"},
+        },
     ]
     async with stdio_session(tmp_path, "--leases", "none") as session:
         result = await session.call_tool(BATCH, {"calls": calls})
@@ -321,6 +330,14 @@ class RawServer:
             if answer.get("id") == self.next:
                 return dict(answer)
 
+    def wait_for_progress(self, message: str) -> None:
+        assert self.process.stdout is not None
+        while True:
+            frame = json.loads(self.process.stdout.readline())
+            progress = frame.get("method") == "notifications/progress"
+            if progress and frame["params"].get("message") == message:
+                return
+
     def initialize(self) -> None:
         client = {"name": "raw", "version": "0"}
         params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
@@ -367,10 +384,14 @@ async def test_a_server_whose_client_dies_mid_call_ends_and_its_leases_return(
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {"name": "Bash", "arguments": {"command": "echo new > a.txt; sleep 60"}},
+            "params": {
+                "name": "Bash",
+                "arguments": {"command": "echo new > a.txt; sleep 60"},
+                "_meta": {"progressToken": "p"},
+            },
         }
         server.send(json.dumps(frame).encode() + b"\n")
-        time.sleep(1)  # the command runs, holding a.txt
+        server.wait_for_progress("Bash started")  # it runs, holding a.txt
         assert server.process.stdin is not None
         server.process.stdin.close()  # the client is gone
         assert server.process.wait(timeout=30) is not None
@@ -390,10 +411,14 @@ async def test_a_killed_server_releases_its_leases_at_once(tmp_path: pathlib.Pat
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {"name": "Bash", "arguments": {"command": "sleep 60 > a.txt"}},
+            "params": {
+                "name": "Bash",
+                "arguments": {"command": "sleep 60 > a.txt"},
+                "_meta": {"progressToken": "p"},
+            },
         }
         server.send(json.dumps(frame).encode() + b"\n")
-        time.sleep(1)  # the command runs, holding a.txt in the root's lease service
+        server.wait_for_progress("Bash started")  # it holds a.txt in the root's lease service
         server.process.send_signal(signal.SIGKILL)
         server.process.wait()
     finally:
@@ -475,7 +500,7 @@ def test_a_second_service_on_one_socket_is_refused_while_the_first_serves(
         assert first.stdout is not None
         path = first.stdout.readline().strip()
         second = subprocess.run(command, capture_output=True, text=True, timeout=60)
-        assert second.returncode == 1 and "running or starting" in second.stderr
+        assert second.returncode == 1 and "already running" in second.stderr
         assert find_service(tmp_path) == f"unix:{path}"
     finally:
         first.send_signal(signal.SIGINT)

@@ -571,18 +571,37 @@ async def serve(
 
 @contextlib.contextmanager
 def _sole_service(path: str) -> Iterator[None]:
-    """Hold ``PATH.lock`` exclusively, or fail with ``EADDRINUSE`` if another service does."""
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-    try:
+    """Hold ``PATH.lock`` exclusively, or fail with ``EADDRINUSE`` if another service does.
+
+    The lock file goes with its service; a lock taken on a file already unlinked by a service
+    on its way out is let go and taken again on the new one, so two services never each hold
+    a lock of their own."""
+    lock = path + ".lock"
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(fd)
             raise OSError(
-                errno.EADDRINUSE, "a lease service for this socket is running or starting", path
+                errno.EADDRINUSE,
+                "a lease service for this socket is already running (or starting)",
+                path,
             ) from None
+        held = os.fstat(fd)
+        try:
+            named = os.stat(lock, follow_symlinks=False)
+        except FileNotFoundError:
+            named = None
+        if named is not None and (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
+            break
+        os.close(fd)  # unlinked under us: lock the file now at that name
+    try:
         yield
     finally:
-        os.close(fd)  # releases the lock; the file stays, for the next service to lock
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)  # still locked: a newcomer locks a new file, never this one
+        os.close(fd)
 
 
 def _answers(path: str) -> bool:

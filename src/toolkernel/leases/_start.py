@@ -28,6 +28,7 @@ IDLE_EXIT = 30.0
 """Seconds a service started here waits after its last client left before it ends."""
 
 _START_TIMEOUT = 15.0  # an interpreter start on a loaded machine, with room to spare
+_RETRY_AFTER = 5.0
 
 
 def find_or_start_service(
@@ -46,31 +47,41 @@ def find_or_start_service(
     command += ["--exit-when-idle", str(idle_exit)]
     deadline = time.monotonic() + timeout
     log = socket_path + ".log"  # what the service says, for its user and for the error below
-    with open(log, "ab") as said:
-        # Started through a parent that exits at once: the service is nobody's child here, so
-        # it leaves no zombie behind when it ends, and a session of its own keeps it out of
-        # this process's signals (a client's Ctrl-C in the terminal that started it).
-        launcher = subprocess.run(
-            [sys.executable, "-c", _DETACH, *command],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=said,
-            timeout=timeout,
-            check=False,
-        )
+    launcher = None
     while time.monotonic() < deadline:
-        found = find_service(root)
-        if found is not None:
-            return found
-        time.sleep(0.02)
+        launcher = _launch(command, log, deadline)
+        # A service ending as this one starts (its last client gone) can make this one give
+        # up: after a while with none found, start another.
+        retry = min(deadline, time.monotonic() + _RETRY_AFTER)
+        while time.monotonic() < retry:
+            found = find_service(root)
+            if found is not None:
+                return found
+            time.sleep(0.02)
     with open(log, "rb") as said:
         words = said.read()[-2000:].decode(errors="replace").strip().splitlines()
-    why = words[-1] if words else f"the launcher exited with {launcher.returncode}"
+    exited = "" if launcher is None else f"the launcher exited with {launcher.returncode}"
+    why = words[-1] if words else exited
     raise LeaseServiceError(
         f"no lease service for {os.fspath(root)!r} could be started within {timeout:g} s "
         f"({why}); start one with 'python -m toolkernel serve --root DIR', or pass "
         "--leases none to keep leases in this process"
     )
+
+
+def _launch(command: list[str], log: str, deadline: float) -> subprocess.CompletedProcess[bytes]:
+    with open(log, "ab") as said:
+        # Started through a parent that exits at once: the service is nobody's child here, so
+        # it leaves no zombie behind when it ends, and a session of its own keeps it out of
+        # this process's signals (a client's Ctrl-C in the terminal that started it).
+        return subprocess.run(
+            [sys.executable, "-c", _DETACH, *command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=said,
+            timeout=max(deadline - time.monotonic(), 1.0),
+            check=False,
+        )
 
 
 # Runs ``argv[1:]`` in a new session (stderr on the log), and exits without waiting for it.
