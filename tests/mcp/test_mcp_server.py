@@ -428,7 +428,7 @@ async def test_a_killed_server_releases_its_leases_at_once(tmp_path: pathlib.Pat
             assert await call(session, "Read", file_path="a.txt") == (True, "     1\told")
 
 
-async def test_http_refuses_requests_without_the_token_or_from_another_origin(
+async def test_http_refuses_requests_without_the_token_from_another_origin_or_oversized(
     tmp_path: pathlib.Path,
 ) -> None:
     with http_server(tmp_path, "--leases", "none", "--no-bash") as url:
@@ -442,6 +442,9 @@ async def test_http_refuses_requests_without_the_token_or_from_another_origin(
             page = {"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"}
             rebinding = await client.post(url, json={}, headers=page)
             assert rebinding.status_code == 403 and "--allow-origin" in rebinding.text
+            headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+            oversized = await client.post(url, content=b" " * (5 << 20), headers=headers)
+            assert oversized.status_code == 413
         async with http_session(url) as session:  # the token, and no Origin: served
             assert (await call(session, "ListDir"))[0]
 
