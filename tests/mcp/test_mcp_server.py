@@ -23,7 +23,7 @@ import pytest
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from toolkernel.leases import find_service
 from toolkernel.leases._start import find_or_start_service
 from toolkernel.mcp._serving import ANNOTATIONS, BATCH, MAX_BATCH
@@ -126,6 +126,20 @@ async def test_each_session_is_one_agent_for_the_stale_view_rule(tmp_path: pathl
         assert (await call(second, "Read", file_path="a.txt"))[1] == "     1\t1"
         assert (await call(second, "Edit", file_path="a.txt", old_string="1", new_string="2"))[0]
     assert (tmp_path / "a.txt").read_text() == "2\n"
+
+
+async def test_a_client_of_the_sessionless_protocol_is_one_agent_over_stdio(
+    tmp_path: pathlib.Path,
+) -> None:
+    (tmp_path / "a.txt").write_text("one\n")
+    command = _command(tmp_path, "--leases", "none", "--no-bash")
+    parameters = StdioServerParameters(command=command[0], args=command[1:])
+    async with Client(parameters) as client:  # mode="auto": 2026-07-28, no initialize
+        assert not (await client.call_tool("Read", {"file_path": "a.txt"})).is_error
+        edit = {"file_path": "a.txt", "old_string": "one", "new_string": "two"}
+        result = await client.call_tool("Edit", edit)
+        assert not result.is_error, text(result)
+    assert (tmp_path / "a.txt").read_text() == "two\n"
 
 
 async def test_a_subagent_named_in_meta_keeps_a_view_of_its_own(tmp_path: pathlib.Path) -> None:
@@ -481,7 +495,9 @@ async def test_a_thousand_sessions_leave_the_server_serving_the_others(
             assert (await call(session, "Write", file_path="a.txt", content="x\n"))[0]
 
 
-def test_servers_started_at_once_on_a_root_find_one_lease_service(tmp_path: pathlib.Path) -> None:
+def test_servers_started_at_once_on_a_root_start_and_find_one_lease_service(
+    tmp_path: pathlib.Path,
+) -> None:
     import concurrent.futures
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
@@ -492,6 +508,10 @@ def test_servers_started_at_once_on_a_root_find_one_lease_service(tmp_path: path
     while find_service(tmp_path) is not None and time.monotonic() < deadline:
         time.sleep(0.1)
     assert find_service(tmp_path) is None
+    # One of them started it; the others waited for it rather than start their own (each of
+    # which would have said, by now, that one already runs).
+    log = pathlib.Path(found.pop().removeprefix("unix:") + ".log")
+    assert "already running" not in log.read_text()
 
 
 def test_a_second_service_on_one_socket_is_refused_while_the_first_serves(

@@ -14,6 +14,7 @@ with a leader is etcd, which ``leases="etcd://..."`` already offers).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -27,8 +28,8 @@ __all__ = ["find_or_start_service", "IDLE_EXIT"]
 IDLE_EXIT = 30.0
 """Seconds a service started here waits after its last client left before it ends."""
 
-_START_TIMEOUT = 15.0  # an interpreter start on a loaded machine, with room to spare
-_RETRY_AFTER = 5.0
+_START_TIMEOUT = 60.0  # an interpreter start on a loaded machine, with room to spare
+_RETRY_AFTER = 10.0
 
 
 def find_or_start_service(
@@ -48,16 +49,34 @@ def find_or_start_service(
     deadline = time.monotonic() + timeout
     log = socket_path + ".log"  # what the service says, for its user and for the error below
     launcher = None
-    while time.monotonic() < deadline:
-        launcher = _launch(command, log, deadline)
-        # A service ending as this one starts (its last client gone) can make this one give
-        # up: after a while with none found, start another.
-        retry = min(deadline, time.monotonic() + _RETRY_AFTER)
-        while time.monotonic() < retry:
+    # One starter at a time: the others wait here and find what it started. Without it,
+    # every server of a burst (a client starting twenty subagents) starts a service of its
+    # own, and a hundred interpreters starting on two cores starve the one that serves.
+    with open(socket_path + ".start", "a") as starting:
+        while True:
+            try:
+                fcntl.flock(starting, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                found = find_service(root)
+                if found is not None:
+                    return found
+                if time.monotonic() >= deadline:
+                    break  # the starter hangs: say what its service said, below
+                time.sleep(0.05)
+        while time.monotonic() < deadline:
             found = find_service(root)
             if found is not None:
                 return found
-            time.sleep(0.02)
+            launcher = _launch(command, log, deadline)
+            # A service ending as this one starts (its last client gone) makes this one give
+            # up: after a while with none found, start another.
+            retry = min(deadline, time.monotonic() + _RETRY_AFTER)
+            while time.monotonic() < retry:
+                found = find_service(root)
+                if found is not None:
+                    return found
+                time.sleep(0.02)
     with open(log, "rb") as said:
         words = said.read()[-2000:].decode(errors="replace").strip().splitlines()
     exited = "" if launcher is None else f"the launcher exited with {launcher.returncode}"

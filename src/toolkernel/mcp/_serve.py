@@ -50,16 +50,19 @@ def _version() -> str:
 
 
 def _agent_key(ctx: Any) -> object:
-    """What one MCP session is, for this request: its HTTP session id, else its connection."""
+    """What one MCP session is, for this request.
+
+    Over stdio a server has one client: the process is the session, whichever protocol era
+    the client speaks (the 2026-07-28 one has no session of its own). Over HTTP it is the
+    ``Mcp-Session-Id`` the SDK gave the client; a client speaking HTTP without sessions
+    (stateless, or the 2026-07-28 era) can't be told from another, so such calls share one
+    view, unless their ``_meta`` names their agent (:data:`~._serving.AGENT_KEYS`).
+    """
     request = getattr(ctx, "request", None)
-    headers = getattr(request, "headers", None)
-    if headers is not None:
-        session_id = headers.get("mcp-session-id")
-        if session_id:
-            return ("http", session_id)
-    # stdio (one connection a process), or HTTP without sessions: the connection the
-    # request came on, which the SDK keeps for as long as the client stays.
-    return getattr(ctx.session, "_connection", None) or "stdio"
+    if request is None:
+        return "stdio"
+    session_id = request.headers.get("mcp-session-id")
+    return ("http", session_id) if session_id else "http"
 
 
 def make_server(tools: ToolServer, instructions: str) -> Any:
