@@ -338,10 +338,14 @@ class RawServer:
         self.next += 1
         frame = {"jsonrpc": "2.0", "id": self.next, "method": method, "params": params}
         self.send(json.dumps(frame).encode() + b"\n")
+        return self.answer(self.next)
+
+    def answer(self, number: int) -> dict[str, Any]:
+        """The answer to request ``number`` (those to others, and notifications, passed by)."""
         assert self.process.stdout is not None
         while True:
             answer = json.loads(self.process.stdout.readline())
-            if answer.get("id") == self.next:
+            if answer.get("id") == number:
                 return dict(answer)
 
     def wait_for_progress(self, message: str) -> None:
@@ -377,6 +381,16 @@ async def test_malformed_and_oversized_frames_harm_nobody(tmp_path: pathlib.Path
         server.send(b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}}\n')
         huge = "x" * (16 * 1024 * 1024)
         server.send(json.dumps({"jsonrpc": "2.0", "id": 8, "method": huge}).encode() + b"\n")
+        # Past what the server reads: read through, not kept, and answered with an error.
+        frame = {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "tools/call",
+            "params": {"x": "z" * (65 << 20)},
+        }
+        server.send(json.dumps(frame).encode() + b"\n")
+        answer = server.answer(9)
+        assert "longer than the server reads" in answer["error"]["message"]
         args = {"file_path": "a.txt", "content": "y" * 1_000_000}
         answer = server.request("tools/call", {"name": "Write", "arguments": args})
         assert answer["result"]["isError"] is False

@@ -119,9 +119,17 @@ async def serve_stdio(kernel: Kernel) -> None:
     """Serve one MCP client over this process's stdin and stdout until it closes them."""
     from mcp.server.stdio import stdio_server
 
+    from ._pipes import claimed_pipes
+
     server = make_server(ToolServer(kernel), INSTRUCTIONS)
-    async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    with claimed_pipes() as pipes:
+        # Pipes (as clients start servers) are read and written from the loop; anything
+        # else through the SDK's own threads.
+        streams: dict[str, Any] = {}
+        if pipes is not None:
+            streams = {"stdin": pipes[0], "stdout": pipes[1]}
+        async with stdio_server(**streams) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
 
 
 def is_loopback(host: str) -> bool:
