@@ -104,3 +104,14 @@ def test_the_bash_tool_without_the_parser_says_once_that_every_command_is_a_barr
     assert lines[:2] == [f"warning: RuntimeWarning the Bash tool: {note}", f"description: {note}"]
     assert lines[2] == "a barrier: True"
     assert lines[3:] == [f"c1 OK {f'({note})' + chr(10) + 'hello' + chr(10)!r}", "c2 OK 'hello\\n'"]
+
+
+@pytest.mark.parametrize(("missing", "options"), [("mcp", []), ("uvicorn", ["--http", "0"])])
+def test_the_mcp_command_without_its_extra_names_the_extra(
+    missing: str, options: list[str], tmp_path: Path
+) -> None:
+    argv = ["mcp", "--root", str(tmp_path), "--leases", "none", *options]
+    ran = run([missing], f"from toolkernel.cli import main; sys.exit(main({argv!r}))")
+    assert ran.returncode == 2
+    assert ran.stderr.startswith(f"mcp: the mcp command needs the 'mcp' extra ({missing} is not")
+    assert "Traceback" not in ran.stderr
