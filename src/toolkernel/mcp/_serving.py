@@ -31,6 +31,7 @@ What a client sees:
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import logging
 import math
@@ -291,11 +292,14 @@ class ToolServer:
         if watch is None:
             return
         if isinstance(event, CallStarted):
-            watch.send.send_nowait(f"{event.name} started")
+            news = f"{event.name} started"
         elif isinstance(event, CallProgress):
-            watch.send.send_nowait(f"{event.name}: {event.message}")
+            news = f"{event.name}: {event.message}"
         else:
-            watch.send.send_nowait(f"{event.name} finished")
+            news = f"{event.name} finished"
+        # Never raises: a listener that raises is removed, and every later call's news with it.
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            watch.send.send_nowait(news)
 
 
 class Reporter:
