@@ -255,14 +255,29 @@ async def test_a_batch_runs_its_calls_through_the_kernel_and_answers_in_order(
     assert (tmp_path / "both.txt").read_text() == "A\nB\n"
 
 
+async def test_a_batch_written_as_json_text_is_read(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "a.txt").write_text("alpha\n")
+    calls = [
+        {"tool": "Read", "arguments": json.dumps({"file_path": "a.txt"})},
+        {"tool": "Read", "arguments": "{not json"},
+    ]
+    async with stdio_session(tmp_path, "--leases", "none", "--no-bash") as session:
+        result = await session.call_tool(BATCH, {"calls": json.dumps(calls)})
+    assert not result.is_error
+    first, second = re.split(r"^\[2\] ", text(result), flags=re.MULTILINE)
+    assert first.startswith("[1] Read: ok") and "alpha" in first
+    assert second.startswith("Read: error"), second
+
+
 @pytest.mark.parametrize(
     ("arguments", "said"),
     [
         ({}, "at least one call"),
-        ({"calls": "[]"}, "a string, not a list"),
+        ({"calls": "[{'tool': 'Read'}]"}, "not a JSON list"),
+        ({"calls": "[]"}, "at least one call"),
         ({"calls": [{"arguments": {}}]}, "call 1 has no tool name"),
         ({"calls": [{"tool": BATCH, "arguments": {"calls": []}}]}, "is a Batch"),
-        ({"calls": [{"tool": "Read", "arguments": "a.txt"}]}, "not an object"),
+        ({"calls": [{"tool": "Read", "arguments": 7}]}, "not an object"),
         ({"calls": [{"tool": "Read", "arguments": {}}] * (MAX_BATCH + 1)}, "at most"),
     ],
 )

@@ -33,6 +33,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
+import json
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -235,18 +236,23 @@ class ToolServer:
 
     async def _run(
         self,
-        calls: Sequence[tuple[str, Mapping[str, Any] | None]],
+        calls: Sequence[tuple[str, Mapping[str, Any] | str | None]],
         agent: str,
         report: Reporter | None,
     ) -> list[ToolResult]:
         """Submit ``calls`` as one batch of ``agent``'s and wait for their results; cancelled,
         cancel them and wait (shielded, bounded) until their leases are back."""
+        # A model made these calls: an edit of a file this agent never read is refused.
         batch = [
-            ToolCall(f"{agent}:{next(self._calls)}", name, dict(arguments or {}), agent=agent)
+            ToolCall(
+                f"{agent}:{next(self._calls)}",
+                name,
+                arguments if isinstance(arguments, str) else dict(arguments or {}),
+                agent=agent,
+                read_first=True,
+            )
             for name, arguments in calls
         ]
-        # A model made these calls: an edit of a file this agent never read is refused.
-        batch = [attrs.evolve(call, read_first=True) for call in batch]
         handles = self.kernel.submit_batch(batch)
         try:
             if report is None:
@@ -381,24 +387,29 @@ def _batch_hints(hints: Sequence[Mapping[str, bool] | None]) -> dict[str, bool]:
 
 def _batch_calls(
     arguments: Mapping[str, Any] | None,
-) -> tuple[str | None, list[tuple[str, Mapping[str, Any] | None]]]:
+) -> tuple[str | None, list[tuple[str, Mapping[str, Any] | str | None]]]:
     """The calls of a ``Batch``, or what is wrong with them."""
     form = 'Batch takes {"calls": [{"tool": NAME, "arguments": {...}}, ...]}'
     calls = (arguments or {}).get("calls")
-    if isinstance(calls, str):
-        return f"{form}: calls is a string, not a list; send the list itself", []
+    if isinstance(calls, str):  # a model that wrote the list as JSON text: read it
+        try:
+            calls = json.loads(calls)
+        except ValueError:
+            return f"{form}: calls is a string that is not a JSON list; send the list itself", []
     if not isinstance(calls, list) or not calls:
         return f"{form}, with at least one call", []
     if len(calls) > MAX_BATCH:
         return f"Batch takes at most {MAX_BATCH} calls, not {len(calls)}: split it in two", []
-    found: list[tuple[str, Mapping[str, Any] | None]] = []
+    found: list[tuple[str, Mapping[str, Any] | str | None]] = []
     for index, item in enumerate(calls, 1):
         if not isinstance(item, Mapping) or not isinstance(item.get("tool"), str):
             return f"{form}: call {index} has no tool name", []
         name, given = item["tool"], item.get("arguments", {})
         if name == BATCH:
             return f"call {index} is a Batch: list its calls in this one instead", []
-        if given is not None and not isinstance(given, Mapping):
+        # Arguments as JSON text go to the kernel as they are (it reads them, or says why not
+        # in that call's result, as for a model's call on any wire).
+        if given is not None and not isinstance(given, Mapping | str):
             return f"{form}: the arguments of call {index} ({name}) are not an object", []
         found.append((name, given))
     return None, found
