@@ -293,7 +293,7 @@ async def test_a_malformed_batch_is_an_error_result_saying_what_to_send(
 async def test_failures_are_error_results_and_the_server_goes_on(tmp_path: pathlib.Path) -> None:
     async with stdio_session(tmp_path, "--leases", "none", "--no-bash") as session:
         ok, said = await call(session, "Nope")
-        assert not ok and "no tool named 'Nope'" in said
+        assert not ok and "no tool named 'Nope'" in said and said.endswith(", and Batch")
         ok, said = await call(session, "Read")
         assert not ok and "file_path" in said
         ok, said = await call(session, "Read", file_path="../outside.txt")

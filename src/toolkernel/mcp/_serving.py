@@ -204,6 +204,9 @@ class ToolServer:
             if name == BATCH:
                 return await self._batch(arguments, agent, report)
             (result,) = await self._run([(name, arguments)], agent, report)
+            if result.error_type == "UnknownToolError" and result.error:
+                # The kernel lists its own tools; this server has one more.
+                result = attrs.evolve(result, error=f"{result.error}, and {BATCH}")
             return _call_result(result)
         except anyio.get_cancelled_exc_class():
             raise
