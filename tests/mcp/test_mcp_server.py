@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -57,7 +58,9 @@ def http_server(root: pathlib.Path, *options: str) -> Iterator[str]:
     """A server on ``root`` over HTTP; yields its URL."""
     env = dict(os.environ, TOOLKERNEL_MCP_TOKEN=TOKEN)
     process = subprocess.Popen(
-        _command(root, "--http", "127.0.0.1:0", *options),
+        _command(root, *options)
+        if "--http" in options
+        else _command(root, "--http", "127.0.0.1:0", *options),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=env,
@@ -485,10 +488,28 @@ async def test_http_refuses_requests_without_the_token_from_another_origin_or_ov
             page = {"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"}
             rebinding = await client.post(url, json={}, headers=page)
             assert rebinding.status_code == 403 and "--allow-origin" in rebinding.text
+            named = {"Authorization": f"Bearer {TOKEN}", "Host": "rebound.example:80"}
+            rebinding = await client.post(url, json={}, headers=named)
+            assert rebinding.status_code == 421 and "not this machine's loopback" in rebinding.text
+            local_page = {"Authorization": f"Bearer {TOKEN}", "Origin": "https://localhost:3000"}
+            assert (await client.post(url, json={}, headers=local_page)).status_code != 403
             headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
             oversized = await client.post(url, content=b" " * (5 << 20), headers=headers)
             assert oversized.status_code == 413
         async with http_session(url) as session:  # the token, and no Origin: served
+            assert (await call(session, "ListDir"))[0]
+
+
+async def test_served_on_a_network_address_any_host_is_answered_with_the_token(
+    tmp_path: pathlib.Path,
+) -> None:
+    with http_server(tmp_path, "--leases", "none", "--no-bash", "--http", "0.0.0.0:0") as url:
+        port = urllib.parse.urlsplit(url).port
+        local = f"http://127.0.0.1:{port}/mcp"
+        async with httpx.AsyncClient(timeout=30) as client:
+            named = {"Host": f"build-box.internal:{port}"}
+            assert (await client.post(local, json={}, headers=named)).status_code == 401
+        async with http_session(local) as session:
             assert (await call(session, "ListDir"))[0]
 
 

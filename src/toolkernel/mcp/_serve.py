@@ -149,8 +149,21 @@ def _origin_allowed(origin: str, allowed: Sequence[str]) -> bool:
     return parts.scheme in ("http", "https") and is_loopback(parts.hostname or "")
 
 
-def guarded(app: ASGIApp, token: str, allowed_origins: Sequence[str]) -> ASGIApp:
-    """``app`` behind the bearer token and the ``Origin`` check."""
+def _host_name(host: str) -> str:
+    """``Host: [::1]:8765`` -> ``::1``; ``localhost:8765`` -> ``localhost``."""
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def guarded(
+    app: ASGIApp, token: str, allowed_origins: Sequence[str], *, loopback_only: bool = True
+) -> ASGIApp:
+    """``app`` behind the ``Host`` and ``Origin`` checks and the bearer token.
+
+    Served on loopback (``loopback_only``), a request must name a loopback host: a page that
+    reaches the port through a name it controls (DNS rebinding) names its own. Served on a
+    network address, any host is answered, and the token is what keeps others out."""
     expected = f"Bearer {token}".encode()
 
     async def refuse(
@@ -175,6 +188,17 @@ def guarded(app: ASGIApp, token: str, allowed_origins: Sequence[str]) -> ASGIApp
             await app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or ())
+        host = headers.get(b"host", b"").decode("latin-1")
+        if loopback_only and not is_loopback(_host_name(host)):
+            await refuse(
+                send,
+                421,
+                f"refused: Host {host!r} is not this machine's loopback. This server answers "
+                "requests to 127.0.0.1, localhost or ::1 only; start it with --http "
+                "ADDRESS:PORT on an address others can reach to serve them.\n",
+                (),
+            )
+            return
         origin = headers.get(b"origin")
         if origin is not None and not _origin_allowed(origin.decode("latin-1"), allowed_origins):
             await refuse(
@@ -225,15 +249,12 @@ async def serve_http(
     sock.listen(128)
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
-    hosts = [f"{shown}:*", "127.0.0.1:*", "localhost:*", "[::1]:*"]
-    origins = [*allowed_origins, "http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-    )
+    # Host and Origin are checked in front (``guarded``), with messages that say what to do;
+    # the SDK's own check of them is off so that it does not refuse what this one allows.
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(transport_security=security, host=host)
-    config = uvicorn.Config(
-        guarded(app, token, allowed_origins), log_level="warning", lifespan="on"
-    )
+    guard = guarded(app, token, allowed_origins, loopback_only=is_loopback(host.strip("[]")))
+    config = uvicorn.Config(guard, log_level="warning", lifespan="on")
     web = uvicorn.Server(config)
     url = f"http://{shown}:{bound}/mcp"
     print(url, file=out, flush=True)
