@@ -474,6 +474,63 @@ async def test_a_killed_server_releases_its_leases_at_once(tmp_path: pathlib.Pat
             assert await call(session, "Read", file_path="a.txt") == (True, "     1\told")
 
 
+def _running(marker: str) -> list[int]:
+    """The processes whose command line holds ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    if marker.encode() in cmdline.read().replace(b"\0", b" "):
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_a_stopped_server_leaves_no_command_running(
+    tmp_path: pathlib.Path, how: signal.Signals
+) -> None:
+    marker = f"sleep 3{os.getpid() % 1000}.{how.value}"  # this test's command, and no other's
+    server = RawServer(tmp_path, "--leases", "none")
+    try:
+        server.initialize()
+        frame = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "Bash",
+                "arguments": {"command": marker},
+                "_meta": {"progressToken": "p"},
+            },
+        }
+        server.send(json.dumps(frame).encode() + b"\n")
+        server.wait_for_progress("Bash started")
+        deadline = time.monotonic() + 20
+        while not any(_comm(pid) == "sleep" for pid in _running(marker)):
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        server.process.send_signal(how)
+        code = server.process.wait(timeout=30)
+        assert code == (0 if how != signal.SIGKILL else -signal.SIGKILL)
+        deadline = time.monotonic() + 20  # a killed server's command dies with it, at once
+        while _running(marker):
+            assert time.monotonic() < deadline, f"still running: {_running(marker)}"
+            time.sleep(0.05)
+    finally:
+        server.close()
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip()
+    except OSError:
+        return ""
+
+
 async def test_http_refuses_requests_without_the_token_from_another_origin_or_oversized(
     tmp_path: pathlib.Path,
 ) -> None:

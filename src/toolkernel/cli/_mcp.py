@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import signal
 import sys
 from typing import Any
+
+import anyio
 
 from .._extras import missing_extra
 
@@ -128,8 +131,6 @@ def run_mcp(args: argparse.Namespace) -> int:
                 "has the token can run commands in the root",
                 file=sys.stderr,
             )
-    import anyio
-
     try:
         anyio.run(_serve, args, root, leases, token, backend="asyncio")
     except KeyboardInterrupt:
@@ -143,11 +144,25 @@ async def _serve(args: argparse.Namespace, root: str, leases: str | None, token:
     from ..tools import builtin_tools
 
     tools = builtin_tools(bash=not args.no_bash)
-    async with open_kernel(
-        tools, root=root, max_concurrency=args.max_concurrency, leases=leases
-    ) as kernel:
+    async with (
+        open_kernel(
+            tools, root=root, max_concurrency=args.max_concurrency, leases=leases
+        ) as kernel,
+        anyio.create_task_group() as tasks,
+    ):
+        # A client stops a stdio server with SIGTERM once it has closed its stdin: what runs is
+        # cancelled (its leases returned, a command's changes discarded), then it exits.
+        tasks.start_soon(_stop_on_signals, tasks.cancel_scope)
         if args.http is None:
             await serve_stdio(kernel)
         else:
             host, port = args.http
             await serve_http(kernel, host, port, token=token, allowed_origins=args.allow_origin)
+        tasks.cancel_scope.cancel()
+
+
+async def _stop_on_signals(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return

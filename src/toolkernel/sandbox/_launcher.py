@@ -65,6 +65,7 @@ CREATE_RULESET_VERSION = 1
 RULE_PATH_BENEATH = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
 
 EXECUTE = 1 << 0
 WRITE_FILE = 1 << 1
@@ -451,9 +452,23 @@ def run_as_first_process(
     machine = None if renames is None else rename_machine()
     supervisor = None if machine is None else _supervisor()
     program = None if machine is None else rename_program(machine)
+    # Open for as long as the launcher lives: the first process tells from it whether the
+    # launcher ended before it could ask to die with it (its parent is not in its namespace,
+    # so ``getppid`` says 0 whatever happened).
+    alive, held = os.pipe()
     first = os.fork()
     if first == 0:
         try:
+            # Dies with the launcher, however it ends: the namespace ends with its first process.
+            _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            os.close(held)
+            os.set_blocking(alive, False)
+            try:
+                if not os.read(alive, 1):
+                    os._exit(128 + signal.SIGKILL)  # the launcher is gone already
+            except BlockingIOError:
+                pass  # it is there, holding its end open
+            os.close(alive)
             # Its own /proc: `ps` shows the command's processes only, and the supervisor
             # finds its callers there by the pids this namespace gives them.
             _libc().mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
@@ -490,6 +505,8 @@ def run_as_first_process(
         finally:
             os._exit(127)
 
+    os.close(alive)  # ``held`` stays open until this process ends
+
     def stop(number: int, frame: object) -> None:
         try:  # noqa: SIM105 - no contextlib: this script imports as little as it can
             os.kill(first, signal.SIGKILL)
@@ -520,6 +537,16 @@ def _supervisor() -> types.ModuleType:
     return _renames
 
 
+def die_with(parent: int) -> None:
+    """Be sent SIGTERM when ``parent`` (the process that started this one) ends, however it
+    ends (SIGKILL included), so the command dies with it: SIGTERM ends the namespace at once
+    (:func:`run_as_first_process`). Exits at once if ``parent`` is gone already."""
+    if sys.platform.startswith("linux"):
+        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:  # it ended before the line above: nobody waits for this run
+        os._exit(128 + signal.SIGTERM)
+
+
 def main(argv: list[str]) -> None:
     dirs: list[str] = []
     files: list[str] = []
@@ -534,6 +561,8 @@ def main(argv: list[str]) -> None:
             continue
         if option == "--renames":
             renames = argv[at + 1]
+        elif option == "--parent":
+            die_with(int(argv[at + 1]))
         else:
             (dirs if option == "--dir" else files).append(argv[at + 1])
         at += 2

@@ -185,7 +185,8 @@ class Launch:
         dirs.extend(d for d in _ALWAYS_WRITABLE_DIRS if os.path.isdir(d))
         files = [f for f in _ALWAYS_WRITABLE_FILES if os.path.exists(f)]
         dirs = list(dict.fromkeys(dirs))
-        argv = [*_LAUNCHER, *overlay_options]
+        # The command dies with this process, even one killed with SIGKILL.
+        argv = [*_LAUNCHER, "--parent", str(os.getpid()), *overlay_options]
         if landlock_abi() > 0:
             for option, paths in (("--dir", dirs), ("--file", files)):
                 for place in paths:
