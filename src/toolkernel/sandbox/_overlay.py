@@ -5,6 +5,11 @@ where it can, so committing a file is a rename), gives the launcher its options,
 change set when the command has exited, tells which changed paths something else changed
 meanwhile, commits, and cleans up.
 
+*Leftovers.* A run's layers are removed when it ends; a process killed first (SIGKILL, a
+crash) leaves them. Each overlay's ``started`` file names its owner (pid, start time, PID
+namespace), and the first overlay a process makes in a directory queues for removal the ones
+there whose owner is gone; a live one's, another namespace's and an unnamed one's stay.
+
 *Changed underneath.* A change set can't be committed blindly over what another process wrote
 meanwhile; the overlay notes the file system's time as it is made (the change time of a file it
 makes), and ``_underneath`` tells, from that, which changes something else got to first.
@@ -109,14 +114,15 @@ class Overlay:
             os.mkdir(os.path.join(place, "upper"))
             os.mkdir(os.path.join(place, "work"))
             marker = os.path.join(place, "started")
-            with open(marker, "x"):
-                pass
+            with open(marker, "x") as owner:
+                owner.write(_owner())  # whose run it is, for the sweep of a dead one's leftovers
             started = os.lstat(marker).st_ctime_ns
             with open(os.path.join(place, "renames"), "x"):
                 pass  # the rename supervisor's log (``_renames``)
         except BaseException:
             _remove_tree(place)
             raise
+        _sweep_once(os.path.dirname(place))
         return cls(root, place, started)
 
     @property
@@ -180,6 +186,59 @@ class Overlay:
         self._queued = True
         _leftovers.put(self.place)
         _start_remover()
+
+
+def _process_start(pid: int | str) -> str | None:
+    """When process ``pid`` started (clock ticks since boot), or None if there is none: with
+    its pid, what tells one process from a later one given the same number."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def _pid_namespace() -> str:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def _owner() -> str:
+    """This process as an overlay's ``started`` file names its owner: its pid, when it started,
+    and its PID namespace (a pid means nothing in another one: a container sharing /tmp)."""
+    return f"{os.getpid()} {_process_start('self')} {_pid_namespace()}\n"
+
+
+_swept: set[str] = set()
+
+
+def _sweep_once(base: str) -> None:
+    """Queue for removal the overlays in ``base`` whose process is gone (killed before it could
+    remove them: SIGKILL, a crash, a power cut), once a process and a base. An overlay of a
+    process still running, or with no owner written (made by an older version), stays."""
+    if base in _swept:
+        return
+    _swept.add(base)
+    here = _pid_namespace()
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(".toolkernel-overlay-")]
+    except OSError:
+        return
+    for name in names:
+        place = os.path.join(base, name)
+        try:
+            if os.lstat(place).st_uid != os.getuid():
+                continue
+            with open(os.path.join(place, "started"), encoding="ascii") as owner:
+                pid, began, namespace = owner.read().split()
+        except (OSError, ValueError):
+            continue
+        if namespace == here and pid.isdigit() and _process_start(pid) != began:
+            _leftovers.put(place)
+            _start_remover()
 
 
 _leftovers: queue.SimpleQueue[str] = queue.SimpleQueue()
