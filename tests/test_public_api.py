@@ -1,6 +1,9 @@
 """The public surface: every name DESIGN.md promises is there, and exported once."""
 
 import ast
+import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import toolkernel
@@ -150,17 +153,42 @@ def test_init_modules_only_reexport_each_name_once() -> None:
             continue
         tree = ast.parse(init.read_text())
         seen: set[str] = set()
+        lazy: list[str] = []  # names the module's __getattr__ loads on first use
         for node in tree.body:
-            if isinstance(node, ast.ImportFrom):
-                for alias in node.names:
+            imports = [node] if isinstance(node, ast.ImportFrom) else []
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+                # What loads on first use, named for type checkers and for this test.
+                assert all(isinstance(n, ast.ImportFrom) for n in node.body), init
+                imports = node.body  # type: ignore[assignment]
+                lazy += [alias.name for n in imports for alias in n.names]  # type: ignore[attr-defined]
+            for found in imports:
+                for alias in found.names:
                     # "from ._x import Y as Y" is how a public name is re-exported.
                     assert alias.asname == alias.name, f"{init}: {alias.name} not re-exported"
                     assert alias.name not in seen, f"{init}: {alias.name} exported twice"
                     seen.add(alias.name)
-            else:
-                allowed = (ast.Expr, ast.Assign)  # the docstring, __version__
-                assert isinstance(node, allowed), f"{init}: unexpected {type(node).__name__}"
+            if imports or isinstance(node, ast.If):
+                continue
+            if isinstance(node, ast.FunctionDef):
+                assert node.name == "__getattr__" and lazy, f"{init}: unexpected {node.name}"
+                continue
+            allowed = (ast.Expr, ast.Assign)  # the docstring, __version__, TYPE_CHECKING
+            assert isinstance(node, allowed), f"{init}: unexpected {type(node).__name__}"
+        module = importlib.import_module(".".join(init.relative_to(PACKAGE.parent).parent.parts))
+        for name in lazy:  # each one served by __getattr__
+            assert getattr(module, name) is not None, f"{init}: {name} does not load"
 
 
 def test_version() -> None:
     assert isinstance(toolkernel.__version__, str)
+
+
+def test_importing_toolkernel_loads_the_core_only() -> None:
+    code = "import sys, toolkernel; print(' '.join(m for m in sys.modules if m.startswith('tool')))"
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    loaded = set(ran.stdout.split())
+    later = ("shell", "sandbox", "mcp", "integrations", "agent", "formats", "replay", "cli")
+    for name in loaded:
+        parts = name.split(".")
+        assert not any(part in later for part in parts), f"import toolkernel loads {name}"
+    assert "toolkernel.tools" in loaded and "toolkernel.kernel" in loaded

@@ -11,5 +11,18 @@ from ._views import FileVersion as FileVersion
 from ._views import FileView as FileView
 from ._views import StaleRule as StaleRule
 from ._workspace import Workspace as Workspace
-from .shell import ShellRules as ShellRules
-from .shell import shell_claims as shell_claims
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .shell import ShellRules as ShellRules
+    from .shell import shell_claims as shell_claims
+
+
+def __getattr__(name: str) -> object:
+    # The shell analysis (the rule table, the parser, the project readers) and the sandbox
+    # behind it load on first use, not with every ``import toolkernel``.
+    if name in ("ShellRules", "shell_claims"):
+        from . import shell
+
+        return getattr(shell, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,13 +7,15 @@ They live by kind: ``_file_tools`` (Read, Write, Edit, MultiEdit, ListDir, Move,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ._bash import make_bash_tool
 from ._declare import Tool
 from ._file_tools import delete, edit, list_dir, move, multi_edit, read, write
 from ._search import glob, grep
 from ._todo import TodoWrite
-from .shell import ShellRules
+
+if TYPE_CHECKING:
+    from .shell import ShellRules
 
 __all__ = ["builtin_tools"]
 
@@ -48,6 +50,8 @@ def builtin_tools(
         TodoWrite(),
     ]
     if bash:
+        from ._bash import make_bash_tool  # the shell analysis and the sandbox, on first use
+
         tools.append(make_bash_tool(shell_rules, writable=shell_writable))
     elif shell_rules is not None or shell_writable:
         raise TypeError("shell_rules= and shell_writable= are for the Bash tool: pass bash=True")
