@@ -145,15 +145,19 @@ async def test_a_client_of_the_sessionless_protocol_is_one_agent_over_stdio(
     assert (tmp_path / "a.txt").read_text() == "two\n"
 
 
-async def test_a_subagent_named_in_meta_keeps_a_view_of_its_own(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("key", ["toolkernel/agent", "threadId"])
+async def test_a_subagent_named_in_meta_keeps_a_view_of_its_own(
+    tmp_path: pathlib.Path, key: str
+) -> None:
     (tmp_path / "a.txt").write_text("one\n")
+    helper: Any = {key: "helper"}
     async with stdio_session(tmp_path, "--leases", "none") as session:
         await session.call_tool("Read", {"file_path": "a.txt"})  # the parent read it
         edit = {"file_path": "a.txt", "old_string": "one", "new_string": "two"}
-        result = await session.call_tool("Edit", edit, meta={"toolkernel/agent": "helper"})
+        result = await session.call_tool("Edit", edit, meta=helper)
         assert result.is_error and "Read it first" in text(result)
-        await session.call_tool("Read", {"file_path": "a.txt"}, meta={"toolkernel/agent": "helper"})
-        result = await session.call_tool("Edit", edit, meta={"toolkernel/agent": "helper"})
+        await session.call_tool("Read", {"file_path": "a.txt"}, meta=helper)
+        result = await session.call_tool("Edit", edit, meta=helper)
         assert not result.is_error, text(result)
 
 

@@ -105,7 +105,14 @@ ANNOTATIONS: Final[Mapping[str, Mapping[str, bool]]] = {
 }
 """What each built-in tool is, in the MCP annotations' terms."""
 
-AGENT_KEYS: Final = ("toolkernel/agent", "agentId", "agent_id", "subagentId", "subagent_id")
+AGENT_KEYS: Final = (
+    "toolkernel/agent",
+    "agentId",
+    "agent_id",
+    "subagentId",
+    "subagent_id",
+    "threadId",  # Codex: the agent thread making the call, a subagent's its own
+)
 """``_meta`` keys a client may name the agent making a call with (a subagent sharing its
 parent's session); the first one present, if a string, picks that agent's view."""
 
