@@ -1,24 +1,27 @@
 """``python -m toolkernel mcp``: a :class:`~toolkernel.mcp._serving.ToolServer` on the official
 SDK's low-level server, over stdio or streamable HTTP.
 
-Over HTTP the endpoint is ``/mcp`` and every request passes two checks before the SDK sees it,
-as the MCP specification's security best practices ask:
+Over HTTP the endpoint is ``/mcp`` and every request passes three checks before the SDK sees
+it (:func:`guarded`), as the MCP specification's security best practices ask:
 
+- ``Host``, on a server bound to loopback, must name a loopback host: a page that reaches the
+  port through a name it controls (DNS rebinding) names its own. On a network address any
+  host is answered, and the token is what keeps others out.
+- ``Origin``, when a browser sends one, must be a loopback origin or one allowed by
+  ``--allow-origin``.
 - ``Authorization: Bearer TOKEN``, compared in constant time; ``TOKEN`` is
   ``TOOLKERNEL_MCP_TOKEN`` when set, else one generated at start and printed (stderr).
-- ``Origin``, when a browser sends one, must be a loopback origin or one allowed by
-  ``--allow-origin`` (a page elsewhere reaching a server on this machine is DNS rebinding);
-  the SDK's own check of ``Host`` stays on too.
 
-A refused request gets a plain-text answer that says why and what to send instead (401 with
-``WWW-Authenticate: Bearer``, 403). The server binds to loopback unless told otherwise.
+A refused request gets a plain-text answer that says why and what to send instead (421, 403,
+or 401 with ``WWW-Authenticate: Bearer``). The SDK's own check of these headers is off, so that
+it refuses nothing these allow; its limit on a request's size (4 MiB) stays. The server binds
+to loopback unless told otherwise.
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
-import logging
 import socket
 import sys
 import urllib.parse
@@ -31,8 +34,6 @@ from ._serving import Reporter, ToolServer
 __all__ = ["serve_stdio", "serve_http", "is_loopback", "TOKEN_VARIABLE"]
 
 TOKEN_VARIABLE = "TOOLKERNEL_MCP_TOKEN"
-
-_log = logging.getLogger("toolkernel.mcp.server")
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -78,9 +79,9 @@ def make_server(tools: ToolServer, instructions: str) -> Any:
         return listed
 
     async def call_tool(ctx: Any, params: Any) -> Any:
-        meta = params.meta if isinstance(params.meta, Mapping) else None
-        agent = tools.agent_for(_agent_key(ctx), _meta_dict(params))
-        token = (meta or {}).get("progressToken") or (meta or {}).get("progress_token")
+        meta = _meta_dict(params) or {}
+        agent = tools.agent_for(_agent_key(ctx), meta)
+        token = meta.get("progressToken", meta.get("progress_token"))
         report = Reporter(ctx.session.report_progress) if token is not None else None
         result = await tools.call(params.name, params.arguments, agent=agent, report=report)
         return types.CallToolResult.model_validate(result)
