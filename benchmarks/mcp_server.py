@@ -45,7 +45,6 @@ import pathlib
 import platform
 import re
 import secrets
-import selectors
 import shutil
 import statistics
 import subprocess
@@ -63,6 +62,7 @@ import mcp
 
 # The Node packages' installer and the workload's checks are the tests' own.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from tests.mcp.mcp_http import serving_http
 from tests.mcp.node_packages import WORKLOAD, NodePackagesUnavailable, install, seed, tally
 
 TOOLKERNEL = [sys.executable, "-m", "toolkernel", "mcp"]
@@ -188,25 +188,11 @@ def percentile(samples: Sequence[float], q: float) -> float:
 @contextmanager
 def http_server(root: pathlib.Path, token: str) -> Iterator[str]:
     """toolkernel's server over HTTP on a free loopback port, for ``root``; its URL."""
-    env = {**os.environ, "TOOLKERNEL_MCP_TOKEN": token}
-    command = [*TOOLKERNEL, "--root", str(root), "--http", "127.0.0.1:0"]
-    with tempfile.TemporaryFile() as errors:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env)
-        assert process.stdout is not None
-        try:
-            with selectors.DefaultSelector() as selector:
-                selector.register(process.stdout, selectors.EVENT_READ)
-                ready = selector.select(timeout=60)
-            first = process.stdout.readline().decode() if ready else ""
-            url = re.search(r"https?://\S+", first)
-            if url is None:
-                errors.seek(0)
-                raise Failed(f"the HTTP server printed {first!r}: {errors.read().decode()[-500:]}")
-            yield url.group(0)
-        finally:
-            process.kill()
-            process.wait()
-            process.stdout.close()
+    try:
+        with serving_http(root, token) as url:
+            yield url
+    except RuntimeError as exc:
+        raise Failed(str(exc)) from None
 
 
 async def workload(spec: dict[str, Any], modules: pathlib.Path) -> dict[str, Any]:

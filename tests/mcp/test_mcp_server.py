@@ -14,8 +14,8 @@ import subprocess
 import sys
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -28,6 +28,8 @@ from mcp import Client, ClientSession, StdioServerParameters
 from toolkernel.leases import find_service
 from toolkernel.leases._start import find_or_start_service
 from toolkernel.mcp._serving import ANNOTATIONS, BATCH, MAX_BATCH
+
+from .mcp_http import serving_http
 
 TOKEN = "test-token-of-this-suite"
 READ_ONLY = {"Read", "Glob", "Grep", "ListDir"}
@@ -53,27 +55,9 @@ async def stdio_session(root: pathlib.Path, *options: str) -> AsyncIterator[Clie
         yield session
 
 
-@contextmanager
-def http_server(root: pathlib.Path, *options: str) -> Iterator[str]:
-    """A server on ``root`` over HTTP; yields its URL."""
-    env = dict(os.environ, TOOLKERNEL_MCP_TOKEN=TOKEN)
-    process = subprocess.Popen(
-        _command(root, *options)
-        if "--http" in options
-        else _command(root, "--http", "127.0.0.1:0", *options),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        yield process.stdout.readline().strip()
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
+def http_server(root: pathlib.Path, *options: str) -> AbstractContextManager[str]:
+    """A server on ``root`` over HTTP, requiring :data:`TOKEN`; yields its URL."""
+    return serving_http(root, TOKEN, *options)
 
 
 @asynccontextmanager
@@ -370,6 +354,18 @@ class RawServer:
             if answer.get("id") == number:
                 return dict(answer)
 
+    def start_command(self, command: str) -> None:
+        """Call Bash with ``command`` (request 1) and return once it has started, holding its
+        leases (its progress says so)."""
+        params = {
+            "name": "Bash",
+            "arguments": {"command": command},
+            "_meta": {"progressToken": "p"},
+        }
+        frame = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+        self.send(json.dumps(frame).encode() + b"\n")
+        self.wait_for_progress("Bash started")
+
     def wait_for_progress(self, message: str) -> None:
         assert self.process.stdout is not None
         while True:
@@ -430,18 +426,7 @@ async def test_a_server_whose_client_dies_mid_call_ends_and_its_leases_return(
     server = RawServer(tmp_path)  # leases from the root's lease service
     try:
         server.initialize()
-        frame = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {
-                "name": "Bash",
-                "arguments": {"command": "echo new > a.txt; sleep 60"},
-                "_meta": {"progressToken": "p"},
-            },
-        }
-        server.send(json.dumps(frame).encode() + b"\n")
-        server.wait_for_progress("Bash started")  # it runs, holding a.txt
+        server.start_command("echo new > a.txt; sleep 60")  # it runs, holding a.txt
         assert server.process.stdin is not None
         server.process.stdin.close()  # the client is gone
         assert server.process.wait(timeout=30) is not None
@@ -457,18 +442,7 @@ async def test_a_killed_server_releases_its_leases_at_once(tmp_path: pathlib.Pat
     server = RawServer(tmp_path)
     try:
         server.initialize()
-        frame = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {
-                "name": "Bash",
-                "arguments": {"command": "sleep 60 > a.txt"},
-                "_meta": {"progressToken": "p"},
-            },
-        }
-        server.send(json.dumps(frame).encode() + b"\n")
-        server.wait_for_progress("Bash started")  # it holds a.txt in the root's lease service
+        server.start_command("sleep 60 > a.txt")  # it holds a.txt in the root's lease service
         server.process.send_signal(signal.SIGKILL)
         server.process.wait()
     finally:
@@ -500,18 +474,7 @@ def test_a_stopped_server_leaves_no_command_running(
     server = RawServer(tmp_path, "--leases", "none")
     try:
         server.initialize()
-        frame = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {
-                "name": "Bash",
-                "arguments": {"command": marker},
-                "_meta": {"progressToken": "p"},
-            },
-        }
-        server.send(json.dumps(frame).encode() + b"\n")
-        server.wait_for_progress("Bash started")
+        server.start_command(marker)
         deadline = time.monotonic() + 20
         while not any(_comm(pid) == "sleep" for pid in _running(marker)):
             assert time.monotonic() < deadline, "the command never started"

@@ -11,8 +11,7 @@ files by read-modify-write (Read the file, Edit its last line into that line and
   session read last (so in each session's order), with no line torn or added, and the only
   refusals must be stale views (an Edit of a file another session changed since this one read
   it), each retried after a fresh Read. Also: its tools and annotations, ``cat -n`` reads, a
-  stale view refused across two processes, ``Batch``, and the HTTP bearer token. They are
-  skipped while ``python -m toolkernel`` has no ``mcp`` command.
+  stale view refused across two processes, ``Batch``, and the HTTP bearer token.
 
 Real processes, so the real clock; the Node packages are installed once into
 ``.venv/mcp-node`` (``node_packages.py``), and the tests are skipped where there is no ``npm``.
@@ -25,21 +24,17 @@ import os
 import pathlib
 import re
 import secrets
-import selectors
-import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any
 
 import anyio
 import pytest
 
+from .mcp_http import SERVER, serving_http
 from .node_packages import CLIENT, WORKLOAD, Tally, seed, tally
 from .node_packages import node_modules as node_modules  # the fixture, for the tests below
 
-TOOLKERNEL_MCP = [sys.executable, "-m", "toolkernel", "mcp"]
 SESSIONS, EDITS = 4, 10
 
 
@@ -51,14 +46,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def toolkernel_mcp() -> list[str]:
-    """The toolkernel MCP server's command; skipped while the command line has no ``mcp``."""
-    probe = subprocess.run(
-        [*TOOLKERNEL_MCP, "--help"], capture_output=True, text=True, timeout=60, check=False
-    )
-    if probe.returncode != 0 and "invalid choice: 'mcp'" in probe.stderr:
-        pytest.skip("python -m toolkernel has no mcp command yet")
-    assert probe.returncode == 0, probe.stderr
-    return TOOLKERNEL_MCP
+    """The toolkernel MCP server's command."""
+    return SERVER
 
 
 @pytest.fixture
@@ -164,35 +153,10 @@ async def test_the_node_client_lists_and_calls_the_reference_servers_tools(
 # toolkernel's server.
 
 
-@contextmanager
-def http_server(command: list[str], root: pathlib.Path, token: str) -> Iterator[str]:
-    """``command --root ROOT --http 127.0.0.1:0`` started with ``token``; its URL."""
-    env = {**os.environ, "TOOLKERNEL_MCP_TOKEN": token}
-    with tempfile.TemporaryFile() as errors:
-        process = subprocess.Popen(
-            [*command, "--root", str(root), "--http", "127.0.0.1:0"],
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            env=env,
-        )
-        assert process.stdout is not None
-        try:
-            with selectors.DefaultSelector() as selector:
-                selector.register(process.stdout, selectors.EVENT_READ)
-                ready = selector.select(timeout=60)
-            first = process.stdout.readline().decode() if ready else ""
-            url = re.search(r"https?://\S+", first)
-            if url is None:
-                errors.seek(0)
-                pytest.fail(
-                    f"the server printed {first!r}, not its URL; stderr: "
-                    f"{errors.read().decode()[-2000:]}"
-                )
-            yield url.group(0)
-        finally:
-            process.kill()
-            process.wait()
-            process.stdout.close()
+def http_server(command: list[str], root: pathlib.Path, token: str) -> AbstractContextManager[str]:
+    """The server on ``root`` over HTTP on a free loopback port, with ``token``; its URL."""
+    assert command == SERVER, command
+    return serving_http(root, token)
 
 
 def stdio(command: list[str], root: pathlib.Path) -> dict[str, Any]:
