@@ -128,13 +128,6 @@ _BATCH_DESCRIPTION = (
 
 
 @attrs.define(eq=False)
-class _Watch:
-    """Where the progress of one request's calls goes."""
-
-    send: MemoryObjectSendStream[str]
-
-
-@attrs.define(eq=False)
 class ToolServer:
     """The MCP side of one kernel: its tools listed, their calls run, their results shaped.
 
@@ -148,7 +141,8 @@ class ToolServer:
     )
     _sessions: itertools.count[int] = attrs.field(init=False, factory=lambda: itertools.count(1))
     _calls: itertools.count[int] = attrs.field(init=False, factory=lambda: itertools.count(1))
-    _watches: dict[str, _Watch] = attrs.field(init=False, factory=dict)
+    # Where each reporting request's calls send their news, by call id.
+    _watches: dict[str, MemoryObjectSendStream[str]] = attrs.field(init=False, factory=dict)
     _listening: bool = attrs.field(init=False, default=False)
 
     # -- tools/list -----------------------------------------------------------------------------
@@ -281,10 +275,9 @@ class ToolServer:
     ) -> list[ToolResult]:
         """Wait for the calls' results, relaying their events to ``report`` meanwhile."""
         send, receive = anyio.create_memory_object_stream[str](math.inf)
-        watch = _Watch(send)
         self._listen()
         for call in batch:
-            self._watches[call.id] = watch
+            self._watches[call.id] = send
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(_relay, receive, report, len(batch))
@@ -304,8 +297,8 @@ class ToolServer:
     def _event(self, event: object) -> None:
         if not isinstance(event, CallStarted | CallProgress | CallFinished):
             return
-        watch = self._watches.get(event.call_id)
-        if watch is None:
+        send = self._watches.get(event.call_id)
+        if send is None:
             return
         if isinstance(event, CallStarted):
             news = f"{event.name} started"
@@ -315,7 +308,7 @@ class ToolServer:
             news = f"{event.name} finished"
         # Never raises: a listener that raises is removed, and every later call's news with it.
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            watch.send.send_nowait(news)
+            send.send_nowait(news)
 
 
 class Reporter:
