@@ -1,6 +1,6 @@
 """A kernel's leases: the lease groups calls request in, what each call holds or waits for,
-lease-wait limits, and deadlock breaking. Pure: it acts on lease tables and tells the
-scheduler, through one callback, which calls were granted.
+lease-wait limits, and deadlock breaking. Pure: it acts on lease tables and returns what they
+granted; the scheduler decides what a grant means (it never hears of one through a callback).
 
 Every top-level call requests in the kernel's own table. A running call gets a table of its own,
 lazily, for nested calls its leases cover; nested claims outside it go to the kernel's table at a
@@ -30,16 +30,10 @@ class Leasing:
         pools: Mapping[str, int],
         *,
         clock: Callable[[], float],
-        granted: Callable[[CallRecord], None],
-        wait_timeout: Callable[[CallRecord], float | None],
-        deadline_changed: Callable[[float], None],
     ) -> None:
         self.pools = dict(pools)
         self.main = LeaseGroup(LeaseTable(self.pools), None)  # it checks the pools
         self._now = clock
-        self._granted = granted
-        self._wait_timeout = wait_timeout
-        self._deadline_changed = deadline_changed
         self._deadlines: Deadlines[CallRecord] = Deadlines(lambda record: record.wait_token)
         # Waits that may close a wait-for cycle: of nested calls, and of calls a running call
         # awaits (``Batch.awaited_by``). Entries whose wait ended are dropped when checked.
@@ -47,28 +41,27 @@ class Leasing:
 
     # -- requesting --------------------------------------------------------------------------------
 
-    def request_top_level(self, record: CallRecord) -> None:
-        """Request a top-level call's claims; ``granted`` is told at once if it can be.
+    def request_top_level(self, record: CallRecord) -> bool:
+        """Request a top-level call's claims: True if they are held at once, else it waits.
 
         A call that claims nothing is requested too: granted at once, it conflicts with
         nobody, but it has its place in line, which it keeps if its tool asks to hold more."""
         claims = record.claims
         assert claims is not None
-        self._request(record, self.main, claims, record.call.priority, record.batch.uid)
+        return self._request(record, self.main, claims, record.call.priority, record.batch.uid)
 
-    def request_nested(self, record: CallRecord, claims: tuple[Claim, ...], inside: bool) -> None:
+    def request_nested(self, record: CallRecord, claims: tuple[Claim, ...], inside: bool) -> bool:
         """Request a nested call's claims: within its parent's lease group (``inside``), or
-        from the kernel at a raised priority."""
+        from the kernel at a raised priority. True if they are held at once."""
         parent = record.parent
         assert parent is not None
         if inside:
             if parent.own_group is None:
                 # With the kernel's pools: a parent holding a whole pool lends its units.
                 parent.own_group = LeaseGroup(LeaseTable(self.pools), parent)
-            self._request(record, parent.own_group, claims, record.call.priority, None)
-        else:
-            priority = record.call.priority + NESTED_PRIORITY_BOOST
-            self._request(record, self.main, claims, priority, ("nested", record.uid))
+            return self._request(record, parent.own_group, claims, record.call.priority, None)
+        priority = record.call.priority + NESTED_PRIORITY_BOOST
+        return self._request(record, self.main, claims, priority, ("nested", record.uid))
 
     def _request(
         self,
@@ -77,7 +70,7 @@ class Leasing:
         claims: tuple[Claim, ...],
         priority: int,
         table_group: object,
-    ) -> None:
+    ) -> bool:
         table = group.table
         lease_id = table.request(claims, priority=priority, group=table_group, owner=record)
         group.records[lease_id] = record
@@ -88,13 +81,13 @@ class Leasing:
         else:
             record.more_leases.append((group, lease_id))
         if table.is_held(lease_id):
-            self._granted(record)
-        else:
-            self._wait(record, group)
+            return True
+        self._wait(record, group)
+        return False
 
     def _wait(self, record: CallRecord, group: LeaseGroup) -> None:
+        """``record`` waits in ``group`` (its wait limit is the scheduler's to start)."""
         record.waiting_in = group
-        self.start_wait_clock(record)
         if (
             record.parent is not None
             or record.batch.awaited_by is not None
@@ -107,19 +100,19 @@ class Leasing:
         if record.waiting_in is not None:
             self._watched[record.uid] = record
 
-    def requeue(self, record: CallRecord, claims: tuple[Claim, ...]) -> bool:
+    def requeue(
+        self, record: CallRecord, claims: tuple[Claim, ...]
+    ) -> tuple[bool, list[CallRecord]]:
         """Replace a granted top-level call's claims keeping its place in the queue. Returns
-        True if it holds them at once; whoever else that lets in is granted before this
-        returns."""
+        whether it holds them at once (else it waits afresh), and whom else that let in."""
         group, lease_id = record.lease_group, record.lease_id
         assert group is self.main
         granted = group.table.requeue(lease_id, claims, owner=record)
-        if lease_id not in granted:
-            self._wait(record, group)  # a fresh wait, with a fresh limit
-        for granted_id in granted:
-            if granted_id != lease_id:
-                self._granted(group.records[granted_id])
-        return lease_id in granted
+        held = lease_id in granted
+        if not held:
+            self._wait(record, group)
+        others = [group.records[granted_id] for granted_id in granted if granted_id != lease_id]
+        return held, others
 
     # -- granting and releasing --------------------------------------------------------------------
 
@@ -135,36 +128,42 @@ class Leasing:
             record.wait_token = 0
             self._deadlines.discard()
 
-    def release(self, record: CallRecord) -> None:
-        """Give back every lease of ``record`` and withdraw every request; whoever is next is
-        granted before this returns. Idempotent."""
+    def release(self, record: CallRecord) -> list[CallRecord]:
+        """Give back every lease of ``record`` and withdraw every request; returns whom that
+        let in, in the order the tables granted them. Idempotent."""
         if record.waiting_in is not None:
             self.stop_waiting(record)
         group, lease_id, more = record.lease_group, record.lease_id, record.more_leases
         if group is None:
-            return
+            return []
         record.lease_group = record.more_leases = None
+        granted: list[CallRecord] = []
         for other_group, other_id in reversed(more or ()):
-            self._give_back(record, other_group, other_id)
-        self._give_back(record, group, lease_id)
+            self._give_back(record, other_group, other_id, granted)
+        self._give_back(record, group, lease_id, granted)
+        return granted
 
-    def _give_back(self, record: CallRecord, group: LeaseGroup, lease_id: int) -> None:
+    @staticmethod
+    def _give_back(
+        record: CallRecord, group: LeaseGroup, lease_id: int, granted: list[CallRecord]
+    ) -> None:
         del group.records[lease_id]
-        for granted_id in group.table.release(lease_id, owner=record):
-            self._granted(group.records[granted_id])
+        records = group.records
+        granted.extend(
+            records[granted_id] for granted_id in group.table.release(lease_id, owner=record)
+        )
 
     # -- waiting limits and deadlocks ------------------------------------------------------------
 
-    def start_wait_clock(self, record: CallRecord) -> None:
-        """Start ``record``'s wait limit, if it has one (for leases, or for a slot)."""
-        timeout = self._wait_timeout(record)
+    def start_wait_clock(self, record: CallRecord, timeout: float | None) -> bool:
+        """Start ``record``'s wait limit of ``timeout`` seconds, if it has one (for leases, or
+        for a slot). True if that moved the earliest deadline earlier."""
         if timeout is None:
-            return
+            return False
         deadline = self._now() + timeout
         earliest = self._deadlines.next_deadline()
         record.wait_token = self._deadlines.add(deadline, record)
-        if deadline < earliest:
-            self._deadline_changed(deadline)
+        return deadline < earliest
 
     def next_deadline(self) -> float:
         """When the earliest lease wait runs out (``inf`` if none is timed)."""

@@ -48,6 +48,11 @@ class Host(Protocol):
     def fail(self, record: CallRecord, status: Status, exception: BaseException) -> None:
         """Finish ``record`` with ``status`` and the exception that says why."""
 
+    def request_nested_leases(
+        self, record: CallRecord, claims: tuple[Claim, ...], inside: bool
+    ) -> None:
+        """Request ``record``'s claims, granting them at once if they are free."""
+
     def lend_slots(self) -> None:
         """Start the calls waiting for a slot that a watched wait reaches, each in the slot of
         the call awaiting (a wait through a slot would otherwise close a cycle)."""
@@ -93,7 +98,7 @@ class NestedCalls:
         host = self._host
         if record.state is CallState.PENDING:
             host.move(record, QUEUED, host.now())
-        host.leasing.request_nested(record, claims, inside)
+        host.request_nested_leases(record, claims, inside)
         if record.waiting_in is not None:
             self.break_wait_cycles()  # this wait may close a cycle: then it fails at once
             if record.waiting_in is not None:

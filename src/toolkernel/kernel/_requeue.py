@@ -40,6 +40,9 @@ class Host(Protocol):
 
     def break_wait_cycles(self) -> None: ...
 
+    def requeue_leases(self, record: CallRecord, claims: tuple[Claim, ...]) -> bool:
+        """Replace ``record``'s claims keeping its place in line: True if held at once."""
+
     def fail(self, record: CallRecord, status: Status, exception: BaseException) -> None:
         """Finish ``record`` with ``status`` and the exception that says why."""
 
@@ -111,7 +114,7 @@ class Requeuing:
         record.claims = fresh
         now = host.now()
         host.move(record, QUEUED, now)
-        if host.leasing.requeue(record, fresh):
+        if host.requeue_leases(record, fresh):
             host.move(record, FRESH, now)  # keyed in this very step
             return True
         host.hand_slot_on(record)

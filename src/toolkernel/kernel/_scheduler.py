@@ -127,13 +127,7 @@ class Scheduler:
         self.slots = Slots(options.max_concurrency)
         # What the async layer must do, gathered as decided; each operation hands it over.
         self._out: list[Action] = []
-        self.leasing = Leasing(
-            options.pools,
-            clock=clock,
-            granted=self._granted,
-            wait_timeout=self.wait_timeout,
-            deadline_changed=self._timer_moved,
-        )
+        self.leasing = Leasing(options.pools, clock=clock)
         self.key = key
         self.now = clock
         self._nested = NestedCalls(self, options.max_depth)
@@ -162,8 +156,10 @@ class Scheduler:
         self._out = []
         return out
 
-    def _timer_moved(self, deadline: float) -> None:
-        self._out.append((TIMER, None))
+    def _start_wait_clock(self, record: CallRecord) -> None:
+        """Start ``record``'s wait limit; the async layer's timer wakes earlier if it must."""
+        if self.leasing.start_wait_clock(record, self.wait_timeout(record)):
+            self._out.append((TIMER, None))
 
     # -- submitting and cancelling ----------------------------------------------------------------
 
@@ -451,8 +447,10 @@ class Scheduler:
                 self._request_top_level(record)
 
     def _request_top_level(self, record: CallRecord) -> None:
-        self.leasing.request_top_level(record)
-        if record.waiting_in is not None:
+        if self.leasing.request_top_level(record):
+            self._granted(record)
+        else:
+            self._start_wait_clock(record)
             now = self.now()
             self.move(record, QUEUED, now)
             self.report.blocked(record, now)
@@ -483,7 +481,7 @@ class Scheduler:
                 fresh = record.batch is self._admitting
                 self.move(record, HELD if fresh else QUEUED, now)
                 self.report.blocked(record, now)
-                self.leasing.start_wait_clock(record)
+                self._start_wait_clock(record)
             # else its wait limit runs on: it covers the wait for leases and for a slot together
             self.lend_slots()  # an awaited call may be waiting for these leases
 
@@ -508,7 +506,27 @@ class Scheduler:
         if context is not None:
             record.context = None
             context.close()
-        self.leasing.release(record)
+        for granted in self.leasing.release(record):
+            self._granted(granted)
+
+    def request_nested_leases(
+        self, record: CallRecord, claims: tuple[Claim, ...], inside: bool
+    ) -> None:
+        """For ``NestedCalls``: request a nested call's claims (``Leasing.request_nested``)."""
+        if self.leasing.request_nested(record, claims, inside):
+            self._granted(record)
+        else:
+            self._start_wait_clock(record)
+
+    def requeue_leases(self, record: CallRecord, claims: tuple[Claim, ...]) -> bool:
+        """For ``Requeuing``: replace a granted call's claims keeping its place in line; True
+        if it holds them at once. Whoever else that lets in is granted."""
+        held, others = self.leasing.requeue(record, claims)
+        if not held:
+            self._start_wait_clock(record)  # a fresh wait, with a fresh limit
+        for granted in others:
+            self._granted(granted)
+        return held
 
     # -- nested calls and going back in line (``_nested``, ``_requeue``) --------------------------
 
