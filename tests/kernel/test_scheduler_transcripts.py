@@ -16,7 +16,7 @@ import toolkernel
 import toolkernel as tk
 from toolkernel.kernel import _messages as messages
 from toolkernel.kernel import _prephase
-from toolkernel.kernel._actions import Act, Action
+from toolkernel.kernel._actions import Act, Action, Telling
 from toolkernel.kernel._call import CallState, Status, ToolCall
 from toolkernel.kernel._causes import CancelReason, Why
 from toolkernel.kernel._deadlines import Deadlines
@@ -57,6 +57,8 @@ class Harness:
     prephases: list[str] = attrs.field(factory=list)
     deadlines: list[float] = attrs.field(factory=list)
     woken: list[str] = attrs.field(factory=list)
+    told: list[tuple[str, str]] = attrs.field(factory=list)
+    revoked: list[str] = attrs.field(factory=list)
     scheduler: Scheduler = attrs.field(init=False)
 
     def open(self, **options: Any) -> Harness:
@@ -73,6 +75,9 @@ class Harness:
             if act is Act.TIMER:
                 self.deadlines.append(self.scheduler.next_deadline())
                 continue
+            if isinstance(record, Telling):
+                self.told.append((type(record.event).__name__, record.event.call_id))
+                continue
             assert record is not None
             if act is Act.START:
                 self.spawned.append(record.call.id)
@@ -80,6 +85,8 @@ class Harness:
                 self.prephases.append(record.call.id)
             elif act is Act.WAKE:
                 self.woken.append(record.call.id)
+            elif act is Act.REVOKE:
+                self.revoked.append(record.call.id)
             elif record.result is None:  # INTERRUPT, and no task runs it
                 assert record.cancel_reason is not None
                 cancelled = messages.cancelled(record.cancel_reason)
@@ -328,3 +335,29 @@ def test_no_module_imports_itself_in_a_cycle(type_only: bool) -> None:
 
 def test_keys_are_workspace_paths() -> None:
     assert isinstance(path("a/b"), Path)
+
+
+def test_the_scheduler_calls_no_listener_its_events_come_back_in_order_as_actions() -> None:
+    # A listener runs once the operation has returned (the async layer gives the events), so
+    # one that cancels or submits calls starts an operation of its own on a settled scheduler.
+    h = Harness().open()
+    heard: list[object] = []
+    h.scheduler.add_listener(heard.append)
+    records = h.submit(call("w1", "a", "w"), call("w2", "a", "w"), call("x", "b"))
+    assert heard == []
+    assert h.told == [
+        ("CallQueued", "w1"),
+        ("CallQueued", "w2"),
+        ("CallQueued", "x"),
+        ("CallBlocked", "w2"),
+    ]
+    h.told.clear()
+    _, actions = h.scheduler.start(records["w1"])
+    h.do(actions)
+    h.do(h.scheduler.release(records["w1"]))
+    result = h.scheduler.make_result(records["w1"], Status.OK, "done")
+    h.do(h.scheduler.finish(records["w1"], result))
+    assert heard == []
+    assert h.told == [("CallStarted", "w1"), ("CallFinished", "w1")]
+    assert h.spawned == ["w1", "x", "w2"]
+    assert h.revoked == ["w1"]  # its context, before w2 may run

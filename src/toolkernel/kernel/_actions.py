@@ -11,6 +11,13 @@ does them, as h11's connection returns the events and bytes its caller must act 
 - ``WAKE``: a call was granted (a nested one, whose parent's task waits) or finished: wake
   whoever waits for it, and for its batch if that was the batch's last.
 - ``TIMER``: the earliest lease-wait deadline moved earlier: sleep until the new one.
+- ``REVOKE``: a running call's leases are going (or its run ended, to go back in line): revoke
+  what its tool was given (its ``ToolContext``), before anyone else can run on them.
+- ``TELL``: give an event to the listeners (its payload a :class:`Telling`). The async layer
+  gives every event of an operation after the operation has returned, in the order decided,
+  and the events of operations a listener starts after those: a listener that cancels or
+  submits calls starts a new operation on a settled scheduler, never one in the middle of
+  another.
 
 The async handles (cancel scopes, events) are the async layer's own, kept by it, not on the
 records.
@@ -19,12 +26,25 @@ records.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from ._events import CallEvent
     from ._record import CallRecord
 
-__all__ = ["Act", "Action", "NO_ACTIONS", "START", "PREPHASE", "INTERRUPT", "WAKE", "TIMER"]
+__all__ = [
+    "Act",
+    "Action",
+    "NO_ACTIONS",
+    "START",
+    "PREPHASE",
+    "INTERRUPT",
+    "WAKE",
+    "TIMER",
+    "TELL",
+    "REVOKE",
+    "Telling",
+]
 
 
 class Act(enum.Enum):
@@ -33,14 +53,24 @@ class Act(enum.Enum):
     INTERRUPT = "interrupt"
     WAKE = "wake"
     TIMER = "timer"
+    TELL = "tell"
+    REVOKE = "revoke"
 
 
 # Module globals: on Python 3.11 ``Act.START`` goes through the enum metaclass (about 0.1 us).
 START, PREPHASE, INTERRUPT = Act.START, Act.PREPHASE, Act.INTERRUPT
-WAKE, TIMER = Act.WAKE, Act.TIMER
+WAKE, TIMER, TELL, REVOKE = Act.WAKE, Act.TIMER, Act.TELL, Act.REVOKE
 
-Action = tuple[Act, "CallRecord | None"]
-"""What to do, and to which call (None for ``TIMER``)."""
+
+class Telling(NamedTuple):
+    """An event to give, and the call it is about (whose ``stream`` may listen too)."""
+
+    record: CallRecord
+    event: CallEvent
+
+
+Action = tuple[Act, "CallRecord | Telling | None"]
+"""What to do, and to which call (None for ``TIMER``; the event for ``TELL``)."""
 
 NO_ACTIONS: list[Action] = []
 """Returned when there is nothing to do (never appended to)."""

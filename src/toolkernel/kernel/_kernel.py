@@ -25,6 +25,7 @@ import contextvars
 import inspect
 import logging
 import math
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
@@ -39,7 +40,7 @@ from ..leases._backend import Fence, Grant, LeaseBackend
 from ..locks import Claim, LeaseTableStatistics, path
 from . import _loop as loop
 from . import _messages as messages
-from ._actions import INTERRUPT, PREPHASE, START, TIMER, Action
+from ._actions import INTERRUPT, PREPHASE, REVOKE, START, TELL, TIMER, Action, Telling
 from ._admission import split_by_cover
 from ._call import CANCELLED, ERROR, OK, Status, ToolCall, ToolResult
 from ._causes import ASKED, CancelReason, Why
@@ -120,6 +121,7 @@ class Kernel(metaclass=NoPublicConstructor):
         # what a handle's ``wait_finished`` or a nested call's parent waits on; ``run``'s wait.
         self._scopes: dict[CallRecord, Any] = {}
         self._waiters: dict[CallRecord, anyio.Event] = {}
+        self._contexts: dict[CallRecord, ToolContext] = {}  # revoked when their leases go
         self._batch_waiters: dict[Batch, anyio.Event] = {}
         self._scheduler = Scheduler(
             tools,
@@ -139,6 +141,10 @@ class Kernel(metaclass=NoPublicConstructor):
         # ``START`` actions taken now are kept for it, and the one kept.
         self._catching = False
         self._caught: CallRecord | None = None
+        # Events to give, in the order the scheduler decided them, and whether they are being
+        # given (``_act``): a listener's own operations add theirs behind.
+        self._told: deque[Telling] = deque()
+        self._telling = False
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -301,8 +307,7 @@ class Kernel(metaclass=NoPublicConstructor):
                 yield events
         finally:
             # Detach from every call first: cancelling one can start or finish others.
-            for record in records:
-                record.sinks = tuple(s for s in record.sinks if s is not sink)
+            self._scheduler.detach(records, sink)
             send.close()
             self._cancel_batch(records, CancelReason(Why.STREAM_LEFT))
             if records:
@@ -352,8 +357,25 @@ class Kernel(metaclass=NoPublicConstructor):
     # -- what the scheduler asks for -------------------------------------------------------------
 
     def _act(self, actions: Sequence[Action]) -> None:
-        """Take the actions a scheduler operation returned, in order (``_actions``)."""
+        """Take the actions a scheduler operation returned (``_actions``): first give its events
+        (``TELL``), in order, as the events they follow were given before them, then the rest,
+        in order.
+
+        The events go first, as they went when they were given in the middle of the
+        operation: a task started now inherits the context its call's ``CallQueued`` listeners
+        set (``testing.Recorder`` follows a run that way). A listener that cancels or submits
+        calls starts an operation of its own on a settled scheduler, whose events are given
+        after these; what it makes of the actions here (a call it cancelled has no task to
+        start) the tasks find, as a task cancelled before it begins does."""
+        told = self._told
+        for act, what in actions:
+            if act is TELL:
+                told.append(cast(Telling, what))
+        if told and not self._telling:
+            self._tell()
         for act, record in actions:
+            if act is TELL:
+                continue
             if act is START:
                 if self._catching and self._caught is None:
                     self._caught = cast(CallRecord, record)  # the ending call's task runs it
@@ -361,6 +383,10 @@ class Kernel(metaclass=NoPublicConstructor):
                     self._spawn_task(self._run_chain, record, _CALL_TASK_NAME)
             elif act is INTERRUPT:
                 self._interrupt(cast(CallRecord, record))
+            elif act is REVOKE:
+                context = self._contexts.pop(cast(CallRecord, record), None)
+                if context is not None:
+                    context.close()
             elif act is TIMER:
                 scope = self._timer_scope
                 deadline = self._scheduler.next_deadline()
@@ -377,6 +403,17 @@ class Kernel(metaclass=NoPublicConstructor):
                     done = self._batch_waiters.pop(record.batch, None)
                     if done is not None:
                         done.set()
+
+    def _tell(self) -> None:
+        """Give the events waiting to be given, in order, to the listeners."""
+        told, deliver = self._told, self._scheduler.report.deliver
+        self._telling = True
+        try:
+            while told:
+                record, event = told.popleft()
+                deliver(record, event)
+        finally:
+            self._telling = False
 
     def _interrupt(self, record: CallRecord) -> None:
         scope = self._scopes.get(record)
@@ -438,7 +475,7 @@ class Kernel(metaclass=NoPublicConstructor):
 
     def _progress(self, record: CallRecord, message: str, data: Any) -> None:
         """For ``ToolContext.progress``."""
-        self._scheduler.progress(record, message, data)
+        self._act(self._scheduler.progress(record, message, data))
 
     def _file_observer(self) -> Callable[..., None] | None:
         """For ``ToolContext.fs``: what to tell of every file a call touches, if anyone
@@ -662,7 +699,10 @@ class Kernel(metaclass=NoPublicConstructor):
             return None
         tool = record.tool
         assert tool is not None and record.claims is not None
-        deadline = scheduler.start(record)
+        resumed = record.resumed
+        deadline, actions = scheduler.start(record)
+        if actions:
+            self._act(actions)  # its CallStarted, in this task, before its tool runs
         if record.result is not None:
             return None  # a listener of its CallStarted cancelled it: its leases are gone
         call = record.call
@@ -670,8 +710,8 @@ class Kernel(metaclass=NoPublicConstructor):
         context = ToolContext(
             call.id, call.name, record.claims, record.depth, self._environment, self, record
         )
-        context.resumed, record.resumed = record.resumed, None
-        record.context = context
+        context.resumed = resumed
+        self._contexts[record] = context
         status, output, failure = OK, None, None
         try:
             with self._scope(record, deadline) as scope:

@@ -18,7 +18,7 @@ from ..locks import Claim
 from . import _messages as messages
 from ._call import CANCELLED, ERROR, CallState, Status, ToolCall
 from ._causes import CancelReason, Why
-from ._events import CallQueued
+from ._events import CallEvent, CallQueued
 from ._leasing import Leasing
 from ._record import QUEUED, CallRecord, Stage
 from ._report import Reporter
@@ -41,6 +41,12 @@ class Host(Protocol):
         admission failed (None if it did not)."""
 
     def move(self, record: CallRecord, stage: Stage, now: float) -> None: ...
+
+    def tell(self, record: CallRecord, event: CallEvent) -> None:
+        """Have the async layer give ``event`` to the listeners once this operation returns."""
+
+    def blocked(self, record: CallRecord) -> None:
+        """``record`` waits: tally it, and say so if anyone listens."""
 
     def interrupt(self, record: CallRecord) -> None:
         """Ask the async layer to cancel the task running ``record``, if one does."""
@@ -80,7 +86,7 @@ class NestedCalls:
         record, failure = host.admit_alone(call, parent)
         if host.report.listeners:
             event = CallQueued(call.id, name, record.queued_at, record.claims or (), parent.call.id)
-            host.report.emit(record, event)
+            host.tell(record, event)
         if failure is None and record.depth > self._max_depth:
             failure = messages.too_deep(parent.call.id, parent.name, name, self._max_depth)
         if failure is not None:
@@ -102,7 +108,7 @@ class NestedCalls:
         if record.waiting_in is not None:
             self.break_wait_cycles()  # this wait may close a cycle: then it fails at once
             if record.waiting_in is not None:
-                host.report.blocked(record, host.now())
+                host.blocked(record)
 
     def end(self, record: CallRecord) -> None:
         """The parent's task is done with this nested call, whatever happened to it."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
@@ -21,7 +21,7 @@ from ._causes import CancelReason, RootCause
 from ._events import CallEvent
 from ._protocol import KernelTool
 
-__all__ = ["CallRecord", "Batch", "LeaseGroup", "Revocable", "Stage", "MOVES", "illegal_move"]
+__all__ = ["CallRecord", "Batch", "LeaseGroup", "Stage", "MOVES", "illegal_move"]
 
 NO_ARGUMENTS: Mapping[str, Any] = MappingProxyType({})
 
@@ -89,12 +89,6 @@ def illegal_move(call_id: str, old: Stage, new: Stage) -> IllegalTransitionError
     )
 
 
-class Revocable(Protocol):
-    """What a running call was given (its ``ToolContext``): revoked when its leases go."""
-
-    def close(self) -> None: ...
-
-
 class LeaseGroup:
     """A lease table and the calls whose requests are in it.
 
@@ -131,9 +125,6 @@ class Batch:
     # Whether any call of this batch waits through ``after=``; only then can holding a call
     # back for an earlier one close a cycle (see ``_order.holds_back``).
     has_deps: bool = False
-    # True while its ``CallQueued`` events are given: a call a listener cancels then finishes
-    # after the last of them, so that every call of a batch is queued before any finishes.
-    announcing: bool = False
     # The running call whose tool submitted this batch (``kernel.run`` from inside a tool) and
     # awaits it: the wait-for graph has an edge from it to each of the batch's calls.
     awaited_by: CallRecord | None = None
@@ -176,7 +167,7 @@ class CallRecord:
     slot: int = 0  # top-level calls: ``_slots.NO_SLOT``, ``WAITING`` or ``HOLDING``
     started_at: float | None = None
     result: ToolResult | None = None
-    context: Revocable | None = None  # while running: revoked when its leases go
+    has_context: bool = False  # its tool was given a context, to be revoked when its leases go
     cancel_reason: CancelReason | None = None
     root_cause: RootCause | None = None  # skipped: the failure at the head of its chain
     deps_left: set[int] | None = None  # uids of the ``after=`` calls it still waits for

@@ -1,6 +1,8 @@
-"""What a kernel tells the world: events to listeners, and statistics of finished calls. Pure.
+"""What a kernel tells the world: events to listeners, and statistics of finished calls.
 
-Events are built only when somebody listens (a listener of the kernel's, or a ``stream`` sink of
+The scheduler builds the events and returns them as ``TELL`` actions; the async layer gives them
+to the listeners (``deliver``) once the operation that decided them has returned. Events are
+built only when somebody listens (a listener of the kernel's, or a ``stream`` sink of
 the call's): on a kernel nobody watches, a call costs no event at all.
 
 Lease contention is tallied on the waiting path only: a call that has to wait notes, once, the
@@ -54,8 +56,13 @@ class Reporter:
         # call's leases return before its ``CallFinished``.
         self.release_listeners: list[Callable[[str], None]] = []
 
-    def emit(self, record: CallRecord, event: CallEvent) -> None:
-        """Give ``event`` to every listener of the kernel and of ``record``'s stream."""
+    def listening(self, record: CallRecord) -> bool:
+        """Whether anyone listens to ``record``'s events: build none when nobody does."""
+        return bool(self.listeners or record.sinks)
+
+    def deliver(self, record: CallRecord, event: CallEvent) -> None:
+        """Give ``event`` to every listener of the kernel and of ``record``'s stream (the
+        async layer, once the scheduler's operation has returned)."""
         for listener in [*self.listeners, *record.sinks]:
             try:
                 listener(event)
@@ -68,9 +75,9 @@ class Reporter:
                 record.sinks = tuple(s for s in record.sinks if s is not listener)
                 _log.exception("toolkernel: removed an event listener that raised")
 
-    def blocked(self, record: CallRecord, now: float) -> None:
+    def blocked(self, record: CallRecord, now: float) -> CallBlocked | None:
         """``record`` waits for its leases (or a slot): note on what, for the contention
-        statistics, and say behind whom, if anyone listens."""
+        statistics; the event saying behind whom, if anyone listens."""
         announce = bool(self.listeners or record.sinks)
         claims = record.claims
         behind: list[CallRecord] = []
@@ -87,12 +94,13 @@ class Reporter:
             record.contested, record.blocked_at = resources, now
         else:  # waiting again (its paths changed meaning): the first wait's start stands
             record.contested += tuple(r for r in resources if r not in record.contested)
-        if announce:
-            blockers = tuple(r.call.id for r in behind)
-            self.emit(record, CallBlocked(record.call.id, record.name, now, blockers, resources))
+        if not announce:
+            return None
+        blockers = tuple(r.call.id for r in behind)
+        return CallBlocked(record.call.id, record.name, now, blockers, resources)
 
-    def finished(self, record: CallRecord, result: ToolResult) -> None:
-        """Count ``record``'s result and say it finished."""
+    def finished(self, record: CallRecord, result: ToolResult) -> CallFinished | None:
+        """Count ``record``'s result; the event saying it finished, if anyone listens."""
         self._finished += 1
         name = record.call.name if record.tool is not None else UNKNOWN_TOOL_TALLY
         tally = self._tallies.get(name)
@@ -103,8 +111,9 @@ class Reporter:
             started_at = result.started_at
             end = result.finished_at if started_at is None else started_at
             self._contention.add(record.contested, end - record.blocked_at)
-        if self.listeners or record.sinks:
-            self.emit(record, CallFinished(result.call_id, result.name, result.finished_at, result))
+        if not (self.listeners or record.sinks):
+            return None
+        return CallFinished(result.call_id, result.name, result.finished_at, result)
 
     def snapshot(self, live: Mapping[int, CallRecord]) -> KernelSnapshot:
         """What runs, what waits for leases (and behind whom), what is pending."""

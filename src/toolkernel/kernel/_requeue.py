@@ -14,7 +14,6 @@ from ._admission import compute_claims, keys_unchanged, with_more
 from ._call import ERROR, Status
 from ._leasing import Leasing
 from ._record import FRESH, QUEUED, CallRecord, Stage
-from ._report import Reporter
 
 __all__ = ["MAX_REQUEUES", "Requeuing", "Host"]
 
@@ -27,13 +26,15 @@ class Host(Protocol):
     """What putting a call back in line needs of the scheduler."""
 
     leasing: Leasing
-    report: Reporter
 
     def now(self) -> float: ...
 
     def key(self, text: str) -> Path: ...
 
     def move(self, record: CallRecord, stage: Stage, now: float) -> None: ...
+
+    def blocked(self, record: CallRecord) -> None:
+        """``record`` waits: tally it, and say so if anyone listens."""
 
     def hand_slot_on(self, record: CallRecord) -> None:
         """``record`` gives up its slot (or its place in line for one)."""
@@ -118,6 +119,6 @@ class Requeuing:
             host.move(record, FRESH, now)  # keyed in this very step
             return True
         host.hand_slot_on(record)
-        host.report.blocked(record, host.now())
+        host.blocked(record)
         host.break_wait_cycles()
         return False

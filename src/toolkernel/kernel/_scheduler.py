@@ -55,7 +55,18 @@ from .._errors import KernelClosedError
 from ..locks import Claim, LeaseTableStatistics, Path, path
 from . import _messages as messages
 from . import _waits as waits
-from ._actions import INTERRUPT, NO_ACTIONS, PREPHASE, START, TIMER, WAKE, Action
+from ._actions import (
+    INTERRUPT,
+    NO_ACTIONS,
+    PREPHASE,
+    REVOKE,
+    START,
+    TELL,
+    TIMER,
+    WAKE,
+    Action,
+    Telling,
+)
 from ._admission import (
     CallNames,
     admit,
@@ -226,19 +237,12 @@ class Scheduler:
                 failures[record.uid] = (ERROR, failure)
         if not in_order or len(records) > 1:  # else no after=, and no id twice
             link_dependencies(records, failures, self._names)
-        announced = bool(self.report.listeners) or sink is not None
-        if announced:  # build no events when nobody listens
-            batch.announcing = True  # a listener cancelling a call now is heard after this
-            try:
-                for record in records:
-                    claims = record.claims or ()
-                    self.report.emit(record, CallQueued(record.call.id, record.name, now, claims))
-            finally:
-                batch.announcing = False
+        if self.report.listeners or sink is not None:  # build no events when nobody listens
+            for record in records:
+                claims = record.claims or ()
+                self.tell(record, CallQueued(record.call.id, record.name, now, claims))
         for record in records:
             failed = failures.get(record.uid)
-            if failed is None and announced and record.cancel_reason is not None:
-                failed = (CANCELLED, messages.cancelled(record.cancel_reason))
             if failed is not None:
                 self.fail(record, *failed)
         self._admitting = batch
@@ -279,8 +283,6 @@ class Scheduler:
             return
         if record.cancel_reason is None:
             record.cancel_reason = reason
-        if record.batch.announcing:
-            return  # its batch is being announced: it finishes once every call is (``_submit``)
         self.interrupt(record)
         for child in sorted(record.awaiting or (), key=lambda r: r.uid):
             if child.parent is record or child.batch.awaited_by is record:  # not a handle's
@@ -442,9 +444,7 @@ class Scheduler:
 
     def _issue_requests(self, batch: Batch) -> None:
         for record in next_requests(batch):
-            # A listener (say, on the CallBlocked of an earlier one) may have cancelled it.
-            if record.stage is READY:
-                self._request_top_level(record)
+            self._request_top_level(record)
 
     def _request_top_level(self, record: CallRecord) -> None:
         if self.leasing.request_top_level(record):
@@ -453,7 +453,7 @@ class Scheduler:
             self._start_wait_clock(record)
             now = self.now()
             self.move(record, QUEUED, now)
-            self.report.blocked(record, now)
+            self._blocked(record, now)
             self.break_wait_cycles()
 
     def _granted(self, record: CallRecord) -> None:
@@ -480,7 +480,7 @@ class Scheduler:
                 now = self.now()
                 fresh = record.batch is self._admitting
                 self.move(record, HELD if fresh else QUEUED, now)
-                self.report.blocked(record, now)
+                self._blocked(record, now)
                 self._start_wait_clock(record)
             # else its wait limit runs on: it covers the wait for leases and for a slot together
             self.lend_slots()  # an awaited call may be waiting for these leases
@@ -502,10 +502,9 @@ class Scheduler:
     def _release(self, record: CallRecord) -> None:
         if record.awaiting:
             self._nested.end_children(record)
-        context = record.context
-        if context is not None:
-            record.context = None
-            context.close()
+        if record.has_context:
+            record.has_context = False
+            self._out.append((REVOKE, record))
         for granted in self.leasing.release(record):
             self._granted(granted)
 
@@ -604,16 +603,19 @@ class Scheduler:
         """The call's tool asked to hold ``more`` (``HoldMore``): its run ends and it goes back
         in line; it may run again at once if it is still RUNNING and unfinished afterwards."""
         self._running_tools -= 1
-        context, record.context = record.context, None
-        if context is not None:
-            context.close()
+        if record.has_context:
+            record.has_context = False
+            self._out.append((REVOKE, record))
         self._requeuing.hold_more(record, more, state)
         return self._take()
 
     # -- running ----------------------------------------------------------------------------------
 
-    def start(self, record: CallRecord) -> float:
-        """The tool is about to run; returns the deadline of its run (``inf`` for none)."""
+    def start(self, record: CallRecord) -> tuple[float, Sequence[Action]]:
+        """The tool is about to run, with a context the async layer gives it (and revokes on
+        ``REVOKE``), and the state ``record.resumed`` its last run left (``HoldMore``), read
+        before this; returns the deadline of its run (``inf`` for none)."""
+        record.has_context, record.resumed = True, None
         started_at = record.started_at = self.now()
         running = self._running_tools = self._running_tools + 1
         if running > self._peak_running:
@@ -621,9 +623,9 @@ class Scheduler:
         if record.stage is not RUNNING:
             self.move(record, RUNNING, started_at)
         if self.report.listeners or record.sinks:
-            self.report.emit(record, CallStarted(record.call.id, record.name, started_at))
+            self.tell(record, CallStarted(record.call.id, record.name, started_at))
         timeout = self.run_timeout(record)
-        return math.inf if timeout is None else started_at + timeout
+        return math.inf if timeout is None else started_at + timeout, self._take()
 
     def take_after_answer(
         self, record: CallRecord, result: ToolResult, answer: object
@@ -739,7 +741,7 @@ class Scheduler:
         """Release, record, tell and wake for one call (``finish`` moves its dependents on)."""
         if record.slot:  # first, so a call waiting for a slot goes before those granted now
             self.hand_slot_on(record)
-        if record.lease_group or record.waiting_in or record.context is not None:
+        if record.lease_group or record.waiting_in or record.has_context:
             self._release(record)
         if record.started_at is not None:
             self._running_tools -= 1
@@ -749,7 +751,9 @@ class Scheduler:
         batch = record.batch
         if batch.unrequested:
             batch.unrequested.pop(record.uid, None)
-        self.report.finished(record, result)
+        event = self.report.finished(record, result)
+        if event is not None:
+            self.tell(record, event)
         if batch.awaited_by is not None and batch.awaited_by.awaiting:
             batch.awaited_by.awaiting.discard(record)
         batch.unfinished -= 1
@@ -792,10 +796,32 @@ class Scheduler:
         if old.state is not stage.state:
             record.state_since = now
 
-    def progress(self, record: CallRecord, message: str, data: Any) -> None:
+    def progress(self, record: CallRecord, message: str, data: Any) -> Sequence[Action]:
+        """The call's tool reports progress: a ``CallProgress`` for whoever listens."""
         if self.report.listeners or record.sinks:
             event = CallProgress(record.call.id, record.name, self.now(), message, data)
-            self.report.emit(record, event)
+            self.tell(record, event)
+        return self._take()
+
+    def detach(self, records: Iterable[CallRecord], sink: Callable[[CallEvent], None]) -> None:
+        """``sink`` (a ``stream``'s) listens to ``records`` no more."""
+        for record in records:
+            if sink in record.sinks:
+                record.sinks = tuple(s for s in record.sinks if s is not sink)
+
+    def tell(self, record: CallRecord, event: CallEvent) -> None:
+        """Have the async layer give ``event`` to the listeners once this operation returns."""
+        self._out.append((TELL, Telling(record, event)))
+
+    def blocked(self, record: CallRecord) -> None:
+        """For ``NestedCalls`` and ``Requeuing``: ``record`` waits (``_blocked``)."""
+        self._blocked(record, self.now())
+
+    def _blocked(self, record: CallRecord, now: float) -> None:
+        """``record`` waits for leases or a slot: tally it, and say so if anyone listens."""
+        event = self.report.blocked(record, now)
+        if event is not None:
+            self.tell(record, event)
 
     def add_listener(self, listener: KernelListener) -> Callable[[], None]:
         """Tell ``listener`` what happens (``Reporter.add_listener``); returns its remover."""
