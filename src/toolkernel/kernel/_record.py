@@ -48,7 +48,7 @@ class Stage(enum.Enum):
     changes meanwhile ``ctx.fs`` refuses), so a long queue is not keyed twice."""
     FRESH = ("fresh", CallState.RUNNING)
     """Granted in the very step that keyed its claims: nothing ran in between, so its keys
-    need no second look before its tool starts (``Requeuing.confirm_keys``)."""
+    need no second look before its tool starts (``Scheduler.confirm_keys``)."""
     GRANTED = ("granted", CallState.RUNNING)
     """Granted after a wait: its task looks at its keys again before its tool starts."""
     RUNNING = ("running", CallState.RUNNING)

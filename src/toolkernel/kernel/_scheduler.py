@@ -29,10 +29,11 @@ Lifecycle of one call (public states in ``_call.CallState``; the record keeps on
 The scheduler never calls into the async layer (``_kernel.py``): every operation that changes
 what runs returns the :mod:`~toolkernel.kernel._actions` the async layer must take (start a
 call's task, await its hooks, interrupt it, wake its waiters, move the timer), in the order
-decided. The async layer gives it a clock, keeps its cancel scopes and events itself, and never
-changes a record. Nested calls and putting a call back in line are collaborators
-(``_nested.NestedCalls``, ``_requeue.Requeuing``) that reach the scheduler only through the
-``Host`` protocol each declares.
+decided. The async layer gives it a clock, keeps its cancel scopes, events and the calls' contexts
+itself, and never changes a record: this module is the only writer of a call's record (h11's
+rule), nested calls and a call's going back in line included. Listeners are never called from
+here: events come back as ``TELL`` actions, given once the operation has returned, so a
+listener that cancels or submits calls starts an operation of its own on a settled scheduler.
 
 The way through when nothing is in the way (no hooks, the default policy, nobody listening, the
 leases granted at once) is taken by every call of a large batch, so it is kept short: PENDING
@@ -51,7 +52,7 @@ from typing import Any, cast
 
 import attrs
 
-from .._errors import KernelClosedError
+from .._errors import InvalidCallError, InvalidClaimError, KernelClosedError
 from ..locks import Claim, LeaseTableStatistics, Path, path
 from . import _messages as messages
 from . import _waits as waits
@@ -70,19 +71,21 @@ from ._actions import (
 from ._admission import (
     CallNames,
     admit,
+    compute_claims,
     gc_paused_for,
     keyed_once,
+    keys_unchanged,
     link_dependencies,
     set_arguments,
     skip,
     tools_by_name,
+    with_more,
 )
 from ._call import CANCELLED, ERROR, OK, CallState, Status, ToolCall, ToolResult
 from ._causes import ASKED, OUT_OF_TIME, CancelReason, Why
 from ._events import CallEvent, CallProgress, CallQueued, CallStarted
 from ._leasing import Leasing
 from ._listeners import KernelListener
-from ._nested import NestedCalls
 from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions
 from ._order import next_requests
@@ -107,12 +110,15 @@ from ._record import (
     illegal_move,
 )
 from ._report import Reporter
-from ._requeue import MAX_REQUEUES, Requeuing
 from ._slots import WAITING, Slots
 
 __all__ = ["Scheduler", "MAX_REQUEUES"]
 
 _log = logging.getLogger("toolkernel")
+
+MAX_REQUEUES = 3
+"""How often a call may go back to the queue (its paths changed meaning, its tool asked for
+more) before it fails."""
 
 
 def _limit(own: float | None, tool: Any, name: str, default: float | None) -> float | None:
@@ -141,8 +147,7 @@ class Scheduler:
         self.leasing = Leasing(options.pools, clock=clock)
         self.key = key
         self.now = clock
-        self._nested = NestedCalls(self, options.max_depth)
-        self._requeuing = Requeuing(self)
+        self._max_depth = options.max_depth
         self._policy = options.policy
         self._has_before_hooks = bool(options.before_hooks)
         self._wait_timeout = options.wait_timeout
@@ -218,7 +223,7 @@ class Scheduler:
         records = [self._new_record(call, batch, now, in_order) for call in calls]
         if awaited_by is not None and awaited_by.result is None:
             # A tool waiting for calls of its own kernel: if one of them waits for its leases,
-            # a cycle through it is found and broken like a nested call's (``_nested``).
+            # a cycle through it is found and broken like a nested call's (``break_wait_cycles``).
             batch.awaited_by = awaited_by
             awaited_by.awaiting = (awaited_by.awaiting or set()) | set(records)
         if self._has_before_hooks:
@@ -343,10 +348,10 @@ class Scheduler:
         tools = record.batch.tools or self.tools
         return admit(record, tools, key or self.key, self.leasing.pools)
 
-    def admit_alone(
+    def _admit_alone(
         self, call: ToolCall, parent: CallRecord
     ) -> tuple[CallRecord, BaseException | None]:
-        """For ``NestedCalls``: admit ``call``, made inside ``parent``, as a batch of its own."""
+        """Admit ``call``, made inside ``parent``, as a batch of its own."""
         self._serial += 1
         batch = Batch(self._serial, 1, self._serial + 1)
         batch.tools = parent.batch.tools  # the tools its parent's batch was given, too
@@ -471,7 +476,7 @@ class Scheduler:
             if record.wait_token:
                 self.leasing.stop_wait_clock(record)
             # Granted in the step that keyed its claims (its batch's admission), its keys need
-            # no second look; else its task looks again (``Requeuing.confirm_keys``).
+            # no second look; else its task looks again (``_confirm_keys``).
             fresh = record.batch is self._admitting and record.stage is not QUEUED
             self.move(record, FRESH if fresh else GRANTED, self.now())
             self._out.append((START, record))
@@ -501,24 +506,24 @@ class Scheduler:
 
     def _release(self, record: CallRecord) -> None:
         if record.awaiting:
-            self._nested.end_children(record)
+            self._end_children(record)
         if record.has_context:
             record.has_context = False
             self._out.append((REVOKE, record))
         for granted in self.leasing.release(record):
             self._granted(granted)
 
-    def request_nested_leases(
+    def _request_nested_leases(
         self, record: CallRecord, claims: tuple[Claim, ...], inside: bool
     ) -> None:
-        """For ``NestedCalls``: request a nested call's claims (``Leasing.request_nested``)."""
+        """Request a nested call's claims (``Leasing.request_nested``), granted at once if free."""
         if self.leasing.request_nested(record, claims, inside):
             self._granted(record)
         else:
             self._start_wait_clock(record)
 
-    def requeue_leases(self, record: CallRecord, claims: tuple[Claim, ...]) -> bool:
-        """For ``Requeuing``: replace a granted call's claims keeping its place in line; True
+    def _requeue_leases(self, record: CallRecord, claims: tuple[Claim, ...]) -> bool:
+        """Replace a granted call's claims keeping its place in line; True
         if it holds them at once. Whoever else that lets in is granted."""
         held, others = self.leasing.requeue(record, claims)
         if not held:
@@ -527,30 +532,27 @@ class Scheduler:
             self._granted(granted)
         return held
 
-    # -- nested calls and going back in line (``_nested``, ``_requeue``) --------------------------
+    # -- nested calls and going back in line: the async layer's operations ----------------------
 
     def admit_nested(
         self, parent: CallRecord, name: str, arguments: Mapping[str, Any]
     ) -> tuple[CallRecord, Sequence[Action]]:
         """Admit a call made from inside ``parent``'s tool; it may come back finished."""
-        record = self._nested.admit(parent, name, arguments)
+        record = self._admit_nested(parent, name, arguments)
         return record, self._take()
 
     def request_nested(
         self, record: CallRecord, claims: tuple[Claim, ...], inside: bool
     ) -> Sequence[Action]:
-        """Request a nested call's claims (``NestedCalls.request``); its ``WAKE`` comes when
+        """Request a nested call's claims (``_request_nested``); its ``WAKE`` comes when
         its parent's task may go on."""
-        self._nested.request(record, claims, inside)
+        self._request_nested(record, claims, inside)
         return self._take()
 
     def end_nested(self, record: CallRecord) -> Sequence[Action]:
         """The parent's task is done with this nested call, whatever happened to it."""
-        self._nested.end(record)
+        self._end_nested(record)
         return self._take()
-
-    def break_wait_cycles(self) -> None:
-        self._nested.break_wait_cycles()
 
     def await_handle(self, caller: CallRecord, record: CallRecord) -> Sequence[Action]:
         """``caller``'s tool waits for ``record`` through its handle: a wait like that for a
@@ -594,9 +596,9 @@ class Scheduler:
         self._out.append((START, record))
 
     def confirm_keys(self, record: CallRecord) -> Sequence[Action]:
-        """Check a granted call's path keys before it runs (``Requeuing.confirm_keys``): it
+        """Check a granted call's path keys before it runs (``_confirm_keys``): it
         may run now if it is still RUNNING and unfinished afterwards."""
-        self._requeuing.confirm_keys(record)
+        self._confirm_keys(record)
         return self._take()
 
     def hold_more(self, record: CallRecord, more: object, state: object) -> Sequence[Action]:
@@ -606,8 +608,150 @@ class Scheduler:
         if record.has_context:
             record.has_context = False
             self._out.append((REVOKE, record))
-        self._requeuing.hold_more(record, more, state)
+        self._hold_more(record, more, state)
         return self._take()
+
+    # -- nested calls: admitted like any call, run inline in their parent's task ----------------
+
+    def _admit_nested(
+        self, parent: CallRecord, name: str, arguments: Mapping[str, Any]
+    ) -> CallRecord:
+        """Admit a call made from inside ``parent``'s tool; it may come back finished."""
+        parent.nested_count += 1
+        call = ToolCall(
+            f"{parent.call.id}.{parent.nested_count}",
+            name,
+            dict(arguments),
+            priority=parent.call.priority,
+            agent=parent.call.agent,  # on behalf of the same agent, as the same kind of caller
+            read_first=parent.call.read_first,
+        )
+        record, failure = self._admit_alone(call, parent)
+        if self.report.listeners:
+            event = CallQueued(call.id, name, record.queued_at, record.claims or (), parent.call.id)
+            self.tell(record, event)
+        if failure is None and record.depth > self._max_depth:
+            failure = messages.too_deep(parent.call.id, parent.name, name, self._max_depth)
+        if failure is not None:
+            self.fail(record, ERROR, failure)
+            return record
+        if parent.awaiting is None:
+            parent.awaiting = set()
+        parent.awaiting.add(record)
+        return record
+
+    def _request_nested(self, record: CallRecord, claims: tuple[Claim, ...], inside: bool) -> None:
+        """Request a nested call's claims: within its parent's lease group, or from the kernel
+        at a raised priority. Its parent's task is woken when it may go on: granted, or
+        finished (a wait that would deadlock fails at once)."""
+        if record.state is CallState.PENDING:
+            self.move(record, QUEUED, self.now())
+        self._request_nested_leases(record, claims, inside)
+        if record.waiting_in is not None:
+            self.break_wait_cycles()  # this wait may close a cycle: then it fails at once
+            if record.waiting_in is not None:
+                self._blocked(record, self.now())
+
+    def _end_nested(self, record: CallRecord) -> None:
+        """The parent's task is done with this nested call, whatever happened to it."""
+        parent = record.parent
+        assert parent is not None
+        if parent.awaiting is not None:
+            parent.awaiting.discard(record)
+        if record.result is None:  # the parent was cancelled while this call waited or ran
+            reason = record.cancel_reason or CancelReason(Why.WITH_PARENT, parent.call.id)
+            self.fail(record, CANCELLED, messages.cancelled(reason))
+
+    def _end_children(self, parent: CallRecord) -> None:
+        """``parent``'s leases are going while nested calls it started are still in flight (its
+        tool returned without awaiting them, say from a background task): they ran inside
+        those leases, so they end now, CANCELLED, before the leases go."""
+        for child in sorted(parent.awaiting or (), key=lambda r: r.uid):
+            if child.parent is not parent:
+                continue  # a call of a batch its tool submitted: it holds leases of its own
+            if child.cancel_reason is None:
+                child.cancel_reason = CancelReason(Why.PARENT_ENDED, parent.call.id, parent.name)
+            self.interrupt(child)  # its task unwinds; its result is given now
+            self.fail(child, CANCELLED, messages.cancelled(child.cancel_reason))
+
+    def break_wait_cycles(self) -> None:
+        """Fail every awaited waiting call whose wait closes a cycle, whenever a request starts
+        waiting: a cycle can close after such a call began its wait (a higher-priority
+        request queues ahead of someone in it). Only awaited calls can close one."""
+        for record, chain in self.leasing.deadlocked():
+            owner = record.parent or record.batch.awaited_by
+            parent_id = owner.call.id if owner is not None else None
+            self.fail(record, ERROR, messages.deadlock(chain, parent_id))
+        self.lend_slots()
+
+    # -- going back in line: keys that changed meaning, a tool asking to hold more ---------------
+
+    def _confirm_keys(self, record: CallRecord) -> bool:
+        """Recompute a granted call's claims (or, when they follow its keys alone, key the
+        paths it spelled again: ``KernelTool.claims``); if a path now names something else (a
+        symlink or a rename changed it since admission), send the call back to the queue keeping
+        its place.
+
+        Returns True if the call may run now with what it holds. A claims function or a
+        workspace that fails now fails the call, as it would have at admission. A call granted
+        in the step that admitted it is not looked at again: nothing ran in between, and what
+        changes later, between this check and the I/O, ``ctx.fs`` refuses anyway (it opens
+        what it checked, relative to directory descriptors, without following links).
+        """
+        if record.stage is FRESH or record.cancel_reason is not None or record.tool is None:
+            return True  # keyed a moment ago, or it will not run anyway
+        if record.keyed is not None and keys_unchanged(record.keyed, self.key):
+            return True  # its claims follow its keys alone, and those stand
+        pools = self.leasing.pools
+        keyed: list[tuple[str, Path]] | None = None if record.keyed is None else []
+        try:
+            fresh = compute_claims(record.tool, record.arguments, self.key, pools, keyed)
+            if record.more_claims:
+                fresh = with_more(record.name, fresh, record.more_claims, pools)
+        except (InvalidCallError, InvalidClaimError) as exc:
+            self.fail(record, ERROR, exc)
+            return False
+        if keyed is not None:
+            record.keyed = tuple(keyed)
+        if fresh == record.claims:
+            return True
+        return self._back_in_line(record, fresh, messages.paths_kept_changing)
+
+    def _hold_more(self, record: CallRecord, more: object, state: object) -> bool:
+        """The call's tool asked to hold ``more`` as well (``HoldMore``): its run ends, and the
+        call goes back in line, in its place, with its claims and ``more``. Returns True if it
+        holds them at once (its tool may run again now); else it waits (holding nothing), and
+        is started again when granted. A request that can't be met fails the call (the
+        scheduler has ended its run and revoked its context already)."""
+        assert record.claims is not None
+        try:
+            fresh = with_more(record.name, record.claims, more, self.leasing.pools)
+        except InvalidClaimError as exc:
+            self.fail(record, ERROR, exc)
+            return False
+        assert isinstance(more, list | tuple)
+        record.more_claims, record.resumed = (*record.more_claims, *more), state
+        return self._back_in_line(record, fresh, messages.asked_too_often)
+
+    def _back_in_line(
+        self, record: CallRecord, fresh: tuple[Claim, ...], too_often: Callable[[int], Exception]
+    ) -> bool:
+        """Requeue a granted call with ``fresh`` claims, keeping its place: True if it holds
+        them at once; else it waits, its slot going to the next in line."""
+        record.requeues += 1
+        if record.requeues > MAX_REQUEUES:
+            self.fail(record, ERROR, too_often(MAX_REQUEUES))
+            return False
+        record.claims = fresh
+        now = self.now()
+        self.move(record, QUEUED, now)
+        if self._requeue_leases(record, fresh):
+            self.move(record, FRESH, now)  # keyed in this very step
+            return True
+        self.hand_slot_on(record)
+        self._blocked(record, self.now())
+        self.break_wait_cycles()
+        return False
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -812,10 +956,6 @@ class Scheduler:
     def tell(self, record: CallRecord, event: CallEvent) -> None:
         """Have the async layer give ``event`` to the listeners once this operation returns."""
         self._out.append((TELL, Telling(record, event)))
-
-    def blocked(self, record: CallRecord) -> None:
-        """For ``NestedCalls`` and ``Requeuing``: ``record`` waits (``_blocked``)."""
-        self._blocked(record, self.now())
 
     def _blocked(self, record: CallRecord, now: float) -> None:
         """``record`` waits for leases or a slot: tally it, and say so if anyone listens."""
