@@ -9,8 +9,7 @@ from typing import Any
 import attrs
 
 import toolkernel as tk
-from toolkernel.kernel._admission import find_cycles
-from toolkernel.kernel._outputs import map_strings
+from toolkernel.kernel._admission import find_cycles, map_strings
 
 from .fakes import assert_leases_returned
 

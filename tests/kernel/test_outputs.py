@@ -9,7 +9,7 @@ import pytest
 import trio
 
 import toolkernel as tk
-from toolkernel.kernel._outputs import fill_in, placeholders
+from toolkernel.kernel._admission import fill_in, placeholders
 
 
 def make_tools(seen: list[tuple[str, Any]]) -> list[tk.Tool]:

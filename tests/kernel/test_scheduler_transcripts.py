@@ -15,11 +15,11 @@ import pytest
 import toolkernel
 import toolkernel as tk
 from toolkernel.kernel import _messages as messages
-from toolkernel.kernel import _prephase
+from toolkernel.kernel import _scheduler
 from toolkernel.kernel._actions import Act, Action, Telling
 from toolkernel.kernel._call import CallState, Status, ToolCall
-from toolkernel.kernel._causes import CancelReason, Why
-from toolkernel.kernel._deadlines import Deadlines
+from toolkernel.kernel._leasing import Deadlines
+from toolkernel.kernel._messages import CancelReason, Why
 from toolkernel.kernel._options import KernelOptions
 from toolkernel.kernel._record import CallRecord
 from toolkernel.kernel._scheduler import Scheduler
@@ -236,16 +236,16 @@ def test_deadlines_skip_stale_entries_and_stay_small() -> None:
 
 
 def test_prephase_verdicts() -> None:
-    assert _prephase.before_hook_verdict(None) is None
-    status, error = _prephase.before_hook_verdict(tk.Block("no"))  # type: ignore[misc]
+    assert _scheduler.before_hook_verdict(None) is None
+    status, error = _scheduler.before_hook_verdict(tk.Block("no"))  # type: ignore[misc]
     assert (status, str(error)) == (Status.DENIED, "blocked: no")
-    assert _prephase.before_hook_verdict(7)[0] is Status.ERROR  # type: ignore[index]
-    assert _prephase.approval_verdict(True, "t", "") is None
-    assert _prephase.approval_verdict(False, "t", "")[0] is Status.DENIED  # type: ignore[index]
-    assert _prephase.approval_verdict("yes", "t", "")[0] is Status.ERROR  # type: ignore[index]
-    allow = _prephase.policy_verdict(lambda c: tk.Permission.ALLOW, call("c"))
+    assert _scheduler.before_hook_verdict(7)[0] is Status.ERROR  # type: ignore[index]
+    assert _scheduler.approval_verdict(True, "t", "") is None
+    assert _scheduler.approval_verdict(False, "t", "")[0] is Status.DENIED  # type: ignore[index]
+    assert _scheduler.approval_verdict("yes", "t", "")[0] is Status.ERROR  # type: ignore[index]
+    allow = _scheduler.policy_verdict(lambda c: tk.Permission.ALLOW, call("c"))
     assert allow == tk.Decision.allow()
-    broken = _prephase.policy_verdict(lambda c: 1 / 0, call("c"))
+    broken = _scheduler.policy_verdict(lambda c: 1 / 0, call("c"))
     assert isinstance(broken, tuple) and broken[0] is Status.DENIED
     assert "ZeroDivisionError" in str(broken[1])
 
@@ -260,16 +260,15 @@ PURE = [
     "locks/_requests.py",
     "locks/_trie.py",
     "locks/_keyqueue.py",
+    "kernel/_actions.py",
     "kernel/_admission.py",
     "kernel/_call.py",
-    "kernel/_deadlines.py",
+    "kernel/_events.py",
     "kernel/_leasing.py",
     "kernel/_messages.py",
-    "kernel/_order.py",
-    "kernel/_prephase.py",
+    "kernel/_observe.py",
     "kernel/_record.py",
     "kernel/_scheduler.py",
-    "kernel/_waits.py",
 ]
 
 

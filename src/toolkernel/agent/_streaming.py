@@ -41,7 +41,7 @@ from ..kernel import CallEvent, CallFinished, Kernel, Status, ToolCall, ToolResu
 
 # Output passing is the kernel's; its two pure helpers are used here, not copied, so that a
 # filled-in call reads exactly as the kernel would have filled it.
-from ..kernel._outputs import fill_in, placeholders
+from ..kernel._admission import fill_in, placeholders
 from ..tools._todo import TodoWrite
 from ._events import AgentEvent, ModelReplied, TodosUpdated
 from ._model import Model

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..kernel._outputs import map_strings
+from ..kernel._admission import map_strings
 
 __all__ = ["resolve_dependencies"]
 

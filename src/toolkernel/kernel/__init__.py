@@ -14,12 +14,12 @@ from ._events import CallFinished as CallFinished
 from ._events import CallProgress as CallProgress
 from ._events import CallQueued as CallQueued
 from ._events import CallStarted as CallStarted
-from ._handle import CallHandle as CallHandle
+from ._events import FileAccessListener as FileAccessListener
+from ._events import KernelListener as KernelListener
+from ._events import LeaseListener as LeaseListener
+from ._kernel import CallHandle as CallHandle
 from ._kernel import Kernel as Kernel
 from ._kernel import open_kernel_core as open_kernel_core
-from ._listeners import FileAccessListener as FileAccessListener
-from ._listeners import KernelListener as KernelListener
-from ._listeners import LeaseListener as LeaseListener
 from ._observe import CallInfo as CallInfo
 from ._observe import KernelSnapshot as KernelSnapshot
 from ._observe import KernelStatistics as KernelStatistics

@@ -5,7 +5,7 @@ Within a batch, every call's ``CallQueued`` comes before any call's ``CallFinish
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
@@ -19,7 +19,62 @@ __all__ = [
     "CallProgress",
     "CallFinished",
     "CallEvent",
+    "KernelListener",
+    "FileAccessListener",
+    "LeaseListener",
 ]
+
+
+# -- What ``Kernel.add_listener`` takes, as protocols a listener can be annotated and checked with
+# A listener is any callable taking an event (:class:`KernelListener`); a plain function will do.
+# It may also watch two things that are not events, by having a method for each:
+#
+# - :class:`FileAccessListener`: ``file_accessed(access)``, for every access a call makes
+#   through ``ctx.fs`` (allowed or refused), called from the worker thread doing the I/O;
+# - :class:`LeaseListener`: ``leases_returned(call_id)``, when a call's leases return before its
+#   ``CallFinished`` (its after-hooks run in between).
+#
+# The kernel looks for these methods once, when the listener is added. A class that means to
+# have them can say so by subclassing the protocols, so a type checker holds its methods to
+# their signatures::
+#
+#     class Watcher(FileAccessListener, LeaseListener):
+#         def __call__(self, event: CallEvent) -> None: ...
+#         def file_accessed(self, access: FileAccessed) -> None: ...
+#         def leases_returned(self, call_id: str) -> None: ...
+#
+# ``toolkernel.testing.Recorder`` is such a listener.
+@runtime_checkable
+class KernelListener(Protocol):
+    """Called synchronously with every event of the kernel, in the task where it happens.
+
+    A listener that raises is removed (and the error logged); it never breaks a call.
+    """
+
+    def __call__(self, event: CallEvent, /) -> None: ...
+
+
+@runtime_checkable
+class FileAccessListener(KernelListener, Protocol):
+    """A listener that also watches every file access made through ``ctx.fs``."""
+
+    def file_accessed(self, access: Any, /) -> None:
+        """Called with a description of one access, allowed or refused (with a workspace, a
+        ``toolkernel.tools.FileAccessed``), from the worker thread doing the I/O: it must be
+        quick and thread-safe. Calls that started before the listener was added are not
+        watched."""
+        ...
+
+
+@runtime_checkable
+class LeaseListener(KernelListener, Protocol):
+    """A listener that is also told when a call's leases return before its ``CallFinished``."""
+
+    def leases_returned(self, call_id: str, /) -> None:
+        """Called with a call's id when its leases return: a call gives them back when its tool
+        ends, before its after-hooks run, and the next call on its files may start meanwhile.
+        (Without after-hooks the two happen at once, and only ``CallFinished`` is given.)"""
+        ...
 
 
 @attrs.frozen

@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, cast
+from typing import Any, NoReturn, Protocol, cast
 
 import anyio
 import anyio.abc
@@ -43,21 +43,137 @@ from . import _messages as messages
 from ._actions import INTERRUPT, PREPHASE, REVOKE, START, TELL, TIMER, Action, Telling
 from ._admission import split_by_cover
 from ._call import CANCELLED, ERROR, OK, Status, ToolCall, ToolResult
-from ._causes import ASKED, CancelReason, Why
-from ._constructor import NoPublicConstructor
 from ._context import ToolContext
-from ._events import CallEvent, CallFinished
-from ._handle import CallHandle
-from ._listeners import KernelListener
+from ._events import CallEvent, CallFinished, KernelListener
+from ._messages import ASKED, CancelReason, Why
 from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions, check_seconds
 from ._policy import Decision, Permission
 from ._protocol import Environment, KernelTool
 from ._record import FRESH, GRANTED, HOOKED, Batch, CallRecord
 from ._scheduler import Scheduler
-from ._timed import TimedEvents
 
-__all__ = ["Kernel", "open_kernel_core"]
+__all__ = ["Kernel", "open_kernel_core", "NoPublicConstructor", "TimedEvents", "CallHandle"]
+
+
+# -- A submitted call's handle: what is known of the call, waiting for it, cancelling it ----------
+# One shape for the objects users hold (a handle, a tool): what is already known and cheap to
+# read is an attribute or a property (``handle.call_id``, ``handle.finished``, ``handle.result``;
+# ``tool.name``, ``tool.reads``); what waits, acts or computes is a method
+# (``await handle.wait_finished()``, ``handle.cancel()``; ``tool.parameters_schema()``, which
+# writes a fresh schema, and ``tool.claims(arguments, key)``).
+class Waits(Protocol):
+    """What a handle needs of its kernel."""
+
+    async def _wait_finished(self, record: CallRecord) -> ToolResult: ...
+
+    def _cancel_call(self, record: CallRecord) -> None: ...
+
+
+class CallHandle:
+    """A submitted call: read its state and result, wait for it, cancel it.
+
+    ``kernel.submit`` and ``kernel.submit_batch`` make them::
+
+        handle = kernel.submit(ToolCall("c1", "Read", {"file_path": "a.txt"}))
+        result = await handle.wait_finished()      # waits
+        assert handle.finished and handle.result is result
+    """
+
+    __slots__ = ("_kernel", "_record", "call")
+
+    def __init__(self, call: ToolCall, record: CallRecord, kernel: Waits) -> None:
+        self.call = call
+        """The call as submitted."""
+        self._record = record
+        self._kernel = kernel
+
+    def __repr__(self) -> str:
+        return f"<CallHandle {self.call.id!r} {self._record.state.name}>"
+
+    @property
+    def call_id(self) -> str:
+        """The call's id."""
+        return self.call.id
+
+    @property
+    def finished(self) -> bool:
+        """True once the call has its result."""
+        return self._record.result is not None
+
+    @property
+    def result(self) -> ToolResult:
+        """The call's result; raises ``RuntimeError`` if it has not finished (see
+        ``finished``; ``await wait_finished()`` waits for it).
+
+        It was a method: ``handle.result()`` still works, with a ``DeprecationWarning``.
+        """
+        if self._record.result is None:
+            raise RuntimeError(f"call {self.call.id} has not finished")
+        return self._record.result
+
+    async def wait_finished(self) -> ToolResult:
+        """Wait until the call has finished and return its result. Always a checkpoint."""
+        return await self._kernel._wait_finished(self._record)
+
+    def cancel(self) -> None:
+        """Cancel the call (synchronous); it finishes with a CANCELLED result, unless its tool
+        finishes anyway (a commit it shields from cancellation) and says what it did."""
+        self._kernel._cancel_call(self._record)
+
+
+# -- The events of a streamed batch with a time limit (``Kernel.stream(calls, timeout=...)``) -----
+# The limit is kept by the reader's own waits, not by a task of its own: each wait for the next
+# event runs in a cancel scope with the batch's deadline, and when one reaches it, the batch's
+# unfinished calls are timed out (``Scheduler.time_out``), whose ``CallFinished`` events (TIMEOUT)
+# the reader then gets like any other. A reader that stops reading for a while times the batch
+# out at its next read. Receiving from a memory stream is cancellation-safe: no event is lost.
+class TimedEvents:
+    """``events``, calling ``expire`` (once) when a wait for the next reaches ``deadline``."""
+
+    __slots__ = ("_clock", "_deadline", "_events", "_expire")
+
+    def __init__(
+        self,
+        events: AsyncIterator[CallEvent],
+        deadline: float,
+        clock: Callable[[], float],
+        expire: Callable[[], None],
+    ) -> None:
+        self._events = events
+        self._deadline = deadline
+        self._clock = clock
+        self._expire: Callable[[], None] | None = expire
+
+    def __aiter__(self) -> TimedEvents:
+        return self
+
+    async def __anext__(self) -> CallEvent:
+        expire = self._expire
+        if expire is not None:
+            if self._clock() < self._deadline:
+                with anyio.CancelScope(deadline=self._deadline):
+                    return await self._events.__anext__()
+            # Out of time: before any wait (a limit of 0 starts no call), or while waiting.
+            self._expire = None
+            expire()
+        return await self._events.__anext__()
+
+
+# -- Objects that only work when opened by their context manager have no public constructor -------
+class NoPublicConstructor(type):
+    """As trio's ``Nursery``: ``Kernel(...)`` raises; ``open_kernel`` builds one with
+    ``Kernel._create(...)``."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__} has no public constructor; "
+            f"use `async with toolkernel.open_kernel(...) as kernel:`"
+        )
+
+    def _create(cls, *args: Any, **kwargs: Any) -> Any:
+        return super().__call__(*args, **kwargs)
+
 
 _log = logging.getLogger("toolkernel")
 

@@ -9,14 +9,313 @@ raised priority.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import bisect
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Generic, TypeVar
 
-from ..locks import Claim, LeaseTable
-from . import _waits as waits
-from ._deadlines import Deadlines
+from ..locks import Claim, LeaseTable, Pool, claims_conflict
 from ._record import CallRecord, LeaseGroup
 
-__all__ = ["Leasing", "NESTED_PRIORITY_BOOST"]
+__all__ = [
+    "Leasing",
+    "NESTED_PRIORITY_BOOST",
+    "Deadlines",
+    "waits_for",
+    "find_cycle",
+    "deadlocked",
+    "slot_waiters_behind",
+    "contested",
+    "contested_alone",
+    "slot_wait",
+    "describe_waits",
+    "Slots",
+    "NO_SLOT",
+    "WAITING",
+    "HOLDING",
+]
+
+
+# -- Who waits for whom: the wait-for graph of calls, its cycles, and how a wait is described -----
+# A queued call waits for the calls whose leases (held, or requested earlier) it conflicts with; a
+# running call waits for the nested calls it is awaiting, and for the calls of batches its tool
+# submitted to its own kernel and awaits. Top-level calls alone can never deadlock (a waiting
+# request holds nothing), so every cycle passes through a running call awaiting one of those, and
+# a cycle means nobody in it can ever move. A call waiting for a slot holds its leases but waits
+# for no call in particular: the scheduler runs it in the slot of an awaiting call whose wait
+# reaches it (``slot_waiters_behind``), so it closes no cycle. Pure: it reads the lease tables.
+# -- Concurrency slots: at most ``max_concurrency`` top-level calls run at once. Pure -------------
+# A call takes a slot when its leases are granted; if none is free it waits, holding its leases,
+# and slots go to waiting calls by priority, then in the order their leases were granted. Holding
+# the leases while waiting for a slot loses nothing: a conflicting call could not run before it
+# anyway (the lease table hands leases out in order). A running call may wait for those leases,
+# though, through a nested call or a batch its tool awaits; the scheduler then runs the waiting
+# call in the slot of the call awaiting it (``lend``), as it runs an awaited batch's calls, so no
+# cycle forms through a slot.
+#
+# Slots are kept apart from the lease table (not as a pool every call claims a unit of): a slot is
+# a counter and a line, while a pool unit per call would make every call of a large batch a
+# waiter in the table, to be scanned and granted one by one (benchmarks/overhead.py measured the
+# table's pool at three times the cost of the rest of a call).
+NO_SLOT, WAITING, HOLDING = 0, 1, 2
+"""``CallRecord.slot``: none, waiting for one, holding one."""
+
+
+class Slots:
+    """Up to ``limit`` slots (None: as many as asked for)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self._free = limit
+        # One line per priority (nearly always just 0), highest first; a call that stopped
+        # waiting is skipped when it reaches the front.
+        self._lines: dict[int, deque[CallRecord]] = {}
+        self._priorities: list[int] = []  # the keys of ``_lines``, negated, ascending
+
+    def take(self, record: CallRecord) -> bool:
+        """Give ``record`` a slot if one is free (True), else line it up (False)."""
+        if self._free is None:
+            record.slot = HOLDING
+            return True
+        if self._free > 0:
+            self._free -= 1
+            record.slot = HOLDING
+            return True
+        record.slot = WAITING
+        priority = record.call.priority
+        line = self._lines.get(priority)
+        if line is None:
+            line = self._lines[priority] = deque()
+            bisect.insort(self._priorities, -priority)
+        line.append(record)
+        return False
+
+    def lend(self, record: CallRecord) -> None:
+        """``record``, waiting, runs in the slot of a call that awaits it: it leaves the line
+        (skipped when reached) and holds no slot of its own."""
+        assert record.slot == WAITING
+        record.slot = NO_SLOT
+
+    def give_back(self, record: CallRecord) -> CallRecord | None:
+        """``record`` is done with its slot or its place in line; returns the call the freed
+        slot goes to, if any (it now holds it)."""
+        held, record.slot = record.slot, NO_SLOT
+        if held != HOLDING or self._free is None:
+            return None
+        while self._priorities:
+            priority = -self._priorities[0]
+            line = self._lines[priority]
+            while line:
+                nxt = line.popleft()
+                if nxt.slot == WAITING:
+                    nxt.slot = HOLDING
+                    return nxt
+            del self._lines[priority]
+            del self._priorities[0]
+        self._free += 1
+        return None
+
+
+def waits_for(record: CallRecord) -> list[CallRecord]:
+    """The calls ``record`` waits for right now (none if it waits for nothing)."""
+    group = record.waiting_in
+    if group is not None:
+        lease_id = next(i for g, i in record.leases() if g is group)
+        return [group.records[i] for i in group.table.waits_for(lease_id)]
+    return sorted(record.awaiting or (), key=lambda r: r.uid)
+
+
+def find_cycle(start: CallRecord) -> list[CallRecord] | None:
+    """A chain ``start -> ... -> (back to start)`` of waits-for edges, if one exists."""
+    visited: set[int] = set()
+    stack: list[tuple[CallRecord, list[CallRecord]]] = [(start, [start])]
+    while stack:
+        record, trail = stack.pop()
+        for nxt in waits_for(record):
+            if nxt is start:
+                return trail
+            if nxt.uid not in visited:
+                visited.add(nxt.uid)
+                stack.append((nxt, [*trail, nxt]))
+    return None
+
+
+def deadlocked(
+    waiting_nested: Iterable[CallRecord],
+) -> Iterator[tuple[CallRecord, list[str]]]:
+    """The waiting nested calls whose wait closes a cycle, newest first, each with the chain
+    of calls (``c1 (Edit)``) around it. The caller fails each as it comes: breaking one cycle
+    may break others, so each is checked only when reached."""
+    for record in sorted(waiting_nested, key=lambda r: -r.uid):
+        if record.waiting_in is None or record.result is not None:
+            continue
+        cycle = find_cycle(record)
+        if cycle is not None:
+            yield record, [f"{r.call.id} ({r.name})" for r in [*cycle, record]]
+
+
+def slot_waiters_behind(record: CallRecord) -> list[CallRecord]:
+    """The calls waiting for a slot, holding leases, that ``record``'s wait reaches through the
+    calls it waits for: it can't go on before they run."""
+    found: list[CallRecord] = []
+    visited = {record.uid}
+    stack = [record]
+    while stack:
+        for nxt in waits_for(stack.pop()):
+            if nxt.uid not in visited:
+                visited.add(nxt.uid)
+                if nxt.slot == WAITING:
+                    found.append(nxt)
+                else:
+                    stack.append(nxt)
+    return found
+
+
+def contested(
+    record: CallRecord,
+    max_concurrency: int | None,
+    behind: Iterable[CallRecord] | None = None,
+) -> tuple[str, ...]:
+    """The resources ``record`` waits for, spelled for people (``behind``: the calls it waits
+    for, if the caller has them already)."""
+    mine = record.claims or ()
+    found: list[str] = []
+    for other in waits_for(record) if behind is None else behind:
+        for claim in mine:
+            for theirs in other.claims or ():
+                if claims_conflict(claim, theirs) or _pool_units_both(claim, theirs):
+                    text = _spelled(claim)
+                    if text not in found:
+                        found.append(text)
+    if not found and record.parent is None:
+        return slot_wait(max_concurrency)
+    return _shared(tuple(found))
+
+
+def slot_wait(max_concurrency: int | None) -> tuple[str, ...]:
+    """:func:`contested` for a top-level call that waits for nothing but a slot."""
+    if max_concurrency is None:
+        return ()
+    return _shared((f"one of {max_concurrency} concurrency slots",))
+
+
+def contested_alone(claim: Claim) -> tuple[str, ...]:
+    """:func:`contested` for a call waiting in a lease table with this one claim: whoever it
+    waits behind is there for it (the table makes a request wait only behind requests that
+    conflict with it, or take units of its pool), so it need not be asked who."""
+    return _shared((_spelled(claim),))
+
+
+def _spelled(claim: Claim) -> str:
+    return str(claim.resource) if claim.node != ("path",) else "workspace"
+
+
+def _shared(spelled: tuple[str, ...]) -> tuple[str, ...]:
+    """Calls queued on one file wait on the same thing: one tuple for them all."""
+    shared = _RECENT_SPELLINGS.get(spelled)
+    if shared is not None:
+        return shared
+    if len(_RECENT_SPELLINGS) >= 1024:
+        _RECENT_SPELLINGS.clear()
+    _RECENT_SPELLINGS[spelled] = spelled
+    return spelled
+
+
+_RECENT_SPELLINGS: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _pool_units_both(mine: Claim, theirs: Claim) -> bool:
+    """Both take units of one pool: whether they fit together is the pool's capacity's say, so
+    a wait between them may be on it. (Two shared claims on anything else never wait.)"""
+    return mine.node == theirs.node and isinstance(mine.resource, Pool)
+
+
+def describe_waits(record: CallRecord, max_concurrency: int | None) -> str:
+    """`` behind c1 (Edit), c2 (Read) on src/a.py`` — or nothing if it waits behind nobody."""
+    others = waits_for(record)
+    if not others:
+        return ""
+    names = ", ".join(f"{r.call.id} ({r.name})" for r in others[:5])
+    resources = ", ".join(contested(record, max_concurrency)[:5])
+    on = f" on {resources}" if resources else ""
+    return f" behind {names}{on}"
+
+
+# -- Lease-wait deadlines: a heap with lazy deletion, the shape of trio's own ``Deadlines`` -------
+# A queued call may have a limit on how long it waits for its leases. Thousands of calls can wait
+# at once, and most of them are granted (or cancelled) long before their deadline, so removing a
+# deadline must be cheap and finding the next one must not scan every waiting call. An entry is
+# never taken out of the heap when its call stops waiting: each entry carries a token, the item
+# keeps the token of its one live entry, and an entry whose token the item no longer holds is
+# *stale* and skipped when it reaches the top. When more than half the heap is stale it is
+# rebuilt, so the heap stays within about twice the number of live deadlines. Pure: no clock, no
+# trio.
+T = TypeVar("T")
+
+
+class Deadlines(Generic[T]):
+    """Deadlines of items; ``token_of(item)`` is the token of the item's live entry (or 0).
+
+    ::
+
+        deadlines = Deadlines(lambda record: record.wait_token)
+        record.wait_token = deadlines.add(5.0, record)
+        deadlines.next_deadline()              # 5.0
+        record.wait_token = 0; deadlines.discard()   # it was granted: the entry goes stale
+        deadlines.expire(6.0)                  # [] (or [record] had it still waited)
+    """
+
+    def __init__(self, token_of: Callable[[T], int]) -> None:
+        self._token_of = token_of
+        # (deadline, token, item): tokens increase, so items sharing a deadline expire in the
+        # order they were added, and the heap never compares items themselves.
+        self._heap: list[tuple[float, int, T]] = []
+        self._last_token = 0
+        self._live = 0
+
+    def __len__(self) -> int:
+        """The number of live deadlines (stale entries not counted)."""
+        return self._live
+
+    def add(self, deadline: float, item: T) -> int:
+        """Add a deadline for ``item``; return the token the item must keep while it is live."""
+        self._last_token += 1
+        heapq.heappush(self._heap, (deadline, self._last_token, item))
+        self._live += 1
+        return self._last_token
+
+    def discard(self) -> None:
+        """Note that one live entry went stale (its item dropped its token)."""
+        self._live -= 1
+        if len(self._heap) > 2 * self._live + 64:
+            self._heap = [e for e in self._heap if self._token_of(e[2]) == e[1]]
+            heapq.heapify(self._heap)
+
+    def next_deadline(self) -> float:
+        """The earliest live deadline, or ``inf``."""
+        heap = self._heap
+        while heap:
+            _, token, item = heap[0]
+            if self._token_of(item) == token:
+                return heap[0][0]
+            heapq.heappop(heap)  # stale
+        return math.inf
+
+    def expire(self, now: float) -> list[T]:
+        """Remove and return the items whose live deadline is at or before ``now``, earliest
+        first (ties in the order they were added). Their entries are no longer live: the caller
+        drops their tokens."""
+        heap = self._heap
+        due: list[T] = []
+        while heap and heap[0][0] <= now:
+            _, token, item = heapq.heappop(heap)
+            if self._token_of(item) == token:
+                due.append(item)
+                self._live -= 1
+        return due
+
 
 NESTED_PRIORITY_BOOST = 1_000_000
 """Nested calls are part of a call that already holds leases: they overtake plain waiters."""
@@ -181,7 +480,7 @@ class Leasing:
         """Watched waits that close a cycle (see ``_waits.deadlocked``)."""
         watched = self.watched_waits()
         if watched:
-            yield from waits.deadlocked(watched)
+            yield from deadlocked(watched)
 
     def watched_waits(self) -> list[CallRecord]:
         """The waits that may close a cycle (nested calls', awaited calls'), still waiting."""

@@ -8,8 +8,9 @@ Messages say what happened and what to do next, in words a model can act on.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._errors import (
     ApprovalRequiredError,
@@ -35,9 +36,54 @@ from .._errors import (
     UnknownToolError,
 )
 from ._call import Status
-from ._causes import CancelReason, RootCause
 
-__all__ = ["describe"]
+__all__ = ["describe", "Why", "CancelReason", "RootCause", "ASKED", "OUT_OF_TIME"]
+
+
+# -- Why a call ended early, as values: carried from where it is decided to where a message is ----
+# formatted (``_messages``), never parsed back out of one. Pure data.
+class Why(enum.Enum):
+    """Who or what cancelled a call; the value is the message, formatted with the parent's id
+    and tool name where it names them."""
+
+    ASKED = "cancelled"
+    CALLER_CANCELLED = "cancelled: the caller of run() was cancelled"
+    STREAM_LEFT = "cancelled: the stream was left early"
+    KERNEL_CLOSING = "cancelled: the kernel is closing"
+    TASK_CANCELLED = "cancelled: the task running it was cancelled"
+    WITH_PARENT = "cancelled with its parent call {call_id}"
+    PARENT_ENDED = (
+        "cancelled: its parent call {call_id} ({name}) ended first; "
+        "a tool must await the calls it makes before it returns"
+    )
+    OUT_OF_TIME = "the time limit of its run() ran out"
+
+
+class CancelReason(NamedTuple):
+    """Why a call was cancelled: ``why``, and the parent call it names, if any."""
+
+    why: Why
+    call_id: str = ""
+    name: str = ""
+
+    def __str__(self) -> str:
+        return self.why.value.format(call_id=self.call_id, name=self.name)
+
+
+ASKED = CancelReason(Why.ASKED)
+"""``handle.cancel()``, ``kernel.cancel(...)``, ``cancel_all()``: nobody said why."""
+
+OUT_OF_TIME = CancelReason(Why.OUT_OF_TIME)
+"""The calls a ``run(timeout=...)`` cuts short: they end TIMEOUT, not CANCELLED."""
+
+
+class RootCause(NamedTuple):
+    """The failure at the head of a chain of ``after=`` calls skipped one after another."""
+
+    call_id: str
+    name: str
+    status: Status
+    error: str | None
 
 
 # Refusals of a call as the model spelled it are named by their type, so the model sees at once

@@ -17,8 +17,8 @@ import attrs
 from .._errors import IllegalTransitionError
 from ..locks import Claim, LeaseTable, Path
 from ._call import CallState, ToolCall, ToolResult
-from ._causes import CancelReason, RootCause
 from ._events import CallEvent
+from ._messages import CancelReason, RootCause
 from ._protocol import KernelTool
 
 __all__ = ["CallRecord", "Batch", "LeaseGroup", "Stage", "MOVES", "illegal_move"]

@@ -48,14 +48,15 @@ import logging
 import math
 from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import takewhile
 from typing import Any, cast
 
 import attrs
 
 from .._errors import InvalidCallError, InvalidClaimError, KernelClosedError
-from ..locks import Claim, LeaseTableStatistics, Path, path
+from ..locks import Claim, LeaseTableStatistics, Path, claims_conflict, path
+from . import _leasing as leasing
 from . import _messages as messages
-from . import _waits as waits
 from ._actions import (
     INTERRUPT,
     NO_ACTIONS,
@@ -72,6 +73,7 @@ from ._admission import (
     CallNames,
     admit,
     compute_claims,
+    fill_in,
     gc_paused_for,
     keyed_once,
     keys_unchanged,
@@ -82,16 +84,20 @@ from ._admission import (
     with_more,
 )
 from ._call import CANCELLED, ERROR, OK, CallState, Status, ToolCall, ToolResult
-from ._causes import ASKED, OUT_OF_TIME, CancelReason, Why
-from ._events import CallEvent, CallProgress, CallQueued, CallStarted
-from ._leasing import Leasing
-from ._listeners import KernelListener
-from ._observe import KernelSnapshot, KernelStatistics
+from ._events import CallEvent, CallProgress, CallQueued, CallStarted, KernelListener
+from ._leasing import WAITING, Leasing, Slots
+from ._messages import ASKED, OUT_OF_TIME, CancelReason, Why
+from ._observe import KernelSnapshot, KernelStatistics, Reporter
 from ._options import KernelOptions
-from ._order import next_requests
-from ._outputs import fill_in
-from ._policy import Decision, Permission, RewriteArguments, SupplyResult, allow_all
-from ._prephase import Refusal, approval_verdict, before_hook_verdict, policy_verdict
+from ._policy import (
+    Block,
+    Decision,
+    Permission,
+    RewriteArguments,
+    SupplyResult,
+    allow_all,
+    as_decision,
+)
 from ._protocol import KernelTool
 from ._record import (
     FINISHED,
@@ -109,10 +115,170 @@ from ._record import (
     Stage,
     illegal_move,
 )
-from ._report import Reporter
-from ._slots import WAITING, Slots
 
-__all__ = ["Scheduler", "MAX_REQUEUES"]
+__all__ = [
+    "Scheduler",
+    "MAX_REQUEUES",
+    "Refusal",
+    "before_hook_verdict",
+    "policy_verdict",
+    "approval_verdict",
+    "next_requests",
+    "may_conflict",
+]
+
+
+# -- Emission order: which ready calls of a batch may ask for their leases now. Pure --------------
+# The lease table is FIFO among conflicting requests, so a batch's calls keep the model's order
+# if they *request* in that order. But calls become ready at different times (a before-hook or an
+# approval may take a while, ``after=`` may hold one back), so a call does not request while an
+# earlier call of its batch that may conflict with it is still pending: an approval for one call
+# never lets a later conflicting call jump ahead of it. Calls that cannot conflict with anything
+# earlier and pending request at once.
+#
+# A call whose before-hooks have not all answered may conflict with anything: a hook may rewrite
+# its arguments, and with them its claims.
+#
+# One exception: ``after=`` wins over emission order. If holding a call back for an earlier one
+# would make the earlier one wait (through ``after=`` and this very rule) for the held-back call,
+# as in ``[edit(a, after=c2), c2: edit(a)]``, the later call goes first.
+def next_requests(batch: Batch) -> list[CallRecord]:
+    """The calls of ``batch`` that may request their leases now, in emission order; they are
+    taken out of ``batch.unrequested``. Calls no longer pending are dropped from it too."""
+    unrequested = batch.unrequested
+    if not unrequested:  # every call of the batch has asked already
+        return []
+    # Calls past the last ready one would only be added to ``ahead``: leave them unvisited.
+    last = batch.last_ready
+    head = batch.head
+    while head <= last and head not in unrequested:
+        head += 1
+    batch.head = head
+    if head > last:
+        return []  # no call up to the last ready one is left to ask
+    if head == last:
+        # The common case (a batch being submitted, a call after its turn came): the only call
+        # to visit is the last ready one, and nobody of the batch is ahead of it.
+        record = unrequested[head]
+        if record.stage is READY:
+            del unrequested[head]
+            return [record]
+        if record.state is not CallState.PENDING:
+            del unrequested[head]
+        return []
+    ahead: list[CallRecord] = []
+    found: list[CallRecord] = []
+    for record in list(takewhile(lambda r: r.uid <= last, unrequested.values())):
+        if record.state is not CallState.PENDING:
+            del unrequested[record.uid]
+        elif record.stage is READY and not any(holds_back(earlier, record) for earlier in ahead):
+            del unrequested[record.uid]
+            found.append(record)
+        else:
+            ahead.append(record)
+    return found
+
+
+def holds_back(earlier: CallRecord, record: CallRecord) -> bool:
+    """Whether ``earlier``, a pending call of the batch, keeps ``record`` from requesting.
+
+    It does if they may conflict, unless ``earlier`` may itself be waiting for ``record``
+    (through ``after=`` and this very rule): holding ``record`` back would then deadlock.
+    """
+    if not may_conflict(record.claims, _known_claims(earlier)):
+        return False
+    return not (record.batch.has_deps and _may_wait_for(earlier, record))
+
+
+def _may_wait_for(start: CallRecord, target: CallRecord) -> bool:
+    """True if ``start`` may wait for ``target`` along ``after=`` edges and hold-backs."""
+    batch = start.batch
+    seen = {start.uid}
+    stack = [start]
+    while stack:
+        current = stack.pop()
+        # Dependencies that requested already, or live in older batches, wait in the lease
+        # table only for requests older than ``target``'s (which has not requested): skip them.
+        following = [
+            batch.unrequested[uid] for uid in current.deps_left or () if uid in batch.unrequested
+        ]
+        for other in batch.unrequested.values():
+            if other.uid >= current.uid:
+                break
+            if other.state is CallState.PENDING and may_conflict(
+                _known_claims(current), _known_claims(other)
+            ):
+                following.append(other)
+        for nxt in following:
+            if nxt is target:
+                return True
+            if nxt.uid not in seen:
+                seen.add(nxt.uid)
+                stack.append(nxt)
+    return False
+
+
+def _known_claims(record: CallRecord) -> tuple[Claim, ...] | None:
+    """A pending call's claims, or None while a before-hook may still rewrite its arguments
+    (and so its claims): until then it may conflict with anything."""
+    return None if record.stage is HOOKED else record.claims
+
+
+def may_conflict(claims: tuple[Claim, ...] | None, earlier: tuple[Claim, ...] | None) -> bool:
+    """Whether two claim sets may conflict (unknown claims may conflict with anything)."""
+    if claims is None or earlier is None:
+        return True
+    return any(claims_conflict(a, b) for a in claims for b in earlier)
+
+
+# -- What before-hooks, the permission policy and the approver answered, and what it means for ----
+# the call. Pure: the async layer awaits them, these functions read their answers, and the
+# scheduler acts on the verdict.
+#
+# A verdict is None (go on), or a refusal: the status and the exception the call finishes with.
+# Whatever misbehaves (raises, or answers with the wrong type) is a clear failure of that call,
+# never an exception out of the kernel; a misbehaving policy fails closed (DENIED).
+Refusal = tuple[Status, BaseException]
+"""How a refused call finishes: its status, and the exception its result carries."""
+
+
+def before_hook_verdict(answer: object) -> Refusal | SupplyResult | RewriteArguments | None:
+    """A before-hook's answer: None (go on), new arguments, a supplied result, or a refusal."""
+    if answer is None or isinstance(answer, SupplyResult | RewriteArguments):
+        return answer
+    if isinstance(answer, Block):
+        return Status.DENIED, messages.blocked(answer.reason)
+    expected = "None, Block, SupplyResult or RewriteArguments"
+    return Status.ERROR, messages.hook_answer("a before-hook", answer, expected)
+
+
+def policy_verdict(policy: Callable[[ToolCall], object], call: ToolCall) -> Decision | Refusal:
+    """Ask ``policy`` about ``call``: its decision to allow or ask, or a refusal."""
+    try:
+        answer = policy(call)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit included: the policy's bug, this call's denial
+        failure = messages.hook_failed("the permission policy", exc)
+        return Status.DENIED, messages.policy_failed(call.name, failure)
+    decision = as_decision(answer)
+    if decision is None:
+        failure = messages.hook_answer("the permission policy", answer, "a Decision")
+        return Status.DENIED, messages.policy_failed(call.name, failure)
+    if decision.permission is Permission.DENY:
+        return Status.DENIED, messages.denied(call.name, decision.reason)
+    return decision
+
+
+def approval_verdict(answer: object, name: str, reason: str) -> Refusal | None:
+    """An approver's answer: None if it approved, else the refusal (anything but a bool is
+    the approver's error: a truthy ``"no"`` must not approve)."""
+    if answer is True:
+        return None
+    if answer is False:
+        return Status.DENIED, messages.not_approved(name, reason)
+    return Status.ERROR, messages.hook_answer("the approver", answer, "True or False")
+
 
 _log = logging.getLogger("toolkernel")
 
@@ -584,7 +750,7 @@ class Scheduler:
         if self.slots.limit is None:
             return
         for waiting in self.leasing.watched_waits():
-            for record in waits.slot_waiters_behind(waiting):
+            for record in leasing.slot_waiters_behind(waiting):
                 if record.slot == WAITING:  # not lent already, through another wait
                     self.slots.lend(record)
                     self._start_in_slot(record)
@@ -825,7 +991,7 @@ class Scheduler:
         if record.started_at is not None:
             return messages.batch_timed_out(limit, self.now() - record.started_at, "")
         queued = record.state is CallState.QUEUED
-        behind = waits.describe_waits(record, self.max_concurrency) if queued else ""
+        behind = leasing.describe_waits(record, self.max_concurrency) if queued else ""
         return messages.batch_timed_out(limit, None, behind)
 
     def finish_failed(
@@ -921,7 +1087,7 @@ class Scheduler:
         """Fail the calls whose lease wait ran out by ``now``."""
         for record in self.leasing.expired(now):
             if record.result is None and record.state is CallState.QUEUED:
-                behind = waits.describe_waits(record, self.max_concurrency)
+                behind = leasing.describe_waits(record, self.max_concurrency)
                 limit = self.wait_timeout(record) or 0
                 error = messages.wait_timed_out(limit, behind)
                 self.fail(record, Status.TIMEOUT, error)
