@@ -1,5 +1,23 @@
 """The kernel: tool calls in, one result per call out, each call run as soon as its leases are
-granted. The lifecycle of a call is described at the top of ``_kernel.py``."""
+granted.
+
+Two layers. The pure scheduler (``_scheduler.py``, where a call's lifecycle is written, once)
+takes every decision about a call and is the only writer of its record; each of its operations
+returns the actions (``_actions.py``) the async layer (``_kernel.py``: tasks, cancel scopes,
+events) must take, events for the listeners among them. What the scheduler decides with:
+
+- ``_call.py``: calls, results, states; ``_record.py``: what is kept of a live call, its stages
+  and their legal moves;
+- ``_admission.py``: arguments, claims and ``after=`` links (and outputs passed between calls);
+- ``_leasing.py``: what calls hold and wait for (leases, slots, the wait-for graph, wait limits);
+- ``_policy.py``: hooks, the permission policy and approvers, as users write them;
+- ``_messages.py``: every failure in words a model reads; ``_events.py`` and ``_observe.py``:
+  what the kernel tells (events, listener protocols, snapshots, statistics).
+
+Around them: ``_context.py`` (what a tool is given), ``_content.py`` (rich outputs),
+``_protocol.py`` and ``_environment.py`` (what the kernel needs of tools and a workspace),
+``_options.py`` (checked options), ``_loop.py`` (trio or asyncio).
+"""
 
 from .._errors import HoldMore as HoldMore
 from ._call import CallState as CallState

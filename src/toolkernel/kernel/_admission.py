@@ -159,6 +159,7 @@ BIG_BATCH = 1_000
 """Batches of at least this many calls are admitted with the garbage collector paused."""
 
 
+# -- Admission: a call looked up, checked, keyed and linked to the calls it runs after ------------
 def gc_paused_for(batch_size: int) -> AbstractContextManager[None]:
     """Pause the garbage collector while a big batch is admitted.
 
@@ -319,7 +320,7 @@ def admit(
     pools: Mapping[str, int],
 ) -> BaseException | None:
     """Find the call's tool, parse its arguments, compute its claims; return why it can't run,
-    or None. A call using other calls' outputs (``_outputs``) is admitted in full later."""
+    or None. A call using other calls' outputs (``fill_in``) is admitted in full later."""
     call = record.call
     problem = check_structure(call)
     if problem is not None:

@@ -1,4 +1,5 @@
-"""Events the kernel emits about calls, in the order things happen.
+"""Events the kernel emits about calls, in the order things happen, and the listener protocols
+``Kernel.add_listener`` takes.
 
 Within a batch, every call's ``CallQueued`` comes before any call's ``CallFinished``.
 """
@@ -77,6 +78,7 @@ class LeaseListener(KernelListener, Protocol):
         ...
 
 
+# -- The events, in the order a call has them -----------------------------------------------------
 @attrs.frozen
 class CallQueued:
     """A call was admitted (or rejected at admission: a ``CallFinished`` follows)."""

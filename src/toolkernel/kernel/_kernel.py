@@ -188,6 +188,7 @@ _running_call: contextvars.ContextVar[CallRecord | None] = contextvars.ContextVa
 ``kernel.run`` on its own kernel waits for those calls, which the wait-for graph must know."""
 
 
+# -- The async layer ------------------------------------------------------------------------------
 class _KeptScope:
     """A call's cancel scope, in the kernel's ``_scopes`` while it is entered (cancelling the
     call cancels it; ``Kernel._interrupt``) and forgotten as it is left, however it is left."""

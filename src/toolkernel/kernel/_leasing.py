@@ -1,6 +1,7 @@
-"""A kernel's leases: the lease groups calls request in, what each call holds or waits for,
-lease-wait limits, and deadlock breaking. Pure: it acts on lease tables and returns what they
-granted; the scheduler decides what a grant means (it never hears of one through a callback).
+"""What calls hold and wait for: the lease groups calls request in, concurrency slots, the
+wait-for graph and its cycles, and the heap of lease-wait limits. Pure: it acts on lease tables
+and returns what they granted; the scheduler decides what a grant means (it never hears of one
+through a callback).
 
 Every top-level call requests in the kernel's own table. A running call gets a table of its own,
 lazily, for nested calls its leases cover; nested claims outside it go to the kernel's table at a
@@ -38,14 +39,6 @@ __all__ = [
 ]
 
 
-# -- Who waits for whom: the wait-for graph of calls, its cycles, and how a wait is described -----
-# A queued call waits for the calls whose leases (held, or requested earlier) it conflicts with; a
-# running call waits for the nested calls it is awaiting, and for the calls of batches its tool
-# submitted to its own kernel and awaits. Top-level calls alone can never deadlock (a waiting
-# request holds nothing), so every cycle passes through a running call awaiting one of those, and
-# a cycle means nobody in it can ever move. A call waiting for a slot holds its leases but waits
-# for no call in particular: the scheduler runs it in the slot of an awaiting call whose wait
-# reaches it (``slot_waiters_behind``), so it closes no cycle. Pure: it reads the lease tables.
 # -- Concurrency slots: at most ``max_concurrency`` top-level calls run at once. Pure -------------
 # A call takes a slot when its leases are granted; if none is free it waits, holding its leases,
 # and slots go to waiting calls by priority, then in the order their leases were granted. Holding
@@ -118,6 +111,14 @@ class Slots:
         return None
 
 
+# -- Who waits for whom: the wait-for graph of calls, its cycles, and how a wait is described -----
+# A queued call waits for the calls whose leases (held, or requested earlier) it conflicts with; a
+# running call waits for the nested calls it is awaiting, and for the calls of batches its tool
+# submitted to its own kernel and awaits. Top-level calls alone can never deadlock (a waiting
+# request holds nothing), so every cycle passes through a running call awaiting one of those, and
+# a cycle means nobody in it can ever move. A call waiting for a slot holds its leases but waits
+# for no call in particular: the scheduler runs it in the slot of an awaiting call whose wait
+# reaches it (``slot_waiters_behind``), so it closes no cycle. Pure: it reads the lease tables.
 def waits_for(record: CallRecord) -> list[CallRecord]:
     """The calls ``record`` waits for right now (none if it waits for nothing)."""
     group = record.waiting_in
@@ -321,6 +322,7 @@ NESTED_PRIORITY_BOOST = 1_000_000
 """Nested calls are part of a call that already holds leases: they overtake plain waiters."""
 
 
+# -- The leases calls hold and wait for, in the kernel's table and their parents' -----------------
 class Leasing:
     """What the calls of one kernel hold and wait for."""
 
@@ -477,7 +479,7 @@ class Leasing:
         return due
 
     def deadlocked(self) -> Iterator[tuple[CallRecord, list[str]]]:
-        """Watched waits that close a cycle (see ``_waits.deadlocked``)."""
+        """Watched waits that close a cycle (see ``deadlocked``)."""
         watched = self.watched_waits()
         if watched:
             yield from deadlocked(watched)

@@ -3,7 +3,9 @@ reads. Pure: each function builds an exception from toolkernel's hierarchy (``_e
 scheduler puts it in the result, so ``ToolResult.error_type`` can name it and ``error`` is
 ``describe(exc)``, formatted in this one place.
 
-Messages say what happened and what to do next, in words a model can act on.
+Messages say what happened and what to do next, in words a model can act on. Why a call was
+cancelled or skipped travels as a value (``CancelReason``, ``RootCause``) from where it is
+decided to here, where it is put in words.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ class RootCause(NamedTuple):
 _NAMED = (InvalidCallError, InvalidClaimError, DeadlockError, NestingDepthError)
 
 
+# -- What failures say ----------------------------------------------------------------------------
 def describe(exc: BaseException) -> str:
     """The message of a failed call's result: most of toolkernel's own errors speak for
     themselves, the others and a tool's own exceptions are named by their type."""

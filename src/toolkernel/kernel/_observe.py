@@ -1,4 +1,5 @@
-"""Snapshots and statistics of a kernel: immutable values, cheap to compare and print."""
+"""What a kernel tells the world: the :class:`Reporter` that builds events and tallies finished
+calls, and the snapshots and statistics it gives, immutable values cheap to compare and print."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ class Reporter:
         self._finished = 0
         self._contention = ContentionTally()
         # The ``file_accessed`` methods of listeners that are ``FileAccessListener``s (see
-        # ``_listeners``). Called from the worker threads doing the I/O.
+        # ``_events``). Called from the worker threads doing the I/O.
         self.access_listeners: list[Callable[[Any], None]] = []
         # The ``leases_returned`` methods of listeners that are ``LeaseListener``s: told when a
         # call's leases return before its ``CallFinished``.
@@ -227,6 +228,7 @@ KEPT_TIMES = 10_000
 """Wait and run times kept per tool for percentiles (the most recent ones)."""
 
 
+# -- What a snapshot and the statistics say -------------------------------------------------------
 @attrs.frozen
 class CallInfo:
     """One unfinished call in a :class:`KernelSnapshot`."""

@@ -123,7 +123,7 @@ class Batch:
     # order scan stops there (without it, submitting n calls costs O(n^2)).
     last_ready: int = 0
     # Whether any call of this batch waits through ``after=``; only then can holding a call
-    # back for an earlier one close a cycle (see ``_order.holds_back``).
+    # back for an earlier one close a cycle (see ``_scheduler.holds_back``).
     has_deps: bool = False
     # The running call whose tool submitted this batch (``kernel.run`` from inside a tool) and
     # awaits it: the wait-for graph has an edge from it to each of the batch's calls.
@@ -164,15 +164,15 @@ class CallRecord:
     waiting_in: LeaseGroup | None = None
     own_group: LeaseGroup | None = None  # for nested calls covered by this call's leases
     wait_token: int = 0  # its live entry in the scheduler's ``Deadlines``, or 0
-    slot: int = 0  # top-level calls: ``_slots.NO_SLOT``, ``WAITING`` or ``HOLDING``
+    slot: int = 0  # top-level calls: ``_leasing.NO_SLOT``, ``WAITING`` or ``HOLDING``
     started_at: float | None = None
     result: ToolResult | None = None
     has_context: bool = False  # its tool was given a context, to be revoked when its leases go
     cancel_reason: CancelReason | None = None
     root_cause: RootCause | None = None  # skipped: the failure at the head of its chain
     deps_left: set[int] | None = None  # uids of the ``after=`` calls it still waits for
-    # Output passing (``_outputs``): its arguments before the placeholders are filled in, and
-    # the calls whose outputs fill them, by id.
+    # Output passing (``_admission.fill_in``): its arguments before the placeholders are
+    # filled in, and the calls whose outputs fill them, by id.
     unfilled: Any = None
     sources: dict[str, CallRecord] | None = None
     dependents: list[CallRecord] | None = None  # calls waiting for it through ``after=``

@@ -15,15 +15,15 @@ Lifecycle of one call (public states in ``_call.CallState``; the record keeps on
 - *PENDING*: waits for ``after=`` dependencies (a callback, not a task), then before-hooks and
   the permission policy (the async layer runs a short task only if one of them has to await;
   this module interprets what they answer). Within a batch, calls ask for leases in emission
-  order (``_order``).
+  order (``next_requests``, below).
 - *QUEUED*: the request is in the lease table. The call is **not** a task: nothing runs until
   the table grants it, either at once or inside some other call's release. Lease-wait limits
-  are kept in a heap (``_deadlines``); the async layer sleeps until the earliest.
+  are kept in a heap (``_leasing.Deadlines``); the async layer sleeps until the earliest.
 - *RUNNING*: the grant asks the async layer to start the call's task (nested calls run inline
   in their parent's task). The task confirms the call's path keys, runs the tool in a cancel
   scope carrying the run timeout, and reports back.
-- *FINISHED*: ``finish`` is the one way out, whatever happened: it revokes the call's context,
-  releases every lease (granting, and so spawning, whoever is next before anything else can
+- *FINISHED*: ``finish`` is the one way out, whatever happened: it has the call's context
+  revoked, releases every lease (granting, and so spawning, whoever is next before anything else can
   run), records the result, emits ``CallFinished``, wakes whoever waits, and moves dependents on.
 
 The scheduler never calls into the async layer (``_kernel.py``): every operation that changes
@@ -34,6 +34,13 @@ itself, and never changes a record: this module is the only writer of a call's r
 rule), nested calls and a call's going back in line included. Listeners are never called from
 here: events come back as ``TELL`` actions, given once the operation has returned, so a
 listener that cancels or submits calls starts an operation of its own on a settled scheduler.
+
+This module holds, besides the :class:`Scheduler`, the pure rules it decides with that have no
+other user: which ready calls of a batch may ask for their leases (emission order), and what a
+before-hook, the policy or an approver answered. Nested calls (``ctx.call``: admitted like any
+call, run inline in their parent's task, claims its leases cover requested in its own lease
+group) and a granted call's going back in line (its paths changed meaning, or its tool asked to
+hold more) are sections of the scheduler itself.
 
 The way through when nothing is in the way (no hooks, the default policy, nobody listening, the
 leases granted at once) is taken by every call of a large batch, so it is kept short: PENDING
@@ -287,6 +294,7 @@ MAX_REQUEUES = 3
 more) before it fails."""
 
 
+# -- The scheduler --------------------------------------------------------------------------------
 def _limit(own: float | None, tool: Any, name: str, default: float | None) -> float | None:
     if own is not None:
         return own
@@ -380,7 +388,7 @@ class Scheduler:
         # When every call is ready the moment it is admitted (no hooks, the default policy, no
         # after=), the calls ask for their leases in emission order straight away: none can be
         # held back behind an earlier one that has not asked yet, so the batch keeps no list of
-        # who has not (``_order``).
+        # who has not (``next_requests``).
         in_order = (
             not self._has_before_hooks
             and self._policy is allow_all
