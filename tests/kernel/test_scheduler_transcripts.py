@@ -21,7 +21,7 @@ from toolkernel.kernel._call import CallState, Status, ToolCall
 from toolkernel.kernel._leasing import Deadlines
 from toolkernel.kernel._messages import CancelReason, Why
 from toolkernel.kernel._options import KernelOptions
-from toolkernel.kernel._record import CallRecord
+from toolkernel.kernel._record import CallRecord, Stage
 from toolkernel.kernel._scheduler import Scheduler
 from toolkernel.locks import Claim, Path, path, reads, writes
 
@@ -360,3 +360,18 @@ def test_the_scheduler_calls_no_listener_its_events_come_back_in_order_as_action
     assert h.told == [("CallStarted", "w1"), ("CallFinished", "w1")]
     assert h.spawned == ["w1", "x", "w2"]
     assert h.revoked == ["w1"]  # its context, before w2 may run
+
+
+def test_waiting_for_a_slot_is_a_stage_of_its_own() -> None:
+    # One slot: x, granted at admission, waits for it holding its leases (HELD, keys fresh);
+    # w2, granted only when w1 ends, waits for it too (FOR_SLOT), and looks at its keys again.
+    h = Harness().open(max_concurrency=1)
+    records = h.submit(call("w1", "a", "w"), call("w2", "a", "w"), call("x", "b"))
+    w2, x = records["w2"], records["x"]
+    assert (w2.stage, x.stage) == (Stage.QUEUED, Stage.HELD)
+    h.run_to_end(records["w1"])
+    assert (w2.stage, x.stage) == (Stage.FOR_SLOT, Stage.FRESH)  # the freed slot went to x
+    assert w2.state is CallState.QUEUED
+    h.run_to_end(x)
+    assert w2.stage is Stage.GRANTED
+    assert h.spawned == ["w1", "x", "w2"]

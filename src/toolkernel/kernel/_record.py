@@ -41,11 +41,15 @@ class Stage(enum.Enum):
     READY = ("ready", CallState.PENDING)
     """Hooks and policy done: it requests its leases when its turn in its batch comes."""
     QUEUED = ("queued", CallState.QUEUED)
-    """Its request is in a lease table, or, granted after a wait, it waits for a slot."""
+    """Its request is in a lease table."""
     HELD = ("held", CallState.QUEUED)
     """Granted in the step that keyed its claims, it waits for a slot, holding its leases:
     it runs on those keys when it gets one (as between the last look and the I/O, what
     changes meanwhile ``ctx.fs`` refuses), so a long queue is not keyed twice."""
+    FOR_SLOT = ("waiting for a slot", CallState.QUEUED)
+    """Granted its leases after a wait (or in a later step than the one that keyed its
+    claims), it waits for a slot, holding them; its task looks at its keys again when it has
+    one."""
     FRESH = ("fresh", CallState.RUNNING)
     """Granted in the very step that keyed its claims: nothing ran in between, so its keys
     need no second look before its tool starts (``Scheduler.confirm_keys``)."""
@@ -65,15 +69,16 @@ class Stage(enum.Enum):
 
 
 # The members as module globals for the hot paths (see ``_call.PENDING``).
-HOOKED, PENDING, READY, QUEUED, HELD, FRESH, GRANTED, RUNNING, FINISHED = Stage
+HOOKED, PENDING, READY, QUEUED, HELD, FOR_SLOT, FRESH, GRANTED, RUNNING, FINISHED = Stage
 
 # The legal moves from each stage (``Scheduler.move`` checks every move against them).
 MOVES: dict[Stage, frozenset[Stage]] = {
     HOOKED: frozenset({PENDING, FINISHED}),
     PENDING: frozenset({READY, QUEUED, RUNNING, FINISHED}),  # QUEUED, RUNNING: nested calls
-    READY: frozenset({QUEUED, HELD, FRESH, GRANTED, FINISHED}),
-    QUEUED: frozenset({FRESH, GRANTED, RUNNING, FINISHED}),
-    HELD: frozenset({FRESH, FINISHED}),
+    READY: frozenset({QUEUED, HELD, FOR_SLOT, FRESH, GRANTED, FINISHED}),
+    QUEUED: frozenset({FOR_SLOT, FRESH, GRANTED, RUNNING, FINISHED}),
+    HELD: frozenset({FRESH, FINISHED}),  # HELD and FOR_SLOT: it gets a slot, or a lent one
+    FOR_SLOT: frozenset({GRANTED, FINISHED}),
     FRESH: frozenset({RUNNING, QUEUED, FINISHED}),
     GRANTED: frozenset({RUNNING, QUEUED, FINISHED}),  # QUEUED: its keys changed meaning
     RUNNING: frozenset({QUEUED, FINISHED}),  # QUEUED: its tool asked to hold more

@@ -7,7 +7,8 @@ Lifecycle of one call (public states in ``_call.CallState``; the record keeps on
                        │                                        │               │
                        └── rejected / denied / skipped / cancelled / timed out ─┴─► FINISHED
 
-    stages:   HOOKED → PENDING → READY → QUEUED or HELD → FRESH or GRANTED → RUNNING → FINISHED
+    stages:   HOOKED → PENDING → READY → QUEUED → HELD or FOR_SLOT → FRESH or GRANTED → RUNNING
+              (each step but the last may be skipped; any stage may end FINISHED)
 
 - *Admission* (``_admission``): look the tool up, parse and validate the arguments, compute and
   canonicalize the claims, link ``after=`` edges. Every call of a batch is admitted (and its
@@ -92,7 +93,7 @@ from ._admission import (
 )
 from ._call import CANCELLED, ERROR, OK, CallState, Status, ToolCall, ToolResult
 from ._events import CallEvent, CallProgress, CallQueued, CallStarted, KernelListener
-from ._leasing import WAITING, Leasing, Slots
+from ._leasing import Leasing, Slots
 from ._messages import ASKED, OUT_OF_TIME, CancelReason, Why
 from ._observe import KernelSnapshot, KernelStatistics, Reporter
 from ._options import KernelOptions
@@ -108,6 +109,7 @@ from ._policy import (
 from ._protocol import KernelTool
 from ._record import (
     FINISHED,
+    FOR_SLOT,
     FRESH,
     GRANTED,
     HELD,
@@ -654,11 +656,11 @@ class Scheduler:
             fresh = record.batch is self._admitting and record.stage is not QUEUED
             self.move(record, FRESH if fresh else GRANTED, self.now())
             self._out.append((START, record))
-        else:
-            if not waited:  # it holds its leases, and waits for a running call to finish
-                now = self.now()
-                fresh = record.batch is self._admitting
-                self.move(record, HELD if fresh else QUEUED, now)
+        else:  # it holds its leases, and waits for a running call to finish
+            now = self.now()
+            fresh = not waited and record.batch is self._admitting
+            self.move(record, HELD if fresh else FOR_SLOT, now)
+            if not waited:
                 self._blocked(record, now)
                 self._start_wait_clock(record)
             # else its wait limit runs on: it covers the wait for leases and for a slot together
@@ -666,7 +668,7 @@ class Scheduler:
 
     def hand_slot_on(self, record: CallRecord) -> None:
         """``record`` gives up its slot (or its place in line for one)."""
-        if record.slot == WAITING:
+        if record.stage is HELD or record.stage is FOR_SLOT:
             self.leasing.stop_wait_clock(record)
         nxt = self.slots.give_back(record)
         if nxt is not None:
@@ -737,7 +739,7 @@ class Scheduler:
         if record.result is not None or caller.result is not None:
             return NO_ACTIONS
         caller.awaiting = (caller.awaiting or set()) | {record}
-        if record.slot == WAITING:
+        if record.stage is HELD or record.stage is FOR_SLOT:
             self.slots.lend(record)
             self._start_in_slot(record)
         elif record.waiting_in is not None:
@@ -759,7 +761,7 @@ class Scheduler:
             return
         for waiting in self.leasing.watched_waits():
             for record in leasing.slot_waiters_behind(waiting):
-                if record.slot == WAITING:  # not lent already, through another wait
+                if record.stage is HELD or record.stage is FOR_SLOT:  # not lent already
                     self.slots.lend(record)
                     self._start_in_slot(record)
 
