@@ -50,7 +50,7 @@ from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions, check_seconds
 from ._policy import Decision, Permission
 from ._protocol import Environment, KernelTool
-from ._record import FRESH, GRANTED, HOOKED, Batch, CallRecord
+from ._record import FINISHED, FRESH, GRANTED, HOOKED, Batch, CallRecord
 from ._scheduler import Scheduler
 
 __all__ = ["Kernel", "open_kernel_core", "NoPublicConstructor", "TimedEvents", "CallHandle"]
@@ -99,7 +99,7 @@ class CallHandle:
     @property
     def finished(self) -> bool:
         """True once the call has its result."""
-        return self._record.result is not None
+        return self._record.stage is FINISHED
 
     @property
     def result(self) -> ToolResult:
@@ -108,9 +108,10 @@ class CallHandle:
 
         It was a method: ``handle.result()`` still works, with a ``DeprecationWarning``.
         """
-        if self._record.result is None:
+        result = self._record.result
+        if result is None:
             raise RuntimeError(f"call {self.call.id} has not finished")
-        return self._record.result
+        return result
 
     async def wait_finished(self) -> ToolResult:
         """Wait until the call has finished and return its result. Always a checkpoint."""
@@ -368,7 +369,7 @@ class Kernel(metaclass=NoPublicConstructor):
     def _caller(self) -> CallRecord | None:
         """The running call of this kernel whose tool (or a task it started) is submitting."""
         record = _running_call.get()
-        if record is None or record.result is not None:
+        if record is None or record.stage is FINISHED:
             return None
         return record if self._scheduler.is_live(record) else None
 
@@ -536,7 +537,7 @@ class Kernel(metaclass=NoPublicConstructor):
         scope = self._scopes.get(record)
         if scope is not None:
             scope.cancel()  # the task running it unwinds and finishes it
-        elif record.result is None:
+        elif record.stage is not FINISHED:
             # Pending, queued, granted with its task not started yet (the task then finds it
             # finished and does nothing: on asyncio a task cancelled before it starts never
             # runs at all), or a nested call between two steps of its parent's task.
@@ -568,12 +569,12 @@ class Kernel(metaclass=NoPublicConstructor):
 
     async def _wait_finished(self, record: CallRecord) -> ToolResult:
         """For ``CallHandle``: wait until ``record`` has finished."""
-        if record.result is None:
+        if record.stage is not FINISHED:
             caller = self._caller()
             if caller is not None and caller is not record:
                 self._act(self._scheduler.await_handle(caller, record))
             try:
-                if record.result is None:
+                if record.stage is not FINISHED:
                     waiter = self._waiters.get(record)
                     if waiter is None:
                         waiter = self._waiters[record] = anyio.Event()
@@ -636,7 +637,7 @@ class Kernel(metaclass=NoPublicConstructor):
     # -- pre-phase: hooks and policy --------------------------------------------------------------
 
     async def _prephase_task(self, record: CallRecord) -> None:
-        if record.result is not None:
+        if record.stage is FINISHED:
             return  # cancelled before this task began
         try:
             with self._scope(record) as scope:
@@ -644,7 +645,7 @@ class Kernel(metaclass=NoPublicConstructor):
         except BaseException:
             self._fail(record, CANCELLED, messages.cancelled(record.cancel_reason or ASKED))
             raise
-        if record.result is not None:
+        if record.stage is FINISHED:
             return
         if scope.cancelled_caught or not ready:
             self._fail(record, CANCELLED, messages.cancelled(record.cancel_reason or ASKED))
@@ -664,9 +665,9 @@ class Kernel(metaclass=NoPublicConstructor):
                     raise
                 self._fail(record, ERROR, messages.hook_failed("a before-hook", exc))
                 return False
-            if record.result is None:
+            if record.stage is not FINISHED:
                 self._act(scheduler.take_before_answer(record, answer))
-            if record.result is not None:
+            if record.stage is FINISHED:
                 return False
         if record.stage is HOOKED:
             self._act(scheduler.hooks_answered(record))
@@ -692,9 +693,9 @@ class Kernel(metaclass=NoPublicConstructor):
             refusal = messages.approval_timed_out(record.name, decision.reason, limit)
             self._fail(record, Status.DENIED, refusal)
             return False
-        if record.result is None:
+        if record.stage is not FINISHED:
             self._act(scheduler.take_approval(record, decision, answer))
-        return record.result is None
+        return record.stage is not FINISHED
 
     def _fail(self, record: CallRecord, status: Status, exception: BaseException) -> None:
         self._act(self._scheduler.finish_failed(record, status, exception))
@@ -726,9 +727,9 @@ class Kernel(metaclass=NoPublicConstructor):
             successor = await step(successor, True)
 
     async def _run_task(self, record: CallRecord, chain: bool = False) -> CallRecord | None:
-        if record.stage is GRANTED and record.result is None:  # it waited: look at its keys
+        if record.stage is GRANTED and record.stage is not FINISHED:  # it waited: look at its keys
             self._act(self._scheduler.confirm_keys(record))
-        if (record.stage is FRESH or record.stage is GRANTED) and record.result is None:
+        if (record.stage is FRESH or record.stage is GRANTED) and record.stage is not FINISHED:
             # Its keys still mean what they did: run it (straight away without a backend).
             if self._shared is None:
                 return await self._run_granted(record, chain)
@@ -737,7 +738,7 @@ class Kernel(metaclass=NoPublicConstructor):
 
     async def _execute(self, record: CallRecord) -> None:
         """Run a granted call: with shared leases, once the backend granted them too."""
-        if self._shared is None or record.result is not None:
+        if self._shared is None or record.stage is FINISHED:
             await self._run_granted(record)
             return
         claims = self._shared_claims(record)
@@ -787,12 +788,12 @@ class Kernel(metaclass=NoPublicConstructor):
             self._fail(record, ERROR, messages.shared_leases_failed(exc))
             return False
         if grant is not None:
-            if record.result is not None:  # finished meanwhile (its parent ended first)
+            if record.stage is FINISHED:  # finished meanwhile (its parent ended first)
                 backend.release(grant)
                 return False
             self._grants[record] = grant
             return True
-        if record.result is None:
+        if record.stage is not FINISHED:
             if record.cancel_reason is not None:
                 self._fail(record, CANCELLED, messages.cancelled(record.cancel_reason))
             else:
@@ -809,7 +810,7 @@ class Kernel(metaclass=NoPublicConstructor):
         """Run a granted call's tool in this task; release its leases; finish it. With
         ``chain`` (``_run_chain``), return the first call its end started, not spawned."""
         scheduler = self._scheduler
-        if record.result is not None:
+        if record.stage is FINISHED:
             return None  # a nested call cancelled between two steps of its parent
         if record.cancel_reason is not None:  # cancelled between its grant and its start
             self._fail(record, CANCELLED, messages.cancelled(record.cancel_reason))
@@ -820,7 +821,7 @@ class Kernel(metaclass=NoPublicConstructor):
         deadline, actions = scheduler.start(record)
         if actions:
             self._act(actions)  # its CallStarted, in this task, before its tool runs
-        if record.result is not None:
+        if record.stage is FINISHED:
             return None  # a listener of its CallStarted cancelled it: its leases are gone
         call = record.call
         # Positionally: call_id, tool_name, claims, depth, environment, kernel, record.
@@ -843,7 +844,7 @@ class Kernel(metaclass=NoPublicConstructor):
                 raise
             if isinstance(exc, HoldMore) and record.parent is None and not scope.cancel_called:
                 self._act(scheduler.hold_more(record, exc.claims, exc.state))
-                if record.stage is FRESH and record.result is None:
+                if record.stage is FRESH and record.stage is not FINISHED:
                     await self._execute(record)  # it holds them already: run it again
                 return None  # else it is started again when granted, or it failed
             if isinstance(exc, HoldMore):
@@ -865,7 +866,7 @@ class Kernel(metaclass=NoPublicConstructor):
             self._catching = True
             try:
                 self._act(scheduler.release(record))
-                if record.result is None:  # else its parent ended first, while its tool ran on
+                if record.stage is not FINISHED:  # else its parent ended first, its tool ran on
                     result = scheduler.make_result(record, status, output, failure)
                     self._act(scheduler.finish(record, result))
             except BaseException:
@@ -879,11 +880,11 @@ class Kernel(metaclass=NoPublicConstructor):
         self._act(scheduler.release(record))
         if self._grants:
             self._give_shared(record)  # with its local leases, not after its after-hooks
-        if record.result is not None:
+        if record.stage is FINISHED:
             return None  # finished while its tool ran on (its parent ended first)
         result = scheduler.make_result(record, status, output, failure)
         if self._after_hooks:
-            if scheduler.leases_returned(record) and record.result is not None:
+            if scheduler.leases_returned(record) and record.stage is FINISHED:
                 return None  # a listener told cancelled it: its after-hooks are not run
             try:
                 result = await self._after(record, result, deadline)
@@ -929,16 +930,16 @@ class Kernel(metaclass=NoPublicConstructor):
         record, actions = scheduler.admit_nested(parent, name, arguments)
         self._act(actions)
         try:
-            if record.result is None:
+            if record.stage is not FINISHED:
                 with self._scope(record):
                     ready = await self._prephase(record)
-                if ready and record.result is None:
+                if ready and record.stage is not FINISHED:
                     assert record.parent is not None and record.parent.claims is not None
                     inside, outside = split_by_cover(record.parent.claims, record.claims or ())
                     # Outside claims first, so a deadlock is found before holding siblings'.
                     if outside:
                         await self._acquire_nested(record, outside, inside=False)
-                    if record.result is None and (inside or not outside):
+                    if record.stage is not FINISHED and (inside or not outside):
                         await self._acquire_nested(record, inside, inside=True)
                     await self._execute(record)
         finally:
@@ -949,7 +950,7 @@ class Kernel(metaclass=NoPublicConstructor):
 
     async def _acquire_nested(self, record: CallRecord, claims: Any, *, inside: bool) -> None:
         actions = self._scheduler.request_nested(record, claims, inside)
-        if record.waiting_in is None or record.result is not None:
+        if record.waiting_in is None or record.stage is FINISHED:
             self._act(actions)  # granted at once, or failed (a deadlock)
             return
         granted = self._waiters[record] = anyio.Event()

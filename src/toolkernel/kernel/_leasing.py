@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Generic, TypeVar
 
 from ..locks import Claim, LeaseTable, Pool, claims_conflict
-from ._record import CallRecord, LeaseGroup
+from ._record import FINISHED, CallRecord, LeaseGroup
 
 __all__ = [
     "Leasing",
@@ -150,7 +150,7 @@ def deadlocked(
     of calls (``c1 (Edit)``) around it. The caller fails each as it comes: breaking one cycle
     may break others, so each is checked only when reached."""
     for record in sorted(waiting_nested, key=lambda r: -r.uid):
-        if record.waiting_in is None or record.result is not None:
+        if record.waiting_in is None or record.stage is FINISHED:
             continue
         cycle = find_cycle(record)
         if cycle is not None:

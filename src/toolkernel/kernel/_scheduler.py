@@ -397,7 +397,7 @@ class Scheduler:
             and not any(call.after for call in calls)
         )
         records = [self._new_record(call, batch, now, in_order) for call in calls]
-        if awaited_by is not None and awaited_by.result is None:
+        if awaited_by is not None and awaited_by.stage is not FINISHED:
             # A tool waiting for calls of its own kernel: if one of them waits for its leases,
             # a cycle through it is found and broken like a nested call's (``break_wait_cycles``).
             batch.awaited_by = awaited_by
@@ -460,7 +460,7 @@ class Scheduler:
         return self._take()
 
     def _cancel(self, record: CallRecord, reason: CancelReason) -> None:
-        if record.result is not None:
+        if record.stage is FINISHED:
             return
         if record.cancel_reason is None:
             record.cancel_reason = reason
@@ -473,7 +473,7 @@ class Scheduler:
         """The time limit of the batch of ``records`` ran out: each unfinished one is cancelled
         and ends TIMEOUT (``make_result``); the results of those that finished are kept."""
         for record in records:
-            if record.result is None:
+            if record.stage is not FINISHED:
                 record.batch.time_limit = limit
                 self._cancel(record, OUT_OF_TIME)
         return self._take()
@@ -736,7 +736,7 @@ class Scheduler:
         error) and by the slots (``record`` runs in ``caller``'s), but cancelling ``caller``
         leaves ``record`` be. ``stop_awaiting_handle`` ends it."""
         record.handle_waiters += 1
-        if record.result is not None or caller.result is not None:
+        if record.stage is FINISHED or caller.stage is FINISHED:
             return NO_ACTIONS
         caller.awaiting = (caller.awaiting or set()) | {record}
         if record.stage is HELD or record.stage is FOR_SLOT:
@@ -834,7 +834,7 @@ class Scheduler:
         assert parent is not None
         if parent.awaiting is not None:
             parent.awaiting.discard(record)
-        if record.result is None:  # the parent was cancelled while this call waited or ran
+        if record.stage is not FINISHED:  # the parent was cancelled while this call waited or ran
             reason = record.cancel_reason or CancelReason(Why.WITH_PARENT, parent.call.id)
             self.fail(record, CANCELLED, messages.cancelled(reason))
 
@@ -1023,7 +1023,7 @@ class Scheduler:
         """The one way out. Dependents skipped because ``record`` failed are finished in this
         same loop, not by recursion: a chain of thousands of ``after=`` calls whose head fails
         ends in one pass."""
-        if record.result is not None:
+        if record.stage is FINISHED:
             return
         self._settle(record, result)
         done = [record]
@@ -1031,7 +1031,7 @@ class Scheduler:
             record = done.pop()
             result = cast(ToolResult, record.result)
             for dependent in record.dependents or ():
-                if dependent.result is not None:
+                if dependent.stage is FINISHED:
                     continue
                 if result.status is not OK:
                     why = skip(
@@ -1096,7 +1096,7 @@ class Scheduler:
     def expire(self, now: float) -> Sequence[Action]:
         """Fail the calls whose lease wait ran out by ``now``."""
         for record in self.leasing.expired(now):
-            if record.result is None and record.state is CallState.QUEUED:
+            if record.stage is not FINISHED and record.state is CallState.QUEUED:
                 behind = leasing.describe_waits(record, self.max_concurrency)
                 limit = self.wait_timeout(record) or 0
                 error = messages.wait_timed_out(limit, behind)
