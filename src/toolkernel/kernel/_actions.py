@@ -13,11 +13,11 @@ does them, as h11's connection returns the events and bytes its caller must act 
 - ``TIMER``: the earliest lease-wait deadline moved earlier: sleep until the new one.
 - ``REVOKE``: a running call's leases are going (or its run ended, to go back in line): revoke
   what its tool was given (its ``ToolContext``), before anyone else can run on them.
-- ``TELL``: give an event to the listeners (its payload a :class:`Telling`). The async layer
-  gives every event of an operation after the operation has returned, in the order decided,
-  and the events of operations a listener starts after those: a listener that cancels or
-  submits calls starts a new operation on a settled scheduler, never one in the middle of
-  another.
+- ``TELL``: give an event to the listeners (its payload a :class:`Telling`). An operation's
+  events come ahead of its other actions, in the order decided; the async layer gives them
+  once the operation has returned, and the events of operations a listener starts after
+  those: a listener that cancels or submits calls starts a new operation on a settled
+  scheduler, never one in the middle of another.
 
 The async handles (cancel scopes, events) are the async layer's own, kept by it, not on the
 records.
@@ -26,7 +26,7 @@ records.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from ._events import CallEvent
@@ -69,8 +69,10 @@ class Telling(NamedTuple):
     event: CallEvent
 
 
-Action = tuple[Act, "CallRecord | Telling | None"]
-"""What to do, and to which call (None for ``TIMER``; the event for ``TELL``)."""
+Action = tuple[Act, Any]
+"""What to do, and to which call: a ``CallRecord``; None for ``TIMER``, a :class:`Telling` for
+``TELL``. (``Any``, not that union: the async layer takes actions on every call's way through,
+and telling a type checker which it is would cost a call each time.)"""
 
 NO_ACTIONS: list[Action] = []
 """Returned when there is nothing to do (never appended to)."""

@@ -486,23 +486,21 @@ class Kernel(metaclass=NoPublicConstructor):
         after these; what it makes of the actions here (a call it cancelled has no task to
         start) the tasks find, as a task cancelled before it begins does."""
         told = self._told
-        for act, what in actions:
-            if act is TELL:
-                told.append(cast(Telling, what))
-        if told and not self._telling:
-            self._tell()
         for act, record in actions:
-            if act is TELL:
+            if act is TELL:  # the scheduler hands an operation's events over first
+                told.append(record)
                 continue
+            if told and not self._telling:
+                self._tell()
             if act is START:
                 if self._catching and self._caught is None:
-                    self._caught = cast(CallRecord, record)  # the ending call's task runs it
+                    self._caught = record  # the ending call's task runs it
                 else:
                     self._spawn_task(self._run_chain, record, _CALL_TASK_NAME)
             elif act is INTERRUPT:
-                self._interrupt(cast(CallRecord, record))
+                self._interrupt(record)
             elif act is REVOKE:
-                context = self._contexts.pop(cast(CallRecord, record), None)
+                context = self._contexts.pop(record, None)
                 if context is not None:
                     context.close()
             elif act is TIMER:
@@ -513,7 +511,6 @@ class Kernel(metaclass=NoPublicConstructor):
             elif act is PREPHASE:
                 self._spawn_task(self._prephase_task, record, _PREPHASE_TASK_NAME)
             else:  # WAKE
-                record = cast(CallRecord, record)
                 waiter = self._waiters.pop(record, None) if self._waiters else None
                 if waiter is not None:
                     waiter.set()
@@ -521,6 +518,8 @@ class Kernel(metaclass=NoPublicConstructor):
                     done = self._batch_waiters.pop(record.batch, None)
                     if done is not None:
                         done.set()
+        if told and not self._telling:
+            self._tell()
 
     def _tell(self) -> None:
         """Give the events waiting to be given, in order, to the listeners."""

@@ -450,9 +450,8 @@ class Leasing:
     ) -> None:
         del group.records[lease_id]
         records = group.records
-        granted.extend(
-            records[granted_id] for granted_id in group.table.release(lease_id, owner=record)
-        )
+        for granted_id in group.table.release(lease_id, owner=record):
+            granted.append(records[granted_id])
 
     # -- waiting limits and deadlocks ------------------------------------------------------------
 

@@ -320,6 +320,8 @@ class Scheduler:
         self.slots = Slots(options.max_concurrency)
         # What the async layer must do, gathered as decided; each operation hands it over.
         self._out: list[Action] = []
+        # The events decided since then (``TELL``): handed over ahead of the rest, in order.
+        self._told: list[Action] = []
         self.leasing = Leasing(options.pools, clock=clock)
         self.key = key
         self.now = clock
@@ -341,8 +343,14 @@ class Scheduler:
         self._admitting: Batch | None = None  # the batch ``submit`` is admitting, if any
 
     def _take(self) -> Sequence[Action]:
-        """Hand over what was decided since the last hand-over."""
-        out = self._out
+        """Hand over what was decided since the last hand-over: its events first."""
+        out, told = self._out, self._told
+        if told:
+            self._told = []
+            if out:
+                self._out = []
+                return told + out
+            return told
         if not out:
             return NO_ACTIONS
         self._out = []
@@ -945,7 +953,8 @@ class Scheduler:
         if self.report.listeners or record.sinks:
             self.tell(record, CallStarted(record.call.id, record.name, started_at))
         timeout = self.run_timeout(record)
-        return math.inf if timeout is None else started_at + timeout, self._take()
+        actions = self._take() if self._told or self._out else NO_ACTIONS
+        return math.inf if timeout is None else started_at + timeout, actions
 
     def take_after_answer(
         self, record: CallRecord, result: ToolResult, answer: object
@@ -1131,7 +1140,7 @@ class Scheduler:
 
     def tell(self, record: CallRecord, event: CallEvent) -> None:
         """Have the async layer give ``event`` to the listeners once this operation returns."""
-        self._out.append((TELL, Telling(record, event)))
+        self._told.append((TELL, Telling(record, event)))
 
     def _blocked(self, record: CallRecord, now: float) -> None:
         """``record`` waits for leases or a slot: tally it, and say so if anyone listens."""
