@@ -299,11 +299,15 @@ async def profile_one_batch(root: str, count: int) -> str:
         gc.enable()
     rows = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     total = sum(row[2] for row in rows.values())
+    function_calls = sum(row[1] for row in rows.values())
     by_file: dict[str, float] = {}
     for (file, _, _), row in rows.items():
         short = file.split("site-packages/")[-1].split("src/")[-1]
         by_file[short] = by_file.get(short, 0.0) + row[2]
-    lines = [f"  {'own time':>8}  file (cProfile, {count:,} calls, {total:.2f} s in all)"]
+    lines = [
+        f"  {function_calls / count:.0f} Python function calls per call",
+        f"  {'own time':>8}  file (cProfile, {count:,} calls, {total:.2f} s in all)",
+    ]
     for file, seconds in sorted(by_file.items(), key=lambda item: -item[1])[:12]:
         lines.append(f"  {seconds / total:>8.1%}  {file}")
     return "\n".join(lines)
