@@ -98,9 +98,10 @@ class Reporter:
                 record.sinks = tuple(s for s in record.sinks if s is not listener)
                 _log.exception("toolkernel: removed an event listener that raised")
 
-    def blocked(self, record: CallRecord, now: float) -> CallBlocked | None:
-        """``record`` waits for its leases (or a slot): note on what, for the contention
-        statistics; the event saying behind whom, if anyone listens."""
+    def blocked(self, record: CallRecord, now: float) -> tuple[tuple[str, ...], CallBlocked | None]:
+        """``record`` waits for its leases (or a slot): the resources it waits on, spelled for
+        people (the scheduler notes them on the record, for the contention statistics), and
+        the event saying behind whom, if anyone listens."""
         announce = bool(self.listeners or record.sinks)
         claims = record.claims
         behind: list[CallRecord] = []
@@ -113,14 +114,10 @@ class Reporter:
         else:
             behind = leasing.waits_for(record)
             resources = leasing.contested(record, self._max_concurrency, behind)
-        if record.contested is None:
-            record.contested, record.blocked_at = resources, now
-        else:  # waiting again (its paths changed meaning): the first wait's start stands
-            record.contested += tuple(r for r in resources if r not in record.contested)
         if not announce:
-            return None
+            return resources, None
         blockers = tuple(r.call.id for r in behind)
-        return CallBlocked(record.call.id, record.name, now, blockers, resources)
+        return resources, CallBlocked(record.call.id, record.name, now, blockers, resources)
 
     def finished(self, record: CallRecord, result: ToolResult) -> CallFinished | None:
         """Count ``record``'s result; the event saying it finished, if anyone listens."""

@@ -1143,8 +1143,12 @@ class Scheduler:
         self._told.append((TELL, Telling(record, event)))
 
     def _blocked(self, record: CallRecord, now: float) -> None:
-        """``record`` waits for leases or a slot: tally it, and say so if anyone listens."""
-        event = self.report.blocked(record, now)
+        """``record`` waits for leases or a slot: note on what, and say so if anyone listens."""
+        resources, event = self.report.blocked(record, now)
+        if record.contested is None:
+            record.contested, record.blocked_at = resources, now
+        else:  # waiting again (its paths changed meaning): the first wait's start stands
+            record.contested += tuple(r for r in resources if r not in record.contested)
         if event is not None:
             self.tell(record, event)
 
