@@ -16,7 +16,9 @@ docstring describes a call's lifecycle. This module only does what needs an even
   call's claims from the shared backend too before the tool starts, and gives them back when
   its local leases go (see ``_take_shared``).
 
-Its cancel scopes and events are its own, kept here by record; nothing is hung on the records.
+Its cancel scopes, events and the calls' contexts are its own, kept here by record; nothing is
+hung on the records, and it changes none: it asks the scheduler. Here too are what it hands
+out: a submitted call's :class:`CallHandle`, and the events of a timed ``stream``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, NoReturn, Protocol, cast
+from typing import Any, NoReturn, cast
 
 import anyio
 import anyio.abc
@@ -62,14 +64,6 @@ __all__ = ["Kernel", "open_kernel_core", "NoPublicConstructor", "TimedEvents", "
 # ``tool.name``, ``tool.reads``); what waits, acts or computes is a method
 # (``await handle.wait_finished()``, ``handle.cancel()``; ``tool.parameters_schema()``, which
 # writes a fresh schema, and ``tool.claims(arguments, key)``).
-class Waits(Protocol):
-    """What a handle needs of its kernel."""
-
-    async def _wait_finished(self, record: CallRecord) -> ToolResult: ...
-
-    def _cancel_call(self, record: CallRecord) -> None: ...
-
-
 class CallHandle:
     """A submitted call: read its state and result, wait for it, cancel it.
 
@@ -82,7 +76,7 @@ class CallHandle:
 
     __slots__ = ("_kernel", "_record", "call")
 
-    def __init__(self, call: ToolCall, record: CallRecord, kernel: Waits) -> None:
+    def __init__(self, call: ToolCall, record: CallRecord, kernel: Kernel) -> None:
         self.call = call
         """The call as submitted."""
         self._record = record
