@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import toolkernel
 import toolkernel.agent
 import toolkernel.formats
@@ -36,11 +38,6 @@ PROMISED = {
         "open_kernel",
         "Kernel",
         "CallHandle",
-        "CallQueued",
-        "CallBlocked",
-        "CallStarted",
-        "CallProgress",
-        "CallFinished",
         "reads",
         "writes",
         "device",
@@ -51,8 +48,6 @@ PROMISED = {
         "units",
         "Mode",
         "Claim",
-        "LeaseTable",
-        "LockManager",
         "Workspace",
     ],
     toolkernel.locks: [
@@ -126,10 +121,16 @@ PROMISED = {
         "LeaseBackend",
         "Grant",
         "Fence",
-        "FencedOut",
+        "FencedOutError",
         "Rename",
     ],
     toolkernel.kernel: [
+        "CallQueued",
+        "CallBlocked",
+        "CallStarted",
+        "CallProgress",
+        "CallFinished",
+        "HoldMore",
         "ResourceContention",
         "KernelStatistics",
         "ToolStatistics",
@@ -169,14 +170,36 @@ def test_init_modules_only_reexport_each_name_once() -> None:
                     seen.add(alias.name)
             if imports or isinstance(node, ast.If):
                 continue
-            if isinstance(node, ast.FunctionDef):
-                assert node.name == "__getattr__" and lazy, f"{init}: unexpected {node.name}"
+            if isinstance(node, ast.Import):  # the standard library, kept private
+                assert all(a.asname == f"_{a.name}" for a in node.names), f"{init}: public import"
                 continue
-            allowed = (ast.Expr, ast.Assign)  # the docstring, __version__, TYPE_CHECKING
+            if isinstance(node, ast.FunctionDef):
+                assert node.name == "__getattr__" and (lazy or "_MOVED =" in init.read_text()), (
+                    f"{init}: unexpected {node.name}"
+                )
+                continue
+            allowed = (ast.Expr, ast.Assign)  # the docstring, __version__, TYPE_CHECKING, _MOVED
             assert isinstance(node, allowed), f"{init}: unexpected {type(node).__name__}"
         module = importlib.import_module(".".join(init.relative_to(PACKAGE.parent).parent.parts))
         for name in lazy:  # each one served by __getattr__
             assert getattr(module, name) is not None, f"{init}: {name} does not load"
+
+
+def test_the_top_level_is_small() -> None:
+    public = [name for name in vars(toolkernel) if not name.startswith("_")]
+    exported = [n for n in public if not isinstance(getattr(toolkernel, n), type(toolkernel))]
+    assert len(exported) <= 45, sorted(exported)
+
+
+def test_moved_names_still_import_with_a_warning() -> None:
+    for name, (module, attribute) in toolkernel._MOVED.items():  # type: ignore[attr-defined]
+        with pytest.warns(DeprecationWarning, match=module.replace(".", r"\.")):
+            found = getattr(toolkernel, name)
+        assert found is getattr(importlib.import_module(module), attribute)
+    with pytest.warns(DeprecationWarning, match=r"toolkernel\.errors\.FencedOutError"):
+        assert toolkernel.leases.FencedOut is toolkernel.FencedOutError  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        toolkernel.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_version() -> None:
