@@ -23,6 +23,7 @@ from toolkernel._checks import (
     check_priority,
     check_seconds,
 )
+from toolkernel._replay import load_turns, recorded_call
 from toolkernel.agent import Retry, ScriptedModel, Turn, run_agent
 from toolkernel.cli import main
 from toolkernel.errors import CapacityError
@@ -30,7 +31,6 @@ from toolkernel.kernel._options import KernelOptions
 from toolkernel.leases import EtcdLeases, parse_leases
 from toolkernel.leases._service import serve
 from toolkernel.locks import LeaseTable
-from toolkernel.replay import load_turns, recorded_call
 
 SECONDS_RULE = "must be a non-negative number of seconds or None"
 

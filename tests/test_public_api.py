@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import toolkernel
+import toolkernel._replay
 import toolkernel.agent
 import toolkernel.formats
 import toolkernel.formats.anthropic
@@ -93,7 +94,6 @@ PROMISED = {
         "TodosUpdated",
         "AgentEvent",
         "Turn",
-        "DEMO_TURNS",
     ],
     toolkernel.testing: [
         "FakeTool",
@@ -112,7 +112,7 @@ PROMISED = {
     toolkernel.testing.strategies: ["path_spellings", "workspace_paths", "claims", "batches"],
     toolkernel.trace: ["Timeline", "ChromeTrace", "format_statistics"],
     toolkernel.trace.otel: ["ToolCallSpans"],
-    toolkernel.replay: ["load_turns", "compare", "format_table", "timeline_svg"],
+    toolkernel._replay: ["load_turns", "compare", "format_table", "timeline_svg"],
     toolkernel.leases: [
         "open_leases",
         "connect",
@@ -198,6 +198,10 @@ def test_moved_names_still_import_with_a_warning() -> None:
         assert found is getattr(importlib.import_module(module), attribute)
     with pytest.warns(DeprecationWarning, match=r"toolkernel\.errors\.FencedOutError"):
         assert toolkernel.leases.FencedOut is toolkernel.FencedOutError  # type: ignore[attr-defined]
+    with pytest.warns(DeprecationWarning, match="command line"):
+        assert toolkernel.agent.DEMO_TURNS  # type: ignore[attr-defined]
+    with pytest.warns(DeprecationWarning, match="command line"):
+        assert toolkernel.replay.load_turns is toolkernel._replay.load_turns
     with pytest.raises(AttributeError):
         toolkernel.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
 
@@ -210,7 +214,7 @@ def test_importing_toolkernel_loads_the_core_only() -> None:
     code = "import sys, toolkernel; print(' '.join(m for m in sys.modules if m.startswith('tool')))"
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     loaded = set(ran.stdout.split())
-    later = ("shell", "sandbox", "mcp", "integrations", "agent", "formats", "replay", "cli")
+    later = ("shell", "sandbox", "mcp", "integrations", "agent", "formats", "_replay", "cli")
     for name in loaded:
         parts = name.split(".")
         assert not any(part in later for part in parts), f"import toolkernel loads {name}"
