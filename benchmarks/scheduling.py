@@ -7,7 +7,7 @@ that keeps conflicting calls apart and in emission order can be shorter.
 
 a. **kernel** — the real thing: ``toolkernel.open_kernel`` with fake tools that
    ``await trio.sleep(duration)`` and declare the claims the built-in tools declare (table below),
-   on ``trio.testing.MockClock(autojump_threshold=0)`` (``toolkernel.replay.replay_on_kernel``).
+   on ``trio.testing.MockClock(autojump_threshold=0)`` (``toolkernel._replay.replay_on_kernel``).
    Its makespan must equal the critical path on every batch, exactly; each call's start and
    finish are also checked against the critical path, and no two conflicting calls may overlap.
 b. **all-serial** — one call after the other (sum of durations).
@@ -23,10 +23,10 @@ f. **gather everything** — every call at once (makespan = the longest call), a
    frameworks do. Unsafe: *hazards* counts conflicting pairs that overlapped in time.
 
 (b)-(f) are computed from the durations (they are plain formulas); (a) is measured. All of it
-lives in ``toolkernel.replay``, which ``python -m toolkernel replay`` uses too: this script adds
+lives in ``toolkernel._replay``, which ``python -m toolkernel replay`` uses too: this script adds
 the synthetic batches and the checks.
 
-Claims are those the built-in tools declare (the table in ``toolkernel.replay``'s ``_turns``):
+Claims are those the built-in tools declare (the table in ``toolkernel._replay``'s ``_turns``):
 Read shared, Edit/Write/MultiEdit exclusive on ``file_path``; Grep/Glob/LS/ListDir shared on
 ``path``; Bash what ``toolkernel.tools.shell_claims(command)`` says; TodoWrite the ``todo``
 device; WebFetch/WebSearch nothing; any other tool is a barrier, as is a path that can't be keyed
@@ -65,7 +65,7 @@ from collections.abc import Sequence
 from pathlib import Path as FilePath
 from typing import Any, NamedTuple
 
-from toolkernel.replay import (
+from toolkernel._replay import (
     BARRIER,
     KNOWN_TOOLS,
     STRATEGIES,
@@ -78,11 +78,11 @@ from toolkernel.replay import (
     per_tool_medians,
     recorded_call,
 )
-from toolkernel.replay import CAP_MS as CAP_MS
-from toolkernel.replay import coarse as coarse_schedule
-from toolkernel.replay import conflict_matrix as conflict_matrix
-from toolkernel.replay import critical_path as critical_path
-from toolkernel.replay import makespan as makespan
+from toolkernel._replay import CAP_MS as CAP_MS
+from toolkernel._replay import coarse as coarse_schedule
+from toolkernel._replay import conflict_matrix as conflict_matrix
+from toolkernel._replay import critical_path as critical_path
+from toolkernel._replay import makespan as makespan
 
 REPO = FilePath(__file__).resolve().parents[1]
 DEFAULT_TRACES = REPO.parent / "shared" / "data" / "traces" / "claude-code-log.jsonl"

@@ -82,9 +82,9 @@ import trio
 import trio.testing
 
 import toolkernel as tk
+from toolkernel._replay import is_read_only_command
 from toolkernel.kernel._admission import keyed_once
 from toolkernel.locks import Claim, Mode, Path, canonical_claims
-from toolkernel.replay import is_read_only_command
 from toolkernel.tools import Workspace, builtin_tools
 from toolkernel.tools._bash import make_bash_tool
 from toolkernel.tools.shell import _confine, analyse, command_environment

@@ -4,7 +4,7 @@ the moment its block is complete in the streamed answer.
 Every recorded turn of two or more calls is replayed twice through ``toolkernel.agent.run_agent``
 and a real kernel, on trio's ``MockClock``: a ``ScriptedModel`` emits the turn's calls at their
 recorded times, and stand-in tools declare the claims the built-in tools would
-(``toolkernel.replay``) and sleep their recorded durations. *Whole* (``stream=False``) runs
+(``toolkernel._replay``) and sleep their recorded durations. *Whole* (``stream=False``) runs
 every call once the answer is finished; *streamed* (``stream=True``) submits each call when its
 block is complete, conflicting calls still in emission order. A turn's time runs from the
 request to the last result (when the loop would ask the model again): the model's answer plus
@@ -56,8 +56,8 @@ import trio.testing
 from normalize_sessions import entire, spotter
 
 import toolkernel as tk
+from toolkernel._replay import RecordedTurn, capped, per_tool_medians, recorded_call
 from toolkernel.agent import ScriptedModel, Turn, run_agent
-from toolkernel.replay import RecordedTurn, capped, per_tool_medians, recorded_call
 
 REPO = FilePath(__file__).resolve().parents[1]
 SHARED_TRACES = REPO.parent / "shared" / "data" / "traces"

@@ -1,7 +1,7 @@
 """Two agents on one working tree: the same recorded turns replayed by two processes at once,
 sharing leases through a lease service, against the same two agents one after the other.
 
-Each agent is a process with its own kernel (``toolkernel.replay._agents``), on the real clock:
+Each agent is a process with its own kernel (``toolkernel._replay._agents``), on the real clock:
 every call holds the claims its recorded tool would for its recorded duration (capped at 30 s)
 times ``--scale``, and every ``Write``/``Edit``/``MultiEdit`` really edits its file (read, wait,
 write back with a line added). Both agents replay the same turns, so they want the same files in
@@ -19,7 +19,7 @@ import argparse
 import pathlib
 import sys
 
-from toolkernel.replay._agents import replay_agents
+from toolkernel._replay._agents import replay_agents
 
 HERE = pathlib.Path(__file__).resolve().parent
 TRACE = HERE.parent.parent / "shared" / "data" / "traces" / "claude-code-log.jsonl"

@@ -77,7 +77,7 @@ def failing(
     def work() -> object:
         try:
             return parse(arguments)
-        except tk.InvalidArgumentsError as exc:
+        except tk.errors.InvalidArgumentsError as exc:
             return exc
 
     return work
@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     for name, what, arguments in INVALID:
         work = failing(tools[name].parse_arguments, arguments)
-        assert isinstance(work(), tk.InvalidArgumentsError), (name, what)
+        assert isinstance(work(), tk.errors.InvalidArgumentsError), (name, what)
         cases.append((f"{name}, invalid: {what}", work, lambda a=arguments: dict(a)))
 
     best: dict[str, tuple[float, float]] = {}

@@ -44,12 +44,12 @@ async def main() -> None:
 
         def show(event: tk.CallEvent) -> None:
             at = f"{loop.time() - began:4.1f}s"
-            if isinstance(event, tk.CallStarted):
+            if isinstance(event, tk.kernel.CallStarted):
                 print(f"{at}  start   {event.call_id} ({event.name})")
-            elif isinstance(event, tk.CallBlocked):
+            elif isinstance(event, tk.kernel.CallBlocked):
                 behind = ", ".join(event.waits_for) or ", ".join(event.resources)
                 print(f"{at}  waits   {event.call_id} behind {behind}")
-            elif isinstance(event, tk.CallFinished):
+            elif isinstance(event, tk.kernel.CallFinished):
                 text = event.result.text().splitlines()[0] if event.result.text() else ""
                 print(f"{at}  {event.result.status.value:<7} {event.call_id}: {text[:60]}")
 

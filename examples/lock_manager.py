@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 import trio
 
-from toolkernel import Claim, LockManager, pool, reads, units, writes
+from toolkernel import Claim, pool, reads, units, writes
+from toolkernel.locks import LockManager
 
 TICK = 0.1  # seconds; every delay below is a whole number of ticks
 NETWORK = pool("network")

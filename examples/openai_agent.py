@@ -68,9 +68,9 @@ def show(event: AgentEvent) -> None:
         print(f"  model error ({event.error}); retry {event.attempt} in {event.delay:.2f} s")
     elif isinstance(event, TodosUpdated):
         print(f"  todos: {[(t['content'], t['status']) for t in event.todos]}")
-    elif isinstance(event, tk.CallStarted):
+    elif isinstance(event, tk.kernel.CallStarted):
         print(f"  {event.call_id} started")
-    elif isinstance(event, tk.CallFinished):
+    elif isinstance(event, tk.kernel.CallFinished):
         print(f"  {event.call_id} {event.result.status.value}: {event.result.text()[:50]!r}")
 
 

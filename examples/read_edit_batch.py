@@ -91,12 +91,12 @@ def coarse_makespan() -> float:
 
 async def main() -> None:
     SECONDS.update((call_id, seconds) for call_id, _, _, seconds in BATCH)
-    blocked: dict[str, tk.CallBlocked] = {}
+    blocked: dict[str, tk.kernel.CallBlocked] = {}
 
     async with tk.open_kernel(tools=[Read, Edit, Grep]) as kernel:
 
         def note_blocked(event: tk.CallEvent) -> None:
-            if isinstance(event, tk.CallBlocked):
+            if isinstance(event, tk.kernel.CallBlocked):
                 blocked.setdefault(event.call_id, event)
 
         kernel.add_listener(note_blocked)

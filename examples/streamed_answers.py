@@ -44,8 +44,8 @@ async def main() -> None:
             start = trio.current_time()
 
             def log(event: object, start: float = start) -> None:
-                if isinstance(event, tk.CallStarted | tk.CallFinished):
-                    what = "starts" if isinstance(event, tk.CallStarted) else "finishes"
+                if isinstance(event, tk.kernel.CallStarted | tk.kernel.CallFinished):
+                    what = "starts" if isinstance(event, tk.kernel.CallStarted) else "finishes"
                     print(f"  {trio.current_time() - start:4g} s  {event.call_id} {what}")
 
             await run_agent(

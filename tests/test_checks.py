@@ -15,7 +15,7 @@ import attrs
 import pytest
 
 import toolkernel as tk
-from toolkernel import CapacityError, InvalidClaimError
+from toolkernel import InvalidClaimError
 from toolkernel._checks import (
     check_capacity,
     check_count,
@@ -23,13 +23,14 @@ from toolkernel._checks import (
     check_priority,
     check_seconds,
 )
+from toolkernel._replay import load_turns, recorded_call
 from toolkernel.agent import Retry, ScriptedModel, Turn, run_agent
 from toolkernel.cli import main
+from toolkernel.errors import CapacityError
 from toolkernel.kernel._options import KernelOptions
 from toolkernel.leases import EtcdLeases, parse_leases
 from toolkernel.leases._service import serve
 from toolkernel.locks import LeaseTable
-from toolkernel.replay import load_turns, recorded_call
 
 SECONDS_RULE = "must be a non-negative number of seconds or None"
 

@@ -2,7 +2,7 @@
 
 import re
 
-import toolkernel
+import toolkernel.errors
 import toolkernel.kernel
 from toolkernel import _errors
 
@@ -32,6 +32,7 @@ def _real() -> dict[str, tuple[str | None, tuple[str, ...]]]:
     real: dict[str, tuple[str | None, tuple[str, ...]]] = {}
     for name in _errors.__all__:
         cls = getattr(_errors, name)
+        assert cls.__name__ == name, f"{name} is an alias of {cls.__name__}, not a class"
         ours = [b for b in cls.__bases__ if issubclass(b, _errors.ToolkernelError)]
         assert len(ours) <= 1, f"{name} has more than one parent in the tree"
         others = tuple(b.__name__ for b in cls.__bases__ if b not in ours)
@@ -45,14 +46,30 @@ def test_the_drawn_tree_is_the_class_hierarchy() -> None:
 
 def test_every_exception_class_is_in_the_tree() -> None:
     defined = {
-        name
-        for name, value in vars(_errors).items()
+        value.__name__
+        for value in vars(_errors).values()
         if isinstance(value, type) and issubclass(value, BaseException)
     }
     assert defined == set(_errors.__all__) == set(_drawn())
 
 
+def test_a_handful_of_bases_under_the_root() -> None:
+    """Call outcomes and mistakes in the code that uses the kernel under a base each."""
+    children = {cls.__name__ for cls in _errors.ToolkernelError.__subclasses__()}
+    assert children == {"CallFailedError", "UsageError", "ModelError"}
+
+
+def test_hold_more_is_outside_exception() -> None:
+    """A signal to the kernel: a tool's ``except Exception`` must not swallow it."""
+    assert not issubclass(_errors.HoldMore, Exception)
+    assert issubclass(_errors.HoldMore, BaseException)
+
+
+def test_the_old_name_of_fenced_out_is_an_alias() -> None:
+    assert _errors.FencedOut is _errors.FencedOutError
+
+
 def test_every_exception_is_public() -> None:
-    public = (toolkernel, toolkernel.kernel)  # HoldMore is the kernel's, not a failure
-    missing = [n for n in _errors.__all__ if not any(hasattr(m, n) for m in public)]
+    missing = [n for n in _errors.__all__ if n not in vars(toolkernel.errors)]
     assert not missing
+    assert toolkernel.kernel.HoldMore is _errors.HoldMore  # the kernel's, not a failure

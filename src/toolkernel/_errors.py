@@ -4,46 +4,55 @@ Each exception subclasses the builtin it refines, so code that catches the built
 ``InvalidClaimError`` is a ``ValueError``, ``UndeclaredAccessError`` a ``PermissionError``.
 Messages are lower-case and name the rule and the object they are about.
 
-The hierarchy, with the builtins each class refines in brackets::
+The hierarchy, with the builtins each class refines in brackets. Under ``ToolkernelError`` are
+two bases: ``CallFailedError``, what a call's result can carry (a model's or a caller's call
+that could not do its work), and ``UsageError``, a mistake in the code using the kernel (a tool
+or a claim declared wrongly, a lease released twice, work submitted to a closed kernel)::
 
     * ToolkernelError (Exception)
-      x InvalidClaimError (ValueError) - a bad claim, path, mode, unit count or pool name
-        + PathEscapeError
-        + CapacityError
-        + UnknownPoolError (LookupError)
-      x LeaseReleaseError (RuntimeError) - a lease released twice or never held
-        + ForeignLeaseError
-      x FencedOut (PermissionError) - a write refused: its grant is no longer held
-      x LeaseServiceError (ConnectionError) - the shared lease service failed a request
-      x InvalidCallError (ValueError) - a call that can't be admitted as written
-        + UnknownToolError (LookupError)
-        + InvalidArgumentsError (TypeError)
-        + DependencyCycleError
-      x DeadlockError (RuntimeError)
-      x NestingDepthError (RecursionError)
-      x UndeclaredAccessError (PermissionError)
-      x PathChangedError (OSError)
-      x CallEndedError (RuntimeError)
-      x ToolDeclarationError (TypeError, ValueError) - raised when a tool is declared
-      x PermissionDeniedError (PermissionError) - the policy, the approver or a hook said no
-        + ApprovalRequiredError
-        + ApprovalTimeoutError (TimeoutError)
-      x HookError (RuntimeError) - a user's hook, policy or approver failed
-      x CallTimeoutError (TimeoutError)
-        + LeaseWaitTimeoutError
-        + RunTimeoutError
-      x CallCancelledError
-      x DependencyFailedError
-      x ToolError - raised by a tool to fail its call with a message for the model
-        + StaleViewError - a write from a view of the file that is out of date
-        + MCPToolError
-        + MCPServerGoneError (ConnectionError)
-      x IllegalTransitionError (RuntimeError)
-      x KernelClosedError (RuntimeError)
-      x SchemaError (ValueError)
-      x ModelError (RuntimeError)
-      x ShellRulesError (ValueError)
-      x HoldMore - not a failure: a running tool asks to hold more
+      x CallFailedError - what a call's result can carry (``ToolResult.error_type``)
+        + InvalidCallError (ValueError) - a call that can't be admitted as written
+          + UnknownToolError (LookupError)
+          + InvalidArgumentsError (TypeError)
+          + DependencyCycleError
+        + DeadlockError (RuntimeError)
+        + NestingDepthError (RecursionError)
+        + UndeclaredAccessError (PermissionError)
+        + PathChangedError (OSError)
+        + FencedOutError (PermissionError) - a write refused: its grant is no longer held
+        + LeaseServiceError (ConnectionError) - the shared lease service failed a request
+        + PermissionDeniedError (PermissionError) - the policy, the approver or a hook said no
+          + ApprovalRequiredError
+          + ApprovalTimeoutError (TimeoutError)
+        + HookError (RuntimeError) - a user's hook, policy or approver failed
+        + CallTimeoutError (TimeoutError)
+          + LeaseWaitTimeoutError
+          + RunTimeoutError
+        + CallCancelledError
+        + DependencyFailedError
+        + ToolError - raised by a tool to fail its call with a message for the model
+          + StaleViewError - a write from a view of the file that is out of date
+          + MCPToolError
+          + MCPServerGoneError (ConnectionError)
+      x UsageError - a mistake in the code that uses the kernel
+        + InvalidClaimError (ValueError) - a bad claim, path, mode, unit count or pool name
+          + PathEscapeError
+          + CapacityError
+          + UnknownPoolError (LookupError)
+        + LeaseReleaseError (RuntimeError) - a lease released twice or never held
+          + ForeignLeaseError
+        + CallEndedError (RuntimeError)
+        + ToolDeclarationError (TypeError, ValueError) - raised when a tool is declared
+        + IllegalTransitionError (RuntimeError)
+        + KernelClosedError (RuntimeError)
+        + SchemaError (ValueError)
+        + ShellRulesError (ValueError)
+      x ModelError (RuntimeError) - a request to a model failed
+    * HoldMore (BaseException) - not a failure: a running tool asks to hold more
+
+``HoldMore`` is a signal to the kernel, not an error: like trio's ``Cancelled`` it derives from
+``BaseException`` so that a tool's ``except Exception`` can't swallow it. ``FencedOut``, its
+old name, stays an alias of ``FencedOutError``.
 
 Most of these are never raised out of ``Kernel.run``: a call that fails ends with a result whose
 ``error_type`` names the class (section "how a call can fail" below). They are raised to the
@@ -55,13 +64,15 @@ from __future__ import annotations
 
 __all__ = [
     "ToolkernelError",
+    "CallFailedError",
+    "UsageError",
     "InvalidClaimError",
     "PathEscapeError",
     "CapacityError",
     "UnknownPoolError",
     "LeaseReleaseError",
     "ForeignLeaseError",
-    "FencedOut",
+    "FencedOutError",
     "LeaseServiceError",
     "InvalidCallError",
     "UnknownToolError",
@@ -99,10 +110,20 @@ class ToolkernelError(Exception):
     """Base class of every error toolkernel raises on purpose."""
 
 
+class CallFailedError(ToolkernelError):
+    """Base class of what a call's result can carry: the call could not do its work (it was
+    refused, timed out, cancelled, or its tool failed). ``ToolResult.error_type`` names one."""
+
+
+class UsageError(ToolkernelError):
+    """Base class of the mistakes in the code that uses the kernel: a tool or a claim declared
+    wrongly, a lease released twice, work submitted to a closed kernel. Fix the code."""
+
+
 # -- claims and leases -----------------------------------------------------------------------
 
 
-class InvalidClaimError(ToolkernelError, ValueError):
+class InvalidClaimError(UsageError, ValueError):
     """A claim or a resource name breaks a rule (bad path, bad mode, bad unit count)."""
 
 
@@ -119,7 +140,7 @@ class UnknownPoolError(InvalidClaimError, LookupError):
     """A claim names a pool whose capacity was never set."""
 
 
-class LeaseReleaseError(ToolkernelError, RuntimeError):
+class LeaseReleaseError(UsageError, RuntimeError):
     """A lease was released twice, or a release named a lease that is not held or waiting."""
 
 
@@ -127,13 +148,17 @@ class ForeignLeaseError(LeaseReleaseError):
     """A lease was released by someone other than its owner, or through the wrong manager."""
 
 
-class FencedOut(ToolkernelError, PermissionError):
+class FencedOutError(CallFailedError, PermissionError):
     """A write was refused because the grant it was made under is no longer held (its holder's
     connection was lost, or its heartbeat fell silent past its TTL, and the leases may have gone
     to another); the change was not made visible."""
 
 
-class LeaseServiceError(ToolkernelError, ConnectionError):
+# The old name, kept for one release (the public modules warn on it; see CHANGELOG).
+FencedOut = FencedOutError
+
+
+class LeaseServiceError(CallFailedError, ConnectionError):
     """Leases could not be taken from the backend shared with other processes (the lease
     service or etcd unreachable, its connection lost, a request it refused): the call fails,
     nothing is held."""
@@ -142,7 +167,7 @@ class LeaseServiceError(ToolkernelError, ConnectionError):
 # -- calls and tools -------------------------------------------------------------------------
 
 
-class InvalidCallError(ToolkernelError, ValueError):
+class InvalidCallError(CallFailedError, ValueError):
     """A tool call cannot be admitted (duplicate id, unknown dependency, ...)."""
 
 
@@ -158,28 +183,28 @@ class DependencyCycleError(InvalidCallError):
     """Calls wait for each other through ``after=``."""
 
 
-class DeadlockError(ToolkernelError, RuntimeError):
+class DeadlockError(CallFailedError, RuntimeError):
     """A nested call would wait, through leases, for a call that is waiting for it."""
 
 
-class NestingDepthError(ToolkernelError, RecursionError):
+class NestingDepthError(CallFailedError, RecursionError):
     """Nested calls went deeper than the kernel allows."""
 
 
-class UndeclaredAccessError(ToolkernelError, PermissionError):
+class UndeclaredAccessError(CallFailedError, PermissionError):
     """A tool touched a resource that its call did not declare (or declared only for reading)."""
 
 
-class PathChangedError(ToolkernelError, OSError):
+class PathChangedError(CallFailedError, OSError):
     """A path changed meaning under a call (a directory swapped for a symbolic link, a rename)
     between the moment it was checked and the moment it was used; nothing was touched."""
 
 
-class CallEndedError(ToolkernelError, RuntimeError):
+class CallEndedError(UsageError, RuntimeError):
     """A tool used its context (``ctx.fs``, ``ctx.call``) after its call had ended."""
 
 
-class ToolDeclarationError(ToolkernelError, TypeError, ValueError):
+class ToolDeclarationError(UsageError, TypeError, ValueError):
     """A tool is declared wrongly: no context parameter, a plain ``def``, claims that name
     arguments it does not have, a bad option (a ``TypeError`` or a ``ValueError``, as the mistake
     is one of type or of value). Raised when the tool is declared, not when a model calls it."""
@@ -188,7 +213,7 @@ class ToolDeclarationError(ToolkernelError, TypeError, ValueError):
 # -- how a call can fail (``ToolResult.error_type`` names one of these, or the tool's own) ------
 
 
-class PermissionDeniedError(ToolkernelError, PermissionError):
+class PermissionDeniedError(CallFailedError, PermissionError):
     """The permission policy, the approver or a before-hook refused the call."""
 
 
@@ -200,11 +225,11 @@ class ApprovalTimeoutError(PermissionDeniedError, TimeoutError):
     """The policy asked for approval and none came in time."""
 
 
-class HookError(ToolkernelError, RuntimeError):
+class HookError(CallFailedError, RuntimeError):
     """A before-hook, after-hook, policy or approver raised, or answered with the wrong type."""
 
 
-class CallTimeoutError(ToolkernelError, TimeoutError):
+class CallTimeoutError(CallFailedError, TimeoutError):
     """A call took longer than it was allowed."""
 
 
@@ -216,15 +241,15 @@ class RunTimeoutError(CallTimeoutError):
     """A call ran longer than its run timeout."""
 
 
-class CallCancelledError(ToolkernelError):
+class CallCancelledError(CallFailedError):
     """A call was cancelled: by itself, its batch, its parent call, or the kernel closing."""
 
 
-class DependencyFailedError(ToolkernelError):
+class DependencyFailedError(CallFailedError):
     """A call it had to wait for through ``after=`` did not succeed, so it was skipped."""
 
 
-class ToolError(ToolkernelError):
+class ToolError(CallFailedError):
     """Raised by a tool to fail its call with a message meant for the model, without a traceback."""
 
 
@@ -238,18 +263,18 @@ class StaleViewError(ToolError):
         self.rule = rule
 
 
-class IllegalTransitionError(ToolkernelError, RuntimeError):
+class IllegalTransitionError(UsageError, RuntimeError):
     """A call's lifecycle was asked to make a move its transition table does not allow."""
 
 
-class KernelClosedError(ToolkernelError, RuntimeError):
+class KernelClosedError(UsageError, RuntimeError):
     """Work was submitted to a kernel that is closing or closed."""
 
 
 # -- integrations ----------------------------------------------------------------------------
 
 
-class SchemaError(ToolkernelError, ValueError):
+class SchemaError(UsageError, ValueError):
     """A tool's parameters can't be written in a wire format's schema dialect (OpenAI's strict
     mode has no free-form objects, for instance). Raised when the tools are exported."""
 
@@ -286,14 +311,14 @@ class MCPServerGoneError(ToolError, ConnectionError):
     with this, and so does every later call of its tools."""
 
 
-class ShellRulesError(ToolkernelError, ValueError):
+class ShellRulesError(UsageError, ValueError):
     """A table of shell rules that can't be understood; the message names the rule and field."""
 
 
 # -- not a failure --------------------------------------------------------------------------
 
 
-class HoldMore(ToolkernelError):
+class HoldMore(BaseException):
     """Raised by a running tool that learns it must hold more than its call claimed: the kernel
     puts the call back in line, in its place (it holds nothing while it waits, so no deadlock),
     and runs the tool again once the call holds ``claims`` as well as what it held. The tool

@@ -240,7 +240,7 @@ async def test_cancelling_the_loops_scope_stops_it_with_every_call_answered() ->
     scope = anyio.CancelScope()
 
     def cancel_when_forever_starts(event: AgentEvent) -> None:
-        if isinstance(event, tk.CallStarted) and event.name == "forever":
+        if isinstance(event, tk.kernel.CallStarted) and event.name == "forever":
             scope.cancel()
 
     model = ScriptedModel(
@@ -264,7 +264,7 @@ async def test_cancellation_from_the_callers_own_scope_propagates() -> None:
         with anyio.CancelScope() as outer:
 
             def cancel(event: AgentEvent) -> None:
-                if isinstance(event, tk.CallStarted):
+                if isinstance(event, tk.kernel.CallStarted):
                     outer.cancel()
 
             await run_agent(model, kernel, "go", on_event=cancel)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from toolkernel.agent import DEMO_TURNS, ModelError, ScriptedModel, Turn
+from toolkernel.agent import ModelError, ScriptedModel, Turn
+from toolkernel.agent._demo_turns import DEMO_TURNS
 from toolkernel.agent._model import assistant_message
 from toolkernel.formats import openai
 from toolkernel.formats._names import NameMap

@@ -57,7 +57,9 @@ class Timeline:
 
     def statuses(self) -> dict[str, tk.Status]:
         return {
-            e.call_id: e.result.status for _, e in self.events if isinstance(e, tk.CallFinished)
+            e.call_id: e.result.status
+            for _, e in self.events
+            if isinstance(e, tk.kernel.CallFinished)
         }
 
 
@@ -66,7 +68,7 @@ async def run(turns: Sequence[Turn], *, stream: bool, **options: Any) -> tuple[A
         timeline = Timeline()
         kernel.add_listener(timeline)
         outcome = await run_agent(ScriptedModel(turns), kernel, "go", stream=stream, **options)
-        assert kernel.snapshot() == tk.KernelSnapshot((), (), ())  # nothing left behind
+        assert kernel.snapshot() == tk.kernel.KernelSnapshot((), (), ())  # nothing left behind
     return outcome, timeline
 
 
@@ -83,8 +85,8 @@ async def test_calls_start_as_their_blocks_complete_and_conflicting_ones_keep_em
     outcome, timeline = await run([ANSWER], stream=True)
     # a starts at once; b, emitted after a, waits for it although a was submitted alone; c on
     # another file starts when its block is complete.
-    assert timeline.times(tk.CallStarted) == {"a": 1.0, "b": 6.0, "c": 3.0}
-    assert timeline.times(tk.CallFinished) == {"a": 6.0, "c": 4.0, "b": 7.0}
+    assert timeline.times(tk.kernel.CallStarted) == {"a": 1.0, "b": 6.0, "c": 3.0}
+    assert timeline.times(tk.kernel.CallFinished) == {"a": 6.0, "c": 4.0, "b": 7.0}
     assert outcome.stop_reason == "completed"
 
 
@@ -92,8 +94,10 @@ async def test_waiting_for_the_whole_answer_starts_every_call_when_it_ends(
     autojump_clock: object,
 ) -> None:
     _, timeline = await run([ANSWER], stream=False)
-    assert timeline.times(tk.CallStarted) == {"a": 3.0, "c": 3.0, "b": 8.0}
-    assert max(timeline.times(tk.CallFinished).values()) == 9.0  # two seconds more than streamed
+    assert timeline.times(tk.kernel.CallStarted) == {"a": 3.0, "c": 3.0, "b": 8.0}
+    assert (
+        max(timeline.times(tk.kernel.CallFinished).values()) == 9.0
+    )  # two seconds more than streamed
 
 
 async def test_a_streamed_run_records_the_same_conversation_as_a_whole_one(
@@ -132,7 +136,7 @@ async def test_the_answers_go_back_once_the_answer_is_finished_and_all_its_calls
         )
     replied = [(t, e) for t, e in events if isinstance(e, ModelReplied)]
     assert replied[0] == (3.0, ModelReplied(1, ANSWER.says, ANSWER.calls))
-    first_queued = next(t for t, e in events if isinstance(e, tk.CallQueued))
+    first_queued = next(t for t, e in events if isinstance(e, tk.kernel.CallQueued))
     assert first_queued == 1.0  # the kernel's events come through on_event as they happen
     # The second request was made at 7 s, when the last call (b) had finished, with all three
     # answers in call order.
@@ -163,8 +167,8 @@ async def test_a_stream_cut_mid_answer_cancels_the_calls_it_started_before_tryin
         "r": tk.Status.OK,
         "a2": tk.Status.OK,
     }
-    assert timeline.times(tk.CallFinished)["a"] == 3.0
-    assert timeline.times(tk.CallStarted)["a2"] == 5.0
+    assert timeline.times(tk.kernel.CallFinished)["a"] == 3.0
+    assert timeline.times(tk.kernel.CallStarted)["a2"] == 5.0
     assert [(e.attempt, e.delay) for e in events if isinstance(e, ModelRetrying)] == [(2, 1.0)]
     # The model never sees the broken answer: the conversation holds the new one only.
     (step, _) = outcome.steps
@@ -360,7 +364,7 @@ async def test_a_call_waiting_for_an_output_holds_back_the_calls_after_it_not_th
     # The answer was read to its end at 4 s while c2 waited for c1's output (until 11 s); c3
     # and c4 were held back behind c2, in order, and submitted with it.
     assert next(t for t, e in events if isinstance(e, ModelReplied)) == 4.0
-    assert timeline.times(tk.CallStarted) == {"c1": 1.0, "c2": 11.0, "c3": 11.0, "c4": 11.0}
+    assert timeline.times(tk.kernel.CallStarted) == {"c1": 1.0, "c2": 11.0, "c3": 11.0, "c4": 11.0}
     assert [r.status for r in outcome.steps[0].results] == [tk.Status.OK] * 4
     assert outcome.steps[0].results[1].output.startswith("after ")
 

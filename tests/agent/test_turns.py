@@ -5,7 +5,8 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from toolkernel.agent import DEMO_TURNS, Turn
+from toolkernel.agent import Turn
+from toolkernel.agent._demo_turns import DEMO_TURNS
 from toolkernel.kernel import ToolCall
 from toolkernel.tools import builtin_tools
 

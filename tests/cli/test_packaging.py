@@ -30,7 +30,7 @@ REAL_PACKAGES = {
     "toolkernel.leases",
     "toolkernel.locks",
     "toolkernel.mcp",
-    "toolkernel.replay",
+    "toolkernel._replay",
     "toolkernel.sandbox",
     "toolkernel.testing",
     "toolkernel.tools",

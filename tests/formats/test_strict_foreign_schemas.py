@@ -100,7 +100,9 @@ def test_a_tool_without_arguments_exports_strict_as_an_empty_object(
 
 
 def test_an_explicitly_open_root_object_still_cannot_be_strict() -> None:
-    with pytest.raises(tk.SchemaError, match="its parameters is an object with free-form keys"):
+    with pytest.raises(
+        tk.errors.SchemaError, match="its parameters is an object with free-form keys"
+    ):
         strict_parameters(SchemaTool("open", {"type": "object", "additionalProperties": True}))
 
 

@@ -193,7 +193,9 @@ async def pair(ctx: tk.ToolContext, point: tuple[int, int]) -> str:
 def test_what_strict_mode_cannot_say_raises_a_schema_error_naming_tool_and_property(
     tool: tk.Tool, why: str
 ) -> None:
-    with pytest.raises(tk.SchemaError, match=f"tool '{tool.name}' can't be exported in strict"):
+    with pytest.raises(
+        tk.errors.SchemaError, match=f"tool '{tool.name}' can't be exported in strict"
+    ):
         openai.chat_tools([tool], strict=True)
     with pytest.raises(ValueError, match=why):
         openai.responses_tools([tool], strict=True)

@@ -47,7 +47,9 @@ async def check_cancelled_while_threaded(
     async with tk.open_kernel(builtin_tools(), root=root) as kernel:
         finished: list[tk.ToolResult] = []
         kernel.add_listener(
-            lambda event: finished.append(event.result) if type(event) is tk.CallFinished else None
+            lambda event: (
+                finished.append(event.result) if type(event) is tk.kernel.CallFinished else None
+            )
         )
         task = asyncio.ensure_future(run(kernel))
         assert await asyncio.to_thread(tool.started.wait, 10)

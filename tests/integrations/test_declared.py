@@ -142,7 +142,7 @@ async def queued_claims(
     found: list[frozenset[tk.Claim]] = []
 
     def heard(event: Any) -> None:
-        if isinstance(event, tk.CallQueued):
+        if isinstance(event, tk.kernel.CallQueued):
             found.append(frozenset(event.claims))
 
     async with tk.open_kernel(root=root) as kernel:

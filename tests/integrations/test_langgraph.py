@@ -131,7 +131,7 @@ class Finished:
         kernel.add_listener(self.heard)
 
     def heard(self, event: tk.CallEvent) -> None:
-        if isinstance(event, tk.CallFinished):
+        if isinstance(event, tk.kernel.CallFinished):
             self.total += 1
             self.changed.set()
 
@@ -528,7 +528,7 @@ async def test_a_cancelled_run_returns_its_leases() -> None:
     both_finished = asyncio.Event()
 
     def listen(event: tk.CallEvent) -> None:
-        if isinstance(event, tk.CallFinished):
+        if isinstance(event, tk.kernel.CallFinished):
             finished.append(event.result.status)
             if len(finished) == 2:
                 both_finished.set()

@@ -1,6 +1,6 @@
 """Calls made from inside a leased tool, across the adapters that share one kernel: a call that
 would wait for ever for the tools it was made from inside (their leases, or a place in
-``max_concurrency`` while only they run) fails with a :class:`~toolkernel.DeadlockError`'s
+``max_concurrency`` while only they run) fails with a :class:`~toolkernel.errors.DeadlockError`'s
 message instead, whichever adapters the outer and the inner tools come from.
 
 Every run is bounded by a short ``anyio.fail_after``: a regression fails, it doesn't hang."""
@@ -178,7 +178,7 @@ async def test_an_agents_sdk_agent_run_by_an_undeclared_pydantic_ai_tool_fails_c
             result = await agent.run("go")
         assert_leases_returned(kernel)
     assert returns(result.all_messages())["t0c0"].content == "helped"
-    assert isinstance(seen[0], tk.DeadlockError) and files.text == {}
+    assert isinstance(seen[0], tk.errors.DeadlockError) and files.text == {}
 
 
 async def test_an_agents_sdk_agent_run_by_an_undeclared_langgraph_tool_fails_clearly() -> None:
@@ -203,7 +203,7 @@ async def test_an_agents_sdk_agent_run_by_an_undeclared_langgraph_tool_fails_cle
             out = await node.ainvoke({"messages": [message]}, ALONE)
         assert_leases_returned(kernel)
     assert [m.content for m in out["messages"]] == ["helped"]
-    assert isinstance(seen[0], tk.DeadlockError) and files.text == {}
+    assert isinstance(seen[0], tk.errors.DeadlockError) and files.text == {}
 
 
 async def test_a_langgraph_node_run_by_an_undeclared_agents_sdk_tool_does_not_wait_for_ever() -> (

@@ -481,7 +481,7 @@ async def test_a_cancelled_run_cancels_its_calls_and_returns_their_leases(
     async with tk.open_kernel(root=tmp_path) as kernel:
         kernel.add_listener(
             lambda event: (
-                finished.append(event.result) if isinstance(event, tk.CallFinished) else None
+                finished.append(event.result) if isinstance(event, tk.kernel.CallFinished) else None
             )
         )
         tools = leased(append_tools(files), kernel, writes={"append": ["path"]})
@@ -566,11 +566,11 @@ async def test_the_kernels_before_hooks_may_answer_or_block_a_call(
 ) -> None:
     files = Files(tmp_path)
 
-    async def cached(call: tk.ToolCall) -> tk.SupplyResult | tk.Block | None:
+    async def cached(call: tk.ToolCall) -> tk.kernel.SupplyResult | tk.kernel.Block | None:
         if call.arguments.get("text") == "cached":
-            return tk.SupplyResult("from the cache")
+            return tk.kernel.SupplyResult("from the cache")
         if call.arguments.get("text") == "blocked":
-            return tk.Block("not this one")
+            return tk.kernel.Block("not this one")
         return None
 
     async with tk.open_kernel(root=tmp_path, before_hooks=[cached]) as kernel:
@@ -634,7 +634,7 @@ async def test_an_agent_as_a_tool_whose_tools_are_leased_fails_clearly_rather_th
         lead, _ = helper(kernel)
         result = await Runner.run(lead, "go", run_config=NO_TRACING)
         assert result.final_output == "ok"
-        assert isinstance(seen[0], tk.DeadlockError)
+        assert isinstance(seen[0], tk.errors.DeadlockError)
         assert "claims={'helper': lambda args: []}" in str(seen[0])
         assert files.read("f.txt") == ""
         assert_leases_returned(kernel)
@@ -649,7 +649,7 @@ async def test_an_agent_as_a_tool_whose_tools_are_leased_fails_clearly_rather_th
         lead, _ = helper(kernel, claims={"helper": lambda args: []})
         result = await Runner.run(lead, "go", run_config=NO_TRACING)
         assert result.final_output == "ok"
-        assert isinstance(seen[0], tk.DeadlockError) and "max_concurrency" in str(seen[0])
+        assert isinstance(seen[0], tk.errors.DeadlockError) and "max_concurrency" in str(seen[0])
         assert files.read("f.txt") == "h"
         assert_leases_returned(kernel)
 

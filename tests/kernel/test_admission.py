@@ -70,7 +70,7 @@ async def test_a_bad_call_is_an_error_result_and_the_others_run(autojump_clock, 
     assert not rec.ran("x")
     assert first.ok and last.ok
     assert (last.started_at, last.finished_at) == (1, 2)
-    queued = [e for e in events if isinstance(e, tk.CallQueued) and e.call_id == "x"]
+    queued = [e for e in events if isinstance(e, tk.kernel.CallQueued) and e.call_id == "x"]
     assert len(queued) == 1 and queued[0].claims == ()
 
 

@@ -90,7 +90,9 @@ async def test_cancelling_the_scope_around_run_cancels_the_whole_batch(autojump_
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         kernel.add_listener(
             lambda e: (
-                finished.update({e.call_id: e.result}) if isinstance(e, tk.CallFinished) else None
+                finished.update({e.call_id: e.result})
+                if isinstance(e, tk.kernel.CallFinished)
+                else None
             )
         )
         with anyio.move_on_after(2) as scope:
@@ -207,7 +209,7 @@ async def test_a_listener_may_cancel_a_call_when_it_blocks(autojump_clock, rec) 
     async with tk.open_kernel(tools=make_tools(rec), policy=policy, approver=approver) as kernel:
 
         def cancel_on_block(event: tk.CallEvent) -> None:
-            if isinstance(event, tk.CallBlocked) and event.call_id == "c2":
+            if isinstance(event, tk.kernel.CallBlocked) and event.call_id == "c2":
                 kernel.cancel("c2")
 
         kernel.add_listener(cancel_on_block)
@@ -274,7 +276,7 @@ async def test_a_call_started_while_a_lone_call_is_admitted_is_not_run_by_its_ca
             await anyio.sleep(1)
 
         def listener(event: tk.CallEvent) -> None:
-            if isinstance(event, tk.CallQueued) and event.call_id == "c1":
+            if isinstance(event, tk.kernel.CallQueued) and event.call_id == "c1":
                 if how == "submits a call":
                     others.append(kernel.submit(edit("other", "z", 5)))
                 else:
@@ -299,7 +301,7 @@ async def test_a_call_cancelled_by_a_listener_of_its_call_started_never_runs(
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
 
         def listener(event: tk.CallEvent) -> None:
-            if isinstance(event, tk.CallStarted) and event.call_id == "c1":
+            if isinstance(event, tk.kernel.CallStarted) and event.call_id == "c1":
                 kernel.cancel("c1")
 
         kernel.add_listener(listener)

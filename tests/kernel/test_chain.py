@@ -95,7 +95,7 @@ async def test_a_call_cancelled_before_its_turn_never_runs(anyio_backend: object
 
         def on_event(event: tk.CallEvent) -> None:
             # c0's finish: c1 holds its lease already, kept for c0's task to run next.
-            if isinstance(event, tk.CallFinished) and event.call_id == "c0":
+            if isinstance(event, tk.kernel.CallFinished) and event.call_id == "c0":
                 kernel.cancel("c1")
 
         kernel.add_listener(on_event)
@@ -114,7 +114,7 @@ async def test_a_kernel_closing_between_two_carried_calls_finishes_the_next(
         async with tk.open_kernel([tool_recording(ran)]) as kernel:
 
             def on_event(event: tk.CallEvent) -> None:
-                if isinstance(event, tk.CallFinished) and event.call_id == "c0":
+                if isinstance(event, tk.kernel.CallFinished) and event.call_id == "c0":
                     outer.cancel()  # the kernel closes at the schedule point before c1
 
             kernel.add_listener(on_event)

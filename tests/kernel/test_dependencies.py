@@ -148,8 +148,8 @@ async def test_a_dependency_cycle_is_refused_with_an_error_for_each_call_in_it(
     assert results["c3"].ok
     assert sorted(rec.spans) == ["c3"]
     # Refused at admission: finished before anything started.
-    first_start = next(i for i, e in enumerate(events) if isinstance(e, tk.CallStarted))
-    refused = {e.call_id for e in events[:first_start] if isinstance(e, tk.CallFinished)}
+    first_start = next(i for i, e in enumerate(events) if isinstance(e, tk.kernel.CallStarted))
+    refused = {e.call_id for e in events[:first_start] if isinstance(e, tk.kernel.CallFinished)}
     assert refused == {"c1", "c2", "c4", "c5", "c6"}
 
 

@@ -165,7 +165,7 @@ def test_asyncio_streams_hooks_nested_calls_and_after() -> None:
             return events
 
     events = run_asyncio(main)
-    finished = {e.call_id: e.result for e in events if isinstance(e, tk.CallFinished)}
+    finished = {e.call_id: e.result for e in events if isinstance(e, tk.kernel.CallFinished)}
     assert finished["asked"].output == "edited x at 2.5"
     assert finished["refused"].status is tk.Status.DENIED
     assert finished["nest"].output == "outer: edited z at 4.5"  # its nested call had a hook too

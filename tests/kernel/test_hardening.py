@@ -44,9 +44,9 @@ async def test_a_kept_context_cannot_start_nested_calls_or_report_after_its_call
 
     @tk.tool(claims=lambda args: [])
     async def later(ctx: tk.ToolContext) -> str:
-        with pytest.raises(tk.CallEndedError, match=r"c1 .* has ended"):
+        with pytest.raises(tk.errors.CallEndedError, match=r"c1 .* has ended"):
             await kept[0].call("edit", path="a.txt")
-        with pytest.raises(tk.CallEndedError):
+        with pytest.raises(tk.errors.CallEndedError):
             kept[0].progress("still here")
         return "refused"
 
@@ -74,9 +74,9 @@ async def test_a_kept_context_has_no_file_access_after_its_call(tmp_path: Any) -
     async with tk.open_kernel(tools=[keeper], root=tmp_path) as kernel:
         (result,) = await kernel.run([tk.ToolCall("c1", "keeper", {"path": "a.txt"})])
         assert result.output == "old"
-        with pytest.raises(tk.CallEndedError):
+        with pytest.raises(tk.errors.CallEndedError):
             kept[0].fs  # noqa: B018 - the access itself must raise
-        with pytest.raises(tk.CallEndedError, match="call c1 has ended"):
+        with pytest.raises(tk.errors.CallEndedError, match="call c1 has ended"):
             await kept_fs[0].write_text("a.txt", "new")
     assert (tmp_path / "a.txt").read_text() == "old"
 
@@ -195,7 +195,7 @@ async def test_a_tool_whose_argument_check_raises_fails_its_call_with_invalid_ar
         assert_leases_returned(kernel)
     # The tool's own parse failed, not a user's hook: InvalidArgumentsError, not HookError.
     assert (bad.status, bad.error_type) == (tk.Status.ERROR, "InvalidArgumentsError")
-    assert isinstance(bad.exception, tk.InvalidArgumentsError)
+    assert isinstance(bad.exception, tk.errors.InvalidArgumentsError)
     assert isinstance(bad.exception.__cause__, ValueError)
     assert bad.error == (
         "InvalidArgumentsError: can't check the arguments of fussy: ValueError: no fuss allowed"
@@ -529,7 +529,7 @@ async def test_leaving_a_stream_early_logs_nothing(
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         async with kernel.stream(calls) as events:
             async for event in events:
-                if isinstance(event, tk.CallStarted):
+                if isinstance(event, tk.kernel.CallStarted):
                     break
         await anyio.sleep(20)
         assert_leases_returned(kernel)

@@ -181,3 +181,23 @@ async def test_a_call_that_claims_nothing_keeps_its_place_when_it_asks_for_more(
     for call, at, _ in log:
         runs.setdefault(call, []).append(at)
     assert runs == {"e1": [0], "c": [0, 3], "e2": [4]}
+
+
+async def test_a_tools_except_exception_does_not_swallow_it(autojump_clock: Any) -> None:
+    """A signal to the kernel, not an error: it passes a tool's ``except Exception``."""
+
+    @tk.tool(claims=lambda args: [tk.exclusive(tk.path("a"))])
+    async def careful(ctx: tk.ToolContext) -> str:
+        """Asks to hold more from inside a catch-all, as a helper deep in a tool might."""
+        if ctx.resumed:
+            return f"resumed holding {sorted(str(c.resource) for c in ctx.claims)}"
+        try:
+            raise HoldMore([tk.exclusive(tk.path("b"))], state=True)
+        except Exception:
+            return "swallowed"
+
+    async with tk.open_kernel([careful]) as kernel:
+        with anyio.fail_after(DEADLINE):
+            (result,) = await kernel.run([tk.ToolCall("c", "careful", {})])
+    assert result.status is tk.Status.OK, result.error
+    assert result.output == "resumed holding ['a', 'b']"

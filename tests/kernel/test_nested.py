@@ -169,7 +169,7 @@ async def test_nested_results_are_events_with_their_parent_in_the_snapshot(
     ((first_child, parent),) = running.items()
     assert parent == "p1"
     assert list(queued.values()) == [("p1", (first_child,))]
-    finished = [e.call_id for e in events if isinstance(e, tk.CallFinished)]
+    finished = [e.call_id for e in events if isinstance(e, tk.kernel.CallFinished)]
     assert sorted(finished[:2]) == ["p1.1", "p1.2"] and finished[2] == "p1"
 
 
@@ -186,7 +186,7 @@ async def test_cancelling_a_parent_cancels_its_children(autojump_clock, rec) -> 
             assert_leases_returned(kernel)
             (after,) = await kernel.run([edit("next", "pkg/a", 1)])
     assert result.status is tk.Status.CANCELLED
-    children = by_id(e.result for e in events if isinstance(e, tk.CallFinished))
+    children = by_id(e.result for e in events if isinstance(e, tk.kernel.CallFinished))
     assert children["p1.1"].status is children["p1.2"].status is tk.Status.CANCELLED
     assert (after.started_at, after.finished_at) == (0.5, 1.5)
 
@@ -252,7 +252,9 @@ async def test_a_parent_run_timeout_cancels_its_running_child(autojump_clock, re
             )
             assert_leases_returned(kernel)
     assert (parent.status, parent.finished_at) == (tk.Status.TIMEOUT, 1)
-    child = next(e.result for e in events if isinstance(e, tk.CallFinished) and e.call_id == "p1.1")
+    child = next(
+        e.result for e in events if isinstance(e, tk.kernel.CallFinished) and e.call_id == "p1.1"
+    )
     assert (child.status, child.started_at, child.finished_at) == (tk.Status.CANCELLED, 0.5, 1)
     assert rec.spans["p1.1"].cancelled
 

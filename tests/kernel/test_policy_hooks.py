@@ -58,8 +58,8 @@ async def test_a_denied_call_is_denied_and_never_requests_its_leases(autojump_cl
     assert bad.started_at is None and not rec.ran("bad")
     # The call on the same file was never blocked by the denied one.
     assert results["good"].started_at == 0
-    assert [e for e in events if e.call_id == "bad" and isinstance(e, tk.CallBlocked)] == []
-    assert [e for e in events if isinstance(e, tk.CallBlocked)] == []
+    assert [e for e in events if e.call_id == "bad" and isinstance(e, tk.kernel.CallBlocked)] == []
+    assert [e for e in events if isinstance(e, tk.kernel.CallBlocked)] == []
 
 
 async def test_the_policy_may_return_a_bare_permission(autojump_clock, rec) -> None:
@@ -328,7 +328,7 @@ async def test_after_hooks_rewrite_the_result(autojump_clock, rec) -> None:
     assert ok.output == "EDITED A"
     assert bad.error == "RuntimeError: c2 failed on purpose (try again)"
     # The event carries the rewritten result too.
-    finished = by_id(e.result for e in events if isinstance(e, tk.CallFinished))
+    finished = by_id(e.result for e in events if isinstance(e, tk.kernel.CallFinished))
     assert finished["c1"].output == "EDITED A"
 
 

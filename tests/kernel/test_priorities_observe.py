@@ -107,7 +107,9 @@ async def test_a_blocked_event_names_the_calls_and_resources_it_waits_behind(
             ]
         )
     blocked = {
-        e.call_id: (e.waits_for, e.resources) for e in events if isinstance(e, tk.CallBlocked)
+        e.call_id: (e.waits_for, e.resources)
+        for e in events
+        if isinstance(e, tk.kernel.CallBlocked)
     }
     assert blocked["e2"][0] == ("e1",)
     assert blocked["e2"][1][0] == "src/a.py"
@@ -130,7 +132,7 @@ async def test_a_blocked_event_names_only_the_resources_in_conflict(autojump_clo
         await kernel.run(
             [tk.ToolCall("c3", "commit", {"path": "a"}), tk.ToolCall("c4", "commit", {"path": "a"})]
         )
-    blocked = {e.call_id: e.resources for e in events if isinstance(e, tk.CallBlocked)}
+    blocked = {e.call_id: e.resources for e in events if isinstance(e, tk.kernel.CallBlocked)}
     # Both share "repo", which is never what anyone waits on; the pool's one unit is.
     assert blocked == {"c2": ("pool:net",), "c4": ("a", "pool:net")}
 

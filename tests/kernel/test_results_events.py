@@ -70,8 +70,8 @@ async def test_every_call_queued_comes_before_the_first_call_finished(autojump_c
         kernel.add_listener(events.append)
         await kernel.run(calls)
     kinds = [(type(e).__name__, e.call_id) for e in events]
-    queued = [i for i, e in enumerate(events) if isinstance(e, tk.CallQueued)]
-    finished = [i for i, e in enumerate(events) if isinstance(e, tk.CallFinished)]
+    queued = [i for i, e in enumerate(events) if isinstance(e, tk.kernel.CallQueued)]
+    finished = [i for i, e in enumerate(events) if isinstance(e, tk.kernel.CallFinished)]
     assert len(queued) == len(finished) == 5, kinds
     assert max(queued) < min(finished), kinds
     # Every call's own events are in lifecycle order.
@@ -97,7 +97,7 @@ async def test_a_listener_cancelling_calls_as_they_are_queued_keeps_every_queued
 
         def listener(event: tk.CallEvent) -> None:
             events.append(event)
-            if not isinstance(event, tk.CallQueued) or event.call_id != "c1":
+            if not isinstance(event, tk.kernel.CallQueued) or event.call_id != "c1":
                 return
             if how == "its own call":
                 kernel.cancel("c1")
@@ -115,12 +115,12 @@ async def test_a_listener_cancelling_calls_as_they_are_queued_keeps_every_queued
             results = by_id(await kernel.run(calls))
         else:
             async with kernel.stream(calls) as stream:
-                finished = [e.result async for e in stream if isinstance(e, tk.CallFinished)]
+                finished = [e.result async for e in stream if isinstance(e, tk.kernel.CallFinished)]
             results = by_id(finished)
         assert_leases_returned(kernel)
     mine = [e for e in events if e.call_id in ("c1", "c2", "c3")]
-    queued = [i for i, e in enumerate(mine) if isinstance(e, tk.CallQueued)]
-    done = [i for i, e in enumerate(mine) if isinstance(e, tk.CallFinished)]
+    queued = [i for i, e in enumerate(mine) if isinstance(e, tk.kernel.CallQueued)]
+    done = [i for i, e in enumerate(mine) if isinstance(e, tk.kernel.CallFinished)]
     assert len(queued) == len(done) == 3 and max(queued) < min(done), mine
     cancelled = {"its own call": {"c1"}, "a later call": {"c3"}, "a new batch": {"c1"}}.get(
         how, {"c1", "c2", "c3"}
@@ -138,14 +138,14 @@ async def test_stream_yields_the_batch_events_in_order_and_ends(autojump_clock, 
             seen = [event async for event in events]
         assert anyio.current_time() == 2
     assert {e.call_id for e in seen} == {"c1", "c2", "c3"}
-    first_finished = next(i for i, e in enumerate(seen) if isinstance(e, tk.CallFinished))
-    assert sum(isinstance(e, tk.CallQueued) for e in seen[:first_finished]) == 3
-    results = by_id(e.result for e in seen if isinstance(e, tk.CallFinished))
+    first_finished = next(i for i, e in enumerate(seen) if isinstance(e, tk.kernel.CallFinished))
+    assert sum(isinstance(e, tk.kernel.CallQueued) for e in seen[:first_finished]) == 3
+    results = by_id(e.result for e in seen if isinstance(e, tk.kernel.CallFinished))
     assert results["c2"].status is tk.Status.ERROR
     assert results["c3"].started_at == 1
-    blocked = [e for e in seen if isinstance(e, tk.CallBlocked)]
+    blocked = [e for e in seen if isinstance(e, tk.kernel.CallBlocked)]
     assert [(e.call_id, e.waits_for, e.resources) for e in blocked] == [("c3", ("c1",), ("a",))]
-    started = [e.call_id for e in seen if isinstance(e, tk.CallStarted)]
+    started = [e.call_id for e in seen if isinstance(e, tk.kernel.CallStarted)]
     assert sorted(started[:2]) == ["c1", "c2"] and started[2] == "c3"
 
 
@@ -164,21 +164,25 @@ async def test_a_stream_sees_only_its_own_batch_even_when_ids_repeat(autojump_cl
         ) as events:
             seen = [event async for event in events]
         assert (await other.wait_finished()).finished_at == 1
-    finished = [e for e in seen if isinstance(e, tk.CallFinished)]
+    finished = [e for e in seen if isinstance(e, tk.kernel.CallFinished)]
     assert len(finished) == 1 and finished[0].result.output == "a"
-    assert [type(e) for e in seen] == [tk.CallQueued, tk.CallStarted, tk.CallFinished]
+    assert [type(e) for e in seen] == [
+        tk.kernel.CallQueued,
+        tk.kernel.CallStarted,
+        tk.kernel.CallFinished,
+    ]
 
 
 async def test_leaving_a_stream_early_cancels_what_still_runs(autojump_clock, rec) -> None:
     calls = [edit("c1", "a", 1), edit("c2", "b", 10), edit("c3", "b", 1)]
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
-        handles_seen: list[tk.CallFinished] = []
+        handles_seen: list[tk.kernel.CallFinished] = []
         kernel.add_listener(
-            lambda e: handles_seen.append(e) if isinstance(e, tk.CallFinished) else None
+            lambda e: handles_seen.append(e) if isinstance(e, tk.kernel.CallFinished) else None
         )
         async with kernel.stream(calls) as events:
             async for event in events:
-                if isinstance(event, tk.CallFinished):
+                if isinstance(event, tk.kernel.CallFinished):
                     break
         await wait_all_tasks_blocked()
         assert anyio.current_time() == 1
@@ -202,7 +206,9 @@ async def test_progress_is_emitted_as_events(autojump_clock) -> None:
     async with tk.open_kernel(tools=[count]) as kernel:
         kernel.add_listener(events.append)
         await kernel.run([tk.ToolCall("c1", "count", {"n": 3})])
-    progress = [(e.time, e.message, e.data) for e in events if isinstance(e, tk.CallProgress)]
+    progress = [
+        (e.time, e.message, e.data) for e in events if isinstance(e, tk.kernel.CallProgress)
+    ]
     assert progress == [(1, "1 of 3", 1), (2, "2 of 3", 2), (3, "3 of 3", 3)]
 
 
@@ -222,7 +228,7 @@ async def test_a_listener_that_raises_is_dropped_and_breaks_nothing(
             mp.setattr("toolkernel.kernel._kernel._log.exception", lambda *a, **k: None)
             (result,) = await kernel.run([edit("c1", "a", 1)])
         assert result.ok
-        assert len([e for e in seen if isinstance(e, tk.CallFinished)]) == 1
+        assert len([e for e in seen if isinstance(e, tk.kernel.CallFinished)]) == 1
         remove()
         await kernel.run([edit("c2", "a", 1)])
         assert all(e.call_id == "c1" for e in seen)

@@ -146,7 +146,7 @@ async def test_nested_calls_are_cut_short_with_their_parent(autojump_clock, rec)
     async with tk.open_kernel(tools=[*tools, outer]) as kernel:
         finished: list[tk.ToolResult] = []
         kernel.add_listener(
-            lambda e: finished.append(e.result) if isinstance(e, tk.CallFinished) else None
+            lambda e: finished.append(e.result) if isinstance(e, tk.kernel.CallFinished) else None
         )
         (result,) = await kernel.run([tk.ToolCall("o1", "outer", {"path": "a"})], timeout=2)
         assert_leases_returned(kernel)
@@ -180,7 +180,7 @@ async def test_a_caller_cancelled_meanwhile_cancels_the_calls(autojump_clock, re
     async with tk.open_kernel(tools=make_tools(rec)) as kernel:
         finished: list[tk.ToolResult] = []
         kernel.add_listener(
-            lambda e: finished.append(e.result) if isinstance(e, tk.CallFinished) else None
+            lambda e: finished.append(e.result) if isinstance(e, tk.kernel.CallFinished) else None
         )
         with anyio.move_on_after(2) as scope:
             await kernel.run([edit("c1", "a", 1), edit("c2", "a", 10)], timeout=5)
@@ -202,7 +202,7 @@ async def test_a_streamed_batch_times_out_with_its_events(autojump_clock, rec) -
                 events.append(event)
         assert anyio.current_time() == 3
         assert_leases_returned(kernel)
-    finished = {e.call_id: e.result for e in events if isinstance(e, tk.CallFinished)}
+    finished = {e.call_id: e.result for e in events if isinstance(e, tk.kernel.CallFinished)}
     assert finished["c1"].ok and finished["c1"].finished_at == 1
     assert finished["c2"].status is finished["c3"].status is tk.Status.TIMEOUT
     assert "the batch's limit of 3 s ran out after it had run for 2 s" in (
@@ -216,7 +216,7 @@ async def test_a_streamed_batch_with_a_timeout_of_zero_starts_nothing(autojump_c
         tk.open_kernel(tools=make_tools(rec)) as kernel,
         kernel.stream(calls, timeout=0) as s,
     ):
-        finished = [e.result async for e in s if isinstance(e, tk.CallFinished)]
+        finished = [e.result async for e in s if isinstance(e, tk.kernel.CallFinished)]
     assert [r.status for r in finished] == [tk.Status.TIMEOUT, tk.Status.TIMEOUT]
     assert rec.spans == {}
 

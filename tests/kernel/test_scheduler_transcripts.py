@@ -208,7 +208,7 @@ def test_an_illegal_move_raises() -> None:
     h = Harness().open()
     records = h.submit(call("r", "a"))
     h.run_to_end(records["r"])
-    with pytest.raises(tk.IllegalTransitionError, match="can't go from FINISHED to RUNNING"):
+    with pytest.raises(tk.errors.IllegalTransitionError, match="can't go from FINISHED to RUNNING"):
         h.scheduler.start(records["r"])
 
 
@@ -237,7 +237,7 @@ def test_deadlines_skip_stale_entries_and_stay_small() -> None:
 
 def test_prephase_verdicts() -> None:
     assert _scheduler.before_hook_verdict(None) is None
-    status, error = _scheduler.before_hook_verdict(tk.Block("no"))  # type: ignore[misc]
+    status, error = _scheduler.before_hook_verdict(tk.kernel.Block("no"))  # type: ignore[misc]
     assert (status, str(error)) == (Status.DENIED, "blocked: no")
     assert _scheduler.before_hook_verdict(7)[0] is Status.ERROR  # type: ignore[index]
     assert _scheduler.approval_verdict(True, "t", "") is None

@@ -23,7 +23,8 @@ from typing import Any
 
 import anyio
 
-from toolkernel.leases import FencedOut, LeaseBackend, Rename, open_leases
+from toolkernel.errors import FencedOutError
+from toolkernel.leases import LeaseBackend, Rename, open_leases
 from toolkernel.locks import Claim, exclusive, path, shared
 
 
@@ -89,7 +90,7 @@ async def serve(backend: LeaseBackend, root: str) -> None:
                 name = command["publish"]
                 try:
                     await anyio.to_thread.run_sync(publish, name, command["file"], command["text"])
-                except FencedOut:
+                except FencedOutError:
                     say({"fenced": name})
                 else:
                     say({"published": name})

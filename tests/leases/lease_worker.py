@@ -19,7 +19,7 @@ import time
 import anyio
 import anyio.to_thread
 
-from toolkernel import FencedOut
+from toolkernel.errors import FencedOutError
 from toolkernel.leases import Rename, open_leases
 from toolkernel.locks import Claim, Mode, Path, path, pool, reads, units, writes
 
@@ -42,7 +42,7 @@ async def hold(url: str, root: str, target: str) -> None:
                     await anyio.to_thread.run_sync(
                         fence.publish, Rename((scratch,), path(target).parts)
                     )
-                except FencedOut:
+                except FencedOutError:
                     print("fenced", flush=True)
                 else:
                     print("ok", flush=True)

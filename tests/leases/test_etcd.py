@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 import toolkernel as tk
-from toolkernel import FencedOut, LeaseReleaseError
+from toolkernel.errors import FencedOutError, LeaseReleaseError
 from toolkernel.leases import LeaseBackend, Rename, open_leases
 from toolkernel.leases._etcd import EtcdLeaseBackend
 from toolkernel.locks import device, exclusive, reads, writes
@@ -134,7 +134,7 @@ async def test_the_fence_publishes_while_held_and_refuses_after(
     a.release(grant)
     await wait_until_gone(etcd, tmp_path, grant.id)
     (tmp_path / ".f.txt.3.tktmp").write_text("late")
-    with pytest.raises(FencedOut):
+    with pytest.raises(FencedOutError):
         await anyio.to_thread.run_sync(fence.publish, Rename((".f.txt.3.tktmp",), ("f.txt",)))
     assert (tmp_path / "f.txt").read_text() == "new"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from toolkernel import FencedOut
+from toolkernel.errors import FencedOutError
 from toolkernel.leases import EtcdLeases, Grant, LeaseBackend, Rename, open_leases
 from toolkernel.leases._etcd import connect as connect_etcd
 from toolkernel.locks import claims_conflict, exclusive, path, shared, writes
@@ -114,7 +114,7 @@ async def test_a_client_cut_off_from_etcd_can_t_publish_once_its_ttl_runs_out(
             taken_at = time.monotonic()
             # Not a message from etcd, its own reckoning: refused at once, without a round trip.
             started = time.monotonic()
-            with pytest.raises(FencedOut, match="unheard"):
+            with pytest.raises(FencedOutError, match="unheard"):
                 await publish(cut_off.fence(grant).publish, tmp_path, "f", "late")
             assert time.monotonic() - started < 0.2
             assert taken_at - paused_at > ttl - cut_off.margin - 0.4
@@ -123,7 +123,7 @@ async def test_a_client_cut_off_from_etcd_can_t_publish_once_its_ttl_runs_out(
 
             # Back in touch: the old session is gone for good; a new request opens a new one.
             proxy.resume()
-            with pytest.raises(FencedOut):
+            with pytest.raises(FencedOutError):
                 await publish(cut_off.fence(grant).publish, tmp_path, "f", "later")
             other.release(taken)
             with anyio.fail_after(5):

@@ -170,7 +170,7 @@ async def test_a_call_whose_grant_was_lost_is_fenced_out_and_the_file_untouched(
             cut_off.set()
             result = await handle.wait_finished()
     assert result.status is tk.Status.ERROR, result
-    assert result.error_type == "FencedOut"
+    assert result.error_type == "FencedOutError"
     assert (tmp_path / "x.txt").read_text() == "before\n"
     assert sorted(os.listdir(tmp_path)) == ["x.txt"]  # no temporary left
 

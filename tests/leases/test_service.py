@@ -19,7 +19,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from toolkernel import CapacityError, LeaseReleaseError, UnknownPoolError
+from toolkernel.errors import CapacityError, LeaseReleaseError, UnknownPoolError
 from toolkernel.leases import (
     Grant,
     Op,

@@ -18,7 +18,8 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from toolkernel import FencedOut, InvalidClaimError, LeaseServiceError, PathChangedError
+from toolkernel import InvalidClaimError
+from toolkernel.errors import FencedOutError, LeaseServiceError, PathChangedError
 from toolkernel.leases import (
     Chmod,
     MakeDirectory,
@@ -125,7 +126,7 @@ async def test_a_restarted_service_loses_every_grant_and_clients_learn_it(
             restarted = start_service(workspace, service.socket)
             try:
                 (workspace / ".x.tktmp").write_text("late")
-                with pytest.raises(FencedOut):
+                with pytest.raises(FencedOutError):
                     await anyio.to_thread.run_sync(
                         client.fence(grant).publish, Rename((".x.tktmp",), ("x",))
                     )
@@ -236,7 +237,7 @@ async def test_malformed_frames_get_errors_and_harm_no_one(workspace: Path) -> N
             assert [r.get("ok") for r in replies] == [False] * 9 + [True]
             assert replies[-1]["re"] == 9
             errors = [r["error"]["type"] for r in replies[:9]]  # type: ignore[index]
-            assert errors[5] == "PathEscapeError" and errors[8] == "FencedOut"
+            assert errors[5] == "PathEscapeError" and errors[8] == "FencedOutError"
             # A length prefix past the limit: an error, and the connection is closed.
             replies = await anyio.to_thread.run_sync(
                 raw_exchange, service.socket, struct.pack(">I", 1 << 30) + b"x" * 100, 1
@@ -305,7 +306,7 @@ async def test_the_fence_makes_each_kind_of_change_beneath_the_root_only_if_cove
             assert (workspace / "f").read_text() == "from the sandbox"
             assert sorted(os.listdir(workspace)) == ["escape", "f"]
             client.release(grant)
-            with pytest.raises(FencedOut):
+            with pytest.raises(FencedOutError):
                 await publish(grant, Unlink(("f",)))
             shared = await client.acquire([reads("f"), exclusive(device("phone"))])
             with pytest.raises(PermissionError):

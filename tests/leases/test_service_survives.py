@@ -21,7 +21,7 @@ import anyio.to_thread
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from toolkernel import LeaseServiceError, PathEscapeError, UnknownPoolError
+from toolkernel.errors import LeaseServiceError, PathEscapeError, UnknownPoolError
 from toolkernel.leases import Grant, Rename, open_leases
 from toolkernel.leases._client import UnixLeaseClient
 from toolkernel.leases._service import LeaseService, serve

@@ -2,7 +2,7 @@
 
 import pytest
 
-from toolkernel import ForeignLeaseError, LeaseReleaseError
+from toolkernel.errors import ForeignLeaseError, LeaseReleaseError
 from toolkernel.locks import LeaseTable, reads, writes
 
 

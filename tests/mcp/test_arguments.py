@@ -70,7 +70,7 @@ def string_with(pattern: str) -> dict[str, Any]:
 
 
 def message(tool: MCPTool, arguments: dict[str, Any]) -> str:
-    with pytest.raises(tk.InvalidArgumentsError) as raised:
+    with pytest.raises(tk.errors.InvalidArgumentsError) as raised:
         tool.parse_arguments(arguments)
     return str(raised.value)
 
@@ -225,7 +225,7 @@ def test_patterns_read_as_ecma_262_not_as_python() -> None:
     def accepts(pattern: str, text: str) -> bool:
         try:
             make(string_with(pattern)).parse_arguments({"name": text})
-        except tk.InvalidArgumentsError:
+        except tk.errors.InvalidArgumentsError:
             return False
         return True
 

@@ -99,10 +99,10 @@ def test_the_barrier_conflicts_with_every_file_tool_and_a_read_only_one_only_wit
 ) -> None:
     writer = make().claims({"text": "x"}, workspace.key) or []
     reader = make(annotations=READ_ONLY).claims({"text": "x"}, workspace.key) or []
-    table = tk.LeaseTable()
+    table = tk.locks.LeaseTable()
     table.request(writer)
     assert table.request_nowait([tk.reads("src/a.py")]) is None
-    table = tk.LeaseTable()
+    table = tk.locks.LeaseTable()
     table.request(reader)
     assert table.request_nowait([tk.reads("src/a.py")]) is not None
     assert table.request_nowait([tk.writes("src/a.py")]) is None

@@ -145,7 +145,7 @@ async def test_a_server_that_cannot_be_reached_or_a_bad_url_is_a_clear_error(
     url, process = server
     process.kill()
     process.wait()
-    with pytest.raises(tk.MCPServerGoneError, match="could not be reached"):
+    with pytest.raises(tk.errors.MCPServerGoneError, match="could not be reached"):
         async with http_tools(url):
             pass
     with pytest.raises(ValueError, match="http:// or https:// URL"):

@@ -98,7 +98,7 @@ async def test_structured_text_image_and_progress_become_outputs_and_events() ->
     ):
         async for event in stream:
             events.append(event)
-    results = {e.call_id: e.result for e in events if isinstance(e, tk.CallFinished)}
+    results = {e.call_id: e.result for e in events if isinstance(e, tk.kernel.CallFinished)}
     assert results["c1"].output.structured == {"words": 2, "characters": 9}
     assert results["c2"].output == tk.Content(
         [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]
@@ -122,7 +122,7 @@ async def test_a_server_killed_mid_call_fails_only_its_calls() -> None:
             async for event in events:
                 if isinstance(event, CallStarted) and event.call_id == "stall":
                     os.kill(pid, signal.SIGKILL)
-                if isinstance(event, tk.CallFinished):
+                if isinstance(event, tk.kernel.CallFinished):
                     results[event.call_id] = event.result
         stall, write, ticked = results["stall"], results["write"], results["tick"]
         assert stall.status is tk.Status.ERROR and stall.error_type == "MCPServerGoneError"
@@ -218,7 +218,7 @@ async def test_what_the_block_raises_comes_out_as_it_was_and_the_server_stops() 
 
 async def test_a_server_that_exits_at_once_or_a_command_in_one_string_is_an_error() -> None:
     exits = [sys.executable, "-c", "import sys; sys.exit('no configuration file')"]
-    with pytest.raises(tk.MCPServerGoneError, match="exited before it answered") as raised:
+    with pytest.raises(tk.errors.MCPServerGoneError, match="exited before it answered") as raised:
         async with stdio_tools(exits):
             pass
     assert "the last it wrote on stderr: no configuration file" in str(raised.value)

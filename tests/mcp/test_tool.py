@@ -53,7 +53,7 @@ def make(
 
 
 def message(tool: MCPTool, arguments: dict[str, Any]) -> str:
-    with pytest.raises(tk.InvalidArgumentsError) as raised:
+    with pytest.raises(tk.errors.InvalidArgumentsError) as raised:
         tool.parse_arguments(arguments)
     return str(raised.value)
 

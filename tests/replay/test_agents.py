@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toolkernel.replay._agents import expected_edits, replay_agents
-from toolkernel.replay._turns import capped, load_turns
+from toolkernel._replay._agents import expected_edits, replay_agents
+from toolkernel._replay._turns import capped, load_turns
 
 SAMPLE = Path(__file__).with_name("two_agents_sample.jsonl")
 

@@ -10,8 +10,8 @@ import pathlib
 
 import pytest
 
+from toolkernel._replay import load_turns, recorded_call
 from toolkernel.cli import main
-from toolkernel.replay import load_turns, recorded_call
 
 CALL = {"id": "a", "tool": "Read", "args": {"file_path": "x.py"}}
 

@@ -3,7 +3,7 @@ it must be safe under a shared lease on the workspace."""
 
 import pytest
 
-from toolkernel.replay import is_read_only_command
+from toolkernel._replay import is_read_only_command
 
 
 @pytest.mark.parametrize(

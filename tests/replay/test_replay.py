@@ -10,8 +10,7 @@ import re
 import pytest
 
 import toolkernel as tk
-from toolkernel.cli import main
-from toolkernel.replay import (
+from toolkernel._replay import (
     RecordedTurn,
     claims_for,
     compare,
@@ -19,6 +18,7 @@ from toolkernel.replay import (
     load_turns,
     recorded_call,
 )
+from toolkernel.cli import main
 
 TRACES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
 

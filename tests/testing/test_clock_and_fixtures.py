@@ -53,15 +53,15 @@ async def test_runs(kernel):
 async def test_a_race_in_the_recording_fails_the_test(kernel, recorder):
     writes = (tk.writes("a"),)
     for event in (
-        tk.CallQueued("x1", "edit", 0, writes),
-        tk.CallQueued("x2", "edit", 0, writes),
-        tk.CallStarted("x1", "edit", 0),
-        tk.CallStarted("x2", "edit", 0),
+        tk.kernel.CallQueued("x1", "edit", 0, writes),
+        tk.kernel.CallQueued("x2", "edit", 0, writes),
+        tk.kernel.CallStarted("x1", "edit", 0),
+        tk.kernel.CallStarted("x2", "edit", 0),
     ):
         recorder(event)
     for call_id in ("x1", "x2"):
         result = tk.ToolResult(call_id, "edit", tk.Status.OK, None, None, 0, 0, 1)
-        recorder(tk.CallFinished(call_id, "edit", 1, result))
+        recorder(tk.kernel.CallFinished(call_id, "edit", 1, result))
 """
 
 

@@ -80,5 +80,5 @@ async def test_touch_files_false_leaves_the_workspace_alone(tmp_path: pathlib.Pa
 
 def test_bad_scripts_are_refused_like_any_bad_arguments() -> None:
     tool = FakeTool("edit", writes=True)
-    with pytest.raises(tk.InvalidArgumentsError):
+    with pytest.raises(tk.errors.InvalidArgumentsError):
         tool.parse_arguments({"fail": "middle"})

@@ -143,9 +143,9 @@ def feed(recorder: Recorder, *events: object) -> None:
         recorder(event)  # type: ignore[arg-type]
 
 
-def ok(call_id: str, name: str, start: float, end: float) -> tk.CallFinished:
+def ok(call_id: str, name: str, start: float, end: float) -> tk.kernel.CallFinished:
     result = tk.ToolResult(call_id, name, tk.Status.OK, None, None, 0.0, start, end)
-    return tk.CallFinished(call_id, name, end, result)
+    return tk.kernel.CallFinished(call_id, name, end, result)
 
 
 def test_conflicting_calls_that_overlapped_are_a_violation() -> None:
@@ -154,12 +154,12 @@ def test_conflicting_calls_that_overlapped_are_a_violation() -> None:
     recorder = Recorder()
     feed(
         recorder,
-        tk.CallQueued("c1", "edit", 0, (tk.writes("a"),)),
-        tk.CallQueued("c2", "edit", 0, (tk.writes("a/b"),)),
-        tk.CallQueued("c3", "read", 0, (tk.reads("c"),)),
-        tk.CallStarted("c1", "edit", 0),
-        tk.CallStarted("c2", "edit", 0),
-        tk.CallStarted("c3", "read", 0),
+        tk.kernel.CallQueued("c1", "edit", 0, (tk.writes("a"),)),
+        tk.kernel.CallQueued("c2", "edit", 0, (tk.writes("a/b"),)),
+        tk.kernel.CallQueued("c3", "read", 0, (tk.reads("c"),)),
+        tk.kernel.CallStarted("c1", "edit", 0),
+        tk.kernel.CallStarted("c2", "edit", 0),
+        tk.kernel.CallStarted("c3", "read", 0),
         ok("c1", "edit", 0, 1),
         ok("c2", "edit", 0, 1),
         ok("c3", "read", 0, 1),
@@ -178,11 +178,11 @@ def test_runs_that_touch_at_one_instant_do_not_overlap() -> None:
     recorder = Recorder()
     feed(
         recorder,
-        tk.CallQueued("c1", "edit", 0, (tk.writes("a"),)),
-        tk.CallQueued("c2", "edit", 0, (tk.writes("a"),)),
-        tk.CallStarted("c1", "edit", 0),
+        tk.kernel.CallQueued("c1", "edit", 0, (tk.writes("a"),)),
+        tk.kernel.CallQueued("c2", "edit", 0, (tk.writes("a"),)),
+        tk.kernel.CallStarted("c1", "edit", 0),
         ok("c1", "edit", 0, 1),
-        tk.CallStarted("c2", "edit", 1),
+        tk.kernel.CallStarted("c2", "edit", 1),
         ok("c2", "edit", 1, 1),
     )
     assert check_race_free(recorder.recording) == []
@@ -190,10 +190,10 @@ def test_runs_that_touch_at_one_instant_do_not_overlap() -> None:
     recorder = Recorder()
     feed(
         recorder,
-        tk.CallQueued("c1", "edit", 0, (tk.writes("a"),)),
-        tk.CallQueued("c2", "edit", 0, (tk.writes("a"),)),
-        tk.CallStarted("c1", "edit", 0),
-        tk.CallStarted("c2", "edit", 1),
+        tk.kernel.CallQueued("c1", "edit", 0, (tk.writes("a"),)),
+        tk.kernel.CallQueued("c2", "edit", 0, (tk.writes("a"),)),
+        tk.kernel.CallStarted("c1", "edit", 0),
+        tk.kernel.CallStarted("c2", "edit", 1),
         ok("c1", "edit", 0, 1),
         ok("c2", "edit", 1, 1),
     )
@@ -206,8 +206,8 @@ def test_an_access_outside_the_claims_is_a_violation_even_if_allowed() -> None:
     recorder = Recorder()
     feed(
         recorder,
-        tk.CallQueued("c1", "read", 0, (tk.reads("src"),)),
-        tk.CallStarted("c1", "read", 0),
+        tk.kernel.CallQueued("c1", "read", 0, (tk.reads("src"),)),
+        tk.kernel.CallStarted("c1", "read", 0),
     )
     recorder.file_accessed(FileAccessed("c1", Path(("src", "a.py")), False, "read", True))
     recorder.file_accessed(FileAccessed("c1", Path(("src", "a.py")), True, "write", True))
@@ -222,9 +222,9 @@ def test_an_access_outside_the_claims_is_a_violation_even_if_allowed() -> None:
 
 def test_a_barrier_covers_every_access() -> None:
     recorder = Recorder()
-    feed(recorder, tk.CallQueued("c1", "sync", 0, (tk.exclusive(tk.EVERYTHING),)))
+    feed(recorder, tk.kernel.CallQueued("c1", "sync", 0, (tk.exclusive(tk.EVERYTHING),)))
     recorder.file_accessed(FileAccessed("c1", Path(("x",)), True, "delete", True))
-    feed(recorder, tk.CallStarted("c1", "sync", 0), ok("c1", "sync", 0, 1))
+    feed(recorder, tk.kernel.CallStarted("c1", "sync", 0), ok("c1", "sync", 0, 1))
     assert check_race_free(recorder.recording) == []
 
 

@@ -157,9 +157,9 @@ async def test_nested_calls_of_two_calls_with_one_id_name_their_own_parent(
         assert accessed(parent) == []
 
 
-def finished(call_id: str, queued: float, start: float, end: float) -> tk.CallFinished:
+def finished(call_id: str, queued: float, start: float, end: float) -> tk.kernel.CallFinished:
     result = tk.ToolResult(call_id, "read", tk.Status.OK, None, None, queued, start, end)
-    return tk.CallFinished(call_id, "read", end, result)
+    return tk.kernel.CallFinished(call_id, "read", end, result)
 
 
 def test_which_of_two_calls_with_one_id_started_is_put_right_when_one_finishes() -> None:
@@ -167,11 +167,11 @@ def test_which_of_two_calls_with_one_id_started_is_put_right_when_one_finishes()
     # The recorder takes the first start for the c1 queued first, and learns otherwise from
     # the queue time in the first result.
     recorder = Recorder()
-    recorder(tk.CallQueued("c1", "read", 0, (tk.reads("a"),)))
-    recorder(tk.CallQueued("c1", "read", 1, (tk.reads("b"),)))
+    recorder(tk.kernel.CallQueued("c1", "read", 0, (tk.reads("a"),)))
+    recorder(tk.kernel.CallQueued("c1", "read", 1, (tk.reads("b"),)))
     task_a, task_b = contextvars.Context(), contextvars.Context()
-    task_b.run(recorder, tk.CallStarted("c1", "read", 2))
-    task_a.run(recorder, tk.CallStarted("c1", "read", 2))
+    task_b.run(recorder, tk.kernel.CallStarted("c1", "read", 2))
+    task_a.run(recorder, tk.kernel.CallStarted("c1", "read", 2))
     task_b.run(recorder.file_accessed, FileAccessed("c1", Path(("b",)), False, "read", True))
     task_a.run(recorder.file_accessed, FileAccessed("c1", Path(("a",)), False, "read", True))
     task_b.run(recorder, finished("c1", 1, 2, 3))

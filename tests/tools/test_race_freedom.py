@@ -151,10 +151,10 @@ async def test_concurrent_batches_end_like_the_same_calls_in_order(
 
     def watch(event: tk.CallEvent) -> None:
         nonlocal running, most_running
-        if isinstance(event, tk.CallStarted):
+        if isinstance(event, tk.kernel.CallStarted):
             running += 1
             most_running = max(most_running, running)
-        elif isinstance(event, tk.CallFinished) and event.result.started_at is not None:
+        elif isinstance(event, tk.kernel.CallFinished) and event.result.started_at is not None:
             running -= 1
 
     with anyio.fail_after(120):

@@ -17,7 +17,7 @@ import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field
 
 import toolkernel as tk
-from toolkernel import InvalidArgumentsError
+from toolkernel.errors import InvalidArgumentsError
 from toolkernel.tools import builtin_tools
 from toolkernel.tools._arguments import Aliases
 

@@ -170,9 +170,9 @@ def test_compiling_an_alternation_stops_between_two_alternatives() -> None:
 
     def check() -> None:
         if next(calls) == 3:
-            raise tk.CallEndedError("the call ended")  # what Subtree.check raises
+            raise tk.errors.CallEndedError("the call ended")  # what Subtree.check raises
 
-    with pytest.raises(tk.CallEndedError):
+    with pytest.raises(tk.errors.CallEndedError):
         LinePattern.compile("a|b|c|d|e", ignore_case=False, multiline=False, check=check)
     assert next(calls) == 4
 

@@ -28,10 +28,11 @@ import attrs
 import trio
 
 from .._open import open_kernel
-from ..agent import DEMO_TURNS, AgentEvent, ModelReplied, ScriptedModel, StepStarted, run_agent
+from .._replay import is_read_only_call
+from ..agent import AgentEvent, ModelReplied, ScriptedModel, StepStarted, run_agent
+from ..agent._demo_turns import DEMO_TURNS
 from ..kernel import Kernel, KeyFunction, ToolCall, ToolContext, ToolResult
 from ..locks import Claim
-from ..replay import is_read_only_call
 from ..tools import Tool, builtin_tools
 from ..trace import ChromeTrace, Timeline, format_statistics
 from ._screen import Screen, make_screen

@@ -22,10 +22,11 @@ from typing import Any, TextIO
 import trio
 
 from .._open import open_kernel
-from ..agent import DEMO_TURNS, ScriptedModel, run_agent
+from .._replay._agents import serving
+from ..agent import ScriptedModel, run_agent
+from ..agent._demo_turns import DEMO_TURNS
 from ..agent._turns import Turn
 from ..kernel import CallBlocked, CallEvent, CallFinished, CallStarted, ToolCall
-from ..replay._agents import serving
 from ._demo import _copy_project, _label, _tools, _tree
 from ._screen import Screen, make_screen
 

@@ -4,7 +4,7 @@ Each turn of the file (the format of ``shared/data/traces/claude-code-log.jsonl`
 the kernel on the mock clock, each call taking its recorded duration (capped at 30 s by
 default: recorded durations include time spent waiting for a person) and declaring what
 toolkernel's tool would (a Bash command: ``shell_claims(command)``). The table compares the
-kernel with the schedules of other runtimes (``toolkernel.replay``); then the kernel's
+kernel with the schedules of other runtimes (``toolkernel._replay``); then the kernel's
 statistics say where calls waited, and an SVG shows one turn under every strategy.
 """
 
@@ -15,7 +15,7 @@ import sys
 import tempfile
 from typing import TextIO
 
-from ..replay import (
+from .._replay import (
     Comparison,
     RecordedTurn,
     capped,
@@ -25,7 +25,7 @@ from ..replay import (
     per_tool_medians,
     timeline_svg,
 )
-from ..replay._agents import replay_agents
+from .._replay._agents import replay_agents
 from ..trace import format_statistics
 
 __all__ = ["run_replay", "DURATIONS"]

@@ -17,7 +17,7 @@ Strict mode (OpenAI's Structured Outputs, "Supported schemas") accepts a subset 
 still tells the model something (``default``, ``minLength``, an unsupported ``format``) moves
 into the property's description, so nothing the model should know is lost. What can't be said
 at all (an object with free-form keys, a value of any type, an array with no item schema)
-raises :class:`~toolkernel.SchemaError` naming the tool and the property.
+raises :class:`~toolkernel.errors.SchemaError` naming the tool and the property.
 
 Schemas other programs wrote (an MCP server's) come in other dialects, rewritten too: a
 ``$ref`` beside other keywords (pydantic's ``{"$ref": ..., "description": ...}``, which strict

@@ -61,7 +61,7 @@ def chat_tools(
 
     With ``strict=True`` every schema follows OpenAI's strict-mode rules (all properties
     required, optional ones nullable, ``additionalProperties: false``, no unsupported keywords);
-    a tool whose parameters can't be said that way raises :class:`~toolkernel.SchemaError`.
+    a tool whose parameters can't be said that way raises :class:`~toolkernel.errors.SchemaError`.
     """
     return [
         {"type": "function", "function": function}

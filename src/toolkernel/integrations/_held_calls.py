@@ -27,7 +27,7 @@ return, giving the leases back.
   leased tools of the same kernel) is not a nested call to the kernel, which can't know the
   framework's task is its caller's: if it waits behind its callers' leases, or for a place in
   ``max_concurrency`` while only its callers run, it would wait for ever, and fails with a
-  :class:`~toolkernel.DeadlockError` saying so instead.
+  :class:`~toolkernel.errors.DeadlockError` saying so instead.
 
 The calls a task runs inside (:func:`holding`, :func:`callers`) are one context for every
 adapter, and a kernel's calls (:meth:`Calls.of`) one registry, whichever adapters submit them:

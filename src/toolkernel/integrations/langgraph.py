@@ -56,7 +56,7 @@ them against the rest is the leases of the call that runs them, so declare that 
 to cover theirs). The other way round, a node's call is among the callers the other adapters
 see (``_held_calls``): an agent of theirs run by one of the node's tools, whose tools are
 leased in the same kernel, fails a call that would wait for ever for it with a
-:class:`~toolkernel.DeadlockError` instead.
+:class:`~toolkernel.errors.DeadlockError` instead.
 """
 
 from __future__ import annotations

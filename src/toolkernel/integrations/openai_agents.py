@@ -63,7 +63,8 @@ without leases; the kernel holds the leases in a call of its own meanwhile, whic
 ``max_concurrency``'s places (see ``_held_calls``). An agent used as a tool (``Agent.as_tool``)
 whose own agent calls leased tools of the same kernel should be declared as touching nothing
 itself (``claims={"helper": lambda args: []}``): undeclared, it is a barrier its agent's calls
-would wait for for ever, and they fail with a :class:`~toolkernel.DeadlockError` saying so (so
+would wait for for ever, and they fail with a
+:class:`~toolkernel.errors.DeadlockError` saying so (so
 does a call that would wait for ever for a place in ``max_concurrency`` its callers fill). So
 do calls across the adapters sharing the kernel: a pydantic-ai agent's made from inside a
 leased tool here, and this SDK's made from inside a leased pydantic-ai tool or a LangGraph

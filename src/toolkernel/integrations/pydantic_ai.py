@@ -47,7 +47,7 @@ So is a call made from inside a leased tool (an agent used as a tool, whose agen
 leased in the same kernel; the tool may be this adapter's, an Agents SDK tool's or a LangGraph
 node's) that waits behind that tool's own leases, or for a place in the kernel's
 ``max_concurrency`` while only the tools it was made from inside run: it would wait for ever,
-and the ``ToolFailed`` gives the :class:`~toolkernel.DeadlockError`'s message saying so. Such
+and the ``ToolFailed`` gives the :class:`~toolkernel.errors.DeadlockError`'s message saying so. Such
 an agent tool should be declared as touching nothing itself (``claims={"delegate": lambda
 args: []}``), and the kernel leave its calls room in ``max_concurrency``.
 """

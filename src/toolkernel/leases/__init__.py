@@ -57,11 +57,13 @@ not fenced; a client paused *before* publishing is refused, but a change the ser
 is finished.
 """
 
+import warnings as _warnings
+
+from .._errors import FencedOutError as FencedOutError
 from ._address import default_socket_path as default_socket_path
 from ._address import find_service as find_service
 from ._backend import Chmod as Chmod
 from ._backend import Fence as Fence
-from ._backend import FencedOut as FencedOut
 from ._backend import Grant as Grant
 from ._backend import LeaseBackend as LeaseBackend
 from ._backend import MakeDirectory as MakeDirectory
@@ -75,3 +77,14 @@ from ._connect import UnixLeases as UnixLeases
 from ._connect import connect as connect
 from ._connect import open_leases as open_leases
 from ._connect import parse_leases as parse_leases
+
+# Names renamed here, each with its new one: kept for one release, with a warning.
+_MOVED = {"FencedOut": "FencedOutError"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    message = f"toolkernel.leases.{name} is deprecated: use toolkernel.errors.{_MOVED[name]}"
+    _warnings.warn(message, DeprecationWarning, stacklevel=2)
+    return FencedOutError

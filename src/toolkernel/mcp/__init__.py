@@ -7,8 +7,8 @@
   arguments, else a preset's (the reference servers), else what its schema's path arguments
   say, else the whole workspace and the server (a barrier: shared for a read-only tool,
   exclusive otherwise), so it is ordered against the kernel's file tools.
-- :class:`~toolkernel.MCPToolError`: the server answered a call with an error;
-  :class:`~toolkernel.MCPServerGoneError`: the server exited, so its calls fail.
+- :class:`~toolkernel.errors.MCPToolError`: the server answered a call with an error;
+  :class:`~toolkernel.errors.MCPServerGoneError`: the server exited, so its calls fail.
 
 The other direction, the kernel's own tools served to MCP clients (``python -m toolkernel
 mcp``), is ``_serving`` (the tools, their calls, ``Batch``) and ``_serve`` (the SDK's server

@@ -1,7 +1,8 @@
 """``http_tools``: connect to an MCP server over streamable HTTP and give its tools to the kernel.
 
 The same tools, claims and guarantees as :func:`~toolkernel.mcp.stdio_tools`: a server that
-can't be reached, or goes away, fails its own calls with :class:`~toolkernel.MCPServerGoneError`
+can't be reached, or goes away, fails its own calls with
+:class:`~toolkernel.errors.MCPServerGoneError`
 and the kernel goes on.
 """
 
@@ -68,7 +69,7 @@ async def http_tools(
     host and port.
 
     Raises ``TypeError``/``ValueError`` for a URL that is not an http(s) URL,
-    :class:`~toolkernel.MCPServerGoneError` when the server can't be reached or closes the
+    :class:`~toolkernel.errors.MCPServerGoneError` when the server can't be reached or closes the
     connection before it answers, and :class:`~toolkernel.ToolDeclarationError` as
     ``stdio_tools`` does.
     """

@@ -5,7 +5,8 @@ are :class:`~toolkernel.mcp.MCPTool` objects to pass to ``open_kernel``. Open th
 the block, so that it is closed (and its calls finished) before the server is stopped.
 
 If the server dies, only its calls fail: the ones it was running end ERROR with
-:class:`~toolkernel.MCPServerGoneError`, whose message quotes the end of what it wrote on stderr,
+:class:`~toolkernel.errors.MCPServerGoneError`, whose message quotes the end of what it wrote
+on stderr,
 and every later call of its tools fails the same way at once, without waiting for a lease. The
 kernel, and the calls of every other tool, go on.
 """
@@ -108,7 +109,7 @@ async def stdio_tools(
     - ``wait_timeout`` / ``run_timeout``: defaults for the tools' calls, as for ``@tool``.
 
     Raises ``TypeError`` for a command that is not a list of words, ``OSError`` when the
-    program can't be started, :class:`~toolkernel.MCPServerGoneError` when it exits before
+    program can't be started, :class:`~toolkernel.errors.MCPServerGoneError` when it exits before
     answering, and :class:`~toolkernel.ToolDeclarationError` when ``reads``/``writes``/
     ``claims`` name a tool or an argument the server does not have, or when the server lists its
     tools in a form the MCP SDK refuses. A tool listed with an empty name, or a name listed

@@ -109,8 +109,8 @@ class MCPTool(Tool):
     admitted; its claims are the user's, a preset's, inferred, or a barrier (see ``_claims``);
     its output is the server's text, or a :class:`~toolkernel.Content` when there is more (images,
     resources, structured content); an ``isError`` result is an ERROR result carrying the
-    server's text (:class:`~toolkernel.MCPToolError`), and a server that has gone away fails the
-    call with :class:`~toolkernel.MCPServerGoneError`.
+    server's text (:class:`~toolkernel.errors.MCPToolError`), and a server that has gone away
+    fails the call with :class:`~toolkernel.errors.MCPServerGoneError`.
 
     Attributes: ``name`` (what models call it: the server's name for it, after ``prefix``),
     ``remote_name`` (the server's name for it), ``server`` (the server's name), ``device`` (the

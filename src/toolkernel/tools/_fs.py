@@ -46,7 +46,8 @@ Fencing: a :class:`FileAccess` made with a ``fence`` (a kernel with shared lease
 its grant's, ``open_kernel(leases=...)``) makes every change visible through it (the final
 rename of a write, ``mkdir``, an ``unlink``, a tree's rename aside, a move): once the grant is
 lost (its client cut off, its leases gone to another process) the change is refused with
-:class:`~toolkernel.FencedOut` and nothing is touched. Without one, each is its system call.
+:class:`~toolkernel.errors.FencedOutError` and nothing is touched. Without one, each is its
+system call.
 (Fenced, the lock is not held across the round trip, see ``_fileops``: a change already
 sent when :meth:`FileAccess.close` is called lands before the grant's release, never after.)
 

@@ -186,7 +186,7 @@ def test_a_repository_without_hooks_takes_back_git_push_unknown_effects_not_its_
 
 
 def test_effects_beyond_must_be_a_reason() -> None:
-    with pytest.raises(tk.ShellRulesError, match="effects-beyond must be a reason"):
+    with pytest.raises(tk.errors.ShellRulesError, match="effects-beyond must be a reason"):
         ShellRules.from_toml("[x]\neffects-beyond = true")
 
 

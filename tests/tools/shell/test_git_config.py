@@ -86,5 +86,5 @@ async def test_a_textconv_runs_only_as_a_barrier(repository: pathlib.Path) -> No
         kernel.add_listener(events.append)
         result = await run_bash(kernel, "git diff")
     assert result.status is tk.Status.OK, result.error
-    queued = next(e for e in events if isinstance(e, tk.CallQueued))
+    queued = next(e for e in events if isinstance(e, tk.kernel.CallQueued))
     assert queued.claims == (tk.exclusive(tk.path()),)

@@ -361,7 +361,7 @@ def test_a_project_rules_file_extends_the_built_in_rules(tmp_path: object) -> No
     ],
 )
 def test_a_rule_that_cant_be_understood_is_refused_by_name(text: str, message: str) -> None:
-    with pytest.raises(tk.ShellRulesError) as caught:
+    with pytest.raises(tk.errors.ShellRulesError) as caught:
         ShellRules.from_toml(text)
     assert message in str(caught.value)
 

@@ -9,7 +9,7 @@ lost update (two agents editing from the same read) would lose a line, so counti
 at the end says whether every edit landed.
 
 ``replay_agents`` runs them together and, for comparison, one after the other; the same module
-run as a program (``python -m toolkernel.replay._agents``) is one agent.
+run as a program (``python -m toolkernel._replay._agents``) is one agent.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def serving(root: str | os.PathLike[str]) -> Iterator[str]:
 
 
 def _start_agent(trace: str, turns: int, scale: float, root: str, leases: str, name: str) -> Any:
-    command = [sys.executable, "-m", "toolkernel.replay._agents"]
+    command = [sys.executable, "-m", "toolkernel._replay._agents"]
     arguments = [trace, str(turns), str(scale), root, leases, name]
     process = subprocess.Popen(
         [*command, *arguments], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
