@@ -77,9 +77,9 @@ import toolkernel as tk
 import toolkernel.sandbox
 from toolkernel.sandbox import LAUNCHER, Overlay
 from toolkernel.sandbox import _launcher as launcher
+from toolkernel.shell._confine import SHELL
 from toolkernel.tools import builtin_tools
 from toolkernel.tools._bash import BashTool
-from toolkernel.tools.shell._confine import SHELL
 
 SWITCH = "TOOLKERNEL_SANDBOX"
 MAX_CONCURRENCY = 16

@@ -85,10 +85,10 @@ import toolkernel as tk
 from toolkernel._replay import is_read_only_command
 from toolkernel.kernel._admission import keyed_once
 from toolkernel.locks import Claim, Mode, Path, canonical_claims
+from toolkernel.shell import _confine, analyse, command_environment
+from toolkernel.shell._claims import keyed_claims
 from toolkernel.tools import Workspace, builtin_tools
 from toolkernel.tools._bash import make_bash_tool
-from toolkernel.tools.shell import _confine, analyse, command_environment
-from toolkernel.tools.shell._claims import keyed_claims
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import scheduling

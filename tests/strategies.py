@@ -169,7 +169,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     )
 
 
-# -- shell commands (tests/tools/shell/test_properties.py) -----------------------------------
+# -- shell commands (tests/shell/test_properties.py) -----------------------------------
 
 # Text that is mostly not bash: every character that means something to the shell, and a few
 # letters, so parse errors, missing nodes and odd trees are common.

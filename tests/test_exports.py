@@ -30,20 +30,41 @@ def _is_private(name: str) -> bool:
     return any(part.startswith("_") for part in name.split(".")[1:])
 
 
+def _deprecated(path: Path) -> bool:
+    """A package or module kept only as a deprecated alias: its docstring says so first."""
+    source = path / "__init__.py" if path.is_dir() else path
+    docstring = ast.get_docstring(ast.parse(source.read_text())) or ""
+    return docstring.startswith("Deprecated:")
+
+
+def _walk() -> list[tuple[str, bool]]:
+    """Every module of the package and whether it is a package, without importing a deprecated
+    alias (importing one warns, and warnings are errors)."""
+    found: list[tuple[str, bool]] = []
+
+    def visit(paths: list[str], prefix: str) -> None:
+        for info in pkgutil.iter_modules(paths, prefix):
+            here = Path(paths[0]) / info.name.rsplit(".", 1)[-1]
+            if info.ispkg and _deprecated(here):
+                continue
+            found.append((info.name, info.ispkg))
+            if info.ispkg:
+                visit([str(here)], info.name + ".")
+
+    visit(list(toolkernel.__path__), "toolkernel.")
+    return found
+
+
 def public_modules() -> list[str]:
     found = ["toolkernel"]
-    for info in pkgutil.walk_packages(toolkernel.__path__, "toolkernel."):
-        if not _is_private(info.name):
-            found.append(info.name)
+    for name, _ in _walk():
+        if not _is_private(name):
+            found.append(name)
     return sorted(found)
 
 
 def private_packages() -> list[str]:
-    return sorted(
-        info.name
-        for info in pkgutil.walk_packages(toolkernel.__path__, "toolkernel.")
-        if info.ispkg and _is_private(info.name)
-    )
+    return sorted(name for name, is_package in _walk() if is_package and _is_private(name))
 
 
 def _top_level_names(tree: ast.Module) -> list[str]:

@@ -44,6 +44,8 @@ def test_init_modules_only_reexport_each_name_once() -> None:
         if "sample-project" in init.parts:
             continue
         tree = ast.parse(init.read_text())
+        if (ast.get_docstring(tree) or "").startswith("Deprecated:"):
+            continue  # an old path kept for one release, handing over the new package
         seen: set[str] = set()
         lazy: list[str] = []  # names the module's __getattr__ loads on first use
         for node in tree.body:

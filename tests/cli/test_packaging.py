@@ -33,8 +33,9 @@ REAL_PACKAGES = {
     "toolkernel._replay",
     "toolkernel.sandbox",
     "toolkernel.testing",
+    "toolkernel.shell",
     "toolkernel.tools",
-    "toolkernel.tools.shell",
+    "toolkernel.tools.shell",  # the old path of toolkernel.shell, kept for one release
     "toolkernel.trace",
 }
 
@@ -117,4 +118,4 @@ def test_the_sample_project_ships_whole_as_data(built: Built) -> None:
 
 
 def test_the_shell_rules_ship_with_the_package(built: Built) -> None:
-    assert "toolkernel/tools/shell/rules.toml" in built.wheel.namelist()
+    assert "toolkernel/shell/rules.toml" in built.wheel.namelist()

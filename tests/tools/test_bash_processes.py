@@ -21,8 +21,8 @@ import pytest
 
 import toolkernel as tk
 from toolkernel import sandbox
+from toolkernel.shell import _confine
 from toolkernel.tools import ShellRules, builtin_tools
-from toolkernel.tools.shell import _confine
 
 from .processes import wait_none_running
 

@@ -19,8 +19,8 @@ import pytest
 import toolkernel as tk
 from toolkernel import sandbox
 from toolkernel.kernel import CallQueued
+from toolkernel.shell import _confine
 from toolkernel.tools import builtin_tools
-from toolkernel.tools.shell import _confine
 
 
 @pytest.fixture(params=["sandbox", "no sandbox"])

@@ -25,12 +25,12 @@ import pytest
 import toolkernel as tk
 from toolkernel import sandbox
 from toolkernel.kernel import CallProgress
+from toolkernel.shell import analyse
+from toolkernel.shell._confine import Launch
 from toolkernel.tools import ShellRules, builtin_tools
-from toolkernel.tools.shell import analyse
-from toolkernel.tools.shell._confine import Launch
 
+from ..shell.helpers import needs_landlock
 from .privileges import as_a_user
-from .shell.helpers import needs_landlock
 
 pytestmark = pytest.mark.skipif(
     sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}"

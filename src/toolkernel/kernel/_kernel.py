@@ -39,6 +39,7 @@ import anyio.lowlevel
 
 from .._errors import HoldMore
 from ..leases._backend import Fence, Grant, LeaseBackend
+from ..leases._fencing import CoveringFence
 from ..locks import Claim, LeaseTableStatistics, path
 from . import _loop as loop
 from . import _messages as messages
@@ -612,9 +613,6 @@ class Kernel(metaclass=NoPublicConstructor):
             return None  # it holds no claims: ctx.fs refuses every write before any fence
         if len(grants) == 1:
             return self._shared.fence(grants[0])
-        # Here, not at the top: ``_fencing`` needs ``tools``, which needs this package.
-        from ..leases._fencing import CoveringFence
-
         return CoveringFence(tuple((g.claims, self._shared.fence(g)) for g in grants))
 
     async def _timer(self, _: None) -> None:

@@ -32,7 +32,8 @@ from anyio.streams.memory import MemoryObjectSendStream
 from .. import _errors
 from .._errors import FencedOut, LeaseReleaseError, LeaseServiceError
 from ..locks import Claim, canonical_claims
-from ._backend import Grant, Op, Rename
+from ._backend import Grant, Op, Rename, Unlink
+from ._fencing import make_change, stage
 from ._wire import (
     HEADER_SIZE,
     ProtocolError,
@@ -183,14 +184,9 @@ class UnixLeaseClient:
         self._answer(reply_number, pending, lost=FencedOut)
 
     def stage(self, op: Rename) -> Rename:
-        from ._fencing import stage
-
         return stage(self._root_fd, op)
 
     def discard(self, scratch: tuple[str, ...]) -> None:
-        from ._backend import Unlink
-        from ._fencing import make_change
-
         with contextlib.suppress(OSError):
             make_change(self._root_fd, Unlink(scratch))
 

@@ -103,8 +103,8 @@ except ImportError as exc:  # say which extra brings it
     raise ImportError(missing_extra("etcd", 'leases="etcd://..."', "httpx"), name="httpx") from exc
 from ..locks import Claim, LeaseTable, canonical_claims
 from ._backend import Grant, Op
-from ._connect import EtcdLeases
 from ._fencing import check_covered, make_change
+from ._urls import EtcdLeases
 from ._wire import ProtocolError, decode_claims, encode_claims, loads
 
 __all__ = ["EtcdLeaseBackend", "EtcdFence", "connect", "root_id"]

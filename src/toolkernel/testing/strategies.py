@@ -31,7 +31,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ..kernel import KernelTool
+from ..kernel import KernelTool, ToolCall
 from ..locks import EVERYTHING, Claim, device, exclusive, path, pool, shared, units
 from ._arguments import TEXT, arguments_from_schema
 from ._batch import CallBatch
@@ -215,8 +215,6 @@ def _batches(
     cancellations: bool,
     cancel_times: Sequence[float],
 ) -> CallBatch:
-    from ..kernel import ToolCall
-
     names = list(arguments)
     size = draw(st.integers(min_calls, max_calls))
     calls = []

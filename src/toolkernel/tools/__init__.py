@@ -14,15 +14,15 @@ from ._workspace import Workspace as Workspace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .shell import ShellRules as ShellRules
-    from .shell import shell_claims as shell_claims
+    from ..shell import ShellRules as ShellRules
+    from ..shell import shell_claims as shell_claims
 
 
 def __getattr__(name: str) -> object:
     # The shell analysis (the rule table, the parser, the project readers) and the sandbox
     # behind it load on first use, not with every ``import toolkernel``.
     if name in ("ShellRules", "shell_claims"):
-        from . import shell
+        from .. import shell
 
         return getattr(shell, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

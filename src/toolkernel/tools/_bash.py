@@ -50,14 +50,14 @@ from ..kernel import KeyFunction, ToolContext
 from ..kernel._protocol import key_owner
 from ..locks import Claim
 from ..sandbox import unavailable as sandbox_unavailable
+from ..shell import ShellRules, analyse
+from ..shell._claims import barrier_claims, keyed_claims
+from ..shell._confine import Launch, unenforced_note
+from ..shell._syntax import MISSING_PARSER, parse
 from ._declare import FunctionTool
 from ._file_tools import fs_of
 from ._shell_commit import ShellStatistics, run_and_commit
 from ._workspace import Workspace
-from .shell import ShellRules, analyse
-from .shell._claims import barrier_claims, keyed_claims
-from .shell._confine import Launch, unenforced_note
-from .shell._syntax import MISSING_PARSER, parse
 
 __all__ = ["BASH_OUTPUT_LIMIT", "HeadAndTail", "make_bash_tool"]
 

@@ -15,7 +15,7 @@ from ._search import glob, grep
 from ._todo import TodoWrite
 
 if TYPE_CHECKING:
-    from .shell import ShellRules
+    from ..shell import ShellRules
 
 __all__ = ["builtin_tools"]
 

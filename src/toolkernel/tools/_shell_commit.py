@@ -52,11 +52,11 @@ from .._errors import HoldMore, ToolError
 from ..kernel import ToolContext
 from ..locks import Claim, Mode, Path, covers, exclusive
 from ..sandbox import Change, ChangeKind, Overlay
+from ..shell import describe_miss
+from ..shell._analysis import Analysis
+from ..shell._confine import Launch
 from ._file_tools import fs_of
 from ._workspace import Workspace
-from .shell import describe_miss
-from .shell._analysis import Analysis
-from .shell._confine import Launch
 
 __all__ = ["MAX_ATTEMPTS", "ShellStatistics", "run_and_commit"]
 

@@ -1,23 +1,25 @@
-"""Knowing what a shell command touches: a tree-sitter-bash parse and a table of rules.
+"""Deprecated: the shell analysis is :mod:`toolkernel.shell`; this path goes in the next release.
 
-``shell_claims(command, rules=None, *, root=None)`` gives the claims the Bash tool declares for
-a command; ``ShellRules`` is the rule table (built in, extended per project:
-``project_rules(root)`` adds the workspace's own ``.toolkernel/shell.toml``); ``analyse`` says
-what a command reads, writes and runs, whether its effects are known whole
-(``Analysis.effects_known``), what it changes beyond the sandbox (``Analysis.effects_beyond``;
-``Analysis.confined`` says whether it may run again), or why it is not understood.
-``claim_sources`` names the rules each claim comes from, ``describe_miss`` tells a user which
-rule to add for a write the claims missed, and ``command_environment`` is what a command must
-run with for its claims to hold.
+Importing it warns once and hands over the new package itself: ``toolkernel.tools.shell`` *is*
+``toolkernel.shell``, and each of its modules is there under the old name too
+(``toolkernel.tools.shell._rules`` is ``toolkernel.shell._rules``), so the classes are the same
+objects whichever path imported them and code written for the old path works unchanged.
 """
 
-from ._analysis import Access as Access
-from ._analysis import Analysis as Analysis
-from ._claims import claim_sources as claim_sources
-from ._claims import describe_miss as describe_miss
-from ._claims import shell_claims as shell_claims
-from ._environment import command_environment as command_environment
-from ._project import analyse as analyse
-from ._project import project_rules as project_rules
-from ._rules import Rule as Rule
-from ._rules import ShellRules as ShellRules
+import importlib
+import pkgutil
+import sys
+import warnings
+
+from ... import shell
+
+warnings.warn(
+    "toolkernel.tools.shell is deprecated: import toolkernel.shell (the same package)",
+    DeprecationWarning,
+    stacklevel=2,  # the importer (the import system's own frames are skipped)
+)
+for _module in pkgutil.iter_modules(shell.__path__):
+    sys.modules[f"{__name__}.{_module.name}"] = importlib.import_module(
+        f"{shell.__name__}.{_module.name}"
+    )
+sys.modules[__name__] = shell

@@ -11,8 +11,8 @@ import pytest
 
 import toolkernel as tk
 from toolkernel.locks import EVERYTHING
+from toolkernel.shell import analyse
 from toolkernel.tools import Workspace, builtin_tools
-from toolkernel.tools.shell import analyse
 
 from .helpers import run_bash
 

@@ -11,8 +11,8 @@ import pytest
 
 import toolkernel as tk
 from toolkernel.locks import Mode, Path
+from toolkernel.shell import analyse
 from toolkernel.tools import shell_claims
-from toolkernel.tools.shell import analyse
 
 BARRIER = [tk.exclusive(tk.path())]
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from ._access import Cwds
+from ._coded import Invocation, coded
 from ._words import Word
 
 if TYPE_CHECKING:
@@ -211,3 +212,8 @@ def sed(
             walk.touch(
                 kind, name, cwds, f"sed {kind[0]}", create="file" if kind == "write" else None
             )
+
+
+@coded("sed")
+def _sed_rule(run: Invocation) -> None:
+    sed(run.walk, run.values, run.operands, run.cwds)

@@ -28,6 +28,7 @@ import functools
 
 import attrs
 
+from . import _coded_rules  # noqa: F401 (its modules register the rules that need code)
 from ._access import Access
 from ._programs import apply
 from ._rules import ShellRules

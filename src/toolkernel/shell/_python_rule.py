@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from ._access import Cwds
+from ._coded import Invocation, coded
 from ._words import Word
 
 if TYPE_CHECKING:
@@ -69,3 +70,8 @@ def python(
     if None in prefixes or (beside and not prefixes):
         rule = f"{program} {'-X pycache_prefix' if None in prefixes else beside[0]}"
         walk.touch("write", ".", frozenset({"."}), rule)  # beside each module it imports
+
+
+@coded("python", "python3")
+def _python_rule(run: Invocation) -> None:
+    python(run.walk, run.rule.name, run.present, run.values, run.cwds)

@@ -22,8 +22,8 @@ import pytest
 
 import toolkernel as tk
 from toolkernel import sandbox
+from toolkernel.shell import _analysis, _confine, _syntax, analyse
 from toolkernel.tools import ShellRules, builtin_tools, shell_claims
-from toolkernel.tools.shell import _analysis, _confine, _syntax, analyse
 
 from .helpers import changed, needs_landlock, run_bash, snapshot
 

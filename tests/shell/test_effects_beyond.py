@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import toolkernel as tk
+from toolkernel.shell import analyse
 from toolkernel.tools import ShellRules, shell_claims
-from toolkernel.tools.shell import analyse
 
 CONFINED = [
     "cat a.txt",

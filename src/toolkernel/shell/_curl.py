@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from ._access import Cwds
+from ._coded import Invocation, coded
 from ._words import Word
 
 if TYPE_CHECKING:
@@ -57,3 +58,8 @@ def curl(
         )
         if reads_file:
             walk.touch("read", ".", frozenset({"."}), f"curl {option}")
+
+
+@coded("curl")
+def _curl_rule(run: Invocation) -> None:
+    curl(run.walk, run.present, run.values, run.operands, run.cwds)

@@ -24,8 +24,8 @@ import pytest
 
 import toolkernel as tk
 from toolkernel.locks import Mode, Path
+from toolkernel.shell import analyse
 from toolkernel.tools import builtin_tools, shell_claims
-from toolkernel.tools.shell import analyse
 
 from .helpers import changed, needs_landlock, run_bash, snapshot
 

@@ -12,9 +12,9 @@ import pathlib
 import pytest
 
 import toolkernel as tk
+from toolkernel.shell import analyse
 from toolkernel.tools import ShellRules, Workspace, builtin_tools, shell_claims
 from toolkernel.tools._bash import BashTool
-from toolkernel.tools.shell import analyse
 
 BARRIER = {"exclusive ."}
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from ._access import Cwds, join, path_text
+from ._coded import Invocation, coded
 from ._words import Word
 
 if TYPE_CHECKING:
@@ -62,3 +63,8 @@ def pytest(
             continue
         cache = frozenset(join(cwd, place) for cwd in cwds)
         walk.touch("write", ".pytest_cache", cache, "pytest", optional=True)
+
+
+@coded("pytest", "py.test")
+def _pytest_rule(run: Invocation) -> None:
+    pytest(run.walk, run.values, run.operands, run.cwds)

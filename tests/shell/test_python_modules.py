@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from toolkernel.shell import analyse
 from toolkernel.tools import ShellRules, shell_claims
-from toolkernel.tools.shell import analyse
 
 
 def claims(command: str) -> set[str]:

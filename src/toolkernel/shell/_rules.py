@@ -167,7 +167,7 @@ from typing import Any, Final
 
 import attrs
 
-from ..._errors import ShellRulesError
+from .._errors import ShellRulesError
 
 __all__ = ["Rule", "ShellRules", "ROLES"]
 

@@ -15,7 +15,7 @@ import toolkernel as tk
 from toolkernel.locks import Mode, Path
 from toolkernel.tools import shell_claims
 
-from ...strategies import ShellCase, shell_cases, shell_noise
+from ..strategies import ShellCase, shell_cases, shell_noise
 
 BARRIER = [tk.exclusive(tk.path())]
 PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))

@@ -9,6 +9,11 @@ the options, and options may follow operands. Parsing stops where a command star
 What curl, wget and ``gh api`` send beyond the sandbox (a POST, an upload) is read from their
 options' values by :func:`~._requests.sends`.
 
+What a rule's data can't say is code, registered per rule name by the module that implements
+it (:mod:`._coded`): :class:`_Invocation` runs the handler of its rule once the options are
+read, and a program with a grammar of its own is read by its own reader instead. This module
+registers the small ones (``go build``, ``sqlite3``, ``env``, ``git init``, the C compilers).
+
 ``find`` has its own expression language, read by :func:`find`: its start paths are read, and
 ``-exec``/``-execdir``/``-ok``/``-okdir`` run a command in which ``{}`` stands for a start path
 (each found file lies beneath one); ``-delete`` changes entries beneath a start path.
@@ -24,12 +29,9 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from ._access import Access, Cwds, join, parent_of, path_text
-from ._curl import curl
-from ._pytest_rule import pytest
-from ._python_rule import python
+from ._coded import Invocation, coded, handler_for, own_reader_for, reads_own_words
 from ._requests import sends
 from ._rules import Rule
-from ._sed import sed
 from ._words import Word
 
 if TYPE_CHECKING:
@@ -68,8 +70,9 @@ def apply_rule(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None
     ):
         # A barrier with subcommands (`npm run`) still knows those (`npm run lint`).
         raise walk.fail(f"{rule.name}: {rule.barrier}")
-    if rule.name == "find":
-        find(walk, rule, args, cwds)
+    own_reader = own_reader_for(rule.name)
+    if own_reader is not None:
+        own_reader(walk, rule, args, cwds)
         return
     if len(args) == 1 and args[0].text in ("--help", "--version"):
         return
@@ -102,28 +105,9 @@ class _Invocation:
             # its subcommand is not what any of its subcommands' rules say, unless its own rule
             # says what it reads or writes (`git stash` pushes, `git remote` lists).
             raise self.fail("without a subcommand it is not described")
-        if self.rule.name == "sed":
-            sed(self.walk, self.values, self.operands, self.cwds)
-        elif self.rule.name == "curl":
-            curl(self.walk, self.present, self.values, self.operands, self.cwds)
-        elif self.rule.name in ("pytest", "py.test"):
-            pytest(self.walk, self.values, self.operands, self.cwds)
-        elif self.rule.name == "go build" and "-o" not in self.present:
-            _go_build(self.walk, self.operands, self.cwds)
-        elif self.rule.name == "sqlite3":
-            _sqlite(self.walk, self.operands)
-        elif self.rule.name in ("python", "python3"):
-            python(self.walk, self.rule.name, self.present, self.values, self.cwds)
-        elif self.rule.name == "env":
-            for _, option, value in self.values:
-                if option in ("-u", "--unset"):  # unsetting is setting it to nothing
-                    if value.text is None:
-                        raise self.fail(f"{option} unsets a variable not known from the text")
-                    self.walk.check_name(value.text)
-        elif self.rule.name == "git init":
-            _git_init(self.walk, self.present, self.operands, self.cwds)
-        elif self.rule.name in _COMPILERS and "-o" not in self.present:
-            _compiled(self.walk, self.rule.name, self.present, self.operands, self.cwds)
+        handler = handler_for(self.rule.name)  # what the rule's data can't say (see _coded)
+        if handler is not None:
+            handler(self)
         sent = sends(self.rule.name, self.present, self.values, self.operands)
         if sent is not None:
             self.walk.beyond.append(f"{self.rule.name}: {sent}")
@@ -386,6 +370,26 @@ class _Invocation:
         self.walk.nested(lambda: self.walk.run(words, cwds))
 
 
+@coded("go build")
+def _go_build_rule(run: Invocation) -> None:
+    if "-o" not in run.present:
+        _go_build(run.walk, run.operands, run.cwds)
+
+
+@coded("env")
+def _env(run: Invocation) -> None:
+    for _, option, value in run.values:
+        if option in ("-u", "--unset"):  # unsetting is setting it to nothing
+            if value.text is None:
+                raise run.fail(f"{option} unsets a variable not known from the text")
+            run.walk.check_name(value.text)
+
+
+@coded("git init")
+def _git_init_rule(run: Invocation) -> None:
+    _git_init(run.walk, run.present, run.operands, run.cwds)
+
+
 def _go_build(walk: Walk, operands: Sequence[Word], cwds: Cwds) -> None:
     """``go build`` without ``-o`` writes the program of one main package where it runs, named
     after the package's directory or its first file (``go build ./cmd/app`` writes ``app``);
@@ -433,6 +437,11 @@ _SQLITE_REACHING: Final = re.compile(
 )
 
 
+@coded("sqlite3")
+def _sqlite_rule(run: Invocation) -> None:
+    _sqlite(run.walk, run.operands)
+
+
 def _sqlite(walk: Walk, operands: Sequence[Word]) -> None:
     """Refuse SQL given to ``sqlite3`` that reaches other files or programs."""
     for word in operands[1:]:
@@ -449,6 +458,12 @@ def _sqlite(walk: Walk, operands: Sequence[Word]) -> None:
 
 _COMPILERS: Final = frozenset({"gcc", "cc", "g++", "c++", "clang", "clang++"})
 _SOURCE: Final = (".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".m", ".mm", ".s", ".S", ".i", ".ii")
+
+
+@coded(*sorted(_COMPILERS))
+def _compiler(run: Invocation) -> None:
+    if "-o" not in run.present:
+        _compiled(run.walk, run.rule.name, run.present, run.operands, run.cwds)
 
 
 def _compiled(
@@ -573,6 +588,7 @@ def _run_in_found_directories(walk: Walk, inner: Sequence[Word], start: Word, cw
         walk.accesses.extend(attrs.evolve(access, path=p, create=None) for p in sorted(where))
 
 
+@reads_own_words("find")
 def find(walk: Walk, rule: Rule, args: Sequence[Word], cwds: Cwds) -> None:
     """``find``: start paths are read; actions that write or run are followed."""
     words = list(args)

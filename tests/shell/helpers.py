@@ -10,7 +10,7 @@ import stat
 import pytest
 
 import toolkernel as tk
-from toolkernel.tools.shell import _confine
+from toolkernel.shell import _confine
 
 needs_landlock = pytest.mark.skipif(
     _confine.landlock_abi() <= 0, reason="needs Landlock (Linux 5.13 or later, enabled)"

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 import toolkernel as tk
 from toolkernel.locks import Mode, Path
+from toolkernel.shell._confine import SHELL
 from toolkernel.tools import shell_claims
-from toolkernel.tools.shell._confine import SHELL
 
 from .helpers import changed, snapshot
 

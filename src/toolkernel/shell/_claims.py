@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from ..._errors import InvalidClaimError
-from ...locks import Claim, Mode, Path, canonical_claims, exclusive, path, shared
+from .._errors import InvalidClaimError
+from ..locks import Claim, Mode, Path, canonical_claims, exclusive, path, shared
 from ._analysis import Analysis
 from ._project import analyse
 from ._rules import ShellRules

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import toolkernel as tk
-from toolkernel.tools.shell import (
+from toolkernel.shell import (
     _confine,
     analyse,
     claim_sources,

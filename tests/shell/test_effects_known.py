@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from toolkernel.shell import analyse
 from toolkernel.tools import ShellRules, shell_claims
-from toolkernel.tools.shell import analyse
 
 KNOWN = [
     "ls -la src",

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import toolkernel as tk
 from toolkernel.locks import Mode, Path
+from toolkernel.shell import analyse
 from toolkernel.tools import shell_claims
-from toolkernel.tools.shell import analyse
 
 COMMANDS = [
     "ls src",

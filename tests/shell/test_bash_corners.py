@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from toolkernel.shell import analyse
 from toolkernel.tools import shell_claims
-from toolkernel.tools.shell import analyse
 
 BARRIER = {"exclusive ."}
 

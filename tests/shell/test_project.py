@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
+from toolkernel.shell import analyse
+from toolkernel.shell._project import project_rules
 from toolkernel.tools import shell_claims
-from toolkernel.tools.shell import analyse
-from toolkernel.tools.shell._project import project_rules
 
 BARRIER = {"exclusive ."}
 

@@ -37,8 +37,8 @@ from typing import Final
 
 import attrs
 
-from ..._beneath import remove_tree
-from ...sandbox import _launcher as _sandbox
+from .._beneath import remove_tree
+from ..sandbox import _launcher as _sandbox
 from ._analysis import Analysis
 from ._environment import command_environment
 
