@@ -118,10 +118,11 @@ def grep_tree(
     searched = Searched()
     search = _Search(tree, options, timeout, searched)
     needle, absent = _prefilter(options.pattern)
+    literal = needle if options.mode != "content" and _is_literal(options.pattern) else None
     with contextlib.closing(_walk(tree, keep)) as runs:
         for run in runs:
             if _search_run(
-                tree, run, search, needle, absent, options.max_bytes, searched.too_large
+                tree, run, search, needle, absent, literal, options.max_bytes, searched.too_large
             ):
                 return searched
     search.flush()
@@ -153,16 +154,42 @@ def _prefilter(pattern: LinePattern) -> tuple[bytes | None, Callable[[bytes], bo
     return None, absent
 
 
+def _is_literal(pattern: LinePattern) -> bool:
+    """True iff every match of ``pattern`` is its source itself, in the same case: plain
+    characters only (:func:`required_literal` of the whole), which span no line end."""
+    literals = pattern.literals
+    return not pattern.folded and literals is not None and literals == (pattern.source,)
+
+
+def _matching_lines(data: bytes, literal: bytes) -> int:
+    """How many lines of ``data`` hold ``literal`` (which holds no line end): one ``find`` a
+    matching line, none for the lines between."""
+    count, position = 0, data.find(literal)
+    while position >= 0:
+        count += 1
+        end = data.find(b"\n", position)
+        if end < 0:
+            break
+        position = data.find(literal, end + 1)
+    return count
+
+
 def _search_run(
     tree: Subtree,
     run: _Run,
     search: _Search,
     needle: bytes | None,
     absent: Callable[[bytes], bool] | None,
+    literal: bytes | None,
     max_bytes: int,
     too_large: list[str],
 ) -> bool:
-    """Search the files of ``run``; True once enough lines are written."""
+    """Search the files of ``run``; True once enough lines are written.
+
+    With ``literal`` (a pattern that is plain text, in ``files_with_matches`` or ``count``
+    mode) a file is answered from its bytes, undecoded: the lines that hold it are the lines
+    that match, and an ASCII text is in the bytes iff it is in their decoding (no byte of a
+    character decoded as U+FFFD is ASCII)."""
     outer, links, directory = run.outer, run.links, run.fd
     check, observed, below = tree.check, tree.observed, len(tree.parts)
     if directory < 0:
@@ -202,6 +229,10 @@ def _search_run(
             if needle is not None:
                 if needle not in data:
                     continue  # no match can be in it
+                if literal is not None:
+                    if search.found(outer + name, data, literal):
+                        return True
+                    continue
             elif absent is not None and absent(data):
                 continue
             if search.add(outer + name, data.decode("utf-8", errors="replace")):
@@ -252,6 +283,18 @@ class _Search:
             self._size += len(text)
             return self._size >= JOINED_SIZE and self.flush()
         return self.flush() or self._alone(path, text)
+
+    def found(self, path: str, data: bytes, literal: bytes) -> bool:
+        """Write the output of file ``path`` holding plain-text pattern ``literal`` (not in
+        ``content`` mode), from its bytes; True once enough lines are written."""
+        if self.flush():
+            return True
+        lines = self._lines
+        if self._options.mode == "count":
+            lines.append(f"{path}:{_matching_lines(data, literal)}")
+        else:
+            lines.append(path)
+        return len(lines) > self._options.limit
 
     def flush(self) -> bool:
         """Search the texts held back; True once enough lines are written."""
