@@ -721,13 +721,15 @@ EDGES = {
     "binary.bin": b"self\x00self\n",
     "empty.txt": b"",
     "none.txt": b"sel f\nSELF\n",
+    "kelvin.txt": "\u212a SeLf\n".encode(),
 }
 
 
 @pytest.mark.parametrize("mode", ["files_with_matches", "count"])
 @pytest.mark.parametrize("multiline", [False, True])
+@pytest.mark.parametrize("ignore_case", [False, True])
 async def test_a_plain_text_pattern_answered_from_the_bytes_is_what_the_engine_answers(
-    kernel: tk.Kernel, tmp_path: pathlib.Path, mode: str, multiline: bool
+    kernel: tk.Kernel, tmp_path: pathlib.Path, mode: str, multiline: bool, ignore_case: bool
 ) -> None:
     # "self" is answered from each file's bytes; "sel[f]" (the same matches) by the engine:
     # CRLF, no last line end, invalid UTF-8, a match at a file's ends, on lines longer than a
@@ -735,13 +737,16 @@ async def test_a_plain_text_pattern_answered_from_the_bytes_is_what_the_engine_a
     for name, data in EDGES.items():
         (tmp_path / name).write_bytes(data)
     for pattern, literal in (("self", True), ("sel[f]", False)):
-        compiled = LinePattern.compile(pattern, ignore_case=False, multiline=multiline)
+        compiled = LinePattern.compile(pattern, ignore_case=ignore_case, multiline=multiline)
         assert _tree_search._is_literal(compiled) is literal
-    arguments = {"output_mode": mode, "multiline": multiline}
+    arguments = {"output_mode": mode, "multiline": multiline, "ignore_case": ignore_case}
     plain = await ok(kernel, "Grep", pattern="self", **arguments)
     engine = await ok(kernel, "Grep", pattern="sel[f]", **arguments)
     assert plain == engine
-    if mode == "count":
+    if ignore_case:
+        # Upper case in an ASCII file, and in one that is not (the engine searches it).
+        assert "none.txt" in plain and "kelvin.txt" in plain
+    elif mode == "count":
         assert plain.splitlines() == [
             "bad_utf8.txt:2",
             "boundary.txt:2",

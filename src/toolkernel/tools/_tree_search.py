@@ -118,7 +118,11 @@ def grep_tree(
     searched = Searched()
     search = _Search(tree, options, timeout, searched)
     needle, absent = _prefilter(options.pattern)
-    literal = needle if options.mode != "content" and _is_literal(options.pattern) else None
+    pattern = options.pattern
+    literal = None
+    if options.mode != "content" and _is_literal(pattern):
+        assert pattern.literals is not None
+        literal = pattern.literals[0].encode()
     with contextlib.closing(_walk(tree, keep)) as runs:
         for run in runs:
             if _search_run(
@@ -155,10 +159,11 @@ def _prefilter(pattern: LinePattern) -> tuple[bytes | None, Callable[[bytes], bo
 
 
 def _is_literal(pattern: LinePattern) -> bool:
-    """True iff every match of ``pattern`` is its source itself, in the same case: plain
-    characters only (:func:`required_literal` of the whole), which span no line end."""
+    """True iff every match of ``pattern`` is its source itself (in either case, with
+    :attr:`LinePattern.folded`): plain characters only (:func:`required_literal` of the
+    whole), which span no line end."""
     literals = pattern.literals
-    return not pattern.folded and literals is not None and literals == (pattern.source,)
+    return literals is not None and len(literals) == 1 and len(literals[0]) == len(pattern.source)
 
 
 def _matching_lines(data: bytes, literal: bytes) -> int:
@@ -187,10 +192,11 @@ def _search_run(
     """Search the files of ``run``; True once enough lines are written.
 
     With ``literal`` (a pattern that is plain text, in ``files_with_matches`` or ``count``
-    mode) a file is answered from its bytes, undecoded: the lines that hold it are the lines
-    that match, and an ASCII text is in the bytes iff it is in their decoding (no byte of a
-    character decoded as U+FFFD is ASCII)."""
+    mode; in lower case if it ignores case) a file is answered from its bytes, undecoded: the
+    lines that hold it are the lines that match, and an ASCII text is in the bytes iff it is in
+    their decoding (no byte of a character decoded as U+FFFD is ASCII)."""
     outer, links, directory = run.outer, run.links, run.fd
+    folded = search.folded
     check, observed, below = tree.check, tree.observed, len(tree.parts)
     if directory < 0:
         check()
@@ -226,13 +232,17 @@ def _search_run(
                 continue  # binary
             if observed:
                 tree.read(tuple((outer + name).split("/")[below:]))
+            if literal is not None:
+                # Ignoring case, an ASCII text holds the literal iff its lower case holds it
+                # in lower case; another is searched by the engine.
+                plain = data if not folded else data.lower() if data.isascii() else None
+                if plain is not None:
+                    if literal in plain and search.found(outer + name, plain, literal):
+                        return True
+                    continue
             if needle is not None:
                 if needle not in data:
                     continue  # no match can be in it
-                if literal is not None:
-                    if search.found(outer + name, data, literal):
-                        return True
-                    continue
             elif absent is not None and absent(data):
                 continue
             if search.add(outer + name, data.decode("utf-8", errors="replace")):
@@ -269,6 +279,7 @@ class _Search:
         self._multiline = options.pattern.multiline
         pattern = options.pattern
         self._literals = None if pattern.folded else pattern.literals
+        self.folded = pattern.folded
         self._lines = searched.lines
         self._pending: list[tuple[str, str]] = []
         self._size = 0
