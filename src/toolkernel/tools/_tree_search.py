@@ -16,6 +16,12 @@ each opened with ``O_NOFOLLOW`` beneath its directory's descriptor, so the resul
 whatever order the disk lists them in; a directory without subdirectories is read while the
 walk holds it open.
 
+A pattern that is plain text, in ``files_with_matches`` and ``count`` mode, is answered from
+each file's bytes (:func:`_matching_lines`): no decoding and no call into the engine a matching
+line, which on real sources (a common word on thousands of lines) cost 16x ``grep -rc``; the
+engine's answer is the same (an ASCII text is in the bytes iff it is in their decoding). The
+figures and the alternatives measured are in :mod:`._search`.
+
 Cancellation: the walk checks before each directory and the search before each file
 (:meth:`Subtree.check`): the call's end at once, its cancellation within a few milliseconds,
 and a cancelled call's thread stops there. The engine's own calls are bounded by ``timeout=``,
