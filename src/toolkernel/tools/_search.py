@@ -45,11 +45,13 @@ attrs, anyio, h11 and httpx: 16x ``grep -rc``). So a pattern that is plain text 
 ``ValidationError``: every match is the pattern itself), in ``files_with_matches`` and
 ``count`` mode, is answered from each file's bytes, undecoded and without the engine: a file
 matches iff it holds the text (in its lower case, ignoring case, for an ASCII file; another is
-searched by the engine), and its matching lines are counted with one ``bytes.find`` a matching
-line and one for its end. Counting the 35,000 lines holding ``self`` in those files, reads
-left out, measured side by side: the engine over decoded texts (alone or joined) 890-900 ms,
-``re.findall`` of ``^[^\n]*?self`` over the bytes 580 ms (``regex``'s 1,500 ms), splitting
-into lines and testing each 256 ms, the ``find`` loop 80 ms. ``content`` keeps its path: it
+searched by the engine), and its matching lines are counted in C: split at the text, one line
+for the first and one more for each piece between two that holds a line end. Counting the
+35,000 lines holding ``self`` in those files, reads left out, measured side by side on a
+loaded machine: the engine over decoded texts (alone or joined) 890-900 ms, ``re.findall`` of
+``^[^\n]*?self`` over the bytes 580 ms (``regex``'s 1,500 ms), splitting into lines and
+testing each 256 ms, a ``bytes.find`` for each matching line and its end 71-80 ms, the split
+25 ms. ``content`` keeps its path: it
 is already within 2x there (0.6-1.4x), as is ``files_with_matches`` of a plain text.
 
 Measured side by side (``benchmarks/search.py --sizes 1000 10000 100000``: through a kernel
