@@ -51,8 +51,11 @@ for the first and one more for each piece between two that holds a line end. Cou
 loaded machine: the engine over decoded texts (alone or joined) 890-900 ms, ``re.findall`` of
 ``^[^\n]*?self`` over the bytes 580 ms (``regex``'s 1,500 ms), splitting into lines and
 testing each 256 ms, a ``bytes.find`` for each matching line and its end 71-80 ms, the split
-25 ms. ``content`` keeps its path: it
-is already within 2x there (0.6-1.4x), as is ``files_with_matches`` of a plain text.
+25 ms. Through the kernel, alternating with the programs (``benchmarks/search.py``'s real tree,
+on two cores loaded by other work), ``count`` of ``self`` went from 10-17x ``grep -rc`` to
+1.8-2.4x and ``files_with_matches`` of it from 2.7-2.9x to 0.8-1.2x; ``content`` keeps its
+path, being within 2x there already (0.5-1.7x: it stops at its 1,000 lines), as are the
+regular expressions (``class \w+Error``: 1.0-1.8x in every mode).
 
 Measured side by side (``benchmarks/search.py --sizes 1000 10000 100000``: through a kernel
 with a root and ``max_concurrency``, against the programs started as a shell starts them,
