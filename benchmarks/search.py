@@ -19,11 +19,17 @@ Trees: generated source-like text of 1,000, 10,000 and 100,000 files (the last o
 run), 20 files a directory, a rare word in one file of 200 (so results stay under the tools'
 1,000-line limit and both sides do the same work), and a ``.gitignore``'d ``build/`` directory
 that the programs are told to skip too (``--exclude-dir``, ``-prune``); then real trees if
-present: an installed package (trio) and, in the full run, the whole ``site-packages``.
+present: the installed sources of pip, setuptools, trio, pydantic, hypothesis, attrs, anyio, h11
+and httpx (those installed; about 1,300 files, copied into a scratch directory so the figures do
+not depend on the environment's layout), searched in every mode for a rare identifier
+(``open_memory_channel``), a common word with thousands of matching lines (``self``), a regex
+(``class \\w+Error``), a word ignoring case, with context lines, and globbed; in the full run
+also trio's sources alone with the generated trees' cases, and the whole ``site-packages``.
 Benchmarks are never asserted as tests: read the PASS/MISS lines.
 
     .venv/bin/python benchmarks/search.py            # full run (a few minutes)
-    .venv/bin/python benchmarks/search.py --quick    # smoke run (1,000 files, one run each)
+    .venv/bin/python benchmarks/search.py --quick    # smoke run (1,000 files and the real
+                                                     # tree, one run each)
 """
 
 from __future__ import annotations
@@ -235,6 +241,63 @@ async def search_cases(
     )
 
 
+PACKAGES = "pip setuptools trio pydantic hypothesis attr attrs anyio h11 httpx".split()
+"""The installed packages copied as the real tree (those installed): about 1,300 files."""
+
+
+def copy_packages(site: pathlib.Path, root: pathlib.Path) -> list[str]:
+    """Copy the sources of :data:`PACKAGES` found in ``site`` into ``root``; their names."""
+    copied = []
+    for name in PACKAGES:
+        if (site / name).is_dir():
+            shutil.copytree(site / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+            copied.append(name)
+    return copied
+
+
+async def real_cases(runner: Runner) -> None:
+    """Real sources: bigger files, long lines, and words with thousands of matching lines."""
+    rare, common, expression, folded = (
+        "open_memory_channel",
+        "self",
+        r"class \w+Error",
+        "deprecated",
+    )
+    for label, pattern in (("rare", rare), ("common", common), ("regex", expression)):
+        for mode, flag in (("files_with_matches", "-l"), ("content", "-n"), ("count", "-c")):
+            await runner.compare(
+                f"Grep {mode}, {label:<{25 - len(mode)}}| grep -r{flag[1]}",
+                "Grep",
+                {"pattern": pattern, "output_mode": mode},
+                [*GREP_E, flag, pattern, "."],
+            )
+    for mode, flag in (("files_with_matches", "-l"), ("content", "-n"), ("count", "-c")):
+        await runner.compare(
+            f"Grep {mode}, {'-i':<{25 - len(mode)}}| grep -r{flag[1]}i",
+            "Grep",
+            {"pattern": folded, "output_mode": mode, "ignore_case": True},
+            [*GREP_E, flag, "-i", folded, "."],
+        )
+    await runner.compare(
+        "Grep content, context=2    | grep -rn -C2",
+        "Grep",
+        {"pattern": rare, "output_mode": "content", "context": 2},
+        [*GREP_E, "-n", "-C2", rare, "."],
+    )
+    await runner.compare(
+        "Glob **/*.py               | find -name",
+        "Glob",
+        {"pattern": "**/*.py"},
+        find_files(".", "-name", "*.py"),
+    )
+    await runner.compare(
+        "Glob trio/**/*.py          | find -path",
+        "Glob",
+        {"pattern": "trio/**/*.py"},
+        find_files("trio", "-path", "trio/*.py"),
+    )
+
+
 async def read_and_list_cases(runner: Runner, root: pathlib.Path, lines: int, entries: int) -> None:
     big = root / "big.txt"
     with big.open("w") as file:
@@ -303,9 +366,19 @@ async def run(quick: bool, sizes: list[int] | None, whole_site: bool) -> int:
                 "src",
             )
         site = pathlib.Path(sysconfig.get_paths()["purelib"])
-        trio_tree = pathlib.Path(scratch) / "trio"
-        if not quick and (site / "trio").is_dir():
-            shutil.copytree(site / "trio", trio_tree, ignore=shutil.ignore_patterns("__pycache__"))
+        real = pathlib.Path(scratch) / "real"
+        copied = copy_packages(site, real)
+        if copied:
+            count = sum(len(files) for _, _, files in os.walk(real))
+            async with tk.open_kernel(
+                builtin_tools(), root=real, max_concurrency=MAX_CONCURRENCY
+            ) as kernel:
+                runner = Runner(kernel, real, reps)
+                header(f"real tree: {', '.join(copied)} ({count:,} files)")
+                await real_cases(runner)
+                rows += runner.rows
+        trio_tree = real / "trio"
+        if not quick and trio_tree.is_dir():
             count = sum(len(files) for _, _, files in os.walk(trio_tree))
             rows += await measure(
                 trio_tree,
@@ -350,7 +423,9 @@ async def run(quick: bool, sizes: list[int] | None, whole_site: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument(
-        "--quick", action="store_true", help="smoke run: 1,000 files, one run of each"
+        "--quick",
+        action="store_true",
+        help="smoke run: 1,000 generated files and the real tree, one run of each",
     )
     parser.add_argument(
         "--sizes", type=int, nargs="+", help="the generated trees' sizes (files), instead"

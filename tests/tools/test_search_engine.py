@@ -711,6 +711,66 @@ async def test_files_without_the_literals_are_passed_by_and_the_others_searched(
     assert folded.splitlines() == ["a.txt", "d.txt"]
 
 
+EDGES = {
+    "crlf.txt": b"one self\r\ntwo\r\nself self\r\n",
+    "no_end.txt": b"first\nlast self",
+    "bad_utf8.txt": b"\xffself\n\xe2\x82self\xc3\n\xe2\x82\n",
+    "edges.txt": b"self at the start\n\n\nand at the end: self",
+    "long.txt": b"x" * 100_000 + b"self" + b"y" * 100_000 + b"\nself\n" + b"z" * (1 << 16),
+    "boundary.txt": b"a" * ((1 << 16) - 2) + b"self\n" + b"self" * 3,
+    "binary.bin": b"self\x00self\n",
+    "empty.txt": b"",
+    "none.txt": b"sel f\nSELF\n",
+    "kelvin.txt": "\u212a SeLf\n".encode(),
+}
+
+
+@pytest.mark.parametrize("mode", ["files_with_matches", "count"])
+@pytest.mark.parametrize("multiline", [False, True])
+@pytest.mark.parametrize("ignore_case", [False, True])
+async def test_a_plain_text_pattern_answered_from_the_bytes_is_what_the_engine_answers(
+    kernel: tk.Kernel, tmp_path: pathlib.Path, mode: str, multiline: bool, ignore_case: bool
+) -> None:
+    # "self" is answered from each file's bytes; "sel[f]" (the same matches) by the engine:
+    # CRLF, no last line end, invalid UTF-8, a match at a file's ends, on lines longer than a
+    # read, across the first read's end, several on a line; a binary file is passed by.
+    for name, data in EDGES.items():
+        (tmp_path / name).write_bytes(data)
+    for pattern, literal in (("self", True), ("sel[f]", False)):
+        compiled = LinePattern.compile(pattern, ignore_case=ignore_case, multiline=multiline)
+        assert _tree_search._is_literal(compiled) is literal
+    arguments = {"output_mode": mode, "multiline": multiline, "ignore_case": ignore_case}
+    plain = await ok(kernel, "Grep", pattern="self", **arguments)
+    engine = await ok(kernel, "Grep", pattern="sel[f]", **arguments)
+    assert plain == engine
+    if ignore_case:
+        # Upper case in an ASCII file, and in one that is not (the engine searches it).
+        assert "none.txt" in plain and "kelvin.txt" in plain
+    elif mode == "count":
+        assert plain.splitlines() == [
+            "bad_utf8.txt:2",
+            "boundary.txt:2",
+            "crlf.txt:2",
+            "edges.txt:2",
+            "long.txt:2",
+            "no_end.txt:1",
+        ]
+
+
+@hypothesis.given(
+    data=st.lists(st.sampled_from([b"ab", b"a", b"b", b"\n", b"\r\n", b"\xff", b"\xe2\x82"])),
+    literal=st.sampled_from([b"ab", b"aba", b"bab"]),
+)
+@hypothesis.settings(max_examples=300, deadline=None)
+def test_the_lines_holding_a_literal_are_counted_as_the_decoded_lines_holding_it(
+    data: list[bytes], literal: bytes
+) -> None:
+    joined = b"".join(data)
+    text = joined.decode("utf-8", errors="replace")
+    expected = len(each_line(regex.escape(literal.decode()), text))
+    assert _tree_search._matching_lines(joined, literal) == expected
+
+
 # -- one worker thread, reads only beneath the lease -----------------------------------------
 
 
