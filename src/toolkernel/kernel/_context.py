@@ -39,8 +39,9 @@ class ToolContext:
 
     ``fs`` is the call's only file access: every read and write is checked against ``claims``
     (it is None when the kernel has no workspace). When the call ends, its context is revoked:
-    ``fs``, ``call`` and ``progress`` then raise :class:`~toolkernel.CallEndedError`, so a tool
-    that keeps its context (in a background task, say) can never touch what it no longer holds.
+    ``fs``, ``call`` and ``progress`` then raise :class:`~toolkernel.errors.CallEndedError`, so
+    a tool that keeps its context (in a background task, say) can never touch what it no longer
+    holds.
     """
 
     call_id: str

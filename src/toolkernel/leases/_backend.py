@@ -10,7 +10,7 @@ service or cluster. A holder can be presumed dead (its connection lost, its hear
 its TTL) while it still runs; what keeps it from writing late is the :class:`Fence`: every change
 a write path makes visible (a rename over a target, an unlink, a ``mkdir``...) is described as an
 :data:`Op` and published through ``backend.fence(grant).publish(op)``, which makes it visible only
-if the grant is still held at that instant, and raises :class:`FencedOut` otherwise.
+if the grant is still held at that instant, and raises :class:`FencedOutError` otherwise.
 
 Preparing a change (writing a temporary file beside its target, under a scratch name) needs no
 fence: nobody reads scratch names. Only the step that makes it visible does.
@@ -23,14 +23,14 @@ from typing import Protocol, TypeAlias
 
 import attrs
 
-from .._errors import FencedOut
+from .._errors import FencedOutError
 from ..locks import Claim
 
 __all__ = [
     "Grant",
     "Fence",
     "LeaseBackend",
-    "FencedOut",
+    "FencedOutError",
     "Op",
     "Rename",
     "Unlink",
@@ -125,9 +125,9 @@ class Fence(Protocol):
     """Publishes the changes of one grant's holder, only while the grant is held.
 
     Blocking: call it from a worker thread (``anyio.to_thread.run_sync``), never from the event
-    loop's thread. Raises :class:`FencedOut` when the grant is no longer held (nothing was
+    loop's thread. Raises :class:`FencedOutError` when the grant is no longer held (nothing was
     changed), ``PermissionError`` when the grant does not cover a key the op changes exclusively,
-    :class:`toolkernel.PathChangedError` for a link where a directory was, or the ``OSError``
+    :class:`toolkernel.errors.PathChangedError` for a link where a directory was, or the ``OSError``
     the change itself raised.
     """
 

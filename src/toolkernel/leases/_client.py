@@ -9,7 +9,7 @@ A lost connection (the service stopped, revoked this client after a silence long
 TTL, or sent a frame that is not one of the protocol's: not JSON, nested too deep, a reply of
 the wrong shape) means every grant is gone: waiting ``acquire`` calls raise
 :class:`LeaseServiceError` (a ``ConnectionError``), and every publish through a fence of an
-earlier grant raises :class:`FencedOut`. There is no reconnection behind the caller's back:
+earlier grant raises :class:`FencedOutError`. There is no reconnection behind the caller's back:
 leases held before could not be trusted after it. Open a new backend.
 """
 
@@ -30,7 +30,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .. import _errors
-from .._errors import FencedOut, LeaseReleaseError, LeaseServiceError
+from .._errors import FencedOutError, LeaseReleaseError, LeaseServiceError
 from ..locks import Claim, canonical_claims
 from ._backend import Grant, Op, Rename, Unlink
 from ._fencing import make_change, stage
@@ -84,7 +84,7 @@ def _rebuild(error: object, lost: bool = False) -> BaseException:
 _SERVICE_ERRORS = (
     _errors.InvalidClaimError,
     _errors.LeaseReleaseError,
-    _errors.FencedOut,
+    _errors.FencedOutError,
     _errors.LeaseServiceError,
     _errors.PathChangedError,
 )
@@ -174,14 +174,14 @@ class UnixLeaseClient:
     async def publish(self, grant: Grant, op: Op) -> None:
         number = self._held.get(grant.id)
         if number is None or self._lost is not None:
-            raise FencedOut(f"can't make the change: lease {grant.id} is no longer held")
+            raise FencedOutError(f"can't make the change: lease {grant.id} is no longer held")
         message = {"op": "publish", "of": number, "token": grant.token, **encode_op(op)}
         reply_number, pending = self._send(message)
         # Once sent, the change is made or refused: a cancellation must not leave the caller
         # unsure which (the reply comes, or the connection's loss wakes this).
         with anyio.CancelScope(shield=True):
             await pending.event.wait()
-        self._answer(reply_number, pending, lost=FencedOut)
+        self._answer(reply_number, pending, lost=FencedOutError)
 
     def stage(self, op: Rename) -> Rename:
         return stage(self._root_fd, op)

@@ -94,7 +94,7 @@ import anyio
 import attrs
 import sniffio
 
-from .._errors import FencedOut, LeaseReleaseError
+from .._errors import FencedOutError, LeaseReleaseError
 from .._extras import missing_extra
 
 try:
@@ -620,7 +620,8 @@ class EtcdLeaseBackend:
         return EtcdFence(self, grant, request.session if request is not None else None)
 
     def check(self, grant: Grant, session: _Session | None) -> None:
-        """Raise :class:`FencedOut` unless ``grant`` is held now (blocking: a worker thread)."""
+        """Raise :class:`FencedOutError` unless ``grant`` is held now (blocking: a worker
+        thread)."""
         self._check_time(grant, session)
         assert session is not None
         compare = {
@@ -632,19 +633,20 @@ class EtcdLeaseBackend:
         try:
             answer = self._gateway.call("/v3/kv/txn", {"compare": [compare]}, attempts=2)
         except (httpx.HTTPError, ConnectionError, ValueError) as exc:  # ValueError: unreadable
-            raise FencedOut(f"can't write under lease {grant.id}: etcd is unreachable") from exc
+            unreachable = f"can't write under lease {grant.id}: etcd is unreachable"
+            raise FencedOutError(unreachable) from exc
         if not answer.get("succeeded", False):
-            raise FencedOut(f"can't write under lease {grant.id}: it is no longer held")
+            raise FencedOutError(f"can't write under lease {grant.id}: it is no longer held")
         self._check_time(grant, session)
 
     def _check_time(self, grant: Grant, session: _Session | None) -> None:
         if self._closed.is_set() or session is None:
-            raise FencedOut(f"can't write under lease {grant.id}: it is no longer held")
+            raise FencedOutError(f"can't write under lease {grant.id}: it is no longer held")
         if session.lost:
-            raise FencedOut(f"can't write under lease {grant.id}: {session.why}")
+            raise FencedOutError(f"can't write under lease {grant.id}: {session.why}")
         left = session.held_until - time.monotonic()
         if left < self.margin:
-            raise FencedOut(
+            raise FencedOutError(
                 f"can't write under lease {grant.id}: etcd went unheard for too long "
                 f"({left:.2f} s of its TTL left, under the margin of {self.margin:.2f} s)"
             )
@@ -663,11 +665,11 @@ class EtcdFence:
     _session: _Session | None
 
     def check(self) -> None:
-        """Raise :class:`FencedOut` unless the grant is held (blocking; a worker thread)."""
+        """Raise :class:`FencedOutError` unless the grant is held (blocking; a worker thread)."""
         self._backend.check(self._grant, self._session)
 
     def publish(self, op: Op) -> None:
-        """Make ``op`` visible if the grant is still held; else raise :class:`FencedOut`.
+        """Make ``op`` visible if the grant is still held; else raise :class:`FencedOutError`.
 
         Blocking: call it from a worker thread. ``PermissionError`` if the grant does not cover
         what ``op`` changes; the ``OSError`` of the change itself.

@@ -37,7 +37,7 @@ def find_or_start_service(
 ) -> str:
     """The ``leases=`` URL of the lease service serving ``root``, started if none runs.
 
-    Raises :class:`~toolkernel.LeaseServiceError` (with what the service said) if none could
+    Raises :class:`~toolkernel.errors.LeaseServiceError` (with what the service said) if none could
     be found or started within ``timeout`` seconds.
     """
     found = find_service(root)

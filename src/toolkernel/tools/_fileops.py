@@ -17,8 +17,8 @@ The step that makes a change visible (the final rename, ``mkdir``, ``unlink``, t
 tree aside, a move) goes through one seam (``_rename``, ``_unlink``, ``_mkdir``): without a
 ``fence`` it is the system call itself, inside ``gate``; with one (shared leases), it is described
 as a ``leases.Op`` on the path's components from the root and published through the call's fence,
-which makes it only while the call's grant is held (else ``FencedOut``, nothing changed), beneath
-its own root descriptor, following no link. The gate is then entered for its checks and left
+which makes it only while the call's grant is held (else ``FencedOutError``, nothing changed),
+beneath its own root descriptor, following no link. The gate is then entered for its checks and left
 before the round trip: the fence may need the event loop, whose thread can be the one closing
 the access, and holding the lock across it could deadlock both. What keeps a late change out is
 the fence: the access is closed in the step of the loop that releases the grant, and the backend
