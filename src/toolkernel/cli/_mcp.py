@@ -140,10 +140,11 @@ def run_mcp(args: argparse.Namespace) -> int:
 
 async def _serve(args: argparse.Namespace, root: str, leases: str | None, token: str) -> None:
     from .. import open_kernel
-    from ..mcp._serve import serve_http, serve_stdio
+    from ..mcp._serve import load_transport, serve_http, serve_stdio
     from ..tools import builtin_tools
 
     tools = builtin_tools(bash=not args.no_bash)
+    load_transport(http=args.http is not None)  # all imported before the leases are connected
     async with (
         open_kernel(
             tools, root=root, max_concurrency=args.max_concurrency, leases=leases

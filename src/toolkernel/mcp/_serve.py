@@ -116,6 +116,20 @@ INSTRUCTIONS = (
 )
 
 
+def load_transport(http: bool) -> None:
+    """Import what serving over stdio (or HTTP) needs, before the kernel connects to a lease
+    service. The lease client's heartbeat runs on the event loop, which an import blocks: the
+    SDK's modules imported after connecting would leave it silent for as long as they take, and
+    when many servers start at once on a few cores (an agent starting its subagents) that is
+    past the service's TTL, which drops the connection and fails every call after."""
+    import importlib
+
+    names = ["mcp_types", "mcp.server.lowlevel", "._pipes"]
+    names += ["uvicorn", "mcp.server.transport_security"] if http else ["mcp.server.stdio"]
+    for name in names:
+        importlib.import_module(name, __package__)
+
+
 async def serve_stdio(kernel: Kernel) -> None:
     """Serve one MCP client over this process's stdin and stdout until it closes them."""
     from mcp.server.stdio import stdio_server
