@@ -79,10 +79,6 @@ class Reporter:
         # call's leases return before its ``CallFinished``.
         self.release_listeners: list[Callable[[str], None]] = []
 
-    def listening(self, record: CallRecord) -> bool:
-        """Whether anyone listens to ``record``'s events: build none when nobody does."""
-        return bool(self.listeners or record.sinks)
-
     def deliver(self, record: CallRecord, event: CallEvent) -> None:
         """Give ``event`` to every listener of the kernel and of ``record``'s stream (the
         async layer, once the scheduler's operation has returned)."""
