@@ -353,10 +353,13 @@ class EtcdLeaseBackend:
             # If no member answers, it expires by itself within its TTL.
             with contextlib.suppress(httpx.HTTPError, ConnectionError, ValueError):
                 self._gateway.call("/v3/lease/revoke", {"ID": str(session.id)}, attempts=2)
-        self._gateway.close()
+        # The threads first: each ends at its next look at ``_closed`` (the release thread at
+        # the ``None`` queued for it), after the call it may be making, which a closed gateway
+        # would fail with an error none of them expects.
         for thread in self._threads:
             if thread.is_alive():
                 thread.join(timeout=5)
+        self._gateway.close()
 
     # -- sessions -------------------------------------------------------------------------------
 
