@@ -2,7 +2,9 @@
 granted.
 
 Two layers. The pure scheduler (``_scheduler.py``, where a call's lifecycle is written, once)
-takes every decision about a call and is the only writer of its record; each of its operations
+takes every decision about a call and is the only writer of its record (what the call holds and
+waits for, its ``Hold``, is ``_leasing.py``'s to write; admission returns what it found and
+sets nothing); each of its operations
 returns the actions (``_actions.py``) the async layer (``_kernel.py``: tasks, cancel scopes,
 events) must take, events for the listeners among them. What the scheduler decides with:
 

@@ -2,7 +2,9 @@
 the ``after=`` edges between the calls of a batch. Pure decisions: nothing here waits.
 
 Every way a call can be refused here raises (or returns) an exception from ``_messages``; the
-scheduler turns it into that call's result. The same ``compute_claims`` runs at admission and
+scheduler turns it into that call's result. Nothing here changes a record: each function
+returns what it found (a tool, parsed arguments and claims, the links between calls) and the
+scheduler, the record's one writer, sets it. The same ``compute_claims`` runs at admission and
 again after the grant (when a call's paths are re-keyed), so a claims function or a workspace
 that fails is handled the same way both times. For a tool whose claims follow its keys alone,
 the paths it keyed are noted at admission, and after the grant they are keyed again first
@@ -38,9 +40,13 @@ from ._record import CallRecord
 __all__ = [
     "CallNames",
     "REMEMBERED_FINISHED",
+    "Admitted",
+    "Parsed",
+    "Unfilled",
+    "Links",
     "admit",
     "load_arguments",
-    "set_arguments",
+    "parse",
     "compute_claims",
     "keys_unchanged",
     "keyed_once",
@@ -241,21 +247,35 @@ class CallNames:
 
 
 def skip(
-    record: CallRecord,
-    dep_id: str,
-    name: str,
-    status: Status,
-    error: str | None,
-    root: RootCause | None,
-) -> BaseException:
-    """``record`` is skipped because ``dep_id`` ended ``status`` (skipped in turn when ``root``
-    is not None): it carries the head of the chain on, for whoever runs after it."""
-    record.root_cause = root or RootCause(dep_id, name, status, error)
-    return messages.dependency_failed(dep_id, name, status, error, root)
+    dep_id: str, name: str, status: Status, error: str | None, root: RootCause | None
+) -> tuple[RootCause, BaseException]:
+    """A call skipped because ``dep_id`` ended ``status`` (skipped in turn when ``root`` is not
+    None): the head of the chain, which it carries on for whoever runs after it, and why."""
+    why = messages.dependency_failed(dep_id, name, status, error, root)
+    return root or RootCause(dep_id, name, status, error), why
 
 
 Failures = dict[int, tuple[Status, BaseException]]
 """Calls of a batch that failed admission: uid -> (status, why)."""
+
+Parsed = tuple[Mapping[str, Any], tuple[Claim, ...], "tuple[tuple[str, Path], ...] | None"]
+"""A call's validated arguments, its canonical claims, and the paths they keyed (as spelled and
+as keyed) when its tool's claims follow the keys alone (else None)."""
+
+
+class Unfilled:
+    """A call whose arguments use outputs of calls it runs after (``fill_in``): admitted in
+    full once they have finished."""
+
+    __slots__ = ("arguments",)
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        self.arguments = arguments
+
+
+Admitted = tuple["KernelTool | None", "Parsed | Unfilled | BaseException"]
+"""What admission found of a call: its tool (None if there is none), and its arguments and
+claims, or that they wait for other calls' outputs, or why it can't run."""
 
 
 def check_structure(call: ToolCall) -> BaseException | None:
@@ -314,30 +334,27 @@ def tools_by_name(tools: Iterable[KernelTool]) -> dict[str, KernelTool]:
 
 
 def admit(
-    record: CallRecord,
+    call: ToolCall,
     tools: Mapping[str, KernelTool],
     key: Callable[[str], Path],
     pools: Mapping[str, int],
-) -> BaseException | None:
-    """Find the call's tool, parse its arguments, compute its claims; return why it can't run,
-    or None. A call using other calls' outputs (``fill_in``) is admitted in full later."""
-    call = record.call
+) -> Admitted:
+    """Find the call's tool, parse its arguments, compute its claims. A call using other calls'
+    outputs (``fill_in``) is admitted in full later."""
     problem = check_structure(call)
     if problem is not None:
-        return problem
+        return None, problem
     tool = tools.get(call.name)
     if tool is None:
-        return messages.unknown_tool(call.name, tools)
-    record.tool = tool
+        return None, messages.unknown_tool(call.name, tools)
     if call.after:  # output passing: placeholders can only name calls it runs after
         try:
             loaded = load_arguments(tool.name, call.arguments)
         except InvalidCallError as exc:
-            return exc
+            return tool, exc
         if placeholders(loaded, call.after):
-            record.unfilled = loaded  # admitted in full once its sources have finished
-            return None
-    return set_arguments(record, call.arguments, key, pools)
+            return tool, Unfilled(loaded)
+    return tool, parse(tool, call.arguments, key, pools)
 
 
 def load_arguments(tool_name: str, raw: object) -> Mapping[str, Any]:
@@ -354,13 +371,10 @@ def load_arguments(tool_name: str, raw: object) -> Mapping[str, Any]:
     return raw  # the tool checks the names (``parse_arguments``)
 
 
-def set_arguments(
-    record: CallRecord, raw: object, key: Callable[[str], Path], pools: Mapping[str, int]
-) -> BaseException | None:
-    """Parse ``raw`` and compute the claims for ``record``'s tool; set both on the record, or
-    return why not (the record is left as it was)."""
-    tool = record.tool
-    assert tool is not None
+def parse(
+    tool: KernelTool, raw: object, key: Callable[[str], Path], pools: Mapping[str, int]
+) -> Parsed | BaseException:
+    """Parse ``raw`` as ``tool``'s arguments and compute their claims, or say why not."""
     keyed: list[tuple[str, Path]] | None = [] if _follows_keys(tool, key) else None
     try:
         arguments = tool.parse_arguments(load_arguments(tool.name, raw))
@@ -371,10 +385,7 @@ def set_arguments(
         raise
     except BaseException as exc:  # a tool's own parse_arguments failing: this call's error
         return messages.arguments_failed(tool.name, exc)
-    record.claims = claims
-    record.arguments = arguments
-    record.keyed = None if keyed is None else _interned(tuple(keyed), _RECENT_KEYED)
-    return None
+    return arguments, claims, None if keyed is None else _interned(tuple(keyed), _RECENT_KEYED)
 
 
 def _follows_keys(tool: KernelTool, key: Callable[[str], Path]) -> bool:
@@ -519,10 +530,18 @@ def _check_pool(tool_name: str, claim: Claim, pools: Mapping[str, int]) -> None:
         )
 
 
-def link_dependencies(records: list[CallRecord], failures: Failures, names: CallNames) -> None:
-    """Refuse duplicate ids and bad ``after=`` entries, find ``after=`` cycles, and link each
-    call to the unfinished calls it waits for. Adds to ``failures``; links only the calls that
-    have not failed.
+Links = list[tuple[CallRecord, "dict[str, CallRecord] | None", list[CallRecord]]]
+"""Calls of a batch and what they wait for: the calls whose outputs fill their arguments (by
+id), and the unfinished calls they run after."""
+
+
+def link_dependencies(
+    records: list[CallRecord], failures: Failures, names: CallNames
+) -> tuple[Links, list[tuple[CallRecord, RootCause]]]:
+    """Refuse duplicate ids and bad ``after=`` entries, find ``after=`` cycles, and find the
+    unfinished calls each call waits for. Adds to ``failures``; returns the links of the calls
+    that have not failed, and the head of the chain of each call skipped because a call it
+    runs after has failed.
 
     ``names`` tells the kernel's unfinished top-level calls and what is remembered of finished
     ones.
@@ -536,8 +555,10 @@ def link_dependencies(records: list[CallRecord], failures: Failures, names: Call
             failures[record.uid] = (Status.ERROR, messages.duplicate_id(record.call.id))
         else:
             in_batch[record.call.id] = record
+    links: Links = []
+    roots: list[tuple[CallRecord, RootCause]] = []
     if not any(record.call.after for record in records):
-        return  # no edges, so no cycles and nothing to wait for
+        return links, roots  # no edges, so no cycles and nothing to wait for
     edges: dict[int, list[CallRecord]] = {}
     failed_before: Failures = {}  # calls after a call that has already failed
     for record in records:
@@ -549,7 +570,8 @@ def link_dependencies(records: list[CallRecord], failures: Failures, names: Call
             remembered = ended.get(dep_id) if dep is None else None
             if remembered is not None:
                 if remembered[1] is not Status.OK and record.uid not in failed_before:
-                    why = skip(record, dep_id, *remembered)
+                    root, why = skip(dep_id, *remembered)
+                    roots.append((record, root))
                     failed_before[record.uid] = (Status.SKIPPED, why)
                 continue
             if dep is None or dep is record:
@@ -569,13 +591,13 @@ def link_dependencies(records: list[CallRecord], failures: Failures, names: Call
             failures[record.uid] = failed_before[record.uid]
             continue
         waits: list[CallRecord] = []
+        sources = None
         if record.unfilled is not None:  # output passing: it needs its sources' records
             sources = {dep.call.id: dep for dep in edges[record.uid]}
             missing = sorted(placeholders(record.unfilled, record.call.after) - set(sources))
             if missing:
                 failures[record.uid] = (Status.ERROR, messages.output_gone(missing[0]))
                 continue
-            record.sources = sources
         for dep in edges[record.uid]:
             result = dep.result
             if result is None:
@@ -583,19 +605,16 @@ def link_dependencies(records: list[CallRecord], failures: Failures, names: Call
                 # failure skips this call through ``dependents``.
                 waits.append(dep)
             elif result.status is not Status.OK:
-                failed = skip(
-                    record, dep.call.id, dep.name, result.status, result.error, dep.root_cause
+                root, failed = skip(
+                    dep.call.id, dep.name, result.status, result.error, dep.root_cause
                 )
+                roots.append((record, root))
                 failures[record.uid] = (Status.SKIPPED, failed)
                 break
         else:
-            if waits:
-                record.deps_left = {dep.uid for dep in waits}
-                record.batch.has_deps = True
-                for dep in waits:
-                    if dep.dependents is None:
-                        dep.dependents = []
-                    dep.dependents.append(record)
+            if waits or sources is not None:
+                links.append((record, sources, waits))
+    return links, roots
 
 
 def find_cycles(

@@ -518,12 +518,14 @@ class Kernel(metaclass=NoPublicConstructor):
 
     def _tell(self) -> None:
         """Give the events waiting to be given, in order, to the listeners."""
-        told, deliver = self._told, self._scheduler.report.deliver
+        scheduler = self._scheduler
+        told, deliver = self._told, scheduler.report.deliver
         self._telling = True
         try:
             while told:
                 record, event = told.popleft()
-                deliver(record, event)
+                for broken in deliver(record, event):
+                    scheduler.detach((record,), broken)
         finally:
             self._telling = False
 
@@ -941,7 +943,7 @@ class Kernel(metaclass=NoPublicConstructor):
 
     async def _acquire_nested(self, record: CallRecord, claims: Any, *, inside: bool) -> None:
         actions = self._scheduler.request_nested(record, claims, inside)
-        if record.waiting_in is None or record.stage is FINISHED:
+        if record.hold.waiting_in is None or record.stage is FINISHED:
             self._act(actions)  # granted at once, or failed (a deadlock)
             return
         granted = self._waiters[record] = anyio.Event()

@@ -1,7 +1,8 @@
 """What calls hold and wait for: the lease groups calls request in, concurrency slots, the
 wait-for graph and its cycles, and the heap of lease-wait limits. Pure: it acts on lease tables
 and returns what they granted; the scheduler decides what a grant means (it never hears of one
-through a callback).
+through a callback). What a call holds and waits for is its record's ``Hold``, which this module
+alone writes (the scheduler writes the rest of the record).
 
 Every top-level call requests in the kernel's own table. A running call gets a table of its own,
 lazily, for nested calls its leases cover; nested claims outside it go to the kernel's table at a
@@ -53,7 +54,7 @@ __all__ = [
 # waiter in the table, to be scanned and granted one by one (benchmarks/overhead.py measured the
 # table's pool at three times the cost of the rest of a call).
 NO_SLOT, WAITING, HOLDING = 0, 1, 2
-"""``CallRecord.slot``: none, waiting for one, holding one."""
+"""``Hold.slot``: none, waiting for one, holding one."""
 
 
 class Slots:
@@ -69,14 +70,15 @@ class Slots:
 
     def take(self, record: CallRecord) -> bool:
         """Give ``record`` a slot if one is free (True), else line it up (False)."""
+        hold = record.hold
         if self._free is None:
-            record.slot = HOLDING
+            hold.slot = HOLDING
             return True
         if self._free > 0:
             self._free -= 1
-            record.slot = HOLDING
+            hold.slot = HOLDING
             return True
-        record.slot = WAITING
+        hold.slot = WAITING
         priority = record.call.priority
         line = self._lines.get(priority)
         if line is None:
@@ -88,13 +90,14 @@ class Slots:
     def lend(self, record: CallRecord) -> None:
         """``record``, waiting, runs in the slot of a call that awaits it: it leaves the line
         (skipped when reached) and holds no slot of its own."""
-        assert record.slot == WAITING
-        record.slot = NO_SLOT
+        assert record.hold.slot == WAITING
+        record.hold.slot = NO_SLOT
 
     def give_back(self, record: CallRecord) -> CallRecord | None:
         """``record`` is done with its slot or its place in line; returns the call the freed
         slot goes to, if any (it now holds it)."""
-        held, record.slot = record.slot, NO_SLOT
+        hold = record.hold
+        held, hold.slot = hold.slot, NO_SLOT
         if held != HOLDING or self._free is None:
             return None
         while self._priorities:
@@ -102,8 +105,8 @@ class Slots:
             line = self._lines[priority]
             while line:
                 nxt = line.popleft()
-                if nxt.slot == WAITING:
-                    nxt.slot = HOLDING
+                if nxt.hold.slot == WAITING:
+                    nxt.hold.slot = HOLDING
                     return nxt
             del self._lines[priority]
             del self._priorities[0]
@@ -121,9 +124,9 @@ class Slots:
 # reaches it (``slot_waiters_behind``), so it closes no cycle. Pure: it reads the lease tables.
 def waits_for(record: CallRecord) -> list[CallRecord]:
     """The calls ``record`` waits for right now (none if it waits for nothing)."""
-    group = record.waiting_in
+    group = record.hold.waiting_in
     if group is not None:
-        lease_id = next(i for g, i in record.leases() if g is group)
+        lease_id = next(i for g, i in record.hold.leases() if g is group)
         return [group.records[i] for i in group.table.waits_for(lease_id)]
     return sorted(record.awaiting or (), key=lambda r: r.uid)
 
@@ -150,7 +153,7 @@ def deadlocked(
     of calls (``c1 (Edit)``) around it. The caller fails each as it comes: breaking one cycle
     may break others, so each is checked only when reached."""
     for record in sorted(waiting_nested, key=lambda r: -r.uid):
-        if record.waiting_in is None or record.stage is FINISHED:
+        if record.hold.waiting_in is None or record.stage is FINISHED:
             continue
         cycle = find_cycle(record)
         if cycle is not None:
@@ -167,7 +170,7 @@ def slot_waiters_behind(record: CallRecord) -> list[CallRecord]:
         for nxt in waits_for(stack.pop()):
             if nxt.uid not in visited:
                 visited.add(nxt.uid)
-                if nxt.slot == WAITING:
+                if nxt.hold.slot == WAITING:
                     found.append(nxt)
                 else:
                     stack.append(nxt)
@@ -261,10 +264,10 @@ class Deadlines(Generic[T]):
 
     ::
 
-        deadlines = Deadlines(lambda record: record.wait_token)
-        record.wait_token = deadlines.add(5.0, record)
+        deadlines = Deadlines(lambda hold: hold.wait_token)
+        hold.wait_token = deadlines.add(5.0, hold)
         deadlines.next_deadline()              # 5.0
-        record.wait_token = 0; deadlines.discard()   # it was granted: the entry goes stale
+        hold.wait_token = 0; deadlines.discard()   # it was granted: the entry goes stale
         deadlines.expire(6.0)                  # [] (or [record] had it still waited)
     """
 
@@ -335,7 +338,7 @@ class Leasing:
         self.pools = dict(pools)
         self.main = LeaseGroup(LeaseTable(self.pools), None)  # it checks the pools
         self._now = clock
-        self._deadlines: Deadlines[CallRecord] = Deadlines(lambda record: record.wait_token)
+        self._deadlines: Deadlines[CallRecord] = Deadlines(lambda record: record.hold.wait_token)
         # Waits that may close a wait-for cycle: of nested calls, and of calls a running call
         # awaits (``Batch.awaited_by``). Entries whose wait ended are dropped when checked.
         self._watched: dict[int, CallRecord] = {}
@@ -357,10 +360,11 @@ class Leasing:
         parent = record.parent
         assert parent is not None
         if inside:
-            if parent.own_group is None:
+            own = parent.hold.own_group
+            if own is None:
                 # With the kernel's pools: a parent holding a whole pool lends its units.
-                parent.own_group = LeaseGroup(LeaseTable(self.pools), parent)
-            return self._request(record, parent.own_group, claims, record.call.priority, None)
+                own = parent.hold.own_group = LeaseGroup(LeaseTable(self.pools), parent)
+            return self._request(record, own, claims, record.call.priority, None)
         priority = record.call.priority + NESTED_PRIORITY_BOOST
         return self._request(record, self.main, claims, priority, ("nested", record.uid))
 
@@ -375,12 +379,13 @@ class Leasing:
         table = group.table
         lease_id = table.request(claims, priority=priority, group=table_group, owner=record)
         group.records[lease_id] = record
-        if record.lease_group is None:
-            record.lease_group, record.lease_id = group, lease_id
-        elif record.more_leases is None:
-            record.more_leases = [(group, lease_id)]
+        hold = record.hold
+        if hold.group is None:
+            hold.group, hold.lease_id = group, lease_id
+        elif hold.more is None:
+            hold.more = [(group, lease_id)]
         else:
-            record.more_leases.append((group, lease_id))
+            hold.more.append((group, lease_id))
         if table.is_held(lease_id):
             return True
         self._wait(record, group)
@@ -388,7 +393,7 @@ class Leasing:
 
     def _wait(self, record: CallRecord, group: LeaseGroup) -> None:
         """``record`` waits in ``group`` (its wait limit is the scheduler's to start)."""
-        record.waiting_in = group
+        record.hold.waiting_in = group
         if (
             record.parent is not None
             or record.batch.awaited_by is not None
@@ -398,7 +403,7 @@ class Leasing:
 
     def watch(self, record: CallRecord) -> None:
         """Watch ``record``'s wait, now awaited by a running call, for cycles."""
-        if record.waiting_in is not None:
+        if record.hold.waiting_in is not None:
             self._watched[record.uid] = record
 
     def requeue(
@@ -406,7 +411,7 @@ class Leasing:
     ) -> tuple[bool, list[CallRecord]]:
         """Replace a granted top-level call's claims keeping its place in the queue. Returns
         whether it holds them at once (else it waits afresh), and whom else that let in."""
-        group, lease_id = record.lease_group, record.lease_id
+        group, lease_id = record.hold.group, record.hold.lease_id
         assert group is self.main
         granted = group.table.requeue(lease_id, claims, owner=record)
         held = lease_id in granted
@@ -417,27 +422,31 @@ class Leasing:
 
     # -- granting and releasing --------------------------------------------------------------------
 
-    def stop_waiting(self, record: CallRecord) -> None:
-        """``record`` no longer waits (granted, or withdrawn)."""
-        record.waiting_in = None
-        self.stop_wait_clock(record)
+    def stop_waiting(self, record: CallRecord, *, keep_clock: bool = False) -> None:
+        """``record`` no longer waits (granted, or withdrawn); ``keep_clock``: its wait limit
+        runs on (a granted call may wait for a slot next, within the same limit)."""
+        record.hold.waiting_in = None
+        if not keep_clock:
+            self.stop_wait_clock(record)
         if record.parent is not None:
             self._watched.pop(record.uid, None)
 
     def stop_wait_clock(self, record: CallRecord) -> None:
-        if record.wait_token:
-            record.wait_token = 0
+        hold = record.hold
+        if hold.wait_token:
+            hold.wait_token = 0
             self._deadlines.discard()
 
     def release(self, record: CallRecord) -> list[CallRecord]:
         """Give back every lease of ``record`` and withdraw every request; returns whom that
         let in, in the order the tables granted them. Idempotent."""
-        if record.waiting_in is not None:
+        hold = record.hold
+        if hold.waiting_in is not None:
             self.stop_waiting(record)
-        group, lease_id, more = record.lease_group, record.lease_id, record.more_leases
+        group, lease_id, more = hold.group, hold.lease_id, hold.more
         if group is None:
             return []
-        record.lease_group = record.more_leases = None
+        hold.group = hold.more = None
         granted: list[CallRecord] = []
         for other_group, other_id in reversed(more or ()):
             self._give_back(record, other_group, other_id, granted)
@@ -462,7 +471,7 @@ class Leasing:
             return False
         deadline = self._now() + timeout
         earliest = self._deadlines.next_deadline()
-        record.wait_token = self._deadlines.add(deadline, record)
+        record.hold.wait_token = self._deadlines.add(deadline, record)
         return deadline < earliest
 
     def next_deadline(self) -> float:
@@ -474,7 +483,7 @@ class Leasing:
         finishes them, which withdraws their requests)."""
         due = self._deadlines.expire(now)
         for record in due:
-            record.wait_token = 0  # its entry has left the heap
+            record.hold.wait_token = 0  # its entry has left the heap
         return due
 
     def deadlocked(self) -> Iterator[tuple[CallRecord, list[str]]]:
@@ -488,6 +497,6 @@ class Leasing:
         watched = self._watched
         if not watched:
             return []
-        for uid in [uid for uid, r in watched.items() if r.waiting_in is None]:
+        for uid in [uid for uid, r in watched.items() if r.hold.waiting_in is None]:
             del watched[uid]  # granted, or withdrawn, since
         return list(watched.values())

@@ -79,9 +79,11 @@ class Reporter:
         # call's leases return before its ``CallFinished``.
         self.release_listeners: list[Callable[[str], None]] = []
 
-    def deliver(self, record: CallRecord, event: CallEvent) -> None:
+    def deliver(self, record: CallRecord, event: CallEvent) -> list[Callable[[CallEvent], None]]:
         """Give ``event`` to every listener of the kernel and of ``record``'s stream (the
-        async layer, once the scheduler's operation has returned)."""
+        async layer, once the scheduler's operation has returned). Returns the stream
+        listeners that raised, for the scheduler to detach from the call."""
+        broken: list[Callable[[CallEvent], None]] = []
         for listener in [*self.listeners, *record.sinks]:
             try:
                 listener(event)
@@ -91,8 +93,10 @@ class Reporter:
                 # A broken listener must not break the calls it watches; drop it, say so.
                 if listener in self.listeners:
                     self.listeners.remove(listener)
-                record.sinks = tuple(s for s in record.sinks if s is not listener)
+                if listener in record.sinks:
+                    broken.append(listener)
                 _log.exception("toolkernel: removed an event listener that raised")
+        return broken
 
     def blocked(self, record: CallRecord, now: float) -> tuple[tuple[str, ...], CallBlocked | None]:
         """``record`` waits for its leases (or a slot): the resources it waits on, spelled for
@@ -103,9 +107,9 @@ class Reporter:
         behind: list[CallRecord] = []
         # Nobody asks behind whom: a deep queue on one file, or a big batch waiting for slots,
         # would ask it of every call.
-        if not announce and record.waiting_in is not None and claims and len(claims) == 1:
+        if not announce and record.hold.waiting_in is not None and claims and len(claims) == 1:
             resources = leasing.contested_alone(claims[0])
-        elif not announce and record.waiting_in is None and not record.awaiting:
+        elif not announce and record.hold.waiting_in is None and not record.awaiting:
             resources = self._slot_wait  # it holds its leases and waits for a slot
         else:
             behind = leasing.waits_for(record)

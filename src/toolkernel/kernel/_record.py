@@ -21,7 +21,7 @@ from ._events import CallEvent
 from ._messages import CancelReason, RootCause
 from ._protocol import KernelTool
 
-__all__ = ["CallRecord", "Batch", "LeaseGroup", "Stage", "MOVES", "illegal_move"]
+__all__ = ["CallRecord", "Batch", "Hold", "LeaseGroup", "Stage", "MOVES", "illegal_move"]
 
 NO_ARGUMENTS: Mapping[str, Any] = MappingProxyType({})
 
@@ -109,6 +109,32 @@ class LeaseGroup:
         self.records: dict[int, CallRecord] = {}
 
 
+class Hold:
+    """What one call holds and waits for: its leases, the group it waits in, its wait limit's
+    entry, its slot. ``_leasing`` keeps it and is its only writer, as the scheduler is the
+    record's: the record says where the call is, this what it holds while it is there.
+    """
+
+    __slots__ = ("group", "lease_id", "more", "own_group", "slot", "wait_token", "waiting_in")
+
+    def __init__(self) -> None:
+        # Nearly every call has exactly one lease, kept in two plain fields so that it costs no
+        # container; a nested call may have a second (``more``).
+        self.group: LeaseGroup | None = None
+        self.lease_id = 0
+        self.more: list[tuple[LeaseGroup, int]] | None = None
+        self.waiting_in: LeaseGroup | None = None  # the group whose table it waits in
+        self.wait_token = 0  # its live entry in ``_leasing.Deadlines``, or 0
+        self.slot = 0  # top-level calls: ``_leasing.NO_SLOT``, ``WAITING`` or ``HOLDING``
+        self.own_group: LeaseGroup | None = None  # for nested calls its leases cover
+
+    def leases(self) -> list[tuple[LeaseGroup, int]]:
+        """Its leases, held or waiting, in the order requested."""
+        if self.group is None:
+            return []
+        return [(self.group, self.lease_id), *(self.more or ())]
+
+
 @attrs.define(eq=False)
 class Batch:
     """Calls submitted together; they request leases in emission order."""
@@ -145,8 +171,13 @@ class Batch:
 # for the garbage collector to visit again and again.
 @attrs.define(eq=False)
 class CallRecord:
-    """One call from admission to its result."""
+    """One call from admission to its result, its fields grouped by the stages that use them.
 
+    The scheduler is its one writer; what the call holds and waits for is its :class:`Hold`,
+    written by ``_leasing`` alone.
+    """
+
+    # -- what it is and where it is
     call: ToolCall
     uid: int
     batch: Batch
@@ -155,47 +186,47 @@ class CallRecord:
     parent: CallRecord | None = None
     depth: int = 0
     stage: Stage = PENDING  # moved only by ``Scheduler.move``
+    # -- admitted: its tool, its arguments as validated, its canonical claims
     tool: KernelTool | None = None
     arguments: Mapping[str, Any] = NO_ARGUMENTS
     claims: tuple[Claim, ...] | None = None
     # The paths its claims keyed, as spelled and as keyed, when its tool's claims follow the
     # keys alone (``KernelTool.claims``): after a wait they are keyed again, not recomputed.
     keyed: tuple[tuple[str, Path], ...] | None = None
-    # Its leases, held or waiting, in the order requested. Nearly every call has exactly one,
-    # kept in two plain fields so that it costs no container; a nested call may have a second.
-    lease_group: LeaseGroup | None = None
-    lease_id: int = 0
-    more_leases: list[tuple[LeaseGroup, int]] | None = None
-    waiting_in: LeaseGroup | None = None
-    own_group: LeaseGroup | None = None  # for nested calls covered by this call's leases
-    wait_token: int = 0  # its live entry in the scheduler's ``Deadlines``, or 0
-    slot: int = 0  # top-level calls: ``_leasing.NO_SLOT``, ``WAITING`` or ``HOLDING``
-    started_at: float | None = None
-    result: ToolResult | None = None
-    has_context: bool = False  # its tool was given a context, to be revoked when its leases go
-    cancel_reason: CancelReason | None = None
-    root_cause: RootCause | None = None  # skipped: the failure at the head of its chain
-    deps_left: set[int] | None = None  # uids of the ``after=`` calls it still waits for
-    # Output passing (``_admission.fill_in``): its arguments before the placeholders are
-    # filled in, and the calls whose outputs fill them, by id.
+    # -- pending: the ``after=`` calls it still waits for (by uid), and for output passing
+    # (``_admission.fill_in``) its arguments before the placeholders are filled in and the
+    # calls whose outputs fill them, by id
+    deps_left: set[int] | None = None
     unfilled: Any = None
     sources: dict[str, CallRecord] | None = None
-    dependents: list[CallRecord] | None = None  # calls waiting for it through ``after=``
-    # Nested calls it is waiting for, calls of batches its tool submitted and awaits, and calls
-    # whose handles its tool awaits.
-    awaiting: set[CallRecord] | None = None
-    handle_waiters: int = 0  # running calls whose tools await this call's handle
-    sinks: tuple[Callable[[CallEvent], None], ...] = ()  # ``stream`` listeners
-    nested_count: int = 0
-    requeues: int = 0
-    # What its tool asked to hold beyond its claims (``HoldMore``), kept through re-keying, and
-    # the state the tool left for its next run.
-    more_claims: tuple[Claim, ...] = ()
-    resumed: Any = None
+    # -- queued and running: its leases, waits and slot
+    hold: Hold = attrs.field(factory=Hold)
     # Set when it first has to wait (for leases or a slot): the resources it waits on, spelled
     # for people, and since when; its wait is tallied against them when it finishes.
     contested: tuple[str, ...] | None = None
     blocked_at: float = 0.0
+    # -- running: since when, whether its tool has a context to revoke when its leases go,
+    # what its tool asked to hold beyond its claims (``HoldMore``, kept through re-keying) and
+    # the state it left for its next run
+    started_at: float | None = None
+    has_context: bool = False
+    more_claims: tuple[Claim, ...] = ()
+    resumed: Any = None
+    requeues: int = 0
+    nested_count: int = 0
+    # Nested calls it is waiting for, calls of batches its tool submitted and awaits, and calls
+    # whose handles its tool awaits.
+    awaiting: set[CallRecord] | None = None
+    # -- finished: its result, why it was cancelled, and when skipped the failure at the head
+    # of its chain
+    result: ToolResult | None = None
+    cancel_reason: CancelReason | None = None
+    root_cause: RootCause | None = None
+    # -- throughout: who waits for it (``after=`` dependents, running calls awaiting its
+    # handle) and who listens to it (``stream`` listeners)
+    dependents: list[CallRecord] | None = None
+    handle_waiters: int = 0
+    sinks: tuple[Callable[[CallEvent], None], ...] = ()
 
     @property
     def name(self) -> str:
@@ -205,9 +236,3 @@ class CallRecord:
     def state(self) -> CallState:
         """Its public state: the one its stage belongs to."""
         return self.stage.state
-
-    def leases(self) -> list[tuple[LeaseGroup, int]]:
-        """Its leases, held or waiting, in the order requested."""
-        if self.lease_group is None:
-            return []
-        return [(self.lease_group, self.lease_id), *(self.more_leases or ())]

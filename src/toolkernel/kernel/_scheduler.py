@@ -32,7 +32,11 @@ what runs returns the :mod:`~toolkernel.kernel._actions` the async layer must ta
 call's task, await its hooks, interrupt it, wake its waiters, move the timer), in the order
 decided. The async layer gives it a clock, keeps its cancel scopes, events and the calls' contexts
 itself, and never changes a record: this module is the only writer of a call's record (h11's
-rule), nested calls and a call's going back in line included. Listeners are never called from
+rule), nested calls and a call's going back in line included. What a call holds and waits for
+(its leases, the table it waits in, its wait limit, its slot) is the record's ``Hold``, kept by
+``_leasing`` and written by it alone; admission returns what it found (a tool, arguments and
+claims, whom a call waits for) and this module sets it. ``tests/kernel/test_one_writer.py``
+checks both from the sources. Listeners are never called from
 here: events come back as ``TELL`` actions, given once the operation has returned, so a
 listener that cancels or submits calls starts an operation of its own on a settled scheduler.
 
@@ -79,6 +83,9 @@ from ._actions import (
 )
 from ._admission import (
     CallNames,
+    Links,
+    Parsed,
+    Unfilled,
     admit,
     compute_claims,
     fill_in,
@@ -86,7 +93,7 @@ from ._admission import (
     keyed_once,
     keys_unchanged,
     link_dependencies,
-    set_arguments,
+    parse,
     skip,
     tools_by_name,
     with_more,
@@ -94,7 +101,7 @@ from ._admission import (
 from ._call import CANCELLED, ERROR, OK, CallState, Status, ToolCall, ToolResult
 from ._events import CallEvent, CallProgress, CallQueued, CallStarted, KernelListener
 from ._leasing import Leasing, Slots
-from ._messages import ASKED, OUT_OF_TIME, CancelReason, Why
+from ._messages import ASKED, OUT_OF_TIME, CancelReason, RootCause, Why
 from ._observe import KernelSnapshot, KernelStatistics, Reporter
 from ._options import KernelOptions
 from ._policy import (
@@ -404,15 +411,15 @@ class Scheduler:
             and self._policy is allow_all
             and not any(call.after for call in calls)
         )
-        records = [self._new_record(call, batch, now, in_order) for call in calls]
+        # A call whose before-hooks have not answered is HOOKED from the start: nothing has seen
+        # it yet.
+        stage = HOOKED if self._has_before_hooks else PENDING
+        records = [self._new_record(call, batch, now, in_order, None, stage) for call in calls]
         if awaited_by is not None and awaited_by.stage is not FINISHED:
             # A tool waiting for calls of its own kernel: if one of them waits for its leases,
             # a cycle through it is found and broken like a nested call's (``break_wait_cycles``).
             batch.awaited_by = awaited_by
             awaited_by.awaiting = (awaited_by.awaiting or set()) | set(records)
-        if self._has_before_hooks:
-            for record in records:
-                record.stage = HOOKED  # from the start: nothing has seen it yet
         if sink is not None:
             for record in records:
                 record.sinks = (sink,)
@@ -425,7 +432,7 @@ class Scheduler:
             if failure is not None:
                 failures[record.uid] = (ERROR, failure)
         if not in_order or len(records) > 1:  # else no after=, and no id twice
-            link_dependencies(records, failures, self._names)
+            self._link(*link_dependencies(records, failures, self._names))
         if self.report.listeners or sink is not None:  # build no events when nobody listens
             for record in records:
                 claims = record.claims or ()
@@ -506,6 +513,7 @@ class Scheduler:
         now: float,
         in_order: bool = False,
         parent: CallRecord | None = None,
+        stage: Stage = PENDING,
     ) -> CallRecord:
         self._serial += 1
         # Positional arguments, here and for the other objects made for every call: an attrs
@@ -518,6 +526,7 @@ class Scheduler:
             now,  # state_since
             parent,
             0 if parent is None else parent.depth + 1,  # depth
+            stage,
         )
         self._live[record.uid] = record
         if parent is None:
@@ -529,8 +538,46 @@ class Scheduler:
     def _admit(
         self, record: CallRecord, key: Callable[[str], Path] | None = None
     ) -> BaseException | None:
+        """Admit ``record`` (``_admission.admit``): set what was found, or return why not."""
         tools = record.batch.tools or self.tools
-        return admit(record, tools, key or self.key, self.leasing.pools)
+        record.tool, found = admit(record.call, tools, key or self.key, self.leasing.pools)
+        if type(found) is tuple:
+            self._set_parsed(record, found)
+            return None
+        if isinstance(found, Unfilled):
+            record.unfilled = found.arguments  # admitted in full once its sources have finished
+            return None
+        assert isinstance(found, BaseException)
+        return found
+
+    def _set_arguments(self, record: CallRecord, raw: object) -> BaseException | None:
+        """Parse ``raw`` as ``record``'s arguments and set them and their claims, or return why
+        not (the record is left as it was)."""
+        assert record.tool is not None
+        found = parse(record.tool, raw, self.key, self.leasing.pools)
+        if isinstance(found, BaseException):
+            return found
+        self._set_parsed(record, found)
+        return None
+
+    @staticmethod
+    def _set_parsed(record: CallRecord, parsed: Parsed) -> None:
+        record.arguments, record.claims, record.keyed = parsed
+
+    @staticmethod
+    def _link(links: Links, roots: Iterable[tuple[CallRecord, RootCause]]) -> None:
+        """Set what admission found the calls of a batch wait for (``link_dependencies``)."""
+        for record, root in roots:
+            record.root_cause = root
+        for record, sources, waits in links:
+            record.sources = sources
+            if waits:
+                record.deps_left = {dep.uid for dep in waits}
+                record.batch.has_deps = True
+                for dep in waits:
+                    if dep.dependents is None:
+                        dep.dependents = []
+                    dep.dependents.append(record)
 
     def _admit_alone(
         self, call: ToolCall, parent: CallRecord
@@ -547,7 +594,7 @@ class Scheduler:
         if that failed it."""
         results = {i: r.result for i, r in (record.sources or {}).items() if r.result is not None}
         arguments, record.unfilled, record.sources = record.unfilled, None, None
-        failure = set_arguments(record, fill_in(arguments, results), self.key, self.leasing.pools)
+        failure = self._set_arguments(record, fill_in(arguments, results))
         if failure is not None:
             self.fail(record, ERROR, failure)
             return False
@@ -584,7 +631,7 @@ class Scheduler:
             self._finish(record, self.make_result(record, OK, verdict.output))
             return self._take()
         if isinstance(verdict, RewriteArguments):
-            failure = set_arguments(record, verdict.arguments, self.key, self.leasing.pools)
+            failure = self._set_arguments(record, verdict.arguments)
             if failure is None:
                 return NO_ACTIONS
             verdict = (ERROR, failure)
@@ -648,17 +695,18 @@ class Scheduler:
     def _granted(self, record: CallRecord) -> None:
         """Leases granted: start the call if it gets a slot (nested calls need none: their
         parent's task runs them, and is woken)."""
+        waited = record.hold.waiting_in is not None
         if record.parent is not None:
-            if record.waiting_in is not None:
+            if waited:
                 self.leasing.stop_waiting(record)
             self._out.append((WAKE, record))
             return
-        waited, record.waiting_in = record.waiting_in is not None, None
+        if waited:
+            self.leasing.stop_waiting(record, keep_clock=True)
         # A call a running call's tool awaits takes no slot: it runs in the slot of the call
         # waiting for it (which would otherwise wait for a slot it holds itself).
         if record.batch.awaited_by is not None or record.handle_waiters or self.slots.take(record):
-            if record.wait_token:
-                self.leasing.stop_wait_clock(record)
+            self.leasing.stop_wait_clock(record)
             # Granted in the step that keyed its claims (its batch's admission), its keys need
             # no second look; else its task looks again (``_confirm_keys``).
             fresh = record.batch is self._admitting and record.stage is not QUEUED
@@ -750,7 +798,7 @@ class Scheduler:
         if record.stage is HELD or record.stage is FOR_SLOT:
             self.slots.lend(record)
             self._start_in_slot(record)
-        elif record.waiting_in is not None:
+        elif record.hold.waiting_in is not None:
             self.leasing.watch(record)
             self.break_wait_cycles()
         return self._take()
@@ -831,9 +879,9 @@ class Scheduler:
         if record.state is CallState.PENDING:
             self.move(record, QUEUED, self.now())
         self._request_nested_leases(record, claims, inside)
-        if record.waiting_in is not None:
+        if record.hold.waiting_in is not None:
             self.break_wait_cycles()  # this wait may close a cycle: then it fails at once
-            if record.waiting_in is not None:
+            if record.hold.waiting_in is not None:
                 self._blocked(record, self.now())
 
     def _end_nested(self, record: CallRecord) -> None:
@@ -1043,13 +1091,8 @@ class Scheduler:
                 if dependent.stage is FINISHED:
                     continue
                 if result.status is not OK:
-                    why = skip(
-                        dependent,
-                        record.call.id,
-                        record.name,
-                        result.status,
-                        result.error,
-                        record.root_cause,
+                    dependent.root_cause, why = skip(
+                        record.call.id, record.name, result.status, result.error, record.root_cause
                     )
                     self._settle(dependent, self.make_result(dependent, Status.SKIPPED, None, why))
                     done.append(dependent)
@@ -1068,9 +1111,10 @@ class Scheduler:
 
     def _settle(self, record: CallRecord, result: ToolResult) -> None:
         """Release, record, tell and wake for one call (``finish`` moves its dependents on)."""
-        if record.slot:  # first, so a call waiting for a slot goes before those granted now
+        hold = record.hold
+        if hold.slot:  # first, so a call waiting for a slot goes before those granted now
             self.hand_slot_on(record)
-        if record.lease_group or record.waiting_in or record.has_context:
+        if hold.group or hold.waiting_in or record.has_context:
             self._release(record)
         if record.started_at is not None:
             self._running_tools -= 1
