@@ -149,6 +149,9 @@ def _layers() -> list[list[str]]:
         matched = re.match(r"\d+\. (.*)", line.strip())
         if matched is not None:
             layers.append(re.findall(r"`(\w+)`", matched.group(1)))
+        elif layers:  # an item's next line
+            named = re.findall(r"`(\w+)`", line)
+            layers[-1].extend(name for name in named if name not in layers[-1])
     return layers
 
 
