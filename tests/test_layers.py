@@ -6,12 +6,18 @@ function-local import is still an arrow, whether it loads on first use or dodges
 ``importlib.import_module`` with a literal name. ``from package import name`` is an arrow to the
 submodule ``package.name`` where there is one, else to the package. The layers are the ones the
 README declares under "Layers, lowest first".
+
+The no-follow file primitives are checked to stay in the lowest layer: no other module names a
+flag set with ``O_NOFOLLOW`` of its own (a sandbox module spells it nowhere), a directory opened
+relative to another takes ``_beneath``'s flags, and ``_nofollow`` imports the standard library
+alone (the sandbox's rename supervisor, a script, loads it without the package).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -149,6 +155,9 @@ def _layers() -> list[list[str]]:
         matched = re.match(r"\d+\. (.*)", line.strip())
         if matched is not None:
             layers.append(re.findall(r"`(\w+)`", matched.group(1)))
+        elif layers:  # an item's next line
+            named = re.findall(r"`(\w+)`", line)
+            layers[-1].extend(name for name in named if name not in layers[-1])
     return layers
 
 
@@ -174,3 +183,102 @@ def test_no_import_from_a_higher_layer() -> None:
         if level[_top(target)] > level[_top(module)]
     ]
     assert not upward, "\n".join(upward)
+
+
+# -- the no-follow primitives: defined once, in the lowest layer ----------------------------------
+
+NO_FOLLOW = "toolkernel._nofollow"
+"""Where the no-follow flag sets and walks are defined (``_beneath`` re-exports them)."""
+FOLLOWING_DIRECTORY_STEPS = {
+    ("toolkernel.sandbox._renames", "_inside"): "resolves a caller's path as rename(2) does"
+}
+"""Directories opened relative to a descriptor with flags of their own, and why."""
+
+
+def _spells(node: ast.AST, flag: str, *, in_calls: bool = True) -> bool:
+    """Whether ``node`` names ``flag`` (``os.O_NOFOLLOW`` or a bare name); with ``in_calls``
+    False, only outside the calls in it (``fd = os.open(..., flags)`` names no flag set)."""
+    pending = [node]
+    while pending:
+        inner = pending.pop()
+        if (isinstance(inner, ast.Attribute) and inner.attr == flag) or (
+            isinstance(inner, ast.Name) and inner.id == flag
+        ):
+            return True
+        if in_calls or not isinstance(inner, ast.Call):
+            pending.extend(ast.iter_child_nodes(inner))
+    return False
+
+
+def _tree(module: str) -> ast.Module:
+    file = MODULES[module][0]
+    return ast.parse(file.read_text(), str(file))
+
+
+def test_no_follow_flag_sets_are_defined_once() -> None:
+    # A module naming its own O_NOFOLLOW set is a copy of the walk's rules: it takes them from
+    # _beneath instead. A sandbox module spells none at all, named or not.
+    copies: set[str] = set()
+    for module in MODULES:
+        if module == NO_FOLLOW:
+            continue
+        in_sandbox = module.startswith("toolkernel.sandbox.")
+        for node in ast.walk(_tree(module)):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                named = node.value is not None and _spells(node.value, "O_NOFOLLOW", in_calls=False)
+            else:
+                named = False
+            spelled = in_sandbox and isinstance(node, (ast.Attribute, ast.Name))
+            if named or (spelled and _spells(node, "O_NOFOLLOW")):
+                copies.add(f"{module}, line {getattr(node, 'lineno', '?')}")
+    found = "; ".join(sorted(copies))
+    assert not copies, f"O_NOFOLLOW spelled outside _beneath's flag sets: {found}"
+
+
+def _directory_steps(module: str) -> Iterator[tuple[str, int]]:
+    """The ``os.open(..., dir_fd=...)`` calls of ``module`` whose flags spell ``O_DIRECTORY``:
+    each with the function it is in and its line."""
+    for function in ast.walk(_tree(module)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "open"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "os"
+                and any(keyword.arg == "dir_fd" for keyword in node.keywords)
+            ):
+                continue
+            flags = node.args[1:2] + [k.value for k in node.keywords if k.arg == "flags"]
+            if any(_spells(flag, "O_DIRECTORY") for flag in flags):
+                yield function.name, node.lineno
+
+
+def test_directories_are_opened_beneath_with_the_shared_flags() -> None:
+    # A directory opened relative to another is a step of a walk: it takes _beneath's flags
+    # (DIRECTORY_FLAGS, LOOK_FLAGS) or its walks, so no step can forget O_NOFOLLOW.
+    steps = {
+        f"{module}.{function}, line {line}"
+        for module in MODULES
+        if module != NO_FOLLOW
+        for function, line in _directory_steps(module)
+        if (module, function) not in FOLLOWING_DIRECTORY_STEPS
+    }
+    assert not steps, "a directory opened with flags of its own: " + "; ".join(sorted(steps))
+    for module, function in FOLLOWING_DIRECTORY_STEPS:
+        assert any(name == function for name, _ in _directory_steps(module)), "stale exception"
+
+
+def test_the_no_follow_walk_loads_without_the_package() -> None:
+    # The sandbox's rename supervisor, a script, imports it by itself (sandbox._renames._moves):
+    # it may import the standard library only, and nothing relative.
+    imported = set()
+    for node in ast.walk(_tree(NO_FOLLOW)):
+        if isinstance(node, ast.ImportFrom):
+            assert not node.level, f"a relative import at line {node.lineno}"
+            imported.add((node.module or "").split(".")[0])
+        elif isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+    assert imported - {"__future__"} <= sys.stdlib_module_names

@@ -21,11 +21,18 @@ caller passes in: :class:`FileAccess` uses it to refuse any mutation once its ca
 
 ``probe_no_links`` is the cheap check behind :meth:`Workspace.key`'s fast path: one ``openat2``
 that fails without creating a descriptor for anything but a directory.
+
+This is the one home of the package's no-follow primitives: every module that opens beneath a
+descriptor takes its flag sets from here, and the walks it shares with others (a chain of open
+directories, the removal of a tree), so no copy can drift from the rules above
+(``tests/test_layers.py`` checks that no other module names a no-follow flag set of its own).
+What needs only the standard library (the flag sets, :class:`Directories`, :func:`remove_tree`)
+is defined in ``_nofollow`` and re-exported here: the sandbox's rename supervisor, a script that
+can't import the package, loads that module by itself.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
 import os
@@ -36,23 +43,32 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from ._errors import PathChangedError
+from ._nofollow import CREATE_FLAGS as CREATE_FLAGS
+from ._nofollow import DIRECTORY_FLAGS as DIRECTORY_FLAGS
+from ._nofollow import LINK_ERRNOS as LINK_ERRNOS
+from ._nofollow import LOOK_FLAGS as LOOK_FLAGS
+from ._nofollow import READ_FLAGS as READ_FLAGS
+from ._nofollow import READ_NONBLOCK_FLAGS as READ_NONBLOCK_FLAGS
+from ._nofollow import Directories as Directories
+from ._nofollow import remove_opened_tree as remove_opened_tree
+from ._nofollow import remove_tree as remove_tree
 
 __all__ = [
+    "CREATE_FLAGS",
     "DIRECTORY_FLAGS",
     "LINK_ERRNOS",
+    "LOOK_FLAGS",
+    "READ_FLAGS",
+    "READ_NONBLOCK_FLAGS",
+    "Directories",
     "changed",
+    "not_a_directory",
     "open_directory",
     "probe_no_links",
     "remove_opened_tree",
     "remove_tree",
     "rename_no_replace",
 ]
-
-DIRECTORY_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-"""How every directory on the way is opened: never through a link."""
-LINK_ERRNOS: Final = frozenset({errno.ELOOP, errno.ENOTDIR, errno.EMLINK})
-"""What ``O_NOFOLLOW`` (with or without ``O_DIRECTORY``) answers for a link, by platform: Linux
-says ``ENOTDIR`` with ``O_DIRECTORY`` and ``ELOOP`` without, FreeBSD says ``EMLINK``."""
 
 _O_PATH: Final = getattr(os, "O_PATH", 0)
 _RESOLVE_NO_SYMLINKS: Final = 0x04
@@ -243,121 +259,3 @@ def open_directory(
         os.close(fd)
         raise
     return fd
-
-
-def remove_opened_tree(
-    top: int,
-    parent_fd: int,
-    name: str,
-    gate: contextlib.AbstractContextManager[object],
-    *,
-    force: bool = False,
-) -> None:
-    """Delete directory ``top`` and everything in it, never following a link; ``top`` is a
-    descriptor of it (this function closes it), ``name`` its entry in ``parent_fd``.
-
-    Each directory below is opened with ``O_NOFOLLOW`` relative to its parent, so a link inside
-    the tree (or a directory swapped for one while the tree is deleted) is removed as a link and
-    what it points to is never entered. Every ``unlink`` and ``rmdir`` runs inside ``gate``.
-    Iterative, so a deep tree cannot exhaust the recursion limit; at most one descriptor per
-    level is open.
-
-    With ``force``, for a tree of this process's own (a scratch directory, an overlay's layers):
-    each directory is made readable, writable and searchable by its owner before it is emptied
-    (overlayfs leaves its work directory mode 000; a command may leave one so).
-
-    Not atomic: stopped part-way, it leaves part of the tree. ``_fileops.delete`` first moves
-    the tree aside under a hidden name, so what it leaves is never half a tree under its name.
-    """
-    # Each frame: a directory's descriptor, its name, and the entries still to delete.
-    frames: list[tuple[int, str, list[os.DirEntry[str]]]] = []
-    try:
-        if force:
-            os.fchmod(top, stat.S_IRWXU)
-        frames.append((top, name, _entries(top)))
-    except BaseException:
-        os.close(top)
-        raise
-    try:
-        while frames:
-            fd, directory, entries = frames[-1]
-            if not entries:
-                frames.pop()
-                os.close(fd)
-                parent = frames[-1][0] if frames else parent_fd
-                with contextlib.suppress(FileNotFoundError), gate:  # gone already: as wanted
-                    os.rmdir(directory, dir_fd=parent)
-                continue
-            entry = entries.pop()
-            if entry.is_dir(follow_symlinks=False):
-                child = _open_subdirectory(fd, entry.name, gate, force)
-                if child is not None:
-                    frames.append((child, entry.name, _entries(child)))
-                continue
-            try:
-                with gate:
-                    os.unlink(entry.name, dir_fd=fd)
-            except FileNotFoundError:
-                pass  # already gone: what we wanted
-            except IsADirectoryError:
-                # A file swapped for a directory since the listing: delete it as one.
-                child = _open_subdirectory(fd, entry.name, gate, force)
-                if child is not None:
-                    frames.append((child, entry.name, _entries(child)))
-    finally:
-        for fd, _, _ in frames:
-            os.close(fd)
-
-
-def remove_tree(parent_fd: int, name: str, *, force: bool = False) -> None:
-    """Delete ``name`` in ``parent_fd`` and, if it is a directory, everything in it, never
-    following a link (:func:`remove_opened_tree`); nothing there is nothing to do."""
-    try:
-        top = os.open(name, DIRECTORY_FLAGS, dir_fd=parent_fd)
-    except FileNotFoundError:
-        return
-    except PermissionError:
-        if not force:
-            raise
-        os.chmod(name, stat.S_IRWXU, dir_fd=parent_fd)
-        top = os.open(name, DIRECTORY_FLAGS, dir_fd=parent_fd)
-    except OSError as exc:
-        if exc.errno not in LINK_ERRNOS:
-            raise
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(name, dir_fd=parent_fd)
-        return
-    remove_opened_tree(top, parent_fd, name, contextlib.nullcontext(), force=force)
-
-
-def _open_subdirectory(
-    fd: int, name: str, gate: contextlib.AbstractContextManager[object], force: bool = False
-) -> int | None:
-    """Open subdirectory ``name`` to empty it; a link found there instead is just unlinked.
-    With ``force``, one its owner may not enter is opened up first (and then to its owner)."""
-    try:
-        child = os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
-    except FileNotFoundError:
-        return None
-    except PermissionError:
-        if not force:
-            raise
-        os.chmod(name, stat.S_IRWXU, dir_fd=fd)  # a directory: the listing said so
-        return os.open(name, DIRECTORY_FLAGS, dir_fd=fd)
-    except OSError as exc:
-        if exc.errno not in LINK_ERRNOS:
-            raise
-    else:
-        if force:
-            os.fchmod(child, stat.S_IRWXU)
-        return child
-    # Swapped for a link or a file since the listing: remove that entry, follow nothing.
-    with contextlib.suppress(FileNotFoundError), gate:
-        os.unlink(name, dir_fd=fd)
-    return None
-
-
-def _entries(fd: int) -> list[os.DirEntry[str]]:
-    # os.scandir works on a duplicate of ``fd``, which shares its offset: ``fd`` is ours alone.
-    with os.scandir(fd) as iterator:
-        return list(iterator)

@@ -18,7 +18,7 @@ from typing import Final
 
 import attrs
 
-from .._beneath import LINK_ERRNOS, changed, open_directory, rename_no_replace
+from .._beneath import LINK_ERRNOS, READ_NONBLOCK_FLAGS, changed, open_directory, rename_no_replace
 from ..locks import EVERYTHING, Claim, Mode, Path
 from ._backend import Chmod, Fence, MakeDirectory, Op, RemoveDirectory, Rename, SetTimes, Unlink
 
@@ -36,7 +36,6 @@ __all__ = [
 # trees moved aside for deletion, ``sandbox._commit``'s temporaries. (A test checks they agree.)
 SCRATCH_SUFFIX: Final = ".tktmp"
 _MOVED_ASIDE: Final = re.compile(r"\..*\.toolkernel-deleted-[0-9a-f]{12}", re.DOTALL)
-_OPEN_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def is_scratch(parts: Sequence[str]) -> bool:
@@ -135,7 +134,7 @@ def make_change(root_fd: int, op: Op) -> None:
             # Through a descriptor opened without following a link: chmod has no "nofollow"
             # on Linux, and a link's own mode means nothing there.
             try:
-                fd = os.open(name, _OPEN_FLAGS, dir_fd=parent)
+                fd = os.open(name, READ_NONBLOCK_FLAGS, dir_fd=parent)
             except OSError as exc:
                 if exc.errno in LINK_ERRNOS:
                     raise changed(target, len(target) - 1) from None

@@ -23,7 +23,7 @@ import stat
 
 import attrs
 
-from .._beneath import DIRECTORY_FLAGS
+from .._beneath import DIRECTORY_FLAGS, LOOK_FLAGS, READ_FLAGS
 
 __all__ = ["ORIGIN", "Change", "ChangeKind", "read_changes"]
 
@@ -31,9 +31,6 @@ _OPAQUE = "user.overlay.opaque"
 ORIGIN = "user.overlay.origin"
 """Set on a copy-up: the file handle of the lower entry it came from (``_handles``)."""
 _CHUNK = 1 << 16
-# The lower layer is only looked into (entries' status, links, files opened by name): a
-# directory there needs no read permission, as a path through it needs none.
-_LOWER_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class ChangeKind(enum.Enum):
@@ -76,7 +73,8 @@ def read_changes(lower: str, upper: str) -> list[Change]:
     found: list[Change] = []
     upper_top = os.open(upper, DIRECTORY_FLAGS)
     try:
-        lower_top: int | None = os.open(lower, _LOWER_FLAGS)
+        # The lower layer is only looked into: a directory there needs no read permission.
+        lower_top: int | None = os.open(lower, LOOK_FLAGS)
     except BaseException:
         os.close(upper_top)
         raise
@@ -147,7 +145,7 @@ def _read(frame: _Frame, name: str, path: str, found: list[Change]) -> _Frame | 
                     Change(path, ChangeKind.DIRECTORY, replaces=below is not None, copied_up=copied)
                 )
             names = _names(child)
-            lower = os.open(name, _LOWER_FLAGS, dir_fd=frame.lower) if merged else None
+            lower = os.open(name, LOOK_FLAGS, dir_fd=frame.lower) if merged else None
         except BaseException:
             os.close(child)
             raise
@@ -218,13 +216,12 @@ def _same_content(
 ) -> bool:
     if found.st_size != below.st_size:
         return False
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        new = os.open(name, flags, dir_fd=upper)
+        new = os.open(name, READ_FLAGS, dir_fd=upper)
     except OSError:
         return False
     try:
-        old = os.open(name, flags, dir_fd=lower)
+        old = os.open(name, READ_FLAGS, dir_fd=lower)
     except OSError:
         os.close(new)
         return False

@@ -27,14 +27,11 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from .._beneath import remove_tree
+from .._beneath import CREATE_FLAGS, DIRECTORY_FLAGS, READ_FLAGS, Directories, remove_tree
 from ..leases._backend import Chmod, Fence, MakeDirectory, Rename, SetTimes, Unlink
 from ._changes import Change, ChangeKind
-from ._directories import Directories
 
 __all__ = ["apply_changes"]
-
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def apply_changes(
@@ -44,14 +41,14 @@ def apply_changes(
     ``upper`` to ``root``; with ``fence``, each visible step through it. Synchronous; run it
     in a worker thread. Each directory on the way is opened once, relative to its parent
     (``Directories``): a tree of any depth."""
-    root_fd = os.open(root, _DIRECTORY)
+    root_fd = os.open(root, DIRECTORY_FLAGS)
     try:
-        upper_fd = os.open(upper, _DIRECTORY)
+        upper_fd = os.open(upper, DIRECTORY_FLAGS)
     except BaseException:
         os.close(root_fd)
         raise
-    workspace = Directories(root_fd, _DIRECTORY)
-    layer = Directories(upper_fd, _DIRECTORY)
+    workspace = Directories(root_fd, DIRECTORY_FLAGS)
+    layer = Directories(upper_fd, DIRECTORY_FLAGS)
     try:
         for change in changes:
             parts = change.parts
@@ -171,7 +168,7 @@ def _lstat(parent: int, name: str) -> os.stat_result | None:
 
 
 def _names(parent: int, name: str) -> set[str]:
-    fd = os.open(name, _DIRECTORY, dir_fd=parent)
+    fd = os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
     try:
         return set(os.listdir(fd))
     finally:
@@ -226,7 +223,7 @@ def _make_directory(
             steps.chmod(parent, parts, mode)
     if keep is None or current is None:
         return
-    fd = os.open(name, _DIRECTORY, dir_fd=parent)
+    fd = os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
     try:
         for entry in os.listdir(fd):
             if entry not in keep:
@@ -265,10 +262,9 @@ def _move_file(parent: int, parts: tuple[str, ...], found: os.stat_result, steps
     name = parts[-1]
 
     def copy(temporary: str) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-        source = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=steps.source)
+        source = os.open(name, READ_FLAGS, dir_fd=steps.source)
         with open(source, "rb") as stream:
-            fd = os.open(temporary, flags, 0o600, dir_fd=parent)
+            fd = os.open(temporary, CREATE_FLAGS, 0o600, dir_fd=parent)
             try:
                 with os.fdopen(os.dup(fd), "wb") as out:
                     shutil.copyfileobj(stream, out)

@@ -7,6 +7,12 @@ copy into place, and removes the source; a failure part-way removes the copy and
 source whole. It answers with the error number the rename would have given: ``EEXIST``,
 ``ENOTDIR``, ``EISDIR``, ``ENOTEMPTY``, ``EINVAL`` (a directory into itself), ``EXDEV`` (a device
 or a socket, which can't be copied).
+
+Inside what is moved, every entry is reached relative to its directory's descriptor and never
+through a link, with the package's no-follow primitives: ``_nofollow``, the part of
+``_beneath`` that is standard library only. Beside the launcher, a script that can't import
+the package, it is imported from the package's directory, which ``_renames._moves`` puts on
+the path.
 """
 
 from __future__ import annotations
@@ -14,8 +20,17 @@ from __future__ import annotations
 import os
 import stat
 
+if __package__:
+    from .._nofollow import CREATE_FLAGS, DIRECTORY_FLAGS, READ_FLAGS, remove_tree
+else:  # loaded by the rename supervisor, beside the launcher: a script
+    from _nofollow import (  # type: ignore[import-not-found,no-redef]
+        CREATE_FLAGS,
+        DIRECTORY_FLAGS,
+        READ_FLAGS,
+        remove_tree,
+    )
+
 EXDEV = 18
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def move(old_fd: int, old: bytes, new_fd: int, new: bytes, *, replace: bool) -> int:
@@ -40,7 +55,7 @@ def _split(directory: int, path: bytes) -> tuple[int, str]:
     parent, name = os.path.split(text)
     if name in ("", ".", ".."):
         raise OSError(16, "Device or resource busy")  # EBUSY: renaming . or .. or /
-    return os.open(parent or ".", _DIRECTORY, dir_fd=directory), name
+    return os.open(parent or ".", DIRECTORY_FLAGS, dir_fd=directory), name
 
 
 def _move(old_parent: int, old: str, new_parent: int, new: str, replace: bool) -> int:
@@ -72,14 +87,14 @@ def _move(old_parent: int, old: str, new_parent: int, new: str, replace: bool) -
             os.rmdir(new, dir_fd=new_parent)  # empty: a directory may replace it
         os.rename(temporary, new, src_dir_fd=new_parent, dst_dir_fd=new_parent)
     except BaseException:
-        _remove(new_parent, temporary)
+        remove_tree(new_parent, temporary)
         raise
-    _remove(old_parent, old)
+    remove_tree(old_parent, old)
     return 0
 
 
 def _has_entries(parent: int, name: str) -> bool:
-    fd = os.open(name, _DIRECTORY, dir_fd=parent)
+    fd = os.open(name, DIRECTORY_FLAGS, dir_fd=parent)
     try:
         return bool(os.listdir(fd))
     finally:
@@ -94,7 +109,7 @@ def _within(directory: int, ancestor: os.stat_result) -> bool:
             status = os.fstat(fd)
             if (status.st_dev, status.st_ino) == (ancestor.st_dev, ancestor.st_ino):
                 return True
-            parent = os.open("..", _DIRECTORY, dir_fd=fd)
+            parent = os.open("..", DIRECTORY_FLAGS, dir_fd=fd)
             above = os.fstat(parent)
             os.close(fd)
             fd = parent
@@ -115,8 +130,9 @@ def _copy(from_dir: int, name: str, found: os.stat_result, to_dir: int, copy: st
     # source's status (set on the copy once it is full), and the names still to copy.
     frames = []
     try:
-        source = os.open(name, _DIRECTORY, dir_fd=from_dir)
-        frames.append((source, os.open(copy, _DIRECTORY, dir_fd=to_dir), found, os.listdir(source)))
+        source = os.open(name, DIRECTORY_FLAGS, dir_fd=from_dir)
+        target = os.open(copy, DIRECTORY_FLAGS, dir_fd=to_dir)
+        frames.append((source, target, found, os.listdir(source)))
         while frames:
             source, target, status, names = frames[-1]
             if not names:
@@ -129,10 +145,9 @@ def _copy(from_dir: int, name: str, found: os.stat_result, to_dir: int, copy: st
             inner = os.lstat(entry, dir_fd=source)
             if stat.S_ISDIR(inner.st_mode):
                 os.mkdir(entry, 0o700, dir_fd=target)
-                child = os.open(entry, _DIRECTORY, dir_fd=source)
-                frames.append(
-                    (child, os.open(entry, _DIRECTORY, dir_fd=target), inner, os.listdir(child))
-                )
+                child = os.open(entry, DIRECTORY_FLAGS, dir_fd=source)
+                made = os.open(entry, DIRECTORY_FLAGS, dir_fd=target)
+                frames.append((child, made, inner, os.listdir(child)))
             else:
                 _copy_entry(source, entry, inner, target, entry)
     finally:
@@ -153,10 +168,9 @@ def _copy_entry(from_dir: int, name: str, found: os.stat_result, to_dir: int, co
         return
     if not stat.S_ISREG(mode):
         raise OSError(EXDEV, "can't copy a device or a socket")
-    reading = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=from_dir)
+    reading = os.open(name, READ_FLAGS, dir_fd=from_dir)
     try:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        writing = os.open(copy, flags, 0o600, dir_fd=to_dir)
+        writing = os.open(copy, CREATE_FLAGS, 0o600, dir_fd=to_dir)
         try:
             left = found.st_size
             while left > 0:
@@ -195,34 +209,3 @@ def _set_status(where: int, name: str | None, found: os.stat_result) -> None:
         os.utime(where, ns=times)
     else:
         os.utime(name, ns=times, dir_fd=where, follow_symlinks=False)
-
-
-def _remove(parent: int, name: str) -> None:
-    """Remove entry ``name`` of ``parent``, a tree one directory at a time (the launcher can't
-    import the package's own walk: it imports only the standard library)."""
-    try:
-        top = os.lstat(name, dir_fd=parent)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISDIR(top.st_mode):
-        os.unlink(name, dir_fd=parent)
-        return
-    fd = os.open(name, _DIRECTORY, dir_fd=parent)
-    frames = [(fd, name, os.listdir(fd))]
-    try:
-        while frames:
-            fd, directory, names = frames[-1]
-            if not names:
-                frames.pop()
-                os.close(fd)
-                os.rmdir(directory, dir_fd=frames[-1][0] if frames else parent)
-                continue
-            entry = names.pop()
-            if stat.S_ISDIR(os.lstat(entry, dir_fd=fd).st_mode):
-                child = os.open(entry, _DIRECTORY, dir_fd=fd)
-                frames.append((child, entry, os.listdir(child)))
-            else:
-                os.unlink(entry, dir_fd=fd)
-    finally:
-        for fd, _, _ in frames:
-            os.close(fd)

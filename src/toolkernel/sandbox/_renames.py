@@ -287,6 +287,12 @@ def _moves() -> Any:
         from . import _moves as module
 
         return module
+    # Run from a script: ``_moves`` takes the package's no-follow walk (``_nofollow``, standard
+    # library only) from the package's directory, one up. Appended, not put first: that
+    # directory's subpackages (``trace``) must not hide the standard library's modules.
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if package not in sys.path:
+        sys.path.append(package)
     import _moves as module  # type: ignore[import-not-found,no-redef]  # run from a script
 
     return module

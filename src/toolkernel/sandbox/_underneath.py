@@ -44,14 +44,12 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 
+from .._beneath import DIRECTORY_FLAGS, LOOK_FLAGS, Directories
 from ._changes import ORIGIN, Change, ChangeKind
-from ._directories import Directories
 from ._handles import file_handle, origin_handle
 
 __all__ = ["changed_underneath"]
 
-_LOOK = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_LIST = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _GONE = (FileNotFoundError, NotADirectoryError)
 _UNMARKED = frozenset({ChangeKind.SYMLINK, ChangeKind.SPECIAL})
 
@@ -89,8 +87,8 @@ class _Check:
         self.changes = changes
         self.started = started
         self.upper = upper
-        self.root_fd = os.open(root, _LOOK)
-        self.lower = Directories(self.root_fd, _LOOK)
+        self.root_fd = os.open(root, LOOK_FLAGS)
+        self.lower = Directories(self.root_fd, LOOK_FLAGS)
         self._layer: Directories | None = None
         self._upper_fd: int | None = None
         self._sources: dict[tuple[int, bytes], str] | None = None
@@ -200,8 +198,8 @@ class _Check:
 
     def _upper_directory(self, parts: tuple[str, ...]) -> int:
         if self._layer is None:
-            self._upper_fd = os.open(self.upper, _LOOK)
-            self._layer = Directories(self._upper_fd, _LOOK)
+            self._upper_fd = os.open(self.upper, LOOK_FLAGS)
+            self._layer = Directories(self._upper_fd, LOOK_FLAGS)
         return self._layer.open(parts[:-1])
 
     def _origin(self, parts: tuple[str, ...]) -> tuple[int, bytes] | None:
@@ -226,7 +224,7 @@ def _tree_changed(directory: int, name: str, started: int) -> bool:
     """Whether any entry below directory ``name`` (in ``directory``) changed after
     ``started``; the directory's own status is the caller's."""
     try:
-        top = os.open(name, _LIST, dir_fd=directory)
+        top = os.open(name, DIRECTORY_FLAGS, dir_fd=directory)
     except _GONE:
         return True
     pending = [top]
@@ -240,7 +238,7 @@ def _tree_changed(directory: int, name: str, started: int) -> bool:
                         if status.st_ctime_ns > started:
                             return True
                         if stat.S_ISDIR(status.st_mode):
-                            pending.append(os.open(entry.name, _LIST, dir_fd=fd))
+                            pending.append(os.open(entry.name, DIRECTORY_FLAGS, dir_fd=fd))
             finally:
                 os.close(fd)
         return False

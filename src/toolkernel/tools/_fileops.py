@@ -46,8 +46,10 @@ import anyio.to_thread
 import attrs
 
 from .._beneath import (
+    CREATE_FLAGS,
     DIRECTORY_FLAGS,
     LINK_ERRNOS,
+    READ_NONBLOCK_FLAGS,
     changed,
     not_a_directory,
     open_directory,
@@ -85,10 +87,6 @@ TEMP_SUFFIX: Final = ".tktmp"
 _ASIDE_INFIX: Final = ".toolkernel-deleted-"
 # What delete() names a tree it moved aside: ".<up to 32 characters of its name>" + infix + hex.
 _MOVED_ASIDE: Final = re.compile(r"\..*" + re.escape(_ASIDE_INFIX) + r"[0-9a-f]{12}", re.DOTALL)
-
-# O_NONBLOCK: opening a fifo must not wait for a writer (it is refused right after, by fstat).
-_READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
-_TEMP_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 # Ask with the effective ids, as open() would, where the platform can.
 _EFFECTIVE_IDS: Final = os.access in os.supports_effective_ids
@@ -185,7 +183,7 @@ def open_regular(root: int, parts: Sequence[str], max_bytes: int | None = None) 
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), ".")
     parent = open_directory(root, parts[:-1])
     try:
-        fd = os.open(parts[-1], _READ_FLAGS, dir_fd=parent)
+        fd = os.open(parts[-1], READ_NONBLOCK_FLAGS, dir_fd=parent)
     except OSError as exc:
         problem = _unreadable(parent, parts) if exc.errno != errno.ENOENT else None
         if problem is not None:
@@ -527,7 +525,7 @@ def _replace_in(
     temporary = f".{name[:32]}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
     with gate:
         # 0o666 through the umask, like any new file; O_EXCL so we never write into someone's.
-        fd = os.open(temporary, _TEMP_FLAGS, 0o666, dir_fd=parent)
+        fd = os.open(temporary, CREATE_FLAGS, 0o666, dir_fd=parent)
     try:
         try:
             view = memoryview(data)

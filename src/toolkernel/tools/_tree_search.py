@@ -43,7 +43,7 @@ from typing import Final, Literal, NamedTuple
 
 import attrs
 
-from .._beneath import open_directory
+from .._beneath import READ_NONBLOCK_FLAGS, open_directory
 from .._errors import InvalidClaimError
 from ..locks import Path
 from ._fileops import _ASIDE_INFIX, moved_aside
@@ -218,7 +218,7 @@ def _search_run(
                 if name in links:
                     data = _read_link(tree, outer + name, max_bytes)
                 else:
-                    fd = os.open(name, _READ_FLAGS, dir_fd=directory)
+                    fd = os.open(name, READ_NONBLOCK_FLAGS, dir_fd=directory)
                     try:
                         data = os.read(fd, FIRST_READ)
                         if not 0 < len(data) < FIRST_READ:
@@ -442,9 +442,6 @@ def _with_context(
         shown_until = max(shown_until, stop)
 
 
-_READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
 def read_searchable(directory: int, name: str, max_bytes: int, path: str) -> bytes | None:
     """The content of regular file ``name`` in ``directory``, None if it is binary (a NUL in
     its first :data:`BINARY_PROBE` bytes, which are all that is read of it then).
@@ -457,7 +454,7 @@ def read_searchable(directory: int, name: str, max_bytes: int, path: str) -> byt
     :data:`FIRST_READ` bytes of whatever was swapped in, and is not returned unless it is a
     regular file.
     """
-    fd = os.open(name, _READ_FLAGS, dir_fd=directory)
+    fd = os.open(name, READ_NONBLOCK_FLAGS, dir_fd=directory)
     try:
         head = os.read(fd, FIRST_READ)
         if 0 < len(head) < FIRST_READ:
@@ -675,7 +672,6 @@ and its rules."""
 
 
 _SHORT_PATH: Final = MAX_PATH_BYTES // 4
-_DIRECTORY_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def ignores_above(tree: Subtree) -> Ignores:
