@@ -115,6 +115,7 @@ def file_data() -> st.SearchStrategy[bytes]:
     pattern=st.sampled_from(PLAIN + EXPRESSIONS),
     ignore_case=st.booleans(),
     glob=st.sampled_from([None, "*.py"]),
+    multiline=st.booleans(),
 )
 @hypothesis.settings(suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
 def test_count_is_the_number_of_matching_lines_of_each_file(
@@ -123,10 +124,16 @@ def test_count_is_the_number_of_matching_lines_of_each_file(
     pattern: str,
     ignore_case: bool,
     glob: str | None,
+    multiline: bool,
 ) -> None:
     root = tmp_path_factory.mktemp("tree")
     write(root, tree)
-    arguments: dict[str, Any] = {"ignore_case": ignore_case}
+    # A plain text spans no line, so multiline changes nothing (for the expressions it would:
+    # "b$" is not before the "\r" of a CRLF line end then).
+    arguments: dict[str, Any] = {
+        "ignore_case": ignore_case,
+        "multiline": multiline and pattern in PLAIN,
+    }
     if glob is not None:
         arguments["glob"] = glob
     found = anyio.run(lambda: counts(root, pattern, **arguments))
