@@ -212,7 +212,7 @@ the benchmark's real tree): where a search for a literal starts (:func:`_line_co
 _RARENESS: Final = {byte: rank for rank, byte in enumerate(_BY_FREQUENCY)}
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)  # bounded: a pattern a literal searched
 def _line_counter(literal: bytes) -> Callable[[bytes, int], list[bytes]]:
     """``findall`` of an expression that matches once on each line holding ``literal`` (which
     holds no line end): the literal, then the rest of its line, so the next search starts at
