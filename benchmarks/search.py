@@ -23,7 +23,8 @@ present: the installed sources of pip, setuptools, trio, pydantic, hypothesis, a
 and httpx (those installed; about 1,300 files, copied into a scratch directory so the figures do
 not depend on the environment's layout), searched in every mode for a rare identifier
 (``open_memory_channel``), a common word with thousands of matching lines (``self``), a regex
-(``class \\w+Error``), a word ignoring case, with context lines, and globbed; in the full run
+(``class \\w+Error``), a word ignoring case, with context lines, and globbed; counted also
+ignoring case and filtered by ``glob`` and ``type``; in the full run
 also trio's sources alone with the generated trees' cases, and the whole ``site-packages``.
 Benchmarks are never asserted as tests: read the PASS/MISS lines.
 
@@ -278,6 +279,25 @@ async def real_cases(runner: Runner) -> None:
             {"pattern": folded, "output_mode": mode, "ignore_case": True},
             [*GREP_E, flag, "-i", folded, "."],
         )
+    # Counting goes through every matching line: a common word ignoring case, and filtered.
+    await runner.compare(
+        "Grep count, common -i      | grep -rci",
+        "Grep",
+        {"pattern": common, "output_mode": "count", "ignore_case": True},
+        [*GREP_E, "-c", "-i", common, "."],
+    )
+    await runner.compare(
+        "Grep count, common, glob   | grep -rc --include",
+        "Grep",
+        {"pattern": common, "output_mode": "count", "glob": "*.py"},
+        [*GREP_E, "-c", "--include=*.py", common, "."],
+    )
+    await runner.compare(
+        "Grep count, regex, type=py | grep -rc --include",
+        "Grep",
+        {"pattern": expression, "output_mode": "count", "type": "py"},
+        [*GREP_E, "-c", "--include=*.py", "--include=*.pyi", expression, "."],
+    )
     await runner.compare(
         "Grep content, context=2    | grep -rn -C2",
         "Grep",

@@ -82,7 +82,8 @@ class LinePattern:
     literals: tuple[str, ...] | None = None
     """Texts one of which every match holds (:func:`required_literals`): a text without any
     has no match, told by ``in`` at the speed of ``memchr`` rather than by the engine. With
-    :attr:`folded`, in lower case, and held in either case (asked only of ASCII texts)."""
+    :attr:`folded`, in lower case, and held in either case (asked only of texts without the
+    characters that match ASCII letters ignoring case: ``_tree_search.foldable``)."""
     branches: tuple[regex.Pattern[str], ...] = ()
     """For ``a|b`` (no group), each alternative as :attr:`text` would be: searched one after
     the other, each at the speed of its own start, where the alternation tries every
@@ -91,7 +92,8 @@ class LinePattern:
     iff it matches one of them, so the lines found are the union of theirs."""
     folded: bool = False
     """True iff the pattern ignores case: a text holds a literal iff its lower case does, where
-    the text is ASCII (elsewhere the Kelvin sign matches ``k`` too, and the long s ``s``)."""
+    the text holds no character that matches an ASCII letter (the Kelvin sign matches ``k``,
+    the long s ``s``)."""
     _line: list[regex.Pattern[str]] = attrs.field(factory=list, eq=False, repr=False)
     """:attr:`line`, once compiled (at once, unless the pattern is split)."""
 

@@ -44,9 +44,11 @@ over the benchmark's real tree, 1,301 files of pip, setuptools, trio, pydantic, 
 attrs, anyio, h11 and httpx: 16x ``grep -rc``). So a pattern that is plain text (``self``,
 ``ValidationError``: every match is the pattern itself), in ``files_with_matches`` and
 ``count`` mode, is answered from each file's bytes, undecoded and without the engine: a file
-matches iff it holds the text (in its lower case, ignoring case, for an ASCII file; another is
-searched by the engine), and its matching lines are counted in C: split at the text, one line
-for the first and one more for each piece between two that holds a line end. Counting the
+matches iff it holds the text (in its lower case, ignoring case, for a file without the four
+characters that match an ASCII letter ignoring case; another is searched by the engine), and
+its matching lines are counted in C (first split at the text, one line for the first and one
+more for each piece between two that holds a line end; now one ``re.findall`` a file: see
+:mod:`._tree_search`). Counting the
 35,000 lines holding ``self`` in those files, reads left out, measured side by side on a
 loaded machine: the engine over decoded texts (alone or joined) 890-900 ms, ``re.findall`` of
 ``^[^\n]*?self`` over the bytes 580 ms (``regex``'s 1,500 ms), splitting into lines and
@@ -58,6 +60,15 @@ path, being within 2x there already (0.5-1.7x: it stops at its 1,000 lines). A r
 expression (``class \\w+Error``) measured 1.0-1.8x in every mode on the loaded cores, but
 2.5-2.9x in ``files_with_matches`` and ``count`` in one quieter run: the engine's own scan of
 every file holding ``class``, not changed here.
+
+The split still left ``count`` of ``self`` at 2.3-2.8x ``grep -rc`` (it copies the file and
+makes an object an occurrence), and ``count`` of ``self`` ignoring case at 3.7x (121 of the
+files are not ASCII, and went to the engine a line at a time). One ``re.findall`` a file, of
+the literal from its rarest byte then the rest of the line, and lowering the files that are
+not ASCII but hold none of the four characters, brought them to 1.6-2.0x and 1.8-1.9x (on the
+two cores loaded four to five times over by other work; the other modes unchanged): what is
+left is ``re``'s scan for the expression's first byte, one byte at a time, over the 11 MB of
+the files holding ``self``, where grep skips with ``memchr`` and Boyer-Moore.
 
 Measured side by side (``benchmarks/search.py --sizes 1000 10000 100000``: through a kernel
 with a root and ``max_concurrency``, against the programs started as a shell starts them,
