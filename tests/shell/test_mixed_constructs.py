@@ -214,6 +214,24 @@ def scratch(root: pathlib.Path) -> None:
 @pytest.mark.parametrize("shell", SHELLS)
 @given(case=cases)
 def test_what_a_mixed_command_changes_when_run_is_claimed(shell: str, case: Case) -> None:
+    check_a_real_run(shell, case)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize(
+    "command",
+    [
+        # dash reads `a && b &> f && c` as `a && b &` and `> f && c`: c runs where a began.
+        "(cd sub && ls &> out && echo hi > o.txt)",
+        "cd sub && ls &>> out || echo hi > o.txt",
+        "cd sub && ls &> out | cat && touch o.txt",
+    ],
+)
+def test_what_follows_a_backgrounding_redirect_in_dash_is_claimed(shell: str, command: str) -> None:
+    check_a_real_run(shell, Case(command, ()))
+
+
+def check_a_real_run(shell: str, case: Case) -> None:
     claims = shell_claims(case.command)
     with tempfile.TemporaryDirectory() as directory:
         root = pathlib.Path(directory)

@@ -259,12 +259,18 @@ class Walk:
             # opened where `b` starts (and for a pipeline, where its last stage starts).
             lists = body is not None and body.type in ("list", "pipeline")
             opened = self.last_started if lists else cwds
+            backgrounded = False
             for child in node.children:
                 if child.type in _REDIRECTS:
                     # dash (the Bash tool's shell where there is no bash) reads `a && b &> f` as
                     # `a && b & > f`: f is opened where the whole statement began.
                     dash = child.type == "file_redirect" and _operator(child) in ("&>", "&>>")
+                    backgrounded = backgrounded or dash
                     self.redirect(child, opened | cwds if dash else opened)
+            if backgrounded:
+                # ... and what follows runs there too: `a && b` ran in the background, so a
+                # `cd` in it moved nothing after it.
+                return ok | cwds, failed | cwds
             return ok, failed
         if kind == "list":
             return self.list(node, cwds)
