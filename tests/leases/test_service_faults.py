@@ -166,6 +166,14 @@ def test_no_two_conflicting_grants_overlap_across_processes(
             )
             for n, out in enumerate(outs)
         ]
+        # Every worker connected before any churns: else, on a loaded machine, one may be done
+        # before the next has started and nothing overlaps.
+        deadline = time.monotonic() + 60
+        while not all(out.with_name(out.name + ".ready").exists() for out in outs):
+            assert time.monotonic() < deadline and all(p.poll() is None for p in processes)
+            time.sleep(0.005)
+        for out in outs:
+            out.with_name(out.name + ".go").touch()
         for process in processes:
             assert process.wait(timeout=60) == 0
     holds = [
