@@ -5,7 +5,7 @@
 fence; prints ``ok`` or ``fenced``), ``release``, ``exit``.
 
 ``python lease_worker.py churn URL ROOT SEED ROUNDS OUT``: connect, write ``OUT.ready`` and wait
-for ``OUT.go`` to exist (so that several workers churn at once, however slowly each started),
+for a line on stdin (so that several workers churn at once, however slowly each started),
 then take random sets of leases on a few paths, hold each a moment, release; record each hold
 (monotonic times right after the grant and right before the release, the token, the claims) as
 JSON lines in OUT.
@@ -78,9 +78,7 @@ async def churn(url: str, root: str, seed: int, rounds: int, out: str) -> None:
     async with open_leases(url, root, pools={"net": 2}) as backend:
         assert backend is not None
         await anyio.Path(out + ".ready").touch()
-        go = anyio.Path(out + ".go")
-        while not await go.exists():
-            await anyio.sleep(0.002)
+        await anyio.to_thread.run_sync(sys.stdin.readline)
         for _ in range(rounds):
             grant = await backend.acquire(random_claims(rng))
             start = time.monotonic()

@@ -162,7 +162,8 @@ def test_no_two_conflicting_grants_overlap_across_processes(
                     str(n),
                     "40",
                     str(out),
-                ]
+                ],
+                stdin=subprocess.PIPE,
             )
             for n, out in enumerate(outs)
         ]
@@ -172,8 +173,10 @@ def test_no_two_conflicting_grants_overlap_across_processes(
         while not all(out.with_name(out.name + ".ready").exists() for out in outs):
             assert time.monotonic() < deadline and all(p.poll() is None for p in processes)
             time.sleep(0.005)
-        for out in outs:
-            out.with_name(out.name + ".go").touch()
+        for process in processes:
+            assert process.stdin is not None
+            process.stdin.write(b"go\n")
+            process.stdin.close()
         for process in processes:
             assert process.wait(timeout=60) == 0
     holds = [
