@@ -5,108 +5,22 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Mapping, Sequence
 from pathlib import Path as FilePath
-from typing import Any
 
 import attrs
 import pytest
 
 import toolkernel
 import toolkernel as tk
-from toolkernel.kernel import _messages as messages
 from toolkernel.kernel import _scheduler
-from toolkernel.kernel._actions import Act, Action, Telling
+from toolkernel.kernel._actions import Act
 from toolkernel.kernel._call import CallState, Status, ToolCall
 from toolkernel.kernel._leasing import Deadlines
 from toolkernel.kernel._messages import CancelReason, Why
-from toolkernel.kernel._options import KernelOptions
-from toolkernel.kernel._record import CallRecord, Stage
-from toolkernel.kernel._scheduler import Scheduler
-from toolkernel.locks import Claim, Path, path, reads, writes
+from toolkernel.kernel._record import Stage
+from toolkernel.locks import Path, path
 
-
-@attrs.define
-class PlainTool:
-    """A KernelTool without the decorator: claims from a ``path`` and a ``mode`` argument."""
-
-    name: str
-    wait_timeout: float | None = None
-    run_timeout: float | None = None
-
-    def parse_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(arguments)
-
-    def claims(self, arguments: Mapping[str, Any], key: Any) -> Sequence[Claim] | None:
-        if "path" not in arguments:
-            return None
-        make = writes if arguments.get("mode") == "w" else reads
-        return [make(key(arguments["path"]))]
-
-    async def invoke(self, ctx: Any, arguments: Mapping[str, Any]) -> Any:
-        raise AssertionError("transcripts never run tools")
-
-
-@attrs.define
-class Harness:
-    """A scheduler with a hand-driven clock; it writes down the actions its operations return
-    (and takes ``INTERRUPT`` as the async layer does when no task runs the call)."""
-
-    now: float = 0.0
-    spawned: list[str] = attrs.field(factory=list)
-    prephases: list[str] = attrs.field(factory=list)
-    deadlines: list[float] = attrs.field(factory=list)
-    woken: list[str] = attrs.field(factory=list)
-    told: list[tuple[str, str]] = attrs.field(factory=list)
-    revoked: list[str] = attrs.field(factory=list)
-    scheduler: Scheduler = attrs.field(init=False)
-
-    def open(self, **options: Any) -> Harness:
-        self.scheduler = Scheduler(
-            [PlainTool("t", wait_timeout=options.pop("tool_wait", None))],
-            KernelOptions(**options),
-            key=path,
-            clock=lambda: self.now,
-        )
-        return self
-
-    def do(self, actions: Sequence[Action]) -> None:
-        for act, record in actions:
-            if act is Act.TIMER:
-                self.deadlines.append(self.scheduler.next_deadline())
-                continue
-            if isinstance(record, Telling):
-                self.told.append((type(record.event).__name__, record.event.call_id))
-                continue
-            assert record is not None
-            if act is Act.START:
-                self.spawned.append(record.call.id)
-            elif act is Act.PREPHASE:
-                self.prephases.append(record.call.id)
-            elif act is Act.WAKE:
-                self.woken.append(record.call.id)
-            elif act is Act.REVOKE:
-                self.revoked.append(record.call.id)
-            elif record.result is None:  # INTERRUPT, and no task runs it
-                assert record.cancel_reason is not None
-                cancelled = messages.cancelled(record.cancel_reason)
-                self.do(self.scheduler.finish_failed(record, Status.CANCELLED, cancelled))
-
-    def submit(self, *calls: ToolCall) -> dict[str, CallRecord]:
-        records, actions = self.scheduler.submit(calls, None)
-        self.do(actions)
-        return {r.call.id: r for r in records}
-
-    def run_to_end(self, record: CallRecord, status: Status = Status.OK) -> None:
-        """What the async layer does for a granted call whose tool returned."""
-        self.scheduler.start(record)
-        self.do(self.scheduler.release(record))
-        self.do(self.scheduler.finish(record, self.scheduler.make_result(record, status, "done")))
-
-
-def call(call_id: str, p: str | None = None, mode: str = "r", **options: Any) -> ToolCall:
-    arguments = {} if p is None else {"path": p, "mode": mode}
-    return ToolCall(call_id, "t", arguments, **options)
+from .transcripts import Harness, call
 
 
 def test_a_batch_runs_what_it_can_and_hands_the_rest_on_at_release() -> None:
@@ -129,7 +43,8 @@ def test_a_call_waiting_for_approval_keeps_later_conflicting_calls_back() -> Non
     records = h.submit(call("asked", "a", "w"), call("same", "a"), call("other", "b"))
     assert (h.prephases, h.spawned) == (["asked"], ["other"])
     assert records["same"].state is CallState.PENDING  # not even requested yet
-    h.do(h.scheduler.mark_ready(records["asked"]))
+    h.prephase(records["asked"])
+    h.approve(records["asked"], True)
     assert h.spawned == ["other", "asked"]
 
 
@@ -340,24 +255,34 @@ def test_the_scheduler_calls_no_listener_its_events_come_back_in_order_as_action
     # A listener runs once the operation has returned (the async layer gives the events), so
     # one that cancels or submits calls starts an operation of its own on a settled scheduler.
     h = Harness().open()
-    heard: list[object] = []
+    heard: list[tk.CallEvent] = []
     h.scheduler.add_listener(heard.append)
-    records = h.submit(call("w1", "a", "w"), call("w2", "a", "w"), call("x", "b"))
+    batch = [call("w1", "a", "w"), call("w2", "a", "w"), call("x", "b")]
+    records, actions = h.scheduler.submit(batch, None)
     assert heard == []
-    assert h.told == [
+    told = [(type(p.event).__name__, p.event.call_id) for act, p in actions if act is Act.TELL]
+    assert told == [
         ("CallQueued", "w1"),
         ("CallQueued", "w2"),
         ("CallQueued", "x"),
         ("CallBlocked", "w2"),
     ]
-    h.told.clear()
-    _, actions = h.scheduler.start(records["w1"])
+    assert [act for act, _ in actions] == [Act.TELL] * 4 + [Act.START] * 2  # events first
     h.do(actions)
-    h.do(h.scheduler.release(records["w1"]))
-    result = h.scheduler.make_result(records["w1"], Status.OK, "done")
-    h.do(h.scheduler.finish(records["w1"], result))
-    assert heard == []
-    assert h.told == [("CallStarted", "w1"), ("CallFinished", "w1")]
+    assert [(type(e).__name__, e.call_id) for e in heard] == told
+    heard.clear()
+    w1 = records[0]
+    _, started = h.scheduler.start(w1)
+    assert heard == [] and [act for act, _ in started] == [Act.TELL]
+    h.do(started)
+    h.do(h.scheduler.release(w1))
+    finished = h.scheduler.finish(w1, h.scheduler.make_result(w1, Status.OK, "done"))
+    assert [(type(e).__name__, e.call_id) for e in heard] == [("CallStarted", "w1")]
+    h.do(finished)
+    assert [(type(e).__name__, e.call_id) for e in heard] == [
+        ("CallStarted", "w1"),
+        ("CallFinished", "w1"),
+    ]
     assert h.spawned == ["w1", "x", "w2"]
     assert h.revoked == ["w1"]  # its context, before w2 may run
 
