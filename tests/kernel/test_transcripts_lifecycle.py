@@ -184,16 +184,26 @@ def test_waiting_for_a_slot_counts_against_the_wait_limit() -> None:
     assert h.spawned == ["busy"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a call timed out waiting for a concurrency slot (holding its leases) is told it "
-    "waited 'for its leases', behind nobody: describe_waits names no one for a slot wait",
-)
 def test_a_call_timed_out_waiting_for_a_slot_is_told_so() -> None:
     h = Harness().open(max_concurrency=1, wait_timeout=2)
     h.submit(call("busy", "a", "w"), call("x", "b"))
     h.advance(2)
-    assert "concurrency slot" in (h.result("x").error or "")
+    result = h.result("x")
+    assert (result.status, result.error_type) == (TIMEOUT, "LeaseWaitTimeoutError")
+    assert "its leases were granted, but all 1 of the kernel's concurrency slots" in (
+        result.error or ""
+    )
+
+
+def test_a_batch_cut_short_says_a_call_waited_for_a_slot() -> None:
+    h = Harness().open(max_concurrency=1)
+    records = h.submit(call("busy", "a", "w"), call("x", "b"))
+    h.begin(records["busy"])
+    h.time_out(records, 3)
+    h.settle()
+    assert "while it waited for one of the kernel's 1 concurrency slots" in (
+        h.result("x").error or ""
+    )
 
 
 # -- run limits (test_timeouts) ------------------------------------------------------------------
@@ -271,12 +281,6 @@ def test_dependents_of_a_call_cut_short_time_out_too_and_cancelled_calls_stay_ca
     assert "ran out while it waited to start" in (h.result("c2").error or "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="time_out cancels a batch's calls in order: a dependency that had no task finishes "
-    "TIMEOUT at once, which skips its dependents before their own turn, so they end SKIPPED "
-    "(not TIMEOUT, as when the dependency was running): the result depends on the stage",
-)
 def test_a_dependent_of_a_call_cut_short_while_queued_times_out_too() -> None:
     h = Harness().open()
     records = h.submit(call("c0", "a", "w"), call("c1", "a", "w"), call("c2", "b", after=["c1"]))

@@ -338,9 +338,22 @@ def cancelled(reason: CancelReason) -> CallCancelledError:
     return CallCancelledError(str(reason))
 
 
-def batch_timed_out(limit: float, ran_for: float | None, behind: str) -> CallTimeoutError:
+def slot_wait_timed_out(limit: float, slots: int | None) -> LeaseWaitTimeoutError:
+    return LeaseWaitTimeoutError(
+        f"timed out after waiting {seconds(limit)}: its leases were granted, but all "
+        f"{slots} of the kernel's concurrency slots stayed busy (max_concurrency={slots}); "
+        f"try again later"
+    )
+
+
+def batch_timed_out(
+    limit: float, ran_for: float | None, behind: str, slots: int | None = None
+) -> CallTimeoutError:
     if ran_for is None:
-        where = f"while it waited{' for its leases' + behind if behind else ' to start'}"
+        if slots is not None:
+            where = f"while it waited for one of the kernel's {slots} concurrency slots"
+        else:
+            where = f"while it waited{' for its leases' + behind if behind else ' to start'}"
         return CallTimeoutError(
             f"timed out: the batch's limit of {seconds(limit)} ran out {where}; it was not run. "
             f"Try it again on its own, or with a longer limit"

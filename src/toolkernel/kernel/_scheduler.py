@@ -487,10 +487,15 @@ class Scheduler:
     def time_out(self, records: Iterable[CallRecord], limit: float) -> Sequence[Action]:
         """The time limit of the batch of ``records`` ran out: each unfinished one is cancelled
         and ends TIMEOUT (``make_result``); the results of those that finished are kept."""
-        for record in records:
-            if record.stage is not FINISHED:
-                record.batch.time_limit = limit
-                self._cancel(record, OUT_OF_TIME)
+        unfinished = [record for record in records if record.stage is not FINISHED]
+        for record in unfinished:
+            # All marked before any is cancelled: a call finished at once (it had no task) then
+            # finds its dependents cut short too, not skipped because of it.
+            record.batch.time_limit = limit
+            if record.cancel_reason is None:
+                record.cancel_reason = OUT_OF_TIME
+        for record in unfinished:
+            self._cancel(record, OUT_OF_TIME)
         return self._take()
 
     def cancel_all(self, reason: CancelReason = ASKED) -> Sequence[Action]:
@@ -1057,6 +1062,8 @@ class Scheduler:
         limit = record.batch.time_limit or 0.0
         if record.started_at is not None:
             return messages.batch_timed_out(limit, self.now() - record.started_at, "")
+        if record.hold.slot == leasing.WAITING:  # holding its leases
+            return messages.batch_timed_out(limit, None, "", self.max_concurrency)
         queued = record.state is CallState.QUEUED
         behind = leasing.describe_waits(record, self.max_concurrency) if queued else ""
         return messages.batch_timed_out(limit, None, behind)
@@ -1090,7 +1097,11 @@ class Scheduler:
             for dependent in record.dependents or ():
                 if dependent.stage is FINISHED:
                     continue
-                if result.status is not OK:
+                if dependent.cancel_reason is OUT_OF_TIME:  # its batch ran out of time too
+                    cut_short = messages.cancelled(OUT_OF_TIME)
+                    self._settle(dependent, self.make_result(dependent, CANCELLED, None, cut_short))
+                    done.append(dependent)
+                elif result.status is not OK:
                     dependent.root_cause, why = skip(
                         record.call.id, record.name, result.status, result.error, record.root_cause
                     )
@@ -1150,9 +1161,12 @@ class Scheduler:
         """Fail the calls whose lease wait ran out by ``now``."""
         for record in self.leasing.expired(now):
             if record.stage is not FINISHED and record.state is CallState.QUEUED:
-                behind = leasing.describe_waits(record, self.max_concurrency)
                 limit = self.wait_timeout(record) or 0
-                error = messages.wait_timed_out(limit, behind)
+                if record.hold.slot == leasing.WAITING:  # holding its leases
+                    error = messages.slot_wait_timed_out(limit, self.max_concurrency)
+                else:
+                    behind = leasing.describe_waits(record, self.max_concurrency)
+                    error = messages.wait_timed_out(limit, behind)
                 self.fail(record, Status.TIMEOUT, error)
         return self._take()
 
