@@ -62,6 +62,10 @@ class Mode(enum.Enum):
     def __repr__(self) -> str:
         return f"Mode.{self.name}"
 
+    # Hashed by identity, as its members are compared: every claim's hash takes its mode's,
+    # and the inherited one is Python code (a call more for each claim hashed).
+    __hash__ = object.__hash__
+
 
 # The modes as module globals for the code that builds or checks a claim per call: on Python 3.11
 # reading ``Mode.SHARED`` goes through the enum metaclass's ``__getattr__`` hook (~0.1 us a time).
