@@ -469,8 +469,9 @@ async def test_a_cancelled_run_returns_its_leases(autojump_clock: Any, tmp_path:
     assert files.ran == {"3": (2, 3)} and files.text == {"g": "3"}
 
 
-async def test_an_agent_used_as_a_tool_fails_a_call_that_would_wait_for_it_for_ever(
-    autojump_clock: Any, tmp_path: Any
+@pytest.mark.parametrize("declared", ["nothing", "a read of the file"])
+async def test_an_agent_used_as_a_tool_runs_its_calls_inside_its_leases_or_fails_them_clearly(
+    autojump_clock: Any, tmp_path: Any, declared: str
 ) -> None:
     files = Files()
     toolset = files.toolset()
@@ -484,13 +485,19 @@ async def test_an_agent_used_as_a_tool_fails_a_call_that_would_wait_for_it_for_e
         return "delegated"
 
     async with tk.open_kernel(root=tmp_path) as kernel:
-        leased = LeasedToolset(toolset, kernel, writes=WRITES)  # delegate: a barrier
+        # Declaring nothing, delegate holds the workspace, which covers its agent's edit; reading
+        # the file, it holds a shared lease the edit would wait behind for ever.
+        reads = {} if declared == "nothing" else {"delegate": ["path"]}
+        leased = LeasedToolset(toolset, kernel, writes=WRITES, reads=reads)
         result = await run(Agent(scripted([("delegate", {"path": "f"})]), toolsets=[leased]), "go")
         assert_leases_returned(kernel)
     assert returns(result.all_messages())["t0c0"].content == "delegated"
     answer = returns(inner[0].all_messages())["t0c0"]
-    assert answer.outcome == "failed" and "would wait for ever" in str(answer.content)
-    assert files.ran == {}
+    if declared == "nothing":
+        assert answer.outcome == "success" and list(files.ran) == ["x"]
+    else:
+        assert answer.outcome == "failed" and "would wait for ever" in str(answer.content)
+        assert files.ran == {}
 
 
 # -- mistakes ------------------------------------------------------------------------------------

@@ -318,7 +318,30 @@ async def test_a_child_still_in_flight_when_its_parent_returns_ends_before_the_p
 
 
 @pytest.mark.parametrize("limit", [None, 1])
-async def test_a_tool_running_calls_on_its_own_kernel_gets_a_deadlock_error_not_a_hang(
+async def test_calls_a_tool_runs_on_its_own_kernel_run_inside_its_leases_when_they_cover_them(
+    autojump_clock, rec, limit
+) -> None:
+    # As an agent used as a tool runs its own tools: the calls its leases cover run inside them,
+    # in its slot, excluding each other in emission order; the others run as usual.
+    kernels: list[tk.Kernel] = []
+
+    @tk.tool(writes=["path"])
+    async def again(ctx: tk.ToolContext, path: str) -> list[str]:
+        results = await kernels[0].run(
+            [edit("inner", path, 1), edit("twice", path, 1), edit("free", "other", 1)]
+        )
+        return [f"{r.status.value} at {r.started_at}" for r in results]
+
+    async with tk.open_kernel(tools=[*make_tools(rec), again], max_concurrency=limit) as kernel:
+        kernels.append(kernel)
+        with anyio.fail_after(100):
+            (outer,) = await kernel.run([tk.ToolCall("o", "again", {"path": "a"})])
+        assert_leases_returned(kernel)
+    assert outer.output == ["ok at 0.0", "ok at 1.0", "ok at 0.0"]
+
+
+@pytest.mark.parametrize("limit", [None, 1])
+async def test_a_tool_running_calls_its_leases_do_not_cover_gets_a_deadlock_error_not_a_hang(
     autojump_clock, rec, limit
 ) -> None:
     # A tool awaiting kernel.run of a call that waits behind the tool's own lease would wait
@@ -326,7 +349,7 @@ async def test_a_tool_running_calls_on_its_own_kernel_gets_a_deadlock_error_not_
     # that needs nothing the tool holds runs, even with a single concurrency slot (the tool's).
     kernels: list[tk.Kernel] = []
 
-    @tk.tool(writes=["path"])
+    @tk.tool(reads=["path"])
     async def again(ctx: tk.ToolContext, path: str) -> list[str]:
         blocked, free = await kernels[0].run([edit("inner", path, 1), edit("free", "other", 1)])
         return [blocked.status.value, blocked.error or "", free.status.value]

@@ -9,6 +9,7 @@ import pytest
 
 from toolkernel.kernel._call import Status
 from toolkernel.kernel._record import Stage
+from toolkernel.locks import writes
 
 from .transcripts import Harness, call
 
@@ -200,15 +201,42 @@ def test_a_child_in_flight_when_its_parent_returns_ends_before_the_parents_lease
 
 
 @pytest.mark.parametrize("limit", [None, 1])
-def test_a_tool_running_calls_on_its_own_kernel_gets_a_deadlock_error_not_a_hang(limit) -> None:
+def test_calls_a_running_tool_awaits_run_inside_its_leases_when_they_cover_them(limit) -> None:
+    # As an agent used as a tool runs its own calls: what o's lease on a covers runs inside it
+    # (in emission order among themselves), in o's slot; what it doesn't cover runs as usual.
     h = Harness().open(max_concurrency=limit)
     outer = running(h, call("o", "a", "w"))[0]
+    records = h.submit(
+        call("i1", "a", "w"), call("i2", "a"), call("free", "other", "w"), awaited_by=outer
+    )
+    assert h.spawned == ["o", "i1", "free"]
+    h.run_to_end(records["i1"])
+    assert h.spawned[-1] == "i2" and h.status("i1") == [Status.OK]
+
+
+@pytest.mark.parametrize("limit", [None, 1])
+def test_a_tool_running_calls_its_leases_do_not_cover_gets_a_deadlock_error_not_a_hang(
+    limit,
+) -> None:
+    h = Harness().open(max_concurrency=limit)
+    outer = running(h, call("o", "a"))[0]  # it reads a: a write of a waits for it
     h.submit(call("inner", "a", "w"), call("free", "other", "w"), awaited_by=outer)
     inner = h.result("inner")
     assert inner.error is not None and inner.error.startswith(
         "DeadlockError: waiting for its leases would deadlock: inner (t) -> o (t) -> inner"
     )
     assert h.spawned == ["o", "free"]  # in o's slot, even with a single one
+
+
+def test_a_call_inside_an_awaiting_calls_leases_can_not_ask_to_hold_more_than_they_cover() -> None:
+    h = Harness().open()
+    outer = running(h, call("o", "a", "w"))[0]
+    records = h.submit(call("inner", "a", "w"), awaited_by=outer)
+    h.begin(records["inner"])
+    h.hold_more(records["inner"], [writes("b")])
+    inner = h.result("inner")
+    assert (inner.status, inner.error_type) == (Status.ERROR, "InvalidCallError")
+    assert "needs more than the leases of o" in (inner.error or "")
 
 
 @pytest.mark.parametrize("limit", [1, 2])
@@ -257,3 +285,17 @@ def test_a_tool_awaiting_a_handle_runs_it_in_its_own_slot_and_cancelling_leaves_
     assert h.status("o", "other") == [CANCELLED, None]  # o only watched it
     h.run_to_end(other)
     assert h.status("other") == [OK]
+
+
+def test_a_call_inside_an_awaiting_calls_leases_ends_before_they_go() -> None:
+    # Its tool returned without awaiting it (the batch was run from a task it left behind): the
+    # call ran inside leases that are going, so it ends first, as a nested call does.
+    h = Harness().open()
+    outer = running(h, call("o", "a", "w"))[0]
+    records = h.submit(call("inner", "a", "w"), awaited_by=outer)
+    h.begin(records["inner"])
+    later = h.submit(call("next", "a", "w"))["next"]
+    h.run_to_end(outer)
+    assert h.status("inner") == [Status.CANCELLED]
+    assert "ended" in (h.result("inner").error or "")
+    assert later.stage is not Stage.FINISHED and h.spawned[-1] == "next"

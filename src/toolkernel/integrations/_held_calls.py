@@ -24,9 +24,11 @@ return, giving the leases back.
   call then answered as one the kernel ended unrun.
 - The tool raising makes the kernel's result an ERROR saying what it raised.
 - A call made from inside a tool that holds leases (an agent used as a tool, its agent calling
-  leased tools of the same kernel) is not a nested call to the kernel, which can't know the
-  framework's task is its caller's: if it waits behind its callers' leases, or for a place in
-  ``max_concurrency`` while only its callers run, it would wait for ever, and fails with a
+  leased tools of the same kernel) is submitted ``within`` the innermost of those calls, which
+  the kernel can't tell from the framework's task: it runs inside that call's leases where they
+  cover it, as a nested call does, in that call's place in ``max_concurrency``. If it waits
+  behind its callers' leases all the same, or for a place in ``max_concurrency`` while only its
+  callers run, it would wait for ever, and fails with a
   :class:`~toolkernel.errors.DeadlockError` saying so instead.
 
 The calls a task runs inside (:func:`holding`, :func:`callers`) are one context for every
@@ -343,7 +345,11 @@ class Calls:
         call = ToolCall(call_id, name, arguments, read_first=True)  # a model's call
         self.live[call_id] = invocation
         with contextlib.suppress(KernelClosedError):  # no handle: the outcome says so
-            invocation.handle = self.kernel.submit(call, tools=[hold])
+            # Made from inside the innermost of them, it runs inside that call's leases where
+            # they cover it (an agent used as a tool, holding the workspace, lends it to its
+            # agent's tools), as the kernel's own nested calls do.
+            within = invocation.callers[-1].handle if invocation.callers else None
+            invocation.handle = self.kernel.submit(call, tools=[hold], within=within)
         if invocation.deadlock is not None and invocation.handle is not None:
             invocation.handle.cancel()  # found blocked while it was being submitted
         if invocation.handle is None or invocation.handle.finished:

@@ -283,21 +283,41 @@ class Kernel(metaclass=NoPublicConstructor):
         """
         return self._scheduler.add_listener(listener)
 
-    def submit(self, call: ToolCall, *, tools: Iterable[KernelTool] | None = None) -> CallHandle:
+    def submit(
+        self,
+        call: ToolCall,
+        *,
+        tools: Iterable[KernelTool] | None = None,
+        within: CallHandle | None = None,
+    ) -> CallHandle:
         """Submit one call (a batch of one); synchronous. Returns its handle."""
-        return self.submit_batch([call], tools=tools)[0]
+        return self.submit_batch([call], tools=tools, within=within)[0]
 
     def submit_batch(
-        self, calls: Iterable[ToolCall], *, tools: Iterable[KernelTool] | None = None
+        self,
+        calls: Iterable[ToolCall],
+        *,
+        tools: Iterable[KernelTool] | None = None,
+        within: CallHandle | None = None,
     ) -> list[CallHandle]:
         """Submit calls as one batch (synchronous); one handle per call, in order.
 
         Conflicting calls of a batch run in the order given; the others overlap. ``tools``:
         tools for this batch alone, found by name before the kernel's own (an adapter's tools,
-        which the kernel was not opened with). Raises ``TypeError`` (and submits nothing) if an
-        item is not a ``ToolCall``, and ``KernelClosedError`` once the kernel is closing.
+        which the kernel was not opened with). ``within``: the running call these calls are
+        made from inside, when its tool awaits them from a task the kernel can't tell is its
+        own (a framework's, as an agent used as a tool runs its agent's calls): they run
+        inside its leases where those cover them, as ``ctx.call`` and ``run`` from its own
+        task do, and a wait for it that could never end fails with a ``DeadlockError``.
+        Raises ``TypeError`` (and submits nothing) if an item is not a ``ToolCall``, and
+        ``KernelClosedError`` once the kernel is closing.
         """
-        records, actions = self._scheduler.submit(calls, None, tools=tools)
+        awaited_by = None
+        if within is not None:
+            record = within._record
+            live = record.stage is not FINISHED and self._scheduler.is_live(record)
+            awaited_by = record if live and within._kernel is self else None
+        records, actions = self._scheduler.submit(calls, None, awaited_by, tools)
         self._act(actions)
         return [CallHandle(r.call, r, self) for r in records]
 
@@ -746,10 +766,13 @@ class Kernel(metaclass=NoPublicConstructor):
             self._give_shared(record)
 
     def _shared_claims(self, record: CallRecord) -> tuple[Claim, ...]:
-        """What ``record`` must hold in the shared backend: its claims, less what its parent
-        holds there for it already (a nested call's claims its parent's leases cover)."""
+        """What ``record`` must hold in the shared backend: its claims, less what its parent,
+        or the running call it runs inside (``Scheduler._covering``), holds there for it
+        already."""
         claims = record.claims or ()
         parent = record.parent
+        if parent is None and record.hold.group is not None:
+            parent = record.hold.group.owner  # it runs inside the leases of a call awaiting it
         if parent is None or parent.claims is None:
             return claims
         return split_by_cover(parent.claims, claims)[1]

@@ -360,13 +360,21 @@ class Leasing:
         parent = record.parent
         assert parent is not None
         if inside:
-            own = parent.hold.own_group
-            if own is None:
-                # With the kernel's pools: a parent holding a whole pool lends its units.
-                own = parent.hold.own_group = LeaseGroup(LeaseTable(self.pools), parent)
-            return self._request(record, own, claims, record.call.priority, None)
+            return self.request_within(record, parent, claims, None)
         priority = record.call.priority + NESTED_PRIORITY_BOOST
         return self._request(record, self.main, claims, priority, ("nested", record.uid))
+
+    def request_within(
+        self, record: CallRecord, owner: CallRecord, claims: tuple[Claim, ...], table_group: object
+    ) -> bool:
+        """Request ``claims``, which ``owner``'s leases cover, in ``owner``'s own lease group:
+        ``record`` runs inside those leases, excluding only the others in that group. True if
+        they are held at once."""
+        own = owner.hold.own_group
+        if own is None:
+            # With the kernel's pools: an owner holding a whole pool lends its units.
+            own = owner.hold.own_group = LeaseGroup(LeaseTable(self.pools), owner)
+        return self._request(record, own, claims, record.call.priority, table_group)
 
     def _request(
         self,
@@ -412,7 +420,7 @@ class Leasing:
         """Replace a granted top-level call's claims keeping its place in the queue. Returns
         whether it holds them at once (else it waits afresh), and whom else that let in."""
         group, lease_id = record.hold.group, record.hold.lease_id
-        assert group is self.main
+        assert group is not None and record.hold.more is None
         granted = group.table.requeue(lease_id, claims, owner=record)
         held = lease_id in granted
         if not held:

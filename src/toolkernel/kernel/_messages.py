@@ -378,6 +378,14 @@ def nested_hold_more(tool_name: str) -> InvalidCallError:
     )
 
 
+def beyond_awaiting_leases(tool_name: str, owner_id: str) -> InvalidCallError:
+    return InvalidCallError(
+        f"{tool_name} now needs more than the leases of {owner_id}, the running call whose tool "
+        f"awaits it and which it runs inside; declare the claims on {owner_id}'s tool, or run "
+        f"the call outside it"
+    )
+
+
 def asked_too_often(times: int) -> PathChangedError:
     return PathChangedError(
         f"its tool asked to hold more than it claimed {times} times, and the paths it needed "

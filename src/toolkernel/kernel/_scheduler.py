@@ -95,6 +95,7 @@ from ._admission import (
     link_dependencies,
     parse,
     skip,
+    split_by_cover,
     tools_by_name,
     with_more,
 )
@@ -688,7 +689,13 @@ class Scheduler:
             self._request_top_level(record)
 
     def _request_top_level(self, record: CallRecord) -> None:
-        if self.leasing.request_top_level(record):
+        owner = self._covering(record)
+        if owner is not None:
+            claims = cast(tuple[Claim, ...], record.claims)
+            held = self.leasing.request_within(record, owner, claims, record.batch.uid)
+        else:
+            held = self.leasing.request_top_level(record)
+        if held:
             self._granted(record)
         else:
             self._start_wait_clock(record)
@@ -696,6 +703,17 @@ class Scheduler:
             self.move(record, QUEUED, now)
             self._blocked(record, now)
             self.break_wait_cycles()
+
+    @staticmethod
+    def _covering(record: CallRecord) -> CallRecord | None:
+        """The running call awaiting ``record``'s batch (a tool that ran ``kernel.run``, as an
+        agent used as a tool runs its own calls), if its leases cover all of ``record``'s
+        claims: ``record`` then runs inside them, as a nested call (``ctx.call``) does, instead
+        of waiting for the very call that waits for it."""
+        owner = record.batch.awaited_by
+        if owner is None or owner.stage is not RUNNING or not record.claims or not owner.claims:
+            return None
+        return None if split_by_cover(owner.claims, record.claims)[1] else owner
 
     def _granted(self, record: CallRecord) -> None:
         """Leases granted: start the call if it gets a slot (nested calls need none: their
@@ -900,12 +918,14 @@ class Scheduler:
             self.fail(record, CANCELLED, messages.cancelled(reason))
 
     def _end_children(self, parent: CallRecord) -> None:
-        """``parent``'s leases are going while nested calls it started are still in flight (its
-        tool returned without awaiting them, say from a background task): they ran inside
-        those leases, so they end now, CANCELLED, before the leases go."""
+        """``parent``'s leases are going while nested calls it started, or calls of a batch
+        it submitted that run inside its leases (``_covering``), are still in flight (its tool
+        returned without awaiting them, say from a background task): they ran inside those
+        leases, so they end now, CANCELLED, before the leases go."""
         for child in sorted(parent.awaiting or (), key=lambda r: r.uid):
-            if child.parent is not parent:
-                continue  # a call of a batch its tool submitted: it holds leases of its own
+            group = child.hold.group
+            if child.parent is not parent and (group is None or group.owner is not parent):
+                continue  # a call of a batch its tool submitted, holding leases of its own
             if child.cancel_reason is None:
                 child.cancel_reason = CancelReason(Why.PARENT_ENDED, parent.call.id, parent.name)
             self.interrupt(child)  # its task unwinds; its result is given now
@@ -978,6 +998,12 @@ class Scheduler:
         record.requeues += 1
         if record.requeues > MAX_REQUEUES:
             self.fail(record, ERROR, too_often(MAX_REQUEUES))
+            return False
+        owner = record.hold.group.owner if record.hold.group is not None else None
+        if owner is not None and split_by_cover(owner.claims or (), fresh)[1]:
+            # It runs inside the leases of the call awaiting it (``_covering``): its place in
+            # line is among that call's, which can't hold what they don't cover.
+            self.fail(record, ERROR, messages.beyond_awaiting_leases(record.name, owner.call.id))
             return False
         record.claims = fresh
         now = self.now()
