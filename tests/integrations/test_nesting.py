@@ -1,7 +1,8 @@
-"""Calls made from inside a leased tool, across the adapters that share one kernel: a call that
-would wait for ever for the tools it was made from inside (their leases, or a place in
-``max_concurrency`` while only they run) fails with a :class:`~toolkernel.errors.DeadlockError`'s
-message instead, whichever adapters the outer and the inner tools come from.
+"""Calls made from inside a leased tool, across the adapters that share one kernel: a call the
+leases of the tool it was made from inside cover runs inside them, in its place in
+``max_concurrency``; one that would wait for ever for them fails with a
+:class:`~toolkernel.errors.DeadlockError`'s message instead, whichever adapters the outer and
+the inner tools come from.
 
 Every run is bounded by a short ``anyio.fail_after``: a regression fails, it doesn't hang."""
 

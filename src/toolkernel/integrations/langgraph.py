@@ -55,8 +55,8 @@ holds: its calls run in a kernel of their own instead (in order among themselves
 them against the rest is the leases of the call that runs them, so declare that call's claims
 to cover theirs). The other way round, a node's call is among the callers the other adapters
 see (``_held_calls``): an agent of theirs run by one of the node's tools, whose tools are
-leased in the same kernel, fails a call that would wait for ever for it with a
-:class:`~toolkernel.errors.DeadlockError` instead.
+leased in the same kernel, runs its calls inside that tool's leases where they cover them, and
+fails one that would wait for ever for it with a :class:`~toolkernel.errors.DeadlockError`.
 """
 
 from __future__ import annotations

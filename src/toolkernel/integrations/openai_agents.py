@@ -61,14 +61,16 @@ the kernel's own ``thread=True`` tools do), so no conflicting call overlaps it.
 **Where the tool runs**: in the runner's own task (its context variables, its tracing span), as
 without leases; the kernel holds the leases in a call of its own meanwhile, which fills one of
 ``max_concurrency``'s places (see ``_held_calls``). An agent used as a tool (``Agent.as_tool``)
-whose own agent calls leased tools of the same kernel should be declared as touching nothing
-itself (``claims={"helper": lambda args: []}``): undeclared, it is a barrier its agent's calls
-would wait for for ever, and they fail with a
-:class:`~toolkernel.errors.DeadlockError` saying so (so
-does a call that would wait for ever for a place in ``max_concurrency`` its callers fill). So
-do calls across the adapters sharing the kernel: a pydantic-ai agent's made from inside a
-leased tool here, and this SDK's made from inside a leased pydantic-ai tool or a LangGraph
-node's call (a LangGraph node run by a tool here runs its calls in a kernel of its own).
+whose own agent calls leased tools of the same kernel lends them its leases where they cover
+their calls, and its place in ``max_concurrency``, as the kernel's nested calls have them:
+undeclared, it holds the workspace and its agent's calls run inside it, one at a time where
+they conflict; declared as touching nothing itself (``claims={"helper": lambda args: []}``),
+calls beside it run too, and its agent's tools hold leases of their own. A call its leases
+don't cover that would wait for them for ever fails with a
+:class:`~toolkernel.errors.DeadlockError` saying so. So do calls across the adapters sharing
+the kernel: a pydantic-ai agent's made from inside a leased tool here, and this SDK's made from
+inside a leased pydantic-ai tool or a LangGraph node's call (a LangGraph node run by a tool
+here runs its calls in a kernel of its own).
 Under asyncio only, as the SDK is. The kernel's before-hooks may block a call or supply its
 result, not rewrite its arguments (the SDK parses those itself).
 """

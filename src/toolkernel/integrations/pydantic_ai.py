@@ -43,13 +43,13 @@ pydantic-ai tells the model: claims that can't be computed (a ``claims=`` functi
 raises), a wait for leases that timed out and the kernel's run limit are a ``ModelRetry`` (the
 model may try again, as after pydantic-ai's own timeout); a call denied by the kernel's policy
 or cancelled by the kernel is a ``ToolFailed``.
-So is a call made from inside a leased tool (an agent used as a tool, whose agent's tools are
-leased in the same kernel; the tool may be this adapter's, an Agents SDK tool's or a LangGraph
-node's) that waits behind that tool's own leases, or for a place in the kernel's
-``max_concurrency`` while only the tools it was made from inside run: it would wait for ever,
-and the ``ToolFailed`` gives the :class:`~toolkernel.errors.DeadlockError`'s message saying so. Such
-an agent tool should be declared as touching nothing itself (``claims={"delegate": lambda
-args: []}``), and the kernel leave its calls room in ``max_concurrency``.
+A call made from inside a leased tool (an agent used as a tool, whose agent's tools are leased
+in the same kernel, or a tool calling another through ``ctx.tool_manager.handle_call``; the
+outer tool may be this adapter's, an Agents SDK tool's or a LangGraph node's) runs inside that
+tool's leases where they cover it, in its place in ``max_concurrency``, as the kernel's nested
+calls do. One they don't cover that would wait behind them for ever is a ``ToolFailed`` giving
+the :class:`~toolkernel.errors.DeadlockError`'s message saying so. An agent tool declared as
+touching nothing itself (``claims={"delegate": lambda args: []}``) lets calls run beside it.
 """
 
 from __future__ import annotations
