@@ -10,6 +10,7 @@ import pathlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pydantic
 import pytest
 from agents import (
     Agent,
@@ -449,6 +450,36 @@ async def test_a_timeout_answers_as_the_sdk_does_and_returns_the_leases(
     assert files.read("f.txt") == "2" and files.span("2") == (2, 3)
     # the kernel's record: the timed-out call cancelled, the other one OK
     assert (stats.name, stats.count, stats.errors) == ("slow", 2, 1)
+
+
+class Appended(pydantic.BaseModel):
+    text: str
+
+
+async def test_a_timeout_of_a_tool_with_an_output_type_answers_as_the_sdk_does(
+    tmp_path: pathlib.Path, autojump_clock: Any
+) -> None:
+    # The SDK gives its own timeout message to the model without checking it against the
+    # tool's output schema; so does the leased copy, which applies the timeout itself.
+    files = Files(tmp_path)
+
+    @function_tool(timeout=2, output_type=Appended)
+    async def slow(path: str, text: str, seconds: float) -> Appended:
+        """Append slowly."""
+        await files.append(text, path, text, seconds)
+        return Appended(text=text)
+
+    response = calls(
+        ("slow", {"path": "f.txt", "text": "1", "seconds": 10}),
+        ("slow", {"path": "f.txt", "text": "2", "seconds": 1}),
+    )
+    async with tk.open_kernel(root=tmp_path) as kernel:
+        (tool,) = leased([slow], kernel, writes={"slow": ["path"]})
+        result = await run([tool], response)
+        assert_leases_returned(kernel)
+    answers = outputs(result)
+    assert answers["c0"] == "Tool 'slow' timed out after 2 seconds."
+    assert "'2'" in str(answers["c1"]) and files.read("f.txt") == "2"
 
 
 async def test_a_tool_leased_again_keeps_its_timeout(

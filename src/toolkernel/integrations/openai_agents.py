@@ -95,6 +95,7 @@ from ._held_calls import Calls, Invocation, blocking, run_held
 
 try:
     from agents import FunctionTool
+    from agents import tool as _sdk_tool  # its mark of its own messages (``_mark_as_the_sdks_own``)
     from agents.exceptions import ToolTimeoutError
 
     # The SDK's invoker class is private, but what the SDK does for a tool depends on it
@@ -260,11 +261,21 @@ async def _within(
         if tool.timeout_behavior == "raise_exception":
             raise error from exc
         if tool.timeout_error_function is None:
+            _mark_as_the_sdks_own(ctx)
             return default_tool_timeout_error_message(
                 tool_name=tool.name, timeout_seconds=declaration.timeout
             )
         answer = tool.timeout_error_function(ctx, error)
         return await answer if inspect.isawaitable(answer) else answer
+
+
+def _mark_as_the_sdks_own(ctx: Any) -> None:
+    """Mark the output about to be returned as the SDK's own message, as the SDK marks its
+    timeout message: the runner then gives it to the model without checking it against the
+    tool's output schema (which a message could never match)."""
+    attribute = getattr(_sdk_tool, "_DEFAULT_FAILURE_HANDLED_ATTR", None)
+    if isinstance(attribute, str) and isinstance(ctx, ToolContext):
+        setattr(ctx, attribute, True)
 
 
 # -- the leased copies -------------------------------------------------------------------------
