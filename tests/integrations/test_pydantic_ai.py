@@ -500,6 +500,33 @@ async def test_an_agent_used_as_a_tool_runs_its_calls_inside_its_leases_or_fails
         assert files.ran == {}
 
 
+async def test_a_tool_calling_another_through_the_tool_manager_runs_it_inside_its_leases(
+    autojump_clock: Any, tmp_path: Any
+) -> None:
+    # Undeclared, edit_twice holds the workspace; the appends it makes through pydantic-ai's own
+    # tool manager run inside that, one after the other (they write one file).
+    files = Files()
+    toolset = files.toolset()
+
+    @toolset.tool
+    async def edit_twice(ctx: RunContext[Any], path: str) -> str:
+        """Append twice to a file, through the agent's own tools."""
+        assert ctx.tool_manager is not None
+        for text in ("a", "b"):
+            part = ToolCallPart("append", {"path": path, "text": text}, tool_call_id=f"in-{text}")
+            await ctx.tool_manager.handle_call(part)
+        return "edited"
+
+    async with tk.open_kernel(root=tmp_path) as kernel:
+        leased = LeasedToolset(toolset, kernel, writes=WRITES)
+        result = await run(
+            Agent(scripted([("edit_twice", {"path": "f"})]), toolsets=[leased]), "go"
+        )
+        assert_leases_returned(kernel)
+    assert returns(result.all_messages())["t0c0"].content == "edited"
+    assert files.text == {"f": "ab"} and files.ran == {"a": (0, 1), "b": (1, 2)}
+
+
 # -- mistakes ------------------------------------------------------------------------------------
 
 
