@@ -35,7 +35,6 @@ import attrs
 from toolkernel.errors import InvalidArgumentsError
 from toolkernel.kernel import _messages as messages
 from toolkernel.kernel._actions import Act, Action, Telling
-from toolkernel.kernel._admission import split_by_cover
 from toolkernel.kernel._call import Status, ToolCall, ToolResult
 from toolkernel.kernel._events import CallEvent
 from toolkernel.kernel._messages import ASKED, CancelReason
@@ -468,12 +467,9 @@ class Harness:
                 self.do(scheduler.finish_failed(record, *decision))
                 return
             assert decision.permission is Permission.ALLOW, "the harness asks no approver inline"
-            assert record.parent is not None and record.parent.claims is not None
-            inside, outside = split_by_cover(record.parent.claims, record.claims or ())
-            if outside:
-                yield from self._acquire_nested(record, outside, inside=False)
-            if not finished(record) and (inside or not outside):
-                yield from self._acquire_nested(record, inside, inside=True)
+            for claims, inside in scheduler.nested_requests(record):
+                if not finished(record):
+                    yield from self._acquire_nested(record, claims, inside=inside)
             if not finished(record):
                 self.begin(record)
                 if record in self.scopes:

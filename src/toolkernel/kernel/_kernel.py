@@ -950,13 +950,9 @@ class Kernel(metaclass=NoPublicConstructor):
                 with self._scope(record):
                     ready = await self._prephase(record)
                 if ready and record.stage is not FINISHED:
-                    assert record.parent is not None and record.parent.claims is not None
-                    inside, outside = split_by_cover(record.parent.claims, record.claims or ())
-                    # Outside claims first, so a deadlock is found before holding siblings'.
-                    if outside:
-                        await self._acquire_nested(record, outside, inside=False)
-                    if record.stage is not FINISHED and (inside or not outside):
-                        await self._acquire_nested(record, inside, inside=True)
+                    for claims, inside in scheduler.nested_requests(record):
+                        if record.stage is not FINISHED:
+                            await self._acquire_nested(record, claims, inside=inside)
                     await self._execute(record)
         finally:
             self._waiters.pop(record, None)

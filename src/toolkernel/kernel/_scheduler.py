@@ -796,6 +796,20 @@ class Scheduler:
         record = self._admit_nested(parent, name, arguments)
         return record, self._take()
 
+    @staticmethod
+    def nested_requests(record: CallRecord) -> list[tuple[tuple[Claim, ...], bool]]:
+        """The requests a nested call makes, in order, each ``(claims, inside)``: the claims
+        its parent's leases don't cover from the kernel, first (so a deadlock is found before
+        it holds its siblings' place), then those they cover inside them (even none: its
+        place among its siblings)."""
+        parent = record.parent
+        assert parent is not None and parent.claims is not None
+        inside, outside = split_by_cover(parent.claims, record.claims or ())
+        requests = [(outside, False)] if outside else []
+        if inside or not outside:
+            requests.append((inside, True))
+        return requests
+
     def request_nested(
         self, record: CallRecord, claims: tuple[Claim, ...], inside: bool
     ) -> Sequence[Action]:
