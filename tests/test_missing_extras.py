@@ -130,3 +130,25 @@ def test_the_mcp_command_without_its_extra_names_the_extra(
     assert ran.stderr.startswith(f"mcp: the mcp command needs the 'mcp' extra ({missing} is not")
     assert "Traceback" not in ran.stderr
 
+
+@pytest.mark.parametrize(
+    ("command", "argv"), [("demo", ["demo"]), ("replay", ["replay", "turns.jsonl"])]
+)
+def test_the_commands_that_run_on_trio_without_it_name_the_trio_extra(
+    command: str, argv: list[str]
+) -> None:
+    ran = run(["trio"], f"from toolkernel.cli import main; sys.exit(main({argv!r}))")
+    assert ran.returncode == 2
+    assert ran.stderr.strip() == (
+        f"{command}: the {command} command needs the 'trio' extra (trio is not installed): "
+        f"{install_command('trio')}"
+    )
+
+
+def test_the_replay_harness_without_trio_names_the_trio_extra() -> None:
+    ran = run(["trio"], "import toolkernel._replay")
+    last = ran.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: toolkernel._replay needs the 'trio' extra (trio is not installed): "
+        f"{install_command('trio')}"
+    )

@@ -131,3 +131,14 @@ def test_the_licence_ships_in_the_wheel_and_its_metadata_says_mit(built: Built) 
     assert metadata["License-Expression"] == "MIT"
     assert metadata.get_all("License-File") == ["LICENSE"]
 
+
+def test_trio_is_an_extra_and_console_an_alias_of_cli(built: Built) -> None:
+    names = built.wheel.namelist()
+    info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+    metadata = email.parser.Parser().parsestr(built.wheel.read(f"{info}/METADATA").decode())
+    requires = metadata.get_all("Requires-Dist")
+    assert not [r for r in requires if r.startswith("trio") and "extra ==" not in r]
+    assert 'trio>=0.27; extra == "trio"' in requires
+    assert [r for r in requires if r.endswith('extra == "console"')] == [
+        'toolkernel[cli]; extra == "console"'
+    ]
