@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from toolkernel._extras import install_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
 
 def run(missing: list[str], code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     prelude = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in missing)
@@ -33,7 +37,7 @@ def test_importing_toolkernel_mcp_without_its_extra_names_the_extra(missing: str
     last = ran.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: toolkernel.mcp needs the 'mcp' extra")
     assert f"({missing} is not installed)" in last
-    assert "pip install 'toolkernel[mcp]'" in last and "pip install -e '.[mcp]'" in last
+    assert last.endswith(f"is not installed): {install_command('mcp')}")
 
 
 def test_the_kernel_itself_needs_no_extra() -> None:
@@ -51,8 +55,18 @@ def test_the_console_without_its_extra_names_the_extra(missing: str, tmp_path: P
     assert ran.returncode == 2
     assert ran.stderr.strip() == (
         f"console: the console needs the 'cli' extra ({missing} is not installed): "
-        "pip install 'toolkernel[cli]' (in a clone of toolkernel: pip install -e '.[cli]')"
+        f"{install_command('cli')}"
     )
+
+
+def test_in_this_checkout_the_command_is_an_editable_install_of_it() -> None:
+    # The tests run on this clone, installed editable (./run-tests) or on sys.path: either way
+    # the command that adds an extra is pip's editable install of this very directory, never
+    # the bare name, which is not on PyPI and could be someone else's package.
+    ran = run(
+        ["rich"], "from toolkernel.cli import main; sys.exit(main(['console', '--root', '.']))"
+    )
+    assert ran.stderr.strip().endswith(f": pip install -e '{ROOT}[cli]'"), ran.stderr
 
 
 def test_the_consoles_mcp_option_without_its_extra_names_the_extra(tmp_path: Path) -> None:
@@ -62,7 +76,7 @@ def test_the_consoles_mcp_option_without_its_extra_names_the_extra(tmp_path: Pat
     )
     ran = run(["mcp"], code)
     assert ran.returncode == 2
-    assert "pip install 'toolkernel[mcp]'" in ran.stderr
+    assert install_command("mcp") in ran.stderr
     assert "Traceback" not in ran.stderr
 
 
@@ -98,7 +112,7 @@ def test_the_bash_tool_without_the_parser_says_once_that_every_command_is_a_barr
     assert ran.returncode == 0, ran.stderr
     note = (
         "Every command runs alone, holding the whole workspace (a barrier): the shell parser is "
-        "not installed (pip install 'toolkernel[shell]' for tree-sitter and tree-sitter-bash)."
+        f"not installed ({install_command('shell')} for tree-sitter and tree-sitter-bash)."
     )
     lines = ran.stdout.splitlines()
     assert lines[:2] == [f"warning: RuntimeWarning the Bash tool: {note}", f"description: {note}"]
@@ -115,3 +129,26 @@ def test_the_mcp_command_without_its_extra_names_the_extra(
     assert ran.returncode == 2
     assert ran.stderr.startswith(f"mcp: the mcp command needs the 'mcp' extra ({missing} is not")
     assert "Traceback" not in ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "argv"), [("demo", ["demo"]), ("replay", ["replay", "turns.jsonl"])]
+)
+def test_the_commands_that_run_on_trio_without_it_name_the_trio_extra(
+    command: str, argv: list[str]
+) -> None:
+    ran = run(["trio"], f"from toolkernel.cli import main; sys.exit(main({argv!r}))")
+    assert ran.returncode == 2
+    assert ran.stderr.strip() == (
+        f"{command}: the {command} command needs the 'trio' extra (trio is not installed): "
+        f"{install_command('trio')}"
+    )
+
+
+def test_the_replay_harness_without_trio_names_the_trio_extra() -> None:
+    ran = run(["trio"], "import toolkernel._replay")
+    last = ran.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: toolkernel._replay needs the 'trio' extra (trio is not installed): "
+        f"{install_command('trio')}"
+    )

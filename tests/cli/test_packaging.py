@@ -8,6 +8,7 @@ a fresh clone would be built (no ``build/``, no ``*.egg-info``).
 
 from __future__ import annotations
 
+import email.parser
 import json
 import pathlib
 import shutil
@@ -65,7 +66,7 @@ class Built:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     project = tmp_path_factory.mktemp("project")
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, project / name)
     shutil.copytree(
         ROOT / "src",
@@ -119,3 +120,25 @@ def test_the_sample_project_ships_whole_as_data(built: Built) -> None:
 
 def test_the_shell_rules_ship_with_the_package(built: Built) -> None:
     assert "toolkernel/shell/rules.toml" in built.wheel.namelist()
+
+
+def test_the_licence_ships_in_the_wheel_and_its_metadata_says_mit(built: Built) -> None:
+    names = built.wheel.namelist()
+    info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+    assert f"{info}/licenses/LICENSE" in names
+    assert built.wheel.read(f"{info}/licenses/LICENSE") == (ROOT / "LICENSE").read_bytes()
+    metadata = email.parser.Parser().parsestr(built.wheel.read(f"{info}/METADATA").decode())
+    assert metadata["License-Expression"] == "MIT"
+    assert metadata.get_all("License-File") == ["LICENSE"]
+
+
+def test_trio_is_an_extra_and_console_an_alias_of_cli(built: Built) -> None:
+    names = built.wheel.namelist()
+    info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+    metadata = email.parser.Parser().parsestr(built.wheel.read(f"{info}/METADATA").decode())
+    requires = metadata.get_all("Requires-Dist")
+    assert not [r for r in requires if r.startswith("trio") and "extra ==" not in r]
+    assert 'trio>=0.27; extra == "trio"' in requires
+    assert [r for r in requires if r.endswith('extra == "console"')] == [
+        'toolkernel[cli]; extra == "console"'
+    ]

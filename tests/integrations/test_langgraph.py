@@ -28,6 +28,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 import toolkernel as tk
+from toolkernel._extras import install_command
 from toolkernel.integrations.langgraph import ToolNode
 
 from ..kernel.fakes import assert_leases_returned
@@ -582,8 +583,7 @@ def test_without_langgraph_the_import_names_the_extra(monkeypatch: pytest.Monkey
         importlib.import_module("toolkernel.integrations.langgraph")
     assert str(raised.value) == (
         "toolkernel.integrations.langgraph needs the 'langgraph' extra (langgraph is not "
-        "installed): pip install 'toolkernel[langgraph]' (in a clone of toolkernel: "
-        "pip install -e '.[langgraph]')"
+        f"installed): {install_command('langgraph')}"
     )
 
 

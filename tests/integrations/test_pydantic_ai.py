@@ -28,6 +28,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
 
 import toolkernel as tk
+from toolkernel._extras import install_command
 from toolkernel.integrations.pydantic_ai import LeasedToolset
 from toolkernel.testing import VirtualClockEventLoop
 
@@ -568,7 +569,7 @@ def test_without_its_extra_the_module_names_the_extra() -> None:
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     last = ran.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: toolkernel.integrations.pydantic_ai needs the")
-    assert "pip install 'toolkernel[pydantic-ai]'" in last
+    assert install_command("pydantic-ai") in last
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # real threads, on the real clock

@@ -13,6 +13,7 @@ import anyio
 import pytest
 
 import toolkernel as tk
+from toolkernel._extras import install_command
 from toolkernel.errors import FencedOutError, LeaseReleaseError
 from toolkernel.leases import LeaseBackend, Rename, open_leases
 from toolkernel.leases._etcd import EtcdLeaseBackend
@@ -195,7 +196,7 @@ def test_without_httpx_the_etcd_backend_names_its_extra() -> None:
     )
     last = ran.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: leases=\"etcd://...\" needs the 'etcd' extra"), last
-    assert "pip install 'toolkernel[etcd]'" in last
+    assert install_command("etcd") in last
 
 
 async def test_two_kernels_on_etcd_take_turns_on_a_file(etcd: Cluster, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import pytest
 
 import toolkernel as tk
 from toolkernel import sandbox
+from toolkernel._extras import install_command
 from toolkernel.shell import _analysis, _confine, _syntax, analyse
 from toolkernel.tools import ShellRules, builtin_tools, shell_claims
 
@@ -173,7 +174,7 @@ def test_without_the_parser_every_command_is_a_barrier(monkeypatch: pytest.Monke
     try:
         assert shell_claims("ls") == [tk.exclusive(tk.path())]
         assert analyse("ls").barrier == (
-            "the shell parser is not installed (pip install 'toolkernel[shell]' for tree-sitter "
+            f"the shell parser is not installed ({install_command('shell')} for tree-sitter "
             "and tree-sitter-bash)"
         )
     finally:

@@ -12,15 +12,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-import trio
-import trio.testing
 
-from .._open import open_kernel
-from ..kernel import KernelStatistics, ToolCall, ToolContext
-from ..locks import Claim
-from ..tools import Tool, tool
-from ._schedules import Schedule
-from ._turns import RecordedTurn
+from .._extras import require_extra
+
+# The replay runs on trio's virtual clock; trio is optional (the [trio] extra). Every way into
+# toolkernel._replay imports this module first.
+require_extra("trio", "toolkernel._replay", "trio")
+
+import trio  # noqa: E402
+import trio.testing  # noqa: E402
+
+from .._open import open_kernel  # noqa: E402
+from ..kernel import KernelStatistics, ToolCall, ToolContext  # noqa: E402
+from ..locks import Claim  # noqa: E402
+from ..tools import Tool, tool  # noqa: E402
+from ._schedules import Schedule  # noqa: E402
+from ._turns import RecordedTurn  # noqa: E402
 
 __all__ = ["KernelReplay", "replay_on_kernel"]
 

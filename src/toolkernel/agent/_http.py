@@ -51,8 +51,10 @@ def _httpx() -> Any:
     try:
         import httpx
     except ImportError:  # pragma: no cover - the dev set-up installs it
+        from .._extras import install_command
+
         raise ImportError(
-            "toolkernel.agent.OpenAICompatibleModel needs httpx: pip install 'toolkernel[agent]'"
+            f"toolkernel.agent.OpenAICompatibleModel needs httpx: {install_command('agent')}"
         ) from None
     return httpx
 

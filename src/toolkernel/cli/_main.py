@@ -102,6 +102,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_serve(commands)  # -- serve (cli/_serve.py) --
     add_mcp(commands)  # -- mcp (cli/_mcp.py) --
     args = parser.parse_args(argv)
+    if args.command in ("demo", "replay"):
+        # Both run on trio (the replay on its virtual clock), which the [trio] extra brings.
+        missing = missing_extra("trio", f"the {args.command} command", "trio")
+        if missing is not None:
+            print(f"{args.command}: {missing}", file=sys.stderr)
+            return 2
     if args.command == "demo":
         from ._demo import run_demo  # imported here: ``--help`` needs none of it
 

@@ -76,7 +76,7 @@ import anyio.lowlevel
 import sniffio
 from pydantic import BaseModel
 
-from .._extras import missing_extra
+from .._extras import install_command, missing_extra
 
 try:
     from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
@@ -125,7 +125,7 @@ for _name in ("_afunc", "_func", "_arun_one", "_run_one", "_parse_input"):
         raise ImportError(
             f"toolkernel.integrations.langgraph needs langgraph.prebuilt.ToolNode.{_name}, "
             f"which this version of langgraph-prebuilt does not have; install "
-            f"langgraph-prebuilt 1.1 (pip install 'toolkernel[langgraph]')"
+            f"langgraph-prebuilt 1.1 ({install_command('langgraph')})"
         )
 
 

@@ -108,9 +108,11 @@ try:
     )
     from agents.tool_context import ToolContext
 except ImportError:  # pragma: no cover - the dev set-up installs it
+    from .._extras import install_command
+
     raise ImportError(
         "toolkernel.integrations.openai_agents needs the OpenAI Agents SDK: "
-        "pip install 'toolkernel[openai-agents]'"
+        + install_command("openai-agents")
     ) from None
 
 __all__ = ["leased", "ClaimsFunction", "ToolClaimsFunction"]

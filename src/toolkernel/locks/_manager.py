@@ -16,11 +16,11 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Hashable, Iterable, Mapping
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
 import attrs
-import trio
 
 from .._errors import ForeignLeaseError, LeaseReleaseError
 from ._resources import Claim
@@ -31,9 +31,22 @@ __all__ = ["LockManager", "Lease", "WouldBlock"]
 _new_lease = object.__new__
 
 
-class WouldBlock(anyio.WouldBlock, trio.WouldBlock):
+if TYPE_CHECKING:
+    from trio import WouldBlock as _TrioWouldBlock
+else:
+    # trio is optional (the [trio] extra): on asyncio without it, there is no trio code to
+    # catch trio's WouldBlock, and anyio's is the one to catch.
+    try:
+        from trio import WouldBlock as _TrioWouldBlock
+    except ImportError:
+
+        class _TrioWouldBlock(Exception):
+            """Stands in for ``trio.WouldBlock`` where trio is not installed."""
+
+
+class WouldBlock(anyio.WouldBlock, _TrioWouldBlock):
     """``LockManager.acquire_nowait`` would have had to wait. Both anyio's ``WouldBlock`` and
-    trio's, so code written for either catches it."""
+    trio's (where trio is installed), so code written for either catches it."""
 
 
 @attrs.define(eq=False)

@@ -13,19 +13,27 @@ is this trap, or one like it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from typing import TYPE_CHECKING, Any, Final
 
+from .._extras import install_command
+
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-__all__ = ["parse", "split_by_newline"]
+__all__ = ["missing_parser", "parse", "split_by_newline"]
 
-MISSING_PARSER: Final = (
-    "the shell parser is not installed (pip install 'toolkernel[shell]' for tree-sitter and "
-    "tree-sitter-bash)"
-)
+
+@functools.cache
+def missing_parser() -> str:
+    """Why a command can't be read when tree-sitter is missing, and the command to add it."""
+    return (
+        f"the shell parser is not installed ({install_command('shell')} for tree-sitter and "
+        "tree-sitter-bash)"
+    )
+
 
 MAX_NODES: Final = 20_000
 """Syntax nodes a command may have before it is a barrier unread: the walk costs some tens of
@@ -51,7 +59,7 @@ def parse(source: bytes) -> tuple[Any, str | None]:
     """The tree of ``source`` and None, or None and why it can't be trusted."""
     parser = _parser()
     if parser is None:
-        return None, MISSING_PARSER
+        return None, missing_parser()
     tree = parser.parse(source)
     root = tree.root_node
     if root.has_error:

@@ -38,10 +38,10 @@ import selectors
 import sys
 import time
 import weakref
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import trio
-import trio.testing
+if TYPE_CHECKING:
+    import trio.testing  # imported where it is used: trio is optional (the [trio] extra)
 
 __all__ = [
     "VirtualClockEventLoop",
@@ -151,6 +151,9 @@ def virtual_clock() -> trio.testing.MockClock:
     to make it: it sets trio's (internal) ``clock_autojump_threshold`` as ``MockClock`` itself
     does. Without that hook it is a plain autojumping ``MockClock``.
     """
+    import trio.testing
+    import trio.to_thread
+
     clock = trio.testing.MockClock(autojump_threshold=0)
     plain = trio.testing.MockClock.deadline_to_sleep_time
 
@@ -220,6 +223,10 @@ async def real_time_for_processes() -> None:
         loop.follows_processes = True
         return
     clock = getattr(_trio_runner(), "clock", None)
+    if clock is None:  # not on trio (which may not be installed)
+        return
+    import trio.testing
+
     # Only a clock made by ``virtual_clock``, which is told before each jump whether to make it.
     if isinstance(clock, trio.testing.MockClock) and "deadline_to_sleep_time" in vars(clock):
         _following.add(clock)

@@ -53,7 +53,7 @@ from ..sandbox import unavailable as sandbox_unavailable
 from ..shell import ShellRules, analyse
 from ..shell._claims import barrier_claims, keyed_claims
 from ..shell._confine import Launch, unenforced_note
-from ..shell._syntax import MISSING_PARSER, parse
+from ..shell._syntax import missing_parser, parse
 from ._declare import FunctionTool
 from ._file_tools import fs_of
 from ._shell_commit import ShellStatistics, run_and_commit
@@ -190,16 +190,17 @@ async def _run(
     return (None if timer.cancelled_caught else process.returncode), output
 
 
-PARSER_MISSING_NOTE: Final = (
-    f"Every command runs alone, holding the whole workspace (a barrier): {MISSING_PARSER}."
-)
-"""What the Bash tool says, once, when it can't read what a command touches."""
+def parser_missing_note() -> str:
+    """What the Bash tool says, once, when it can't read what a command touches."""
+    return f"Every command runs alone, holding the whole workspace (a barrier): {missing_parser()}."
+
+
 _parser_warned = False
 
 
 def _parser_missing() -> bool:
     # The parser is imported on first use; a parse of anything says whether it is there.
-    return parse(b"true")[1] == MISSING_PARSER
+    return parse(b"true")[1] == missing_parser()
 
 
 class BashTool(FunctionTool):
@@ -238,11 +239,11 @@ class BashTool(FunctionTool):
         self.parser_missing = _parser_missing()
         self._note_pending = self.parser_missing
         if self.parser_missing:
-            self.description = f"{self.description}\n\n{PARSER_MISSING_NOTE}"
+            self.description = f"{self.description}\n\n{parser_missing_note()}"
             global _parser_warned
             if not _parser_warned:
                 _parser_warned = True
-                warnings.warn(f"the Bash tool: {PARSER_MISSING_NOTE}", RuntimeWarning, 2)
+                warnings.warn(f"the Bash tool: {parser_missing_note()}", RuntimeWarning, 2)
 
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         # Keyed here rather than re-keyed from lexical paths: an absolute path, or one under ~,
@@ -319,4 +320,4 @@ def _with_parser_note(tool: BashTool, text: str) -> str:
     if not tool._note_pending:
         return text
     tool._note_pending = False
-    return f"({PARSER_MISSING_NOTE})\n{text}"
+    return f"({parser_missing_note()})\n{text}"
