@@ -45,6 +45,8 @@ or a claim declared wrongly, a lease released twice, work submitted to a closed 
         + ToolDeclarationError (TypeError, ValueError) - raised when a tool is declared
         + IllegalTransitionError (RuntimeError)
         + KernelClosedError (RuntimeError)
+        + WrongLoopError (RuntimeError) - async code away from the kernel's event loop
+        + NoWorkspaceError (AttributeError) - ``ctx.fs`` in a kernel opened without a root
         + SchemaError (ValueError)
         + ShellRulesError (ValueError)
       x ModelError (RuntimeError) - a request to a model failed
@@ -85,6 +87,8 @@ __all__ = [
     "StaleViewError",
     "IllegalTransitionError",
     "KernelClosedError",
+    "WrongLoopError",
+    "NoWorkspaceError",
     "CallEndedError",
     "ToolDeclarationError",
     "PathChangedError",
@@ -269,6 +273,19 @@ class IllegalTransitionError(UsageError, RuntimeError):
 
 class KernelClosedError(UsageError, RuntimeError):
     """Work was submitted to a kernel that is closing or closed."""
+
+
+class WrongLoopError(UsageError, RuntimeError):
+    """Async code ran, or was meant to run, away from the event loop the kernel runs on: the
+    kernel used from a worker thread or from another event loop, a tool written for trio run by
+    a kernel on asyncio (or the other way round), ``ctx.fs``'s async methods called from a
+    ``thread=True`` tool without going back to the loop. The message names both loops."""
+
+
+class NoWorkspaceError(UsageError, AttributeError):
+    """A tool used ``ctx.fs`` in a kernel opened without a workspace (``open_kernel`` with no
+    ``root=``): there are no files to give it. An ``AttributeError``, as ``ctx.fs`` was None
+    there before, so ``getattr(ctx, "fs", None)`` is None in such a kernel."""
 
 
 # -- integrations ----------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from ._errors import MCPServerGoneError as MCPServerGoneError
 from ._errors import MCPToolError as MCPToolError
 from ._errors import ModelError as ModelError
 from ._errors import NestingDepthError as NestingDepthError
+from ._errors import NoWorkspaceError as NoWorkspaceError
 from ._errors import PathChangedError as PathChangedError
 from ._errors import PathEscapeError as PathEscapeError
 from ._errors import PermissionDeniedError as PermissionDeniedError
@@ -44,3 +45,4 @@ from ._errors import UndeclaredAccessError as UndeclaredAccessError
 from ._errors import UnknownPoolError as UnknownPoolError
 from ._errors import UnknownToolError as UnknownToolError
 from ._errors import UsageError as UsageError
+from ._errors import WrongLoopError as WrongLoopError

@@ -6,7 +6,9 @@ Real threads, so real time: the waits are short.
 
 from __future__ import annotations
 
+import gc
 import threading
+import warnings
 from pathlib import Path
 
 import anyio
@@ -155,3 +157,56 @@ def test_a_plain_def_without_thread_is_still_refused_naming_the_option() -> None
         def blocking(ctx: tk.ToolContext) -> None: ...
 
     assert "must be async def" in str(caught.value)
+
+
+async def test_a_thread_tool_returning_a_coroutine_is_an_error_naming_the_fix(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.txt").write_text("hello")
+
+    @tk.tool(reads=["path"], thread=True)
+    def forgot(ctx: tk.ToolContext, path: str) -> str:
+        """Read a file without going back to the loop."""
+        return ctx.fs.read_text(path)  # type: ignore[return-value]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "coroutine ... was never awaited" would be one
+        async with tk.open_kernel([forgot], root=tmp_path) as kernel:
+            [result] = await kernel.run([tk.ToolCall("c1", "forgot", {"path": "a.txt"})])
+        gc.collect()  # a coroutine left unclosed would warn as it goes
+    # The same on both loops: not OK with a coroutine for output, nor trio's own words.
+    assert (result.status, result.output, result.error_type) == (
+        tk.Status.ERROR,
+        None,
+        "WrongLoopError",
+    )
+    assert result.error is not None
+    assert "tool 'forgot' runs in a worker thread (thread=True)" in result.error
+    assert "FileAccess.read_text" in result.error
+    assert "anyio.from_thread.run(ctx.fs.read_text, path)" in result.error
+
+
+async def test_ctx_fs_run_by_hand_in_the_thread_says_it_needs_the_loop(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("hello")
+
+    @tk.tool(reads=["path"], thread=True)
+    def by_hand(ctx: tk.ToolContext, path: str) -> str:
+        """Drive ctx.fs's coroutine in the worker thread, where no loop runs."""
+        coroutine = ctx.fs.read_text(path)
+        try:
+            coroutine.send(None)
+        except StopIteration as stop:
+            return str(stop.value)
+        finally:
+            coroutine.close()
+        return "suspended"
+
+    async with tk.open_kernel([by_hand], root=tmp_path) as kernel:
+        [result] = await kernel.run([tk.ToolCall("c1", "by_hand", {"path": "a.txt"})])
+    assert (result.status, result.error_type) == (tk.Status.ERROR, "WrongLoopError")
+    assert result.error == (
+        "can't read 'a.txt': ctx.fs's methods are async and run on the kernel's event loop, "
+        "but this one ran in a thread where no event loop runs; from a worker thread (a "
+        "thread=True tool), call them through the loop, as in "
+        "anyio.from_thread.run(ctx.fs.read_text, path)"
+    )

@@ -7,10 +7,11 @@ from typing import Any, Protocol
 
 import attrs
 
-from .._errors import CallEndedError
+from .._errors import CallEndedError, NoWorkspaceError
 from ..locks import Claim
 from ._call import ToolResult
 from ._environment import Environment
+from ._files import FileSystem
 
 __all__ = ["ToolContext"]
 
@@ -38,7 +39,8 @@ class ToolContext:
     """What a running call knows and may do: its id, its leases, its file access, nested calls.
 
     ``fs`` is the call's only file access: every read and write is checked against ``claims``
-    (it is None when the kernel has no workspace). When the call ends, its context is revoked:
+    (a kernel opened without a workspace has none to give: ``fs`` raises
+    :class:`~toolkernel.errors.NoWorkspaceError`). When the call ends, its context is revoked:
     ``fs``, ``call`` and ``progress`` then raise :class:`~toolkernel.errors.CallEndedError`, so
     a tool that keeps its context (in a background task, say) can never touch what it no longer
     holds.
@@ -59,16 +61,26 @@ class ToolContext:
     """What this tool's previous run of this call left, when it raised ``HoldMore`` (the
     ``state`` it gave); None on a call's first run."""
     # Built on first use: most calls of some tools never touch a file.
-    _fs: Any = attrs.field(default=None, init=False, repr=False)
+    _fs: FileSystem | None = attrs.field(default=None, init=False, repr=False)
     _ended: bool = attrs.field(default=False, init=False, repr=False)
 
     @property
-    def fs(self) -> Any:
-        """File access checked against ``claims`` (a ``toolkernel.tools.FileAccess``), or None
-        when the kernel has no workspace."""
+    def fs(self) -> FileSystem:
+        """File access checked against ``claims`` (a ``toolkernel.tools.FileAccess``).
+
+        Its I/O methods are async, and run on the kernel's event loop; a ``thread=True`` tool
+        calls them through it: ``anyio.from_thread.run(ctx.fs.read_text, path)``. Raises
+        :class:`~toolkernel.errors.NoWorkspaceError` in a kernel opened without a workspace.
+        """
         if self._ended:
             raise self._revoked("use its file access")
-        if self._fs is None and self._environment is not None:
+        if self._fs is None:
+            if self._environment is None:
+                raise NoWorkspaceError(
+                    f"call {self.call_id} ({self.tool_name}) can't use ctx.fs: the kernel has "
+                    f"no workspace, as it was opened without a root; give it the directory its "
+                    f"tools work in: open_kernel(tools, root=...)"
+                )
             # Passed only when set, so an environment that knows none of them keeps working.
             options: dict[str, Any] = {}
             observer = self._kernel._file_observer()

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..locks import Claim, Path
+from ._files import FileSystem
 
 __all__ = ["Environment"]
 
@@ -26,7 +27,7 @@ class Environment(Protocol):
         agent: str | None = None,
         read_first: bool = False,
         fence: Any = None,
-    ) -> Any:
+    ) -> FileSystem:
         """The ``ctx.fs`` object for call ``call_id`` holding ``claims``. It must have a
         ``close()`` method: the kernel calls it when the call ends, and from then on every
         operation must fail.

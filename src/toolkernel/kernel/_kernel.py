@@ -312,6 +312,7 @@ class Kernel(metaclass=NoPublicConstructor):
         Raises ``TypeError`` (and submits nothing) if an item is not a ``ToolCall``, and
         ``KernelClosedError`` once the kernel is closing.
         """
+        self._loop.check_caller("kernel.submit", "anyio.from_thread.run_sync(kernel.submit, call)")
         awaited_by = None
         if within is not None:
             record = within._record
@@ -336,6 +337,7 @@ class Kernel(metaclass=NoPublicConstructor):
         call granted at once runs in the caller's task unless timed. ``tools``: as for
         ``submit_batch``.
         """
+        self._loop.check_caller("kernel.run", "anyio.from_thread.run(kernel.run, calls)")
         check_seconds("timeout", timeout)
         calls = calls if isinstance(calls, list) else list(calls)
         records, actions = self._scheduler.submit(calls, None, self._caller(), tools)
@@ -409,6 +411,7 @@ class Kernel(metaclass=NoPublicConstructor):
         Leaving the block early cancels what is still running. ``tools`` and ``timeout`` as for
         ``run`` (calls it cuts short end TIMEOUT, with their ``CallFinished``).
         """
+        self._loop.check_caller("kernel.stream", "anyio.from_thread.run(...)")
         check_seconds("timeout", timeout)
         send, receive = anyio.create_memory_object_stream[CallEvent](math.inf)
         calls = list(calls)
@@ -464,12 +467,14 @@ class Kernel(metaclass=NoPublicConstructor):
         for call_id in call_ids:
             if not isinstance(call_id, str):
                 raise TypeError(f"call ids are strings, not {type(call_id).__name__}")
+        self._loop.check_caller("kernel.cancel", "anyio.from_thread.run_sync(kernel.cancel, id)")
         for call_id in call_ids:
             for record in self._scheduler.live_calls(call_id):  # each batch's, if several
                 self._act(self._scheduler.cancel(record, ASKED))
 
     def cancel_all(self) -> None:
         """Cancel every unfinished call."""
+        self._loop.check_caller("kernel.cancel_all", "anyio.from_thread.run_sync(...)")
         self._act(self._scheduler.cancel_all())
 
     def snapshot(self) -> KernelSnapshot:
@@ -586,6 +591,9 @@ class Kernel(metaclass=NoPublicConstructor):
     async def _wait_finished(self, record: CallRecord) -> ToolResult:
         """For ``CallHandle``: wait until ``record`` has finished."""
         if record.stage is not FINISHED:
+            self._loop.check_caller(
+                "CallHandle.wait_finished", "anyio.from_thread.run(handle.wait_finished)"
+            )
             caller = self._caller()
             if caller is not None and caller is not record:
                 self._act(self._scheduler.await_handle(caller, record))
@@ -605,6 +613,7 @@ class Kernel(metaclass=NoPublicConstructor):
 
     def _cancel_call(self, record: CallRecord) -> None:
         """For ``CallHandle``: cancel ``record``."""
+        self._loop.check_caller("CallHandle.cancel", "anyio.from_thread.run_sync(handle.cancel)")
         self._act(self._scheduler.cancel(record, ASKED))
 
     def _progress(self, record: CallRecord, message: str, data: Any) -> None:
@@ -865,6 +874,8 @@ class Kernel(metaclass=NoPublicConstructor):
                 return None  # else it is started again when granted, or it failed
             if isinstance(exc, HoldMore):
                 exc = messages.nested_hold_more(call.name)
+            elif isinstance(exc, Exception):
+                exc = self._loop.foreign(exc, call.name)  # a trio tool on asyncio, say
             status, output, failure = ERROR, None, exc
             _log.debug("toolkernel: call %s (%s) raised", call.id, call.name, exc_info=exc)
         else:
@@ -942,6 +953,7 @@ class Kernel(metaclass=NoPublicConstructor):
     ) -> ToolResult:
         """For ``ToolContext.call``: run a call made from inside ``parent``'s tool, in this
         task, and return its result."""
+        self._loop.check_caller("ctx.call", "anyio.from_thread.run(ctx.call, name)")
         scheduler = self._scheduler
         record, actions = scheduler.admit_nested(parent, name, arguments)
         self._act(actions)
@@ -986,7 +998,7 @@ async def open_kernel_core(
     shared: LeaseBackend | None = None,
 ) -> AsyncIterator[Kernel]:
     """Open a :class:`Kernel` with ``options`` (checked already: a :class:`KernelOptions`);
-    without an ``environment`` paths are keyed lexically and ``ctx.fs`` is None.
+    without an ``environment`` paths are keyed lexically and there is no ``ctx.fs``.
     ``toolkernel.open_kernel`` is the way applications open one; it documents the options.
 
     On exit every unfinished call is cancelled and gets its result; leases all return.

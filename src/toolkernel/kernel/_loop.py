@@ -12,15 +12,20 @@ times trio's, which together made a call 40% dearer on trio; on asyncio, making 
 from __future__ import annotations
 
 import asyncio
+import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
 from typing import Any
 
 import anyio
 import attrs
 import sniffio
 
-__all__ = ["Loop", "Spawn", "current"]
+from .._errors import WrongLoopError
+
+__all__ = ["Loop", "Spawn", "current", "running_here"]
 
 
 Spawn = Callable[[Callable[..., Coroutine[Any, Any, Any]], Any, str], None]
@@ -45,6 +50,63 @@ class Loop:
     raises alone comes out as itself (see :func:`_unwrapped`)."""
     checkpoint: Callable[[], Awaitable[None]]
     """A schedule point: ``trio.lowlevel.checkpoint``, or ``asyncio.sleep(0)``."""
+    here: Callable[[], bool]
+    """Whether the caller runs on this very loop (not in another thread, not on another loop)."""
+    thread: threading.Thread
+    """The thread the loop runs in."""
+
+    def check_caller(self, doing: str, from_thread: str) -> None:
+        """Raise :class:`WrongLoopError` unless the caller runs on this loop: ``doing`` says what
+        it asked (``"kernel.run"``), ``from_thread`` how a worker thread asks it instead."""
+        if self.here():
+            return
+        thread = threading.current_thread()
+        library = _library_here()
+        if library is None:
+            where, fix = (
+                f"thread {thread.name!r}, where no event loop runs",
+                f"; from a worker thread, go back to the kernel's loop: {from_thread}",
+            )
+        else:
+            other = "another " if library == self.name else "a "
+            where, fix = f"{other}{library} event loop, in thread {thread.name!r}", ""
+        raise WrongLoopError(
+            f"{doing} was called from {where}, but this kernel runs on {self.name}, in thread "
+            f"{self.thread.name!r}: a kernel works only on the event loop it was opened on{fix}"
+        )
+
+    def foreign(self, exc: Exception, tool: str) -> Exception:
+        """``exc``, raised by ``tool``, or a :class:`WrongLoopError` saying what it means when
+        it is the other loop's code failing for want of its loop: a trio function awaited on
+        asyncio (asyncio's "bad yield", trio's "must be called from async context"), an asyncio
+        one on trio (trio's "unrecognized yield message", asyncio's "no running event loop").
+
+        Told by where it was raised, not by its words: in the other library's own code (the
+        innermost frame of its traceback), with that library's loop not running anywhere in
+        between (a ``trio.run`` in a worker thread is that tool's own business). Only on the
+        failure path: nothing is looked at for a call that succeeds.
+        """
+        if not isinstance(exc, (RuntimeError, TypeError, AttributeError)):
+            return exc
+        other = "trio" if self.name == "asyncio" else "asyncio"
+        frames = list(_frames(exc.__traceback__))
+        if frames and _package(frames[-1]) == other:
+            if any(_runs_loop(frame, other) for frame in frames):
+                return exc
+            entry = next(frame for frame in frames if _package(frame) == other)
+            used = f"called {other}'s {entry.f_code.co_qualname}"
+        elif other == "asyncio" and _no_running_asyncio_loop(exc):
+            used = "used asyncio"  # its C functions leave no frame of asyncio's behind
+        else:
+            return exc
+        wrong = WrongLoopError(
+            f"tool {tool!r} {used}, but this kernel runs on {self.name}: "
+            f"{other}'s async functions work only on {other}'s own event loop (it failed with "
+            f"{type(exc).__name__}: {exc}). Write the tool with anyio, which runs on both, or "
+            f"with {self.name}'s own API; or run the kernel under {other}"
+        )
+        wrong.__cause__ = exc
+        return wrong
 
     def propagates(self, exc: BaseException) -> bool:
         """Whether an exception from a user's code must go on up (the loop's cancellation and
@@ -68,10 +130,19 @@ def _foreign_cancellation(exc: BaseException) -> bool:
 
 def current() -> Loop:
     """The loop this task runs on."""
+    thread = threading.current_thread()
     if sniffio.current_async_library() == "trio":
         import trio
 
         clock = trio.lowlevel.current_clock()
+        token = trio.lowlevel.current_trio_token()
+
+        def on_trio() -> bool:
+            try:
+                return trio.lowlevel.current_trio_token() is token
+            except RuntimeError:  # no trio run in this thread
+                return False
+
         return Loop(
             "trio",
             clock.current_time,
@@ -79,8 +150,14 @@ def current() -> Loop:
             trio.CancelScope,
             _trio_tasks,
             trio.lowlevel.checkpoint,
+            on_trio,
+            thread,
         )
     loop = asyncio.get_running_loop()
+
+    def on_asyncio() -> bool:
+        return asyncio._get_running_loop() is loop
+
     return Loop(
         "asyncio",
         loop.time,
@@ -90,7 +167,63 @@ def current() -> Loop:
         type(anyio.CancelScope()),
         _asyncio_tasks,
         _asyncio_checkpoint,
+        on_asyncio,
+        thread,
     )
+
+
+def running_here() -> bool:
+    """Whether an event loop (trio's or asyncio's) runs in this thread."""
+    return _library_here() is not None
+
+
+def _library_here() -> str | None:
+    """The library whose event loop runs in this thread (``"trio"``, ``"asyncio"``), or None."""
+    if asyncio._get_running_loop() is not None:
+        return "asyncio"
+    trio = sys.modules.get("trio")  # not imported: no trio loop runs anywhere
+    if trio is not None and trio.lowlevel.in_trio_run():
+        return "trio"
+    return None
+
+
+def _frames(tb: TracebackType | None) -> Any:
+    """The frames of a traceback, outermost first."""
+    while tb is not None:
+        yield tb.tb_frame
+        tb = tb.tb_next
+
+
+def _package(frame: Any) -> str:
+    """The top-level package of the module a frame runs the code of."""
+    name = frame.f_globals.get("__name__")
+    return name.partition(".")[0] if isinstance(name, str) else ""
+
+
+# Where each library runs its event loop: a frame of one of these in a traceback means the loop
+# was running (in a worker thread, say), so an error below it is no loop mix-up.
+_LOOP_RUNNERS = {
+    "trio": {("trio._core._run", "run"), ("trio._core._run", "start_guest_run")},
+    "asyncio": {
+        ("asyncio.runners", "run"),
+        ("asyncio.base_events", "run_until_complete"),
+        ("asyncio.base_events", "run_forever"),
+    },
+}
+
+
+def _no_running_asyncio_loop(exc: Exception) -> bool:
+    """``asyncio.get_running_loop()``'s error (asyncio's functions that need a loop raise it),
+    where no asyncio loop runs: the one case told by its words, as it is raised in C."""
+    return (
+        type(exc) is RuntimeError
+        and exc.args == ("no running event loop",)
+        and asyncio._get_running_loop() is None
+    )
+
+
+def _runs_loop(frame: Any, library: str) -> bool:
+    return (frame.f_globals.get("__name__"), frame.f_code.co_name) in _LOOP_RUNNERS[library]
 
 
 async def _asyncio_checkpoint() -> None:

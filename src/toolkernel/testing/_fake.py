@@ -94,7 +94,8 @@ class FakeTool(Tool):
         """Take ``duration`` seconds; read (and, if it writes, append to) ``paths``."""
         if fail == "start":
             raise FakeToolError(f"{self.name} call {ctx.call_id} failed at its start, as scripted")
-        fs = ctx.fs if self.touch_files else None
+        # Without a workspace (NoWorkspaceError, an AttributeError) there are no files to touch.
+        fs = getattr(ctx, "fs", None) if self.touch_files else None
         seen: dict[str, str | None] | None = None
         if fs is not None:
             seen = {}

@@ -73,7 +73,7 @@ def kernel_tools() -> Sequence[KernelTool]:
 @pytest.fixture
 def kernel_root() -> str | os.PathLike[str] | None:
     """The workspace root of the ``kernel`` fixture; override it (say, with ``tmp_path``).
-    Default: None, no workspace (``ctx.fs`` is None)."""
+    Default: None, no workspace (``ctx.fs`` raises ``NoWorkspaceError``)."""
     return None
 
 

@@ -36,7 +36,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .._checks import check_seconds
-from .._errors import InvalidArgumentsError, ToolDeclarationError
+from .._errors import InvalidArgumentsError, ToolDeclarationError, WrongLoopError
 from ..kernel import KeyFunction, ToolContext
 from ..locks import Claim, Mode, Path, exclusive, path, shared
 from ._arguments import Arguments
@@ -353,9 +353,32 @@ async def _in_thread(
     """
     with anyio.CancelScope(shield=True):
         output = await anyio.to_thread.run_sync(
-            functools.partial(function, ctx, **arguments), abandon_on_cancel=False
+            functools.partial(_run_sync, function, ctx, arguments), abandon_on_cancel=False
         )
     await anyio.lowlevel.checkpoint_if_cancelled()
+    return output
+
+
+def _run_sync(function: Callable[..., Any], ctx: ToolContext, arguments: Mapping[str, Any]) -> Any:
+    """In the worker thread: the function's value, which must not be something to await.
+
+    A coroutine out of a plain ``def`` is almost always ``ctx.fs.read_text(path)`` (or
+    ``ctx.call``) called without going back to the loop: nothing of it ran. It is closed here,
+    in the thread, the same on both loops (trio would refuse it in its own words; asyncio would
+    hand it on as the output, and warn that it was never awaited).
+    """
+    output = function(ctx, **arguments)
+    if inspect.isawaitable(output):
+        name = getattr(output, "__qualname__", type(output).__qualname__)
+        if inspect.iscoroutine(output):
+            output.close()
+        raise WrongLoopError(
+            f"tool {ctx.tool_name!r} runs in a worker thread (thread=True) and returned "
+            f"{name}(...), something to await, not a value: nothing of it ran. ctx.fs's "
+            f"methods and ctx.call are async, and run on the kernel's event loop: from the "
+            f"thread, call them through it, as in anyio.from_thread.run(ctx.fs.read_text, path); "
+            f"or make the tool an async def (without thread=True) and await them"
+        )
     return output
 
 

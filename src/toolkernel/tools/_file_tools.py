@@ -23,7 +23,7 @@ from typing import Any, AnyStr, Final, NamedTuple, TypedDict
 import anyio.from_thread
 import anyio.to_thread
 
-from .._errors import PathChangedError, ToolError, UndeclaredAccessError
+from .._errors import NoWorkspaceError, PathChangedError, ToolError, UndeclaredAccessError
 from ..kernel import KeyFunction, ToolContext
 from ..locks import Claim, exclusive
 from . import _fileops
@@ -65,9 +65,13 @@ _FIRST_CHUNK: Final = 1 << 16
 
 
 def fs_of(ctx: ToolContext) -> FileAccess:
-    if not isinstance(ctx.fs, FileAccess):
+    try:
+        fs = ctx.fs
+    except NoWorkspaceError:
+        fs = None
+    if not isinstance(fs, FileAccess):
         raise ToolError(f"{ctx.tool_name} needs a workspace: open the kernel with root=...")
-    return ctx.fs
+    return fs
 
 
 async def _read_data(fs: FileAccess, file_path: str, *, fresh: bool = False) -> bytes:

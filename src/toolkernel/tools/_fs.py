@@ -68,14 +68,21 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
 import attrs
 
-from .._errors import CallEndedError, InvalidClaimError, PathChangedError, UndeclaredAccessError
+from .._errors import (
+    CallEndedError,
+    InvalidClaimError,
+    PathChangedError,
+    UndeclaredAccessError,
+    WrongLoopError,
+)
+from ..kernel._loop import running_here
 from ..leases._backend import Fence
 from ..locks import Claim, Everything, Mode, Path
 from . import _fileops
@@ -383,7 +390,7 @@ class FileAccess:
         self, verb: str, path: PathArg, write: bool, io: Callable[[int, tuple[str, ...]], T]
     ) -> T:
         self._ensure_open(verb, path)
-        return await anyio.to_thread.run_sync(self._in_thread, verb, path, write, io)
+        return await _in_worker(verb, path, self._in_thread, verb, path, write, io)
 
     def _in_thread_keyed(
         self, verb: str, path: PathArg, write: bool, io: Callable[[int, Path, tuple[str, ...]], T]
@@ -399,7 +406,7 @@ class FileAccess:
         self, verb: str, path: PathArg, write: bool, io: Callable[[int, Path, tuple[str, ...]], T]
     ) -> T:
         self._ensure_open(verb, path)
-        return await anyio.to_thread.run_sync(self._in_thread_keyed, verb, path, write, io)
+        return await _in_worker(verb, path, self._in_thread_keyed, verb, path, write, io)
 
     def _seen(self, key: Path, file: io.FileIO, fresh: bool) -> None:
         """Keep the version of ``file``, open and not yet read, in the view; with ``fresh``,
@@ -525,7 +532,7 @@ class FileAccess:
         if follow_links:
             return await self._run("read", path, False, _mode_test(lambda mode: True))
         self._ensure_open("read", path)
-        return await anyio.to_thread.run_sync(self._entry_exists, path)
+        return await _in_worker("read", path, self._entry_exists, path)
 
     def _entry_exists(self, path: PathArg) -> bool:
         self._ensure_open("read", path)
@@ -597,8 +604,8 @@ class FileAccess:
         must call :meth:`Subtree.check` before each file it opens, which stops it there.
         """
         self._ensure_open("read", path)
-        return await anyio.to_thread.run_sync(
-            self._search_in_thread, path, work, abandon_on_cancel=True
+        return await _in_worker(
+            "search", path, self._search_in_thread, path, work, abandon_on_cancel=True
         )
 
     def _search_in_thread(self, path: PathArg, work: Callable[[Subtree], T]) -> T:
@@ -723,7 +730,7 @@ class FileAccess:
         gate = self._gate("delete", path)
         committed = self._gate("delete", path, cancellable=False)
         self._ensure_open("delete", path)
-        await anyio.to_thread.run_sync(self._delete, path, gate, committed)
+        await _in_worker("delete", path, self._delete, path, gate, committed)
 
     def _delete(self, path: PathArg, gate: _Gate, committed: _Gate) -> None:
         self._ensure_open("delete", path)
@@ -751,7 +758,7 @@ class FileAccess:
         at its new path without a new read.
         """
         self._ensure_open("move", src)
-        await anyio.to_thread.run_sync(self._move, src, dst, parents, replace)
+        await _in_worker("move", src, self._move, src, dst, parents, replace)
 
     def _move(self, src: PathArg, dst: PathArg, parents: bool, replace: bool) -> None:
         self._ensure_open("move", src)
@@ -876,6 +883,29 @@ class _Gate:
 
     def __exit__(self, *exc_info: object) -> None:
         self._access._lock.release()
+
+
+async def _in_worker(
+    verb: str,
+    path: object,
+    function: Callable[..., T],
+    *args: Any,
+    abandon_on_cancel: bool = False,
+) -> T:
+    """``function(*args)`` in a worker thread (the one hop an operation makes), or an error
+    saying why not when no event loop runs here: the coroutine of an operation was run by hand
+    in a thread (a ``thread=True`` tool's), where anyio finds no loop to hop from."""
+    try:
+        return await anyio.to_thread.run_sync(function, *args, abandon_on_cancel=abandon_on_cancel)
+    except RuntimeError:
+        if running_here():
+            raise
+        raise WrongLoopError(
+            f"can't {verb} {_spelling(path)!r}: ctx.fs's methods are async and run on the "
+            f"kernel's event loop, but this one ran in a thread where no event loop runs; from "
+            f"a worker thread (a thread=True tool), call them through the loop, as in "
+            f"anyio.from_thread.run(ctx.fs.read_text, path)"
+        ) from None
 
 
 def _spelling(path: object) -> str:
