@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The package as a user gets it: build the sdist and the wheel (from the sdist, as `python -m
 # build` does) out of a copy of the tree, check their metadata with twine, install the wheel
-# into a fresh venv outside the tree, and from an unrelated directory run what the README tells
-# a user to run: the asyncio quick start with no extra (trio not installed), a missing extra's
-# message (it must name this wheel), then with the demo's extras ([trio], [shell], and [cli]
-# by its alias [console]) the trio quick start and the demo. Everything happens in a temporary
+# into a fresh venv outside the tree, and from an unrelated directory run what the README and
+# the tutorial tell a user to run: the README's example with no extra (trio not installed), a
+# missing extra's message (it must name this wheel), then with the demo's extras ([trio],
+# [shell], and [cli] by its alias [console]) the tutorial's trio program and the demo. Everything happens in a temporary
 # directory; the tree is left as it was. Run from the project's root with its .venv set up
 # (.ci/run does both). About a minute.
 set -euo pipefail
@@ -70,21 +70,23 @@ if "$user" -c 'import trio' 2> /dev/null; then
     exit 1
 fi
 
-# The README's quick starts, extracted and compared as tests/test_readme.py does, each run
-# by the user's interpreter in a directory holding only a copy of the README.
+# Examples of the README and the docs, extracted and compared as tests/test_readme.py does:
+# the first python block under a heading of a page (its text, after "## " or "### ", may be
+# only the start of the heading), run by the user's interpreter in an empty directory.
 quick_start() {
-    local heading="$1"
-    rm -rf "$tmp/work" && mkdir "$tmp/work" && cp README.md "$tmp/work/README.md"
-    "${dev[@]}" - "$heading" "$tmp/block.py" "$tmp/expected.txt" << 'EOF'
+    local page="$1" heading="$2"
+    rm -rf "$tmp/work" && mkdir "$tmp/work"
+    "${dev[@]}" - "$page" "$heading" "$tmp/block.py" "$tmp/expected.txt" << 'EOF'
+import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, ".")
-from tests.test_readme import README, readme_blocks
+from tests.test_readme import readme_blocks
 
-heading, code, expected = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
-text = README.read_text()
-start = text.index(f"\n## {heading}\n")
+page, heading, code, expected = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
+text = Path(page).read_text()
+start = re.search(rf"^##+ {re.escape(heading)}", text, re.MULTILINE).start()
 [block, *_] = [b for b in readme_blocks(text) if b.line > text.count("\n", 0, start) + 1]
 code.write_text(block.code)
 expected.write_text(block.expected or "")
@@ -99,12 +101,12 @@ from tests.test_readme import matches
 
 heading, expected, printed = sys.argv[1], *(Path(p).read_text() for p in sys.argv[2:])
 if not matches(expected, printed):
-    sys.exit(f"README's {heading!r} printed:\n{printed}\nwhere the README shows:\n{expected}")
+    sys.exit(f"the example of {heading!r} printed:\n{printed}\nwhere its page shows:\n{expected}")
 EOF
 }
 
-step "the README's first quick start (asyncio), from $tmp/work, without trio"
-quick_start "Quick start: an asyncio program"
+step "the README's example (asyncio), from $tmp/work, without trio"
+quick_start README.md "An example"
 
 step "a missing extra's message names this wheel"
 set +e
@@ -122,8 +124,8 @@ step "installing the demo's extras from the wheel: [trio], [shell], [console] (a
 "$user" -m pip install "${pip_output[@]}" --disable-pip-version-check "${wheel[0]}[trio,shell,console]"
 "$user" -c 'import trio, tree_sitter_bash, rich, prompt_toolkit'
 
-step "the README's trio quick start"
-quick_start "Quick start: a trio application"
+step "the tutorial's first trio program"
+quick_start docs/tutorial.md "On trio"
 
 step "the demo (python -m toolkernel demo), from $tmp/work"
 (cd "$tmp/work" && timeout 300 "$user" -m toolkernel demo --color never > "$tmp/demo.txt")

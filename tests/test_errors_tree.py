@@ -1,6 +1,7 @@
 """The exception tree drawn in ``_errors``' docstring is the real class hierarchy."""
 
 import re
+from pathlib import Path
 
 import toolkernel.errors
 import toolkernel.kernel
@@ -73,3 +74,22 @@ def test_every_exception_is_public() -> None:
     missing = [n for n in _errors.__all__ if n not in vars(toolkernel.errors)]
     assert not missing
     assert toolkernel.kernel.HoldMore is _errors.HoldMore  # the kernel's, not a failure
+
+
+_DOCS_LINE = re.compile(r"^(?P<indent> *)- \[`(?P<name>\w+)`\]")
+
+
+def test_the_reference_page_draws_the_same_tree() -> None:
+    # docs/reference/errors.md draws the tree as a nested list, four spaces a level.
+    page = Path(__file__).resolve().parent.parent / "docs" / "reference" / "errors.md"
+    drawn: dict[str, str | None] = {}
+    parents: list[str] = []
+    for line in page.read_text().splitlines():
+        match = _DOCS_LINE.match(line)
+        if match is None:
+            continue
+        depth = len(match["indent"]) // 4
+        del parents[depth:]
+        drawn[match["name"]] = parents[-1] if parents else None
+        parents.append(match["name"])
+    assert drawn == {name: parent for name, (parent, _) in _drawn().items()}

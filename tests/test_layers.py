@@ -5,7 +5,7 @@ The graph is read from the sources with ``ast``: every ``import`` and ``from ...
 function-local import is still an arrow, whether it loads on first use or dodges a cycle), and
 ``importlib.import_module`` with a literal name. ``from package import name`` is an arrow to the
 submodule ``package.name`` where there is one, else to the package. The layers are the ones the
-README declares under "Layers, lowest first".
+contributors' page (docs/contributing.md) declares under "Layers, lowest first".
 
 The no-follow file primitives are checked to stay in the lowest layer: no other module names a
 flag set with ``O_NOFOLLOW`` of its own (a sandbox module spells it nowhere), a directory opened
@@ -24,7 +24,7 @@ from pathlib import Path
 import toolkernel
 
 PACKAGE = Path(toolkernel.__file__).resolve().parent
-README = Path(__file__).resolve().parent.parent / "README.md"
+LAYERS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "contributing.md"
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -145,13 +145,13 @@ def test_no_import_cycle() -> None:
 
 
 def _layers() -> list[list[str]]:
-    """The README's layers, lowest first: each a list of the package's top-level names."""
-    text = README.read_text()
+    """The declared layers, lowest first: each a list of the package's top-level names."""
+    text = LAYERS_PAGE.read_text()
     start = text.index("Layers, lowest first")
     layers = []
     for line in text[start:].splitlines()[1:]:
         if layers and (not line.strip() or line.lstrip().startswith("- ")):
-            break  # the list ends at a blank line or the next item of the README's list
+            break  # the list ends at a blank line or the next item of the page's list
         matched = re.match(r"\d+\. (.*)", line.strip())
         if matched is not None:
             layers.append(re.findall(r"`(\w+)`", matched.group(1)))

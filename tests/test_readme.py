@@ -1,11 +1,12 @@
-"""Every ```python block of README.md runs as written and prints what the README shows.
+"""Every ```python block of README.md and of docs/**/*.md runs as written and prints what the
+page shows.
 
 The convention, for every block (those added later too):
 
 - Each ```python block runs alone, as a script (``python block.py``, this checkout's
-  interpreter, at most ``TIMEOUT`` seconds), in a fresh temporary directory holding a copy of
-  README.md committed to a new git repository: what a newcomer's clone has at hand. It must
-  exit with status 0.
+  interpreter, at most ``TIMEOUT`` seconds), in a fresh, empty temporary directory: what a
+  newcomer has at hand in a project of their own, nothing of this clone. It must exit with
+  status 0. A block that needs files makes them.
 - What it prints is compared with the first ```text block after it, before the next ```python
   block or heading. ``...`` in a line of that block matches any text (a time, a line number); a
   line may be only ``...``, matching any number of lines. Trailing spaces don't count. A block
@@ -14,7 +15,7 @@ The convention, for every block (those added later too):
   runs (every answer is ``STANDIN_REPLY``, with no tool calls) and ``OPENAI_API_KEY`` is set, so
   the agent examples run offline; the interpreter's bin directory is first on ``PATH``
   (``mcp-server-git`` is found there). A ``DeprecationWarning`` the block itself causes is an
-  error: the README shows no spelling that is on its way out.
+  error: the documentation shows no spelling that is on its way out.
 - ``<!-- readme-test: skip because REASON -->`` on the line before a ```python block leaves
   that block out, saying why. Only for what can't run here at all.
 """
@@ -35,7 +36,10 @@ from typing import Any
 import attrs
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCUMENTS = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+"""The pages whose blocks run: the README and every page of the documentation site."""
 TIMEOUT = 90.0
 STANDIN_REPLY = "Done: greet() is now welcome() everywhere."
 
@@ -122,31 +126,28 @@ def model_url() -> Iterator[str]:
         server.server_close()
 
 
-def _workspace(directory: Path) -> None:
-    (directory / "README.md").write_bytes(README.read_bytes())
-    git = ["git", "-c", "user.name=readme", "-c", "user.email=readme@example.invalid"]
-    for command in (["init", "-q"], ["add", "README.md"], ["commit", "-q", "-m", "README"]):
-        subprocess.run([*git, *command], cwd=directory, check=True, capture_output=True)
-
-
-BLOCKS = readme_blocks(README.read_text())
+BLOCKS = [
+    (document.relative_to(ROOT).as_posix(), block)
+    for document in DOCUMENTS
+    for block in readme_blocks(document.read_text())
+]
 
 
 @pytest.mark.parametrize(
-    "block",
+    ("page", "block"),
     [
         pytest.param(
+            page,
             block,
-            id=f"line-{block.line}",
+            id=f"{page}:line-{block.line}",
             marks=pytest.mark.skip(reason=block.skip) if block.skip else (),
         )
-        for block in BLOCKS
+        for page, block in BLOCKS
     ],
 )
-def test_the_readme_block_runs_and_prints_what_the_readme_shows(
-    block: Block, tmp_path: Path, model_url: str
+def test_the_block_runs_and_prints_what_its_page_shows(
+    page: str, block: Block, tmp_path: Path, model_url: str
 ) -> None:
-    _workspace(tmp_path)
     script = tmp_path.parent / f"{tmp_path.name}-readme-block.py"
     script.write_text(block.code)
     environment = {
@@ -166,7 +167,7 @@ def test_the_readme_block_runs_and_prints_what_the_readme_shows(
         timeout=TIMEOUT,
         stdin=subprocess.DEVNULL,
     )
-    where = f"README.md's block at line {block.line}"
+    where = f"{page}'s block at line {block.line}"
     assert ran.returncode == 0, f"{where} failed:\n{ran.stdout}\n{ran.stderr}"
     if block.expected is None:
         assert ran.stdout == "", (
@@ -175,16 +176,19 @@ def test_the_readme_block_runs_and_prints_what_the_readme_shows(
         )
     else:
         assert matches(block.expected, ran.stdout), (
-            f"{where} printed:\n{ran.stdout}\nwhere the README shows:\n{block.expected}"
+            f"{where} printed:\n{ran.stdout}\nwhere the page shows:\n{block.expected}"
         )
 
 
 # -- the convention itself ---------------------------------------------------------------------
 
 
-def test_every_python_block_of_the_readme_is_found() -> None:
-    assert len(BLOCKS) == README.read_text().count("```python\n")
-    assert BLOCKS, "README.md has no ```python block"
+def test_every_python_block_of_every_page_is_found() -> None:
+    for document in DOCUMENTS:
+        found = [block for page, block in BLOCKS if page == document.relative_to(ROOT).as_posix()]
+        assert len(found) == document.read_text().count("```python\n"), document
+    assert any(page == "README.md" for page, _ in BLOCKS), "README.md has no ```python block"
+    assert len(DOCUMENTS) > 1, "no page under docs/"
 
 
 def test_an_output_block_is_the_next_text_block_before_a_heading_or_python_block() -> None:
