@@ -45,6 +45,7 @@ or a claim declared wrongly, a lease released twice, work submitted to a closed 
         + ToolDeclarationError (TypeError, ValueError) - raised when a tool is declared
         + IllegalTransitionError (RuntimeError)
         + KernelClosedError (RuntimeError)
+        + KernelNotOpenError (TypeError, AttributeError) - a kernel used without ``async with``
         + SchemaError (ValueError)
         + ShellRulesError (ValueError)
       x ModelError (RuntimeError) - a request to a model failed
@@ -85,6 +86,7 @@ __all__ = [
     "StaleViewError",
     "IllegalTransitionError",
     "KernelClosedError",
+    "KernelNotOpenError",
     "CallEndedError",
     "ToolDeclarationError",
     "PathChangedError",
@@ -269,6 +271,13 @@ class IllegalTransitionError(UsageError, RuntimeError):
 
 class KernelClosedError(UsageError, RuntimeError):
     """Work was submitted to a kernel that is closing or closed."""
+
+
+class KernelNotOpenError(UsageError, TypeError, AttributeError):
+    """``open_kernel(...)`` was used as if it were the kernel: awaited, entered with a plain
+    ``with``, or asked for an attribute (``kernel.run``) without ``async with``. A ``TypeError``
+    as awaiting or entering the wrong kind of object is, and an ``AttributeError`` so that
+    ``hasattr`` and ``getattr(..., default)`` keep answering."""
 
 
 # -- integrations ----------------------------------------------------------------------------

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
+from typing import TYPE_CHECKING, NoReturn, ParamSpec
 
+from ._errors import KernelNotOpenError
 from .kernel import (
     AfterHook,
     Approver,
@@ -24,6 +28,79 @@ from .locks import Claim
 from .tools import FileAccess, FileAccessed, FileView, Workspace
 
 __all__ = ["open_kernel", "WorkspaceEnvironment"]
+
+P = ParamSpec("P")
+
+_USE_ASYNC_WITH = "use `async with tk.open_kernel(...) as kernel:`"
+
+
+class KernelOpening(AbstractAsyncContextManager[Kernel]):
+    """What ``open_kernel(...)`` returns: the kernel, once entered with ``async with``.
+
+    Entering and leaving are those of the context manager it wraps, exceptions and all. Used any
+    other way (awaited, entered with a plain ``with``, asked for ``.run``), it raises
+    :class:`KernelNotOpenError` saying to use ``async with``, rather than an error about a
+    class of ``contextlib``.
+    """
+
+    __slots__ = ("_manager",)
+
+    def __init__(self, manager: AbstractAsyncContextManager[Kernel]) -> None:
+        self._manager = manager
+
+    async def __aenter__(self) -> Kernel:
+        return await self._manager.__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        return await self._manager.__aexit__(exc_type, exc, traceback)
+
+    def __repr__(self) -> str:
+        return "<open_kernel(...), not yet open: enter it with `async with`>"
+
+    # Hidden from type checkers, so that they flag these uses before they run.
+    if not TYPE_CHECKING:
+
+        def __await__(self) -> NoReturn:
+            raise KernelNotOpenError(
+                f"open_kernel(...) can't be awaited: it opens a kernel for the length of a "
+                f"block and closes it after; {_USE_ASYNC_WITH}"
+            )
+
+        def __enter__(self) -> NoReturn:
+            raise KernelNotOpenError(
+                f"open_kernel(...) needs `async with`, not `with`: {_USE_ASYNC_WITH} inside "
+                f"an async function (from synchronous code, start one with trio.run or "
+                f"asyncio.run)"
+            )
+
+        def __exit__(self, *exc_info: object) -> None:  # with looks it up before __enter__ runs
+            return None
+
+        def __getattr__(self, name: str) -> NoReturn:
+            if name.startswith("__"):  # copy, pickle and inspect probe for these
+                raise AttributeError(name)
+            raise KernelNotOpenError(
+                f"open_kernel(...) is not the kernel yet, so it has no {name!r}: "
+                f"{_USE_ASYNC_WITH} and then use kernel.{name}"
+            )
+
+
+def _opened_by_async_with(
+    function: Callable[P, AsyncIterator[Kernel]],
+) -> Callable[P, AbstractAsyncContextManager[Kernel]]:
+    """As ``asynccontextmanager``, returning a :class:`KernelOpening` that explains misuse."""
+    manager = asynccontextmanager(function)
+
+    @functools.wraps(function)
+    def opening(*args: P.args, **kwargs: P.kwargs) -> AbstractAsyncContextManager[Kernel]:
+        return KernelOpening(manager(*args, **kwargs))
+
+    return opening
 
 
 class WorkspaceEnvironment:
@@ -62,7 +139,7 @@ class WorkspaceEnvironment:
         )
 
 
-@asynccontextmanager
+@_opened_by_async_with
 async def open_kernel(
     tools: Iterable[KernelTool] = (),
     root: str | os.PathLike[str] | Workspace | None = None,

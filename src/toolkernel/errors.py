@@ -23,6 +23,7 @@ from ._errors import InvalidArgumentsError as InvalidArgumentsError
 from ._errors import InvalidCallError as InvalidCallError
 from ._errors import InvalidClaimError as InvalidClaimError
 from ._errors import KernelClosedError as KernelClosedError
+from ._errors import KernelNotOpenError as KernelNotOpenError
 from ._errors import LeaseReleaseError as LeaseReleaseError
 from ._errors import LeaseServiceError as LeaseServiceError
 from ._errors import LeaseWaitTimeoutError as LeaseWaitTimeoutError
