@@ -5,6 +5,7 @@ wait there is bounded, cancellable and fails clearly when the service is gone.""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -165,6 +166,27 @@ def test_leases_need_a_root_and_a_url_we_can_read() -> None:
         anyio.run(lambda: open_with(leases="unix:/tmp/x.sock"))
     with pytest.raises(ValueError, match="etcd://host:port"):
         anyio.run(lambda: open_with(root=".", leases="http://example"))
+
+
+async def test_a_socket_no_service_listens_on_says_how_to_start_one(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.sock"
+    with pytest.raises(tk.errors.LeaseServiceError) as raised:
+        async with tk.open_kernel([], root=tmp_path, leases=f"unix:{missing}"):
+            pass
+    message = str(raised.value)
+    assert f"no lease service listens at {missing} (there is no such socket)" in message
+    assert f"python -m toolkernel serve --root {tmp_path} --socket {missing}" in message
+    assert 'leases="auto"' in message
+    assert isinstance(raised.value.__cause__, FileNotFoundError)
+
+
+async def test_a_socket_left_by_a_stopped_service_says_so(tmp_path: Path) -> None:
+    stale = tmp_path / "stale.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bound:
+        bound.bind(str(stale))  # bound, never listening: connecting is refused
+        with pytest.raises(tk.errors.LeaseServiceError, match="nothing accepts on it"):
+            async with tk.open_kernel([], root=tmp_path, leases=f"unix:{stale}"):
+                pass
 
 
 _HOLDER = textwrap.dedent(
