@@ -46,6 +46,7 @@ or a claim declared wrongly, a lease released twice, work submitted to a closed 
         + IllegalTransitionError (RuntimeError)
         + KernelClosedError (RuntimeError)
         + KernelNotOpenError (TypeError, AttributeError) - a kernel used without ``async with``
+        + InvalidBatchError (TypeError) - calls given to ``run`` that are not a list of calls
         + SchemaError (ValueError)
         + ShellRulesError (ValueError)
       x ModelError (RuntimeError) - a request to a model failed
@@ -87,6 +88,7 @@ __all__ = [
     "IllegalTransitionError",
     "KernelClosedError",
     "KernelNotOpenError",
+    "InvalidBatchError",
     "CallEndedError",
     "ToolDeclarationError",
     "PathChangedError",
@@ -278,6 +280,11 @@ class KernelNotOpenError(UsageError, TypeError, AttributeError):
     ``with``, or asked for an attribute (``kernel.run``) without ``async with``. A ``TypeError``
     as awaiting or entering the wrong kind of object is, and an ``AttributeError`` so that
     ``hasattr`` and ``getattr(..., default)`` keep answering."""
+
+
+class InvalidBatchError(UsageError, TypeError):
+    """``Kernel.run``, ``stream`` or ``submit_batch`` was given something other than a list of
+    ``ToolCall`` (one ``ToolCall`` alone, or an item that is not a call)."""
 
 
 # -- integrations ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from ._errors import HoldMore as HoldMore
 from ._errors import HookError as HookError
 from ._errors import IllegalTransitionError as IllegalTransitionError
 from ._errors import InvalidArgumentsError as InvalidArgumentsError
+from ._errors import InvalidBatchError as InvalidBatchError
 from ._errors import InvalidCallError as InvalidCallError
 from ._errors import InvalidClaimError as InvalidClaimError
 from ._errors import KernelClosedError as KernelClosedError

@@ -156,6 +156,15 @@ class TimedEvents:
         return await self._events.__anext__()
 
 
+def _listed(calls: Iterable[ToolCall], method: str) -> list[ToolCall]:
+    """``calls`` as a list; a lone ``ToolCall`` (not iterable) is refused saying so."""
+    if isinstance(calls, list):
+        return calls
+    if isinstance(calls, ToolCall) or not isinstance(calls, Iterable):
+        raise messages.not_a_batch(method, calls)
+    return list(calls)
+
+
 # -- Objects that only work when opened by their context manager have no public constructor -------
 class NoPublicConstructor(type):
     """As trio's ``Nursery``: ``Kernel(...)`` raises; ``open_kernel`` builds one with
@@ -297,6 +306,7 @@ class Kernel(metaclass=NoPublicConstructor):
         which the kernel was not opened with). Raises ``TypeError`` (and submits nothing) if an
         item is not a ``ToolCall``, and ``KernelClosedError`` once the kernel is closing.
         """
+        calls = _listed(calls, "submit_batch")
         records, actions = self._scheduler.submit(calls, None, tools=tools)
         self._act(actions)
         return [CallHandle(r.call, r, self) for r in records]
@@ -317,7 +327,7 @@ class Kernel(metaclass=NoPublicConstructor):
         ``submit_batch``.
         """
         check_seconds("timeout", timeout)
-        calls = calls if isinstance(calls, list) else list(calls)
+        calls = calls if isinstance(calls, list) else _listed(calls, "run")
         records, actions = self._scheduler.submit(calls, None, self._caller(), tools)
         inline = None
         if len(records) == 1 and timeout is None and actions:
@@ -390,8 +400,8 @@ class Kernel(metaclass=NoPublicConstructor):
         ``run`` (calls it cuts short end TIMEOUT, with their ``CallFinished``).
         """
         check_seconds("timeout", timeout)
+        calls = _listed(calls, "stream")
         send, receive = anyio.create_memory_object_stream[CallEvent](math.inf)
-        calls = list(calls)
         remaining = len(calls)
 
         def sink(event: CallEvent) -> None:

@@ -38,6 +38,7 @@ import anyio.to_thread
 from .._checks import check_seconds
 from .._errors import InvalidArgumentsError, ToolDeclarationError
 from ..kernel import KeyFunction, ToolContext
+from ..kernel._messages import claims_not_a_list
 from ..locks import Claim, Mode, Path, exclusive, path, shared
 from ._arguments import Arguments
 
@@ -279,6 +280,8 @@ class Tool:
         them (absolute, ``..`` through a symlink, ...), so the workspace decides what they mean.
         """
         declared = self.declare(arguments)
+        if declared is not None and type(declared) is not list and type(declared) is not tuple:
+            _check_declared(self.name, declared)
         reads, writes = self.reads, self.writes
         if declared is None and not (reads or writes or self.reads_workspace):
             return None
@@ -316,6 +319,13 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _check_declared(name: str, declared: object) -> None:
+    """Claims returned as something other than a list: refused if it is one claim (a claim is
+    not a list of them), a string or anything that can't be iterated."""
+    if isinstance(declared, Claim | str | bytes) or not isinstance(declared, Iterable):
+        raise claims_not_a_list(name, declared)
 
 
 _NO_THREADS = (
