@@ -40,7 +40,7 @@ async def _takes_path(ctx: tk.ToolContext, path: str) -> str:
 
 
 def _tool_option(option: str) -> Callable[[Any], object]:
-    return lambda value: tk.tool(**{option: value})(_takes_path)
+    return lambda value: tk.tool(claims=lambda args: [], **{option: value})(_takes_path)
 
 
 # Where a number of seconds is given: (what the message names, how the value is given).

@@ -50,6 +50,7 @@ or a claim declared wrongly, a lease released twice, work submitted to a closed 
         + SchemaError (ValueError)
         + ShellRulesError (ValueError)
       x ModelError (RuntimeError) - a request to a model failed
+    * BarrierToolWarning (UserWarning) - a tool declared no claims, so each call runs alone
     * HoldMore (BaseException) - not a failure: a running tool asks to hold more
 
 ``HoldMore`` is a signal to the kernel, not an error: like trio's ``Cancelled`` it derives from
@@ -107,6 +108,7 @@ __all__ = [
     "MCPToolError",
     "MCPServerGoneError",
     "HoldMore",
+    "BarrierToolWarning",
 ]
 
 
@@ -329,6 +331,15 @@ class MCPServerGoneError(ToolError, ConnectionError):
 
 class ShellRulesError(UsageError, ValueError):
     """A table of shell rules that can't be understood; the message names the rule and field."""
+
+
+# -- warnings -------------------------------------------------------------------------------
+
+
+class BarrierToolWarning(UserWarning):
+    """A tool was declared with no claims (no ``reads``, ``writes``, ``claims`` or
+    ``reads_workspace``): each of its calls is a barrier, exclusive on everything, so it runs
+    alone. Said once, when the tool is declared; declare what it touches to silence it."""
 
 
 # -- not a failure --------------------------------------------------------------------------
