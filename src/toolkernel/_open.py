@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
+import shlex
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
@@ -22,7 +24,7 @@ from .kernel import (
     open_kernel_core,
 )
 from .kernel._policy import allow_all
-from .leases import Fence, find_service, parse_leases
+from .leases import Fence, default_socket_path, find_service, parse_leases
 from .leases._connect import open_leases
 from .locks import Claim
 from .tools import FileAccess, FileAccessed, FileView, Workspace
@@ -30,6 +32,8 @@ from .tools import FileAccess, FileAccessed, FileView, Workspace
 __all__ = ["open_kernel", "WorkspaceEnvironment"]
 
 P = ParamSpec("P")
+
+_log = logging.getLogger("toolkernel.leases")
 
 _USE_ASYNC_WITH = "use `async with tk.open_kernel(...) as kernel:`"
 
@@ -182,8 +186,9 @@ async def open_kernel(
       using that etcd cluster: a granted call then also waits for its claims there before its
       tool starts, so calls of several agents on one tree never overlap where they conflict.
       ``"auto"`` finds the lease service serving ``root`` (one started with ``serve --root``
-      and no ``--socket``), and keeps leases in-process if none runs. Needs ``root``, the same
-      directory for every process.
+      and no ``--socket``), and keeps leases in-process if none runs, saying so with a warning
+      on the ``toolkernel.leases`` logger. Needs ``root``, the same directory for every
+      process. ``kernel.leases`` says which is in use: ``"in-process"`` or the URL.
 
     A bad option raises ``TypeError`` or ``ValueError`` here, before anything runs. Leaving the
     block cancels whatever still runs; every call still gets its result.
@@ -204,7 +209,7 @@ async def open_kernel(
         if root is None:
             raise ValueError("leases= needs a root: shared leases name paths in the workspace")
         if leases == "auto":
-            leases = find_service(root.root if isinstance(root, Workspace) else root)
+            leases = _found_service(root.root if isinstance(root, Workspace) else root)
         else:
             parse_leases(leases)  # a bad URL raises here, before anything opens
     environment = None
@@ -222,6 +227,28 @@ async def open_kernel(
         root_path = environment.workspace.root
         async with (
             open_leases(leases, root_path, pools=pools) as shared,
-            open_kernel_core(tools, environment=environment, options=options, shared=shared) as k,
+            open_kernel_core(
+                tools, environment=environment, options=options, shared=shared, shared_at=leases
+            ) as k,
         ):
             yield k
+
+
+def _found_service(root: str | os.PathLike[str]) -> str | None:
+    """``leases="auto"``: the URL of the service serving ``root``, or None for in-process
+    leases; either way it is logged, the fall-back as a warning, since other processes' calls
+    on the tree are then not ordered against this kernel's."""
+    found = find_service(root)
+    if found is not None:
+        _log.info('leases="auto": this kernel shares its leases through %s', found)
+        return found
+    _log.warning(
+        'leases="auto": no lease service serves %s (none listens at %s), so this kernel keeps '
+        "its leases in-process: calls of other processes on the tree are not ordered against "
+        "its calls. Start one with `python -m toolkernel serve --root %s` before opening the "
+        "kernel, or open it with leases=None to keep them in-process without this message.",
+        os.fspath(root),
+        default_socket_path(root),
+        shlex.quote(os.fspath(root)),
+    )
+    return None

@@ -44,3 +44,4 @@ async def test_async_with_still_opens_the_kernel() -> None:
     async with opening as kernel:
         assert isinstance(kernel, tk.Kernel)
         assert kernel.statistics().running == 0
+        assert kernel.leases == "in-process"  # no leases= given

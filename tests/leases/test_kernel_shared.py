@@ -4,6 +4,7 @@ wait there is bounded, cancellable and fails clearly when the service is gone.""
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
 import subprocess
@@ -229,6 +230,7 @@ async def test_a_call_waits_for_another_process_holding_its_file_or_for_its_deat
     holder = _holder(service, 30.0 if killed else 0.5)
     try:
         async with tk.open_kernel(tools_for(gates), root=service.root, leases=service.url) as k:
+            assert k.leases == service.url
             if killed:
                 holder.kill()  # its leases return the moment its connection goes
             with anyio.fail_after(20):
@@ -255,14 +257,24 @@ def _serve_at_the_default_socket(root: Path) -> Service:
 
 
 async def test_auto_finds_the_service_serving_the_root_or_keeps_leases_in_process(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     gates = Gates()
     tools = tools_for(gates)
+    caplog.set_level(logging.INFO, logger="toolkernel.leases")
     with anyio.fail_after(20):
         async with tk.open_kernel(tools, root=tmp_path, leases="auto") as alone:
             [result] = await alone.run([tk.ToolCall("c0", "hold", {"path": "x"})])
             assert result.ok  # no service: in-process leases
+            assert alone.leases == "in-process"
+    # The fall-back is said once, at the open, with why and what to do.
+    [fell_back] = caplog.records
+    assert fell_back.levelno == logging.WARNING
+    said = fell_back.getMessage()
+    assert said.startswith(f'leases="auto": no lease service serves {tmp_path}')
+    assert "keeps its leases in-process" in said
+    assert f"python -m toolkernel serve --root {tmp_path}" in said
+    caplog.clear()
     service = _serve_at_the_default_socket(tmp_path)
     try:
         assert find_service(tmp_path) == service.url
@@ -271,6 +283,9 @@ async def test_auto_finds_the_service_serving_the_root_or_keeps_leases_in_proces
                 tk.open_kernel(tools, root=tmp_path, leases="auto") as a,
                 tk.open_kernel(tools, root=tmp_path, leases="auto") as b,
             ):
+                assert a.leases == b.leases == service.url
+                assert [r.levelno for r in caplog.records] == [logging.INFO] * 2
+                assert service.url in caplog.records[0].getMessage()
                 first = a.submit(
                     tk.ToolCall("a1", "hold", {"path": "x", "until": "go", "then": "a"})
                 )

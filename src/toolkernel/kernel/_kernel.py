@@ -226,10 +226,12 @@ class Kernel(metaclass=NoPublicConstructor):
         environment: Environment | None,
         options: KernelOptions,
         shared: LeaseBackend | None = None,
+        shared_at: str | None = None,
     ) -> None:
         self._environment = environment
         # Leases shared with other processes, and what this kernel's calls hold there.
         self._shared = shared
+        self._leases = "in-process" if shared is None else shared_at or "shared"
         self._grants: dict[CallRecord, Grant] = {}
         self._before_hooks = options.before_hooks
         self._after_hooks = options.after_hooks
@@ -274,6 +276,13 @@ class Kernel(metaclass=NoPublicConstructor):
     def tools(self) -> Mapping[str, KernelTool]:
         """The tools by name."""
         return dict(self._scheduler.tools)
+
+    @property
+    def leases(self) -> str:
+        """Where this kernel's leases are decided: ``"in-process"`` (its own lease table
+        alone), or the ``leases=`` URL of the backend it shares them through (``"unix:PATH"``,
+        ``"etcd://host:port"``); with ``leases="auto"``, whichever was found. Read-only."""
+        return self._leases
 
     def add_listener(self, listener: KernelListener) -> Callable[[], None]:
         """Call ``listener`` synchronously with every event; returns a function that removes it.
@@ -975,15 +984,20 @@ async def open_kernel_core(
     environment: Environment | None = None,
     options: KernelOptions | None = None,
     shared: LeaseBackend | None = None,
+    shared_at: str | None = None,
 ) -> AsyncIterator[Kernel]:
     """Open a :class:`Kernel` with ``options`` (checked already: a :class:`KernelOptions`);
-    without an ``environment`` paths are keyed lexically and ``ctx.fs`` is None.
+    without an ``environment`` paths are keyed lexically and ``ctx.fs`` is None. ``shared``:
+    the backend leases are taken from beside the kernel's own table, and ``shared_at`` the
+    ``leases=`` URL it was opened from (what :attr:`Kernel.leases` says).
     ``toolkernel.open_kernel`` is the way applications open one; it documents the options.
 
     On exit every unfinished call is cancelled and gets its result; leases all return.
     """
     # Built before the tasks open, so bad options raise plainly, not in an ExceptionGroup.
-    kernel: Kernel = Kernel._create(tools, environment, options or KernelOptions(), shared)
+    kernel: Kernel = Kernel._create(
+        tools, environment, options or KernelOptions(), shared, shared_at
+    )
     async with kernel._loop.tasks() as spawn:
         kernel._spawn = spawn
         spawn(kernel._timer, None, "toolkernel: lease-wait timer")
