@@ -311,7 +311,7 @@ def generated_tools(draw: st.DrawFn) -> tuple[tk.Tool, dict[str, Any]]:
     source = f"async def generated(ctx: ToolContext, {', '.join(params)}) -> str:\n    return ''"
     namespace: dict[str, Any] = {"ToolContext": tk.ToolContext, "Literal": Literal, "Point": Point}
     exec(source, namespace)
-    tool = tk.tool(namespace["generated"])
+    tool = tk.tool(namespace["generated"], claims=lambda args: [])
     # What strict mode makes a model send: every property, optional ones as null.
     arguments = {f"p{i}": KINDS[k][1] for i, k in required}
     arguments |= {f"p{i}": None for i, _ in defaulted}

@@ -40,7 +40,7 @@ async def _takes_path(ctx: tk.ToolContext, path: str) -> str:
 
 
 def _tool_option(option: str) -> Callable[[Any], object]:
-    return lambda value: tk.tool(**{option: value})(_takes_path)
+    return lambda value: tk.tool(claims=lambda args: [], **{option: value})(_takes_path)
 
 
 # Where a number of seconds is given: (what the message names, how the value is given).
@@ -369,7 +369,7 @@ def test_every_kernel_option_default_passes_the_checker_a_given_value_does() -> 
 def test_open_kernel_s_defaults_are_kernel_options_defaults() -> None:
     """open_kernel gives every option to KernelOptions, its defaults included: they are
     checked there, by the checkers given values meet, and agree with KernelOptions'."""
-    parameters = inspect.signature(tk.open_kernel.__wrapped__).parameters  # type: ignore[attr-defined]
+    parameters = inspect.signature(tk.open_kernel).parameters
     given = {field.name: parameters[field.name].default for field in attrs.fields(KernelOptions)}
     assert KernelOptions(**given) == KernelOptions()
 

@@ -40,6 +40,17 @@ def test_importing_toolkernel_mcp_without_its_extra_names_the_extra(missing: str
     assert last.endswith(f"is not installed): {install_command('mcp')}")
 
 
+def test_opentelemetry_spans_without_their_extra_name_the_extra() -> None:
+    ran = run(["opentelemetry"], "import toolkernel.trace.otel")
+    assert ran.returncode != 0
+    last = ran.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: toolkernel.trace.otel needs the 'otel' extra (opentelemetry is not "
+        "installed): pip install 'toolkernel[otel]' (in a clone of toolkernel: "
+        "pip install -e '.[otel]')"
+    )
+
+
 def test_the_kernel_itself_needs_no_extra() -> None:
     missing = ["mcp", "jsonschema", "re2", "rich", "prompt_toolkit", "tree_sitter", "httpx"]
     ran = run(missing, "import toolkernel, toolkernel.tools, toolkernel.agent; print('ok')")

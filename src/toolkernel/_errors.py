@@ -47,9 +47,12 @@ or a claim declared wrongly, a lease released twice, work submitted to a closed 
         + KernelClosedError (RuntimeError)
         + WrongLoopError (RuntimeError) - async code away from the kernel's event loop
         + NoWorkspaceError (AttributeError) - ``ctx.fs`` in a kernel opened without a root
+        + KernelNotOpenError (TypeError, AttributeError) - a kernel used without ``async with``
+        + InvalidBatchError (TypeError) - calls given to ``run`` that are not a list of calls
         + SchemaError (ValueError)
         + ShellRulesError (ValueError)
       x ModelError (RuntimeError) - a request to a model failed
+    * BarrierToolWarning (UserWarning) - a tool declared no claims, so each call runs alone
     * HoldMore (BaseException) - not a failure: a running tool asks to hold more
 
 ``HoldMore`` is a signal to the kernel, not an error: like trio's ``Cancelled`` it derives from
@@ -89,6 +92,8 @@ __all__ = [
     "KernelClosedError",
     "WrongLoopError",
     "NoWorkspaceError",
+    "KernelNotOpenError",
+    "InvalidBatchError",
     "CallEndedError",
     "ToolDeclarationError",
     "PathChangedError",
@@ -107,6 +112,7 @@ __all__ = [
     "MCPToolError",
     "MCPServerGoneError",
     "HoldMore",
+    "BarrierToolWarning",
 ]
 
 
@@ -286,6 +292,16 @@ class NoWorkspaceError(UsageError, AttributeError):
     """A tool used ``ctx.fs`` in a kernel opened without a workspace (``open_kernel`` with no
     ``root=``): there are no files to give it. An ``AttributeError``, as ``ctx.fs`` was None
     there before, so ``getattr(ctx, "fs", None)`` is None in such a kernel."""
+class KernelNotOpenError(UsageError, TypeError, AttributeError):
+    """``open_kernel(...)`` was used as if it were the kernel: awaited, entered with a plain
+    ``with``, or asked for an attribute (``kernel.run``) without ``async with``. A ``TypeError``
+    as awaiting or entering the wrong kind of object is, and an ``AttributeError`` so that
+    ``hasattr`` and ``getattr(..., default)`` keep answering."""
+
+
+class InvalidBatchError(UsageError, TypeError):
+    """``Kernel.run``, ``stream`` or ``submit_batch`` was given something other than a list of
+    ``ToolCall`` (one ``ToolCall`` alone, or an item that is not a call)."""
 
 
 # -- integrations ----------------------------------------------------------------------------
@@ -330,6 +346,15 @@ class MCPServerGoneError(ToolError, ConnectionError):
 
 class ShellRulesError(UsageError, ValueError):
     """A table of shell rules that can't be understood; the message names the rule and field."""
+
+
+# -- warnings -------------------------------------------------------------------------------
+
+
+class BarrierToolWarning(UserWarning):
+    """A tool was declared with no claims (no ``reads``, ``writes``, ``claims`` or
+    ``reads_workspace``): each of its calls is a barrier, exclusive on everything, so it runs
+    alone. Said once, when the tool is declared; declare what it touches to silence it."""
 
 
 # -- not a failure --------------------------------------------------------------------------

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import os
+import shlex
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
+from typing import TYPE_CHECKING, NoReturn, ParamSpec
 
+from ._errors import KernelNotOpenError
 from .kernel import (
     AfterHook,
     Approver,
@@ -18,12 +24,87 @@ from .kernel import (
     open_kernel_core,
 )
 from .kernel._policy import allow_all
-from .leases import Fence, find_service, parse_leases
+from .leases import Fence, default_socket_path, find_service, parse_leases
 from .leases._connect import open_leases
 from .locks import Claim
 from .tools import FileAccess, FileAccessed, FileView, Workspace
 
 __all__ = ["open_kernel", "WorkspaceEnvironment"]
+
+P = ParamSpec("P")
+
+_log = logging.getLogger("toolkernel.leases")
+
+_USE_ASYNC_WITH = "use `async with tk.open_kernel(...) as kernel:`"
+
+
+class KernelOpening(AbstractAsyncContextManager[Kernel]):
+    """What ``open_kernel(...)`` returns: the kernel, once entered with ``async with``.
+
+    Entering and leaving are those of the context manager it wraps, exceptions and all. Used any
+    other way (awaited, entered with a plain ``with``, asked for ``.run``), it raises
+    :class:`KernelNotOpenError` saying to use ``async with``, rather than an error about a
+    class of ``contextlib``.
+    """
+
+    __slots__ = ("_manager",)
+
+    def __init__(self, manager: AbstractAsyncContextManager[Kernel]) -> None:
+        self._manager = manager
+
+    async def __aenter__(self) -> Kernel:
+        return await self._manager.__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        return await self._manager.__aexit__(exc_type, exc, traceback)
+
+    def __repr__(self) -> str:
+        return "<open_kernel(...), not yet open: enter it with `async with`>"
+
+    # Hidden from type checkers, so that they flag these uses before they run.
+    if not TYPE_CHECKING:
+
+        def __await__(self) -> NoReturn:
+            raise KernelNotOpenError(
+                f"open_kernel(...) can't be awaited: it opens a kernel for the length of a "
+                f"block and closes it after; {_USE_ASYNC_WITH}"
+            )
+
+        def __enter__(self) -> NoReturn:
+            raise KernelNotOpenError(
+                f"open_kernel(...) needs `async with`, not `with`: {_USE_ASYNC_WITH} inside "
+                f"an async function (from synchronous code, start one with trio.run or "
+                f"asyncio.run)"
+            )
+
+        def __exit__(self, *exc_info: object) -> None:  # with looks it up before __enter__ runs
+            return None
+
+        def __getattr__(self, name: str) -> NoReturn:
+            if name.startswith("__"):  # copy, pickle and inspect probe for these
+                raise AttributeError(name)
+            raise KernelNotOpenError(
+                f"open_kernel(...) is not the kernel yet, so it has no {name!r}: "
+                f"{_USE_ASYNC_WITH} and then use kernel.{name}"
+            )
+
+
+def _opened_by_async_with(
+    function: Callable[P, AsyncIterator[Kernel]],
+) -> Callable[P, AbstractAsyncContextManager[Kernel]]:
+    """As ``asynccontextmanager``, returning a :class:`KernelOpening` that explains misuse."""
+    manager = asynccontextmanager(function)
+
+    @functools.wraps(function)
+    def opening(*args: P.args, **kwargs: P.kwargs) -> AbstractAsyncContextManager[Kernel]:
+        return KernelOpening(manager(*args, **kwargs))
+
+    return opening
 
 
 class WorkspaceEnvironment:
@@ -62,7 +143,7 @@ class WorkspaceEnvironment:
         )
 
 
-@asynccontextmanager
+@_opened_by_async_with
 async def open_kernel(
     tools: Iterable[KernelTool] = (),
     root: str | os.PathLike[str] | Workspace | None = None,
@@ -105,8 +186,9 @@ async def open_kernel(
       using that etcd cluster: a granted call then also waits for its claims there before its
       tool starts, so calls of several agents on one tree never overlap where they conflict.
       ``"auto"`` finds the lease service serving ``root`` (one started with ``serve --root``
-      and no ``--socket``), and keeps leases in-process if none runs. Needs ``root``, the same
-      directory for every process.
+      and no ``--socket``), and keeps leases in-process if none runs, saying so with a warning
+      on the ``toolkernel.leases`` logger. Needs ``root``, the same directory for every
+      process. ``kernel.leases`` says which is in use: ``"in-process"`` or the URL.
 
     A bad option raises ``TypeError`` or ``ValueError`` here, before anything runs. Leaving the
     block cancels whatever still runs; every call still gets its result.
@@ -127,7 +209,7 @@ async def open_kernel(
         if root is None:
             raise ValueError("leases= needs a root: shared leases name paths in the workspace")
         if leases == "auto":
-            leases = find_service(root.root if isinstance(root, Workspace) else root)
+            leases = _found_service(root.root if isinstance(root, Workspace) else root)
         else:
             parse_leases(leases)  # a bad URL raises here, before anything opens
     environment = None
@@ -145,6 +227,28 @@ async def open_kernel(
         root_path = environment.workspace.root
         async with (
             open_leases(leases, root_path, pools=pools) as shared,
-            open_kernel_core(tools, environment=environment, options=options, shared=shared) as k,
+            open_kernel_core(
+                tools, environment=environment, options=options, shared=shared, shared_at=leases
+            ) as k,
         ):
             yield k
+
+
+def _found_service(root: str | os.PathLike[str]) -> str | None:
+    """``leases="auto"``: the URL of the service serving ``root``, or None for in-process
+    leases; either way it is logged, the fall-back as a warning, since other processes' calls
+    on the tree are then not ordered against this kernel's."""
+    found = find_service(root)
+    if found is not None:
+        _log.info('leases="auto": this kernel shares its leases through %s', found)
+        return found
+    _log.warning(
+        'leases="auto": no lease service serves %s (none listens at %s), so this kernel keeps '
+        "its leases in-process: calls of other processes on the tree are not ordered against "
+        "its calls. Start one with `python -m toolkernel serve --root %s` before opening the "
+        "kernel, or open it with leases=None to keep them in-process without this message.",
+        os.fspath(root),
+        default_socket_path(root),
+        shlex.quote(os.fspath(root)),
+    )
+    return None

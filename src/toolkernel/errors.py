@@ -1,4 +1,5 @@
-"""Every exception toolkernel raises, in one place: the tree is drawn in ``_errors``.
+"""Every exception toolkernel raises, and the warning it gives, in one place: the tree is drawn
+in ``_errors``.
 
 The top level (``toolkernel``) keeps the bases and the errors a caller catches most; this module
 has them all, the rarer ones (a lease released twice, a pool never sized, ...) included.
@@ -6,6 +7,7 @@ has them all, the rarer ones (a lease released twice, a pool never sized, ...) i
 
 from ._errors import ApprovalRequiredError as ApprovalRequiredError
 from ._errors import ApprovalTimeoutError as ApprovalTimeoutError
+from ._errors import BarrierToolWarning as BarrierToolWarning
 from ._errors import CallCancelledError as CallCancelledError
 from ._errors import CallEndedError as CallEndedError
 from ._errors import CallFailedError as CallFailedError
@@ -20,9 +22,11 @@ from ._errors import HoldMore as HoldMore
 from ._errors import HookError as HookError
 from ._errors import IllegalTransitionError as IllegalTransitionError
 from ._errors import InvalidArgumentsError as InvalidArgumentsError
+from ._errors import InvalidBatchError as InvalidBatchError
 from ._errors import InvalidCallError as InvalidCallError
 from ._errors import InvalidClaimError as InvalidClaimError
 from ._errors import KernelClosedError as KernelClosedError
+from ._errors import KernelNotOpenError as KernelNotOpenError
 from ._errors import LeaseReleaseError as LeaseReleaseError
 from ._errors import LeaseServiceError as LeaseServiceError
 from ._errors import LeaseWaitTimeoutError as LeaseWaitTimeoutError

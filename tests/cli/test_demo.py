@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from toolkernel.cli import main
-from toolkernel.cli._demo import run_demo
+from toolkernel.cli._demo import _speed_up, run_demo
 
 
 def test_the_demo_runs_every_turn_and_ends_the_same_three_ways(
@@ -85,3 +85,19 @@ def test_two_agents_edit_one_tree_at_once_and_leave_what_one_after_the_other_lea
         "every call ok: True; both agents' edits landed: True; the same tree as one after "
         "the other: True"
     ) in out
+
+
+def test_with_no_latency_the_demo_claims_no_speed_up(
+    capsys: pytest.CaptureFixture[str], tmp_path: pathlib.Path
+) -> None:
+    assert main(["demo", "--no-latency", "--trace", str(tmp_path / "t.json")]) == 0
+    out = capsys.readouterr().out
+    compared = out.split("the same session, three ways:")[1]
+    assert "faster" not in compared and "slower" not in compared
+    assert compared.count("no latency: speed-up not measured") == 2
+
+
+def test_a_speed_up_is_said_as_faster_or_slower_only_with_latency() -> None:
+    assert _speed_up(3.0, 1.0, latency=True) == "toolkernel is 3.00x faster"
+    assert _speed_up(1.0, 2.0, latency=True) == "toolkernel is 2.00x slower"
+    assert _speed_up(3.0, 1.0, latency=False) == "no latency: speed-up not measured"

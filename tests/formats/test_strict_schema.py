@@ -141,7 +141,7 @@ def test_an_optional_enum_is_wrapped_in_any_of_with_null_and_keeps_its_default_i
     assert '(default: "files_with_matches")' in mode["description"]
 
 
-@tk.tool
+@tk.tool(claims=lambda args: [])
 async def constrained(
     ctx: tk.ToolContext,
     name: Annotated[str, Field(min_length=1, max_length=20)],
@@ -164,19 +164,19 @@ def test_unsupported_constraints_move_into_the_description_and_supported_ones_st
     assert "(default: 3)" in properties["count"]["description"]
 
 
-@tk.tool
+@tk.tool(claims=lambda args: [])
 async def free_form(ctx: tk.ToolContext, labels: dict[str, str]) -> str:
     """Free-form keys."""
     return ""
 
 
-@tk.tool
+@tk.tool(claims=lambda args: [])
 async def anything(ctx: tk.ToolContext, value: Any) -> str:
     """Any value."""
     return ""
 
 
-@tk.tool
+@tk.tool(claims=lambda args: [])
 async def pair(ctx: tk.ToolContext, point: tuple[int, int]) -> str:
     """A tuple."""
     return ""

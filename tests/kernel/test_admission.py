@@ -168,6 +168,52 @@ async def test_submitting_something_that_is_not_a_tool_call_raises(autojump_cloc
         assert_leases_returned(kernel)
 
 
+async def test_one_call_given_to_run_instead_of_a_list_says_to_wrap_it(rec) -> None:
+    call = edit("c1", "a", 0)
+    async with tk.open_kernel(tools=make_tools(rec)) as kernel:
+        with pytest.raises(tk.errors.InvalidBatchError) as raised:
+            await kernel.run(call)  # type: ignore[arg-type]
+        assert str(raised.value) == (
+            "kernel.run takes a list of calls; got one ToolCall ('c1', 'edit'): "
+            "kernel.run([call]) or kernel.submit(call)"
+        )
+        assert isinstance(raised.value, TypeError) and isinstance(raised.value, tk.UsageError)
+        with pytest.raises(tk.errors.InvalidBatchError, match=r"kernel.submit_batch\(\[call\]\)"):
+            kernel.submit_batch(call)  # type: ignore[arg-type]
+        with pytest.raises(tk.errors.InvalidBatchError, match=r"kernel.stream\(\[call\]\)$"):
+            async with kernel.stream(call):  # type: ignore[arg-type]
+                pass
+        with pytest.raises(
+            tk.errors.InvalidBatchError, match=r"a list of calls \(ToolCall\); got 3"
+        ):
+            await kernel.run(3)  # type: ignore[arg-type]
+        assert kernel.statistics().finished == 0  # nothing was admitted
+        assert_leases_returned(kernel)
+
+
+async def test_a_claims_function_returning_one_claim_says_to_wrap_it() -> None:
+    @tk.tool(claims=lambda args: tk.writes("a.txt"))  # type: ignore[arg-type,return-value]
+    async def lone(ctx: tk.ToolContext) -> str:
+        return "ran"
+
+    @tk.tool(claims=lambda args: 7)  # type: ignore[arg-type,return-value]
+    async def odd(ctx: tk.ToolContext) -> str:
+        return "ran"
+
+    async with tk.open_kernel(tools=[lone, odd]) as kernel:
+        one, other = await kernel.run([tk.ToolCall("c1", "lone", {}), tk.ToolCall("c2", "odd", {})])
+    assert one.status is tk.Status.ERROR and one.error_type == "InvalidClaimError"
+    assert one.error == (
+        "InvalidClaimError: can't compute the claims of lone: claims must return a list of "
+        "claims (such as [writes('a.txt')], or [] for none); got one claim, writes('a.txt'); "
+        "wrap it in a list: [writes('a.txt')]"
+    )
+    assert "not iterable" not in (other.error or "")
+    assert (other.error or "").endswith(
+        "claims must return a list of claims (such as [writes('a.txt')], or [] for none); got 7"
+    )
+
+
 def test_two_tools_with_one_name_are_refused() -> None:
     rec = Recorder()
 

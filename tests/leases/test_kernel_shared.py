@@ -4,7 +4,9 @@ wait there is bounded, cancellable and fails clearly when the service is gone.""
 
 from __future__ import annotations
 
+import logging
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -167,6 +169,27 @@ def test_leases_need_a_root_and_a_url_we_can_read() -> None:
         anyio.run(lambda: open_with(root=".", leases="http://example"))
 
 
+async def test_a_socket_no_service_listens_on_says_how_to_start_one(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.sock"
+    with pytest.raises(tk.errors.LeaseServiceError) as raised:
+        async with tk.open_kernel([], root=tmp_path, leases=f"unix:{missing}"):
+            pass
+    message = str(raised.value)
+    assert f"no lease service listens at {missing} (there is no such socket)" in message
+    assert f"python -m toolkernel serve --root {tmp_path} --socket {missing}" in message
+    assert 'leases="auto"' in message
+    assert isinstance(raised.value.__cause__, FileNotFoundError)
+
+
+async def test_a_socket_left_by_a_stopped_service_says_so(tmp_path: Path) -> None:
+    stale = tmp_path / "stale.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bound:
+        bound.bind(str(stale))  # bound, never listening: connecting is refused
+        with pytest.raises(tk.errors.LeaseServiceError, match="nothing accepts on it"):
+            async with tk.open_kernel([], root=tmp_path, leases=f"unix:{stale}"):
+                pass
+
+
 _HOLDER = textwrap.dedent(
     """
     import sys, time, trio
@@ -207,6 +230,7 @@ async def test_a_call_waits_for_another_process_holding_its_file_or_for_its_deat
     holder = _holder(service, 30.0 if killed else 0.5)
     try:
         async with tk.open_kernel(tools_for(gates), root=service.root, leases=service.url) as k:
+            assert k.leases == service.url
             if killed:
                 holder.kill()  # its leases return the moment its connection goes
             with anyio.fail_after(20):
@@ -233,14 +257,24 @@ def _serve_at_the_default_socket(root: Path) -> Service:
 
 
 async def test_auto_finds_the_service_serving_the_root_or_keeps_leases_in_process(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     gates = Gates()
     tools = tools_for(gates)
+    caplog.set_level(logging.INFO, logger="toolkernel.leases")
     with anyio.fail_after(20):
         async with tk.open_kernel(tools, root=tmp_path, leases="auto") as alone:
             [result] = await alone.run([tk.ToolCall("c0", "hold", {"path": "x"})])
             assert result.ok  # no service: in-process leases
+            assert alone.leases == "in-process"
+    # The fall-back is said once, at the open, with why and what to do.
+    [fell_back] = caplog.records
+    assert fell_back.levelno == logging.WARNING
+    said = fell_back.getMessage()
+    assert said.startswith(f'leases="auto": no lease service serves {tmp_path}')
+    assert "keeps its leases in-process" in said
+    assert f"python -m toolkernel serve --root {tmp_path}" in said
+    caplog.clear()
     service = _serve_at_the_default_socket(tmp_path)
     try:
         assert find_service(tmp_path) == service.url
@@ -249,6 +283,9 @@ async def test_auto_finds_the_service_serving_the_root_or_keeps_leases_in_proces
                 tk.open_kernel(tools, root=tmp_path, leases="auto") as a,
                 tk.open_kernel(tools, root=tmp_path, leases="auto") as b,
             ):
+                assert a.leases == b.leases == service.url
+                assert [r.levelno for r in caplog.records] == [logging.INFO] * 2
+                assert service.url in caplog.records[0].getMessage()
                 first = a.submit(
                     tk.ToolCall("a1", "hold", {"path": "x", "until": "go", "then": "a"})
                 )

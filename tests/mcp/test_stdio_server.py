@@ -225,3 +225,17 @@ async def test_a_server_that_exits_at_once_or_a_command_in_one_string_is_an_erro
     with pytest.raises(TypeError, match=r"not one string .*shlex.split"):
         async with stdio_tools("mcp-server-git --repository ."):  # type: ignore[arg-type]
             pass
+
+
+async def test_a_command_that_is_not_on_path_is_named_as_not_found(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(FileNotFoundError) as raised:
+        async with stdio_tools(["no-such-mcp-server"], env={"PATH": str(tmp_path)}):
+            pass
+    message = str(raised.value)
+    assert "the MCP server's command 'no-such-mcp-server' was not found" in message
+    assert f"no program of that name on PATH ({tmp_path})" in message
+    assert "exited before it answered" not in message
+    missing = tmp_path / "server"
+    with pytest.raises(FileNotFoundError, match="there is no such file"):
+        async with stdio_tools([str(missing)]):
+            pass

@@ -3,14 +3,17 @@ the claims missed, and the environment a command needs for its claims to hold.""
 
 from __future__ import annotations
 
+import inspect
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
 import pytest
 
 import toolkernel as tk
+import toolkernel.tools
 from toolkernel.shell import (
     _confine,
     analyse,
@@ -136,6 +139,24 @@ def test_a_refused_write_outside_is_named_from_what_programs_say(
         f"workspace"
     )
     assert "builtin_tools(bash=True, shell_writable=[...])" in message
+
+
+def test_the_refusal_names_only_public_functions_and_their_real_parameters(
+    tmp_path: pathlib.Path,
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    said = f"touch: cannot touch '{elsewhere}/x': Permission denied"
+    message = launch([str(tmp_path / "tmp")]).explain(said, str(tmp_path / "root"))
+    assert message is not None
+    named = re.findall(r"([\w.]+)\(([^()]*)\)", message)
+    assert named, message
+    for function, arguments in named:
+        module, _, name = function.rpartition(".")
+        assert module == "toolkernel.tools", f"{function} is not a public function"
+        parameters = inspect.signature(getattr(toolkernel.tools, name)).parameters
+        for argument in re.findall(r"(\w+)=", arguments):
+            assert argument in parameters, f"{function} has no parameter {argument}="
 
 
 def test_without_the_sandbox_it_is_landlock_that_refused(tmp_path: pathlib.Path) -> None:

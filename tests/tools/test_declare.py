@@ -6,8 +6,12 @@ names the tool and says how to fix it.
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
+import subprocess
+import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +19,7 @@ import pytest
 
 import toolkernel as tk
 from toolkernel._errors import ToolDeclarationError
+from toolkernel.errors import BarrierToolWarning
 
 
 def declaring(*fragments: str) -> Any:
@@ -40,10 +45,10 @@ def test_a_tool_without_a_context_parameter_is_refused() -> None:
 
 
 def test_the_context_is_known_by_its_name_or_its_annotation() -> None:
-    @tk.tool
+    @tk.tool(claims=lambda args: [])
     async def by_name(ctx, path: str) -> None: ...  # type: ignore[no-untyped-def]
 
-    @tk.tool
+    @tk.tool(claims=lambda args: [])
     async def by_annotation(c: tk.ToolContext, path: str) -> None: ...
 
     for declared in (by_name, by_annotation):
@@ -115,7 +120,7 @@ def test_a_timeout_must_be_a_finite_non_negative_number(option: str, value: Any)
 
 
 def test_a_timeout_may_be_zero_or_none() -> None:
-    declared = tk.tool(wait_timeout=0, run_timeout=None)(_takes_path)
+    declared = tk.tool(wait_timeout=0, run_timeout=None, reads=["path"])(_takes_path)
     assert (declared.wait_timeout, declared.run_timeout) == (0, None)
 
 
@@ -236,3 +241,72 @@ def test_the_options_tool_takes_are_the_ones_documented() -> None:
 async def _takes_path(ctx: tk.ToolContext, path: str) -> str:
     """Take a path."""
     return path
+
+
+def test_a_tool_declaring_no_claims_warns_once_at_its_declaration() -> None:
+    with pytest.warns(BarrierToolWarning) as caught:
+        line = inspect.currentframe().f_lineno + 2  # type: ignore[union-attr]
+
+        @tk.tool
+        async def bare(ctx: tk.ToolContext) -> None: ...
+
+        @tk.tool(name="named")
+        async def parenthesized(ctx: tk.ToolContext) -> None: ...
+
+    assert [str(w.message).split(" declares")[0] for w in caught] == [
+        "tool 'bare'",
+        "tool 'named'",
+    ]
+    # Each points at the user's line declaring the tool, not inside toolkernel.
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, line), (__file__, line + 3)]
+    message = str(caught[0].message)
+    assert "each of its calls runs alone" in message
+    assert "claims=lambda args: [...]" in message and "claims=lambda args: []" in message
+    assert issubclass(BarrierToolWarning, UserWarning)
+
+
+async def test_the_warning_is_given_at_declaration_not_at_each_call() -> None:
+    with pytest.warns(BarrierToolWarning):
+
+        @tk.tool
+        async def bare(ctx: tk.ToolContext) -> str:
+            return "ran"
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        async with tk.open_kernel([bare]) as kernel:
+            results = await kernel.run([tk.ToolCall(f"c{i}", "bare", {}) for i in range(3)])
+    assert [r.output for r in results] == ["ran"] * 3
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"reads": ["path"]},
+        {"writes": ["path"]},
+        {"claims": lambda args: []},
+        {"claims": lambda args: [tk.exclusive(tk.EVERYTHING)]},  # a barrier on purpose
+        {"reads_workspace": True},
+    ],
+)
+def test_a_tool_declaring_anything_does_not_warn(options: dict[str, Any]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tk.tool(**options)(_takes_path)
+
+
+def test_the_built_in_tools_declare_their_claims() -> None:
+    # In a fresh interpreter: the built-in tools are declared when toolkernel is imported.
+    code = (
+        "import toolkernel, toolkernel.testing, toolkernel.mcp\n"
+        "from toolkernel.tools import builtin_tools\n"
+        "builtin_tools(bash=True)\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-W", "error::UserWarning", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert (ran.returncode, ran.stderr) == (0, "")

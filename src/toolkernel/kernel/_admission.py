@@ -413,7 +413,15 @@ def compute_claims(
         key = _noting(key, keyed)
     try:
         declared = tool.claims(arguments, key)
-        claims = _BARRIER if declared is None else tuple(declared)
+        claims: tuple[Claim, ...]
+        if declared is None:
+            claims = _BARRIER
+        elif type(declared) is list or type(declared) is tuple:
+            claims = tuple(declared)
+        elif isinstance(declared, Claim | str | bytes) or not isinstance(declared, Iterable):
+            raise messages.claims_not_a_list(tool.name, declared)
+        else:
+            claims = tuple(declared)
         canonical = canonical_claims(claims) if claims else ()
     except (InvalidCallError, InvalidClaimError):
         raise

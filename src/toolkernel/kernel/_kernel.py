@@ -156,6 +156,15 @@ class TimedEvents:
         return await self._events.__anext__()
 
 
+def _listed(calls: Iterable[ToolCall], method: str) -> list[ToolCall]:
+    """``calls`` as a list; a lone ``ToolCall`` (not iterable) is refused saying so."""
+    if isinstance(calls, list):
+        return calls
+    if isinstance(calls, ToolCall) or not isinstance(calls, Iterable):
+        raise messages.not_a_batch(method, calls)
+    return list(calls)
+
+
 # -- Objects that only work when opened by their context manager have no public constructor -------
 class NoPublicConstructor(type):
     """As trio's ``Nursery``: ``Kernel(...)`` raises; ``open_kernel`` builds one with
@@ -217,10 +226,12 @@ class Kernel(metaclass=NoPublicConstructor):
         environment: Environment | None,
         options: KernelOptions,
         shared: LeaseBackend | None = None,
+        shared_at: str | None = None,
     ) -> None:
         self._environment = environment
         # Leases shared with other processes, and what this kernel's calls hold there.
         self._shared = shared
+        self._leases = "in-process" if shared is None else shared_at or "shared"
         self._grants: dict[CallRecord, Grant] = {}
         self._before_hooks = options.before_hooks
         self._after_hooks = options.after_hooks
@@ -265,6 +276,13 @@ class Kernel(metaclass=NoPublicConstructor):
     def tools(self) -> Mapping[str, KernelTool]:
         """The tools by name."""
         return dict(self._scheduler.tools)
+
+    @property
+    def leases(self) -> str:
+        """Where this kernel's leases are decided: ``"in-process"`` (its own lease table
+        alone), or the ``leases=`` URL of the backend it shares them through (``"unix:PATH"``,
+        ``"etcd://host:port"``); with ``leases="auto"``, whichever was found. Read-only."""
+        return self._leases
 
     def add_listener(self, listener: KernelListener) -> Callable[[], None]:
         """Call ``listener`` synchronously with every event; returns a function that removes it.
@@ -313,6 +331,7 @@ class Kernel(metaclass=NoPublicConstructor):
         ``KernelClosedError`` once the kernel is closing.
         """
         self._loop.check_caller("kernel.submit", "anyio.from_thread.run_sync(kernel.submit, call)")
+        calls = _listed(calls, "submit_batch")
         awaited_by = None
         if within is not None:
             record = within._record
@@ -339,7 +358,7 @@ class Kernel(metaclass=NoPublicConstructor):
         """
         self._loop.check_caller("kernel.run", "anyio.from_thread.run(kernel.run, calls)")
         check_seconds("timeout", timeout)
-        calls = calls if isinstance(calls, list) else list(calls)
+        calls = calls if isinstance(calls, list) else _listed(calls, "run")
         records, actions = self._scheduler.submit(calls, None, self._caller(), tools)
         inline = None
         if len(records) == 1 and timeout is None and actions:
@@ -413,8 +432,8 @@ class Kernel(metaclass=NoPublicConstructor):
         """
         self._loop.check_caller("kernel.stream", "anyio.from_thread.run(...)")
         check_seconds("timeout", timeout)
+        calls = _listed(calls, "stream")
         send, receive = anyio.create_memory_object_stream[CallEvent](math.inf)
-        calls = list(calls)
         remaining = len(calls)
 
         def sink(event: CallEvent) -> None:
@@ -996,15 +1015,20 @@ async def open_kernel_core(
     environment: Environment | None = None,
     options: KernelOptions | None = None,
     shared: LeaseBackend | None = None,
+    shared_at: str | None = None,
 ) -> AsyncIterator[Kernel]:
     """Open a :class:`Kernel` with ``options`` (checked already: a :class:`KernelOptions`);
-    without an ``environment`` paths are keyed lexically and there is no ``ctx.fs``.
+    without an ``environment`` paths are keyed lexically and there is no ``ctx.fs``. ``shared``:
+    the backend leases are taken from beside the kernel's own table, and ``shared_at`` the
+    ``leases=`` URL it was opened from (what :attr:`Kernel.leases` says).
     ``toolkernel.open_kernel`` is the way applications open one; it documents the options.
 
     On exit every unfinished call is cancelled and gets its result; leases all return.
     """
     # Built before the tasks open, so bad options raise plainly, not in an ExceptionGroup.
-    kernel: Kernel = Kernel._create(tools, environment, options or KernelOptions(), shared)
+    kernel: Kernel = Kernel._create(
+        tools, environment, options or KernelOptions(), shared, shared_at
+    )
     async with kernel._loop.tasks() as spawn:
         kernel._spawn = spawn
         spawn(kernel._timer, None, "toolkernel: lease-wait timer")

@@ -24,6 +24,7 @@ from .._errors import (
     DependencyFailedError,
     HookError,
     InvalidArgumentsError,
+    InvalidBatchError,
     InvalidCallError,
     InvalidClaimError,
     LeaseServiceError,
@@ -37,7 +38,8 @@ from .._errors import (
     UndeclaredAccessError,
     UnknownToolError,
 )
-from ._call import Status
+from ..locks import Claim, Device, Path, Pool
+from ._call import Status, ToolCall
 
 __all__ = ["describe", "Why", "CancelReason", "RootCause", "ASKED", "OUT_OF_TIME"]
 
@@ -187,6 +189,45 @@ def arguments_failed(tool: str, exc: BaseException) -> InvalidArgumentsError:
     error = InvalidArgumentsError(f"can't check the arguments of {tool}: {describe(exc)}")
     error.__cause__ = exc
     return error
+
+
+def claims_not_a_list(tool: str, declared: object) -> InvalidClaimError:
+    """A claims function that returned one claim, or anything else that is not a list."""
+    if isinstance(declared, Claim):
+        spelled = spell_claim(declared)
+        got = f"got one claim, {spelled}; wrap it in a list: [{spelled}]"
+    else:
+        got = f"got {_preview(declared)}"
+    return InvalidClaimError(
+        f"can't compute the claims of {tool}: claims must return a list of claims "
+        f"(such as [writes('a.txt')], or [] for none); {got}"
+    )
+
+
+def spell_claim(claim: Claim) -> str:
+    """A claim as it is written with toolkernel's helpers: ``writes('a.txt')``."""
+    resource = claim.resource
+    if isinstance(resource, Path):
+        return f"{'writes' if claim.is_exclusive else 'reads'}({str(resource)!r})"
+    if isinstance(resource, Pool) and not claim.is_exclusive:
+        return f"units(pool({resource.name!r}), {claim.units})"
+    if isinstance(resource, Device | Pool):
+        kind = "device" if isinstance(resource, Device) else "pool"
+        return f"{claim.mode.value}({kind}({resource.name!r}))"
+    return f"{claim.mode.value}({resource!r})"
+
+
+def not_a_batch(method: str, calls: object) -> InvalidBatchError:
+    """``kernel.run(call)``: one call, or anything else that is not a list of calls."""
+    if isinstance(calls, ToolCall):
+        alone = " or kernel.submit(call)" if method != "stream" else ""
+        return InvalidBatchError(
+            f"kernel.{method} takes a list of calls; got one ToolCall ({calls.id!r}, "
+            f"{calls.name!r}): kernel.{method}([call]){alone}"
+        )
+    return InvalidBatchError(
+        f"kernel.{method} takes a list of calls (ToolCall); got {_preview(calls)}"
+    )
 
 
 def claims_failed(tool: str, exc: BaseException) -> InvalidClaimError:

@@ -65,7 +65,7 @@ from typing import Any, cast
 
 import attrs
 
-from .._errors import InvalidCallError, InvalidClaimError, KernelClosedError
+from .._errors import InvalidBatchError, InvalidCallError, InvalidClaimError, KernelClosedError
 from ..locks import Claim, LeaseTableStatistics, Path, claims_conflict, path
 from . import _leasing as leasing
 from . import _messages as messages
@@ -398,7 +398,9 @@ class Scheduler:
     ) -> list[CallRecord]:
         for call in calls:  # all or nothing: check everything before admitting anything
             if not isinstance(call, ToolCall):
-                raise TypeError(f"expected ToolCall, got {type(call).__name__}")
+                raise InvalidBatchError(
+                    f"a batch is a list of ToolCall; expected ToolCall, got {type(call).__name__}"
+                )
         self._serial += 1
         batch = Batch(self._serial, len(calls), self._serial + 1)
         batch.tools = None if tools is None else ChainMap(tools, self.tools)

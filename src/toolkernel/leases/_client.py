@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shlex
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -318,8 +319,14 @@ class UnixFence:
 async def open_unix(
     path: str, root: str | os.PathLike[str], *, pools: Mapping[str, int] | None = None
 ) -> AsyncIterator[UnixLeaseClient]:
-    """Connect to the lease service at ``path`` serving ``root``; disconnect on the way out."""
-    stream = await anyio.connect_unix(path)
+    """Connect to the lease service at ``path`` serving ``root``; disconnect on the way out.
+
+    Raises :class:`LeaseServiceError` saying how to start one when none listens at ``path``.
+    """
+    try:
+        stream = await anyio.connect_unix(path)
+    except (FileNotFoundError, ConnectionRefusedError) as exc:
+        raise LeaseServiceError(_no_service(path, root, exc)) from exc
     root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         found = os.fstat(root_fd)
@@ -355,6 +362,20 @@ async def open_unix(
             raise
     finally:
         os.close(root_fd)
+
+
+def _no_service(path: str, root: str | os.PathLike[str], exc: OSError) -> str:
+    why = (
+        "there is no such socket"
+        if isinstance(exc, FileNotFoundError)
+        else "the socket is there, but nothing accepts on it: its service has stopped"
+    )
+    return (
+        f"no lease service listens at {path} ({why}): start one for this workspace with "
+        f"`python -m toolkernel serve --root {shlex.quote(os.fspath(root))} --socket "
+        f'{shlex.quote(path)}`, or open the kernel with leases="auto" (the service serving '
+        f"the root if one runs, leases in this process if none does)"
+    )
 
 
 async def connect_unix(

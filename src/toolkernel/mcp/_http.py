@@ -94,7 +94,7 @@ async def http_tools(
         serial=serial,
     )
 
-    def gone_before_answer() -> MCPServerGoneError:
+    def gone_before_answer(cause: BaseException) -> MCPServerGoneError:
         return MCPServerGoneError(
             f"the MCP server at {url} could not be reached, or closed the connection before "
             f"it answered"

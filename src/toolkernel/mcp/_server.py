@@ -21,7 +21,7 @@ import anyio.abc
 import attrs
 import pydantic
 
-from .._errors import MCPServerGoneError, ToolDeclarationError
+from .._errors import ToolDeclarationError
 from .._extras import missing_extra
 from ._content import first_problem
 from ._presets import PRESETS, Preset, preset_for
@@ -102,11 +102,12 @@ async def open_server(
     connection: ServerConnection,
     options: ToolOptions,
     *,
-    gone_before_answer: Callable[[], MCPServerGoneError],
+    gone_before_answer: Callable[[BaseException], BaseException],
 ) -> AsyncIterator[list[MCPTool]]:
     """Connect through ``transport`` (an SDK transport), list the server's tools and yield
     them; the server is told ``options.roots``. ``gone_before_answer`` makes the error for a
-    server that goes away before it has answered.
+    server that could not be reached or started, or went away before it answered, from what
+    failed (the transport's own error: an ``OSError`` from starting it, a closed connection).
 
     The connection lives in a task of its own: when the transport fails (a server over HTTP
     that dies mid-call makes the SDK's transport raise), that task ends, the server's calls
@@ -142,7 +143,7 @@ async def _serve(
     transport: Any,
     connection: ServerConnection,
     options: ToolOptions,
-    gone_before_answer: Callable[[], MCPServerGoneError],
+    gone_before_answer: Callable[[BaseException], BaseException],
     stop: anyio.Event,
     *,
     task_status: anyio.abc.TaskStatus[list[MCPTool]] = anyio.TASK_STATUS_IGNORED,
@@ -211,7 +212,7 @@ def _roots_answer(roots: tuple[str, ...]) -> Any:
 def _start_failure(
     exc: Exception,
     connection: ServerConnection,
-    gone_before_answer: Callable[[], MCPServerGoneError],
+    gone_before_answer: Callable[[BaseException], BaseException],
     error_type: type[BaseException],
 ) -> tuple[BaseException, BaseException | None]:
     """What to raise for a start that failed with ``exc``, and its cause."""
@@ -224,7 +225,7 @@ def _start_failure(
         )
         return refused, inner
     if _connection_closed(inner, error_type) or _unreachable(inner):
-        return gone_before_answer(), inner
+        return gone_before_answer(inner), inner
     return inner, None
 
 

@@ -109,11 +109,12 @@ async def stdio_tools(
     - ``wait_timeout`` / ``run_timeout``: defaults for the tools' calls, as for ``@tool``.
 
     Raises ``TypeError`` for a command that is not a list of words, ``OSError`` when the
-    program can't be started, :class:`~toolkernel.errors.MCPServerGoneError` when it exits before
-    answering, and :class:`~toolkernel.ToolDeclarationError` when ``reads``/``writes``/
-    ``claims`` name a tool or an argument the server does not have, or when the server lists its
-    tools in a form the MCP SDK refuses. A tool listed with an empty name, or a name listed
-    before, is left out with a warning (logger ``toolkernel.mcp``).
+    program can't be started (``FileNotFoundError`` naming the command and the ``PATH``
+    searched when there is no such program), :class:`~toolkernel.errors.MCPServerGoneError`
+    when it exits before answering, and :class:`~toolkernel.ToolDeclarationError` when
+    ``reads``/``writes``/``claims`` name a tool or an argument the server does not have, or
+    when the server lists its tools in a form the MCP SDK refuses. A tool listed with an empty
+    name, or a name listed before, is left out with a warning (logger ``toolkernel.mcp``).
     """
     words = _check_command(command)
     mcp = sdk()
@@ -150,7 +151,12 @@ async def stdio_tools(
             cwd=os.fspath(cwd) if cwd is not None else None,
         )
 
-        def gone_before_answer() -> MCPServerGoneError:
+        def gone_before_answer(cause: BaseException) -> BaseException:
+            if isinstance(cause, (FileNotFoundError, PermissionError)) and cause.filename in (
+                None,
+                words[0],
+            ):
+                return _not_started(words[0], cause, env)
             tail = connection.stderr_tail()
             return MCPServerGoneError(
                 f"the MCP server {list(words)} exited before it answered"
@@ -162,3 +168,23 @@ async def stdio_tools(
             transport, connection, options, gone_before_answer=gone_before_answer
         ) as tools:
             yield tools
+
+
+def _not_started(
+    program: str, cause: FileNotFoundError | PermissionError, env: Mapping[str, str] | None
+) -> OSError:
+    """The error for a server's program that could not be started: which, and why."""
+    if isinstance(cause, PermissionError):
+        return PermissionError(
+            f"the MCP server's command {program!r} can't be run: {cause.strerror or cause} "
+            f"(is it an executable file?)"
+        )
+    if os.sep in program:
+        where = "there is no such file"
+    else:
+        search = (env or {}).get("PATH", os.environ.get("PATH", os.defpath))
+        where = f"there is no program of that name on PATH ({search})"
+    return FileNotFoundError(
+        f"the MCP server's command {program!r} was not found: {where}; install it, or give "
+        f"the command's full path"
+    )

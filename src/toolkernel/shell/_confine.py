@@ -9,11 +9,11 @@ supervises it (nothing it starts outlives it), and outside the workspace Landloc
 only its private temporary directory (``TMPDIR``), the toolchains' caches
 (:data:`TOOLCHAIN_CACHES`), the places its rules name, the git directory a ``.git`` file points
 to, ``/dev/null`` and ``/dev/shm``: what a command writes outside the workspace is policy, not
-ordering (``builtin_tools(bash=True, shell_writable=[...])``, or ``make_bash_tool(writable=...)``,
-allows more). A refused write is named in the error, with that option: Landlock reports nothing
-to the process that set it up, so it is recognised in the command's output ("Permission
-denied" beside a path outside what it could write, or a few lines below one, in any of the ways
-shells, coreutils, Python, Node and Rust quote it), where this process could write it itself.
+ordering (``builtin_tools(bash=True, shell_writable=[...])`` allows more). A refused write is
+named in the error, with that option: Landlock reports nothing to the process that set it up,
+so it is recognised in the command's output ("Permission denied" beside a path outside what it
+could write, or a few lines below one, in any of the ways shells, coreutils, Python, Node and
+Rust quote it), where this process could write it itself.
 
 Inside the workspace nothing is refused, in either mode: a write its rules missed is committed
 under leases taken afterwards in the sandbox, and happens as in a plain shell without it (where
@@ -203,7 +203,7 @@ class Launch:
 
     def allow(self, places: Iterable[str]) -> None:
         """Let the command write beneath ``places`` too (existing directories outside the
-        workspace), as ``make_bash_tool(writable=...)`` asks."""
+        workspace), as ``builtin_tools(bash=True, shell_writable=...)`` asks."""
         found = [place for place in _outside(places) if place not in self.allowed]
         if not found or landlock_abi() <= 0:
             return
@@ -245,8 +245,8 @@ class Launch:
         return (
             f"{refusing} refused writing {', '.join(places)}: outside the workspace a command "
             f"may write only its temporary directory and the toolchains' caches ({allowed}); "
-            f"builtin_tools(bash=True, shell_writable=[...]) lets it write more places "
-            f"(make_bash_tool(writable=[...]) for a Bash tool made alone)"
+            f"toolkernel.tools.builtin_tools(bash=True, shell_writable=[...]) lets it write "
+            f"more places"
         )
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Never, TypeVar, overload
 
@@ -36,8 +37,14 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .._checks import check_seconds
-from .._errors import InvalidArgumentsError, ToolDeclarationError, WrongLoopError
+from .._errors import (
+    BarrierToolWarning,
+    InvalidArgumentsError,
+    ToolDeclarationError,
+    WrongLoopError,
+)
 from ..kernel import KeyFunction, ToolContext
+from ..kernel._messages import claims_not_a_list
 from ..locks import Claim, Mode, Path, exclusive, path, shared
 from ._arguments import Arguments
 
@@ -279,6 +286,8 @@ class Tool:
         them (absolute, ``..`` through a symlink, ...), so the workspace decides what they mean.
         """
         declared = self.declare(arguments)
+        if declared is not None and type(declared) is not list and type(declared) is not tuple:
+            _check_declared(self.name, declared)
         reads, writes = self.reads, self.writes
         if declared is None and not (reads or writes or self.reads_workspace):
             return None
@@ -316,6 +325,13 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _check_declared(name: str, declared: object) -> None:
+    """Claims returned as something other than a list: refused if it is one claim (a claim is
+    not a list of them), a string or anything that can't be iterated."""
+    if isinstance(declared, Claim | str | bytes) or not isinstance(declared, Iterable):
+        raise claims_not_a_list(name, declared)
 
 
 _NO_THREADS = (
@@ -499,6 +515,9 @@ def tool(
 
     With none of ``reads``, ``writes``, ``claims`` or ``reads_workspace`` (as with a bare
     ``@tool``) the tool declares nothing, and each call is a barrier: exclusive on everything.
+    That is safe and slow, so it is said once, with a
+    :class:`~toolkernel.errors.BarrierToolWarning` pointing at the declaration;
+    ``claims=lambda args: [exclusive(EVERYTHING)]`` asks for a barrier without it.
 
     Raises :class:`ToolDeclarationError` (a ``TypeError`` and a ``ValueError``) when the tool
     can't work: no ``ctx`` first, a plain ``def`` without ``thread=True`` (a worker thread
@@ -509,9 +528,29 @@ def tool(
     passed by keyword, a type hint that has no JSON Schema, or an unknown option.
     """
     if function is not None:
-        return FunctionTool(function, **options)
+        return _warned_if_barrier(FunctionTool(function, **options))
 
     def decorate(fn: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(fn, **options)
+        return _warned_if_barrier(FunctionTool(fn, **options))
 
     return decorate
+
+
+def _warned_if_barrier(made: FunctionTool) -> FunctionTool:
+    """``made``, after a :class:`BarrierToolWarning` if it declares nothing: a tool declared
+    bare runs each call alone, which is safe and slow, and nothing else would say so. The
+    warning points at the line declaring the tool (the caller of ``tool`` or ``decorate``)."""
+    if not (made.reads or made.writes or made.reads_workspace or made._claims_function):
+        warnings.warn(_barrier(made.name), BarrierToolWarning, stacklevel=3)
+    return made
+
+
+def _barrier(name: str) -> str:
+    return (
+        f"tool {name!r} declares no claims, so each of its calls runs alone (a barrier: it "
+        f"waits for every earlier call and every later call waits for it). Declare what it "
+        f"touches: reads=[...] or writes=[...] naming the arguments that hold paths, "
+        f"claims=lambda args: [...] for anything else, claims=lambda args: [] for a tool "
+        f"that touches nothing; or claims=lambda args: [tk.exclusive(tk.EVERYTHING)] to keep "
+        f"it a barrier without this warning"
+    )

@@ -29,11 +29,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-
 from .. import __version__
+from .._extras import require_extra
 from ..kernel import CallEvent, CallFinished, CallQueued, CallStarted, ToolResult
+
+require_extra("otel", "toolkernel.trace.otel", "opentelemetry")  # before it fails bare
+
+from opentelemetry import context as otel_context  # noqa: E402
+from opentelemetry import trace  # noqa: E402
 
 __all__ = ["ToolCallSpans"]
 
