@@ -292,6 +292,8 @@ class NoWorkspaceError(UsageError, AttributeError):
     """A tool used ``ctx.fs`` in a kernel opened without a workspace (``open_kernel`` with no
     ``root=``): there are no files to give it. An ``AttributeError``, as ``ctx.fs`` was None
     there before, so ``getattr(ctx, "fs", None)`` is None in such a kernel."""
+
+
 class KernelNotOpenError(UsageError, TypeError, AttributeError):
     """``open_kernel(...)`` was used as if it were the kernel: awaited, entered with a plain
     ``with``, or asked for an attribute (``kernel.run``) without ``async with``. A ``TypeError``
