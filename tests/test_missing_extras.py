@@ -46,8 +46,7 @@ def test_opentelemetry_spans_without_their_extra_name_the_extra() -> None:
     last = ran.stderr.strip().splitlines()[-1]
     assert last == (
         "ImportError: toolkernel.trace.otel needs the 'otel' extra (opentelemetry is not "
-        "installed): pip install 'toolkernel[otel]' (in a clone of toolkernel: "
-        "pip install -e '.[otel]')"
+        f"installed): {install_command('otel')}"
     )
 
 
