@@ -7,6 +7,7 @@ test's temporary directory).
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -46,18 +47,24 @@ def test_a_typo_on_ctx_fs_fails_type_checking_and_its_methods_are_typed(tmp_path
     source = Path(toolkernel.__file__).resolve().parent.parent
     (tmp_path / "program.py").write_text(textwrap.dedent(PROGRAM).lstrip())
     (tmp_path / "mypy.ini").write_text(f"[mypy]\nmypy_path = {source}\n")
-    out, err, status = api.run(
-        [
-            "--strict",
-            "--config-file",
-            str(tmp_path / "mypy.ini"),
-            "--cache-dir",
-            str(tmp_path / "cache"),
-            "--no-error-summary",
-            "--hide-error-context",
-            str(tmp_path / "program.py"),
-        ]
-    )
+    # mypy raises the interpreter's recursion limit for good (sys.setrecursionlimit): put it
+    # back, or the tests that follow in this process find no RecursionError where one is due.
+    limit = sys.getrecursionlimit()
+    try:
+        out, err, status = api.run(
+            [
+                "--strict",
+                "--config-file",
+                str(tmp_path / "mypy.ini"),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--no-error-summary",
+                "--hide-error-context",
+                str(tmp_path / "program.py"),
+            ]
+        )
+    finally:
+        sys.setrecursionlimit(limit)
     errors = [line.split(": ", 1)[1] for line in out.splitlines() if ": error: " in line]
     assert errors == [
         'error: "FileSystem" has no attribute "read_txt"; maybe "read_text"?  [attr-defined]'
