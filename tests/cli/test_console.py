@@ -169,6 +169,21 @@ def test_calls_piped_in_run_in_order_and_print_a_transcript(project: pathlib.Pat
     assert "one two" in out.split("✓ c2 Read ok")[1]
 
 
+def test_without_root_the_console_works_in_the_current_directory(project: pathlib.Path) -> None:
+    (project / "sub").mkdir()
+    (project / "sub" / "b.txt").write_text("in sub\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "toolkernel", "console"],
+        input="Read file_path=b.txt\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=project / "sub",
+    )
+    assert "✓ c1 Read ok" in done.stdout and "in sub" in done.stdout
+
+
 async def test_chatting_with_a_model_that_calls_the_tools(project: pathlib.Path) -> None:
     def answer(request: Request) -> Reply:
         results = [m for m in request.json["messages"] if m["role"] == "tool"]

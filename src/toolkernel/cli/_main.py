@@ -139,7 +139,9 @@ def _add_console(commands: Any) -> None:
         "Edit ...) that run as one batch, or, with --model, chat with a model that calls the "
         "tools. /help inside lists the commands.",
     )
-    console.add_argument("--root", required=True, help="the directory the tools work in")
+    console.add_argument(
+        "--root", default=".", help="the directory the tools work in (default: the current one)"
+    )
     console.add_argument(
         "--model",
         metavar="URL",
