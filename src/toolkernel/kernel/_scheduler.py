@@ -691,7 +691,8 @@ class Scheduler:
             self._request_top_level(record)
 
     def _request_top_level(self, record: CallRecord) -> None:
-        owner = self._covering(record)
+        # Asked only of a batch a running call awaits: every call of a plain batch asks here.
+        owner = None if record.batch.awaited_by is None else self._covering(record)
         if owner is not None:
             claims = cast(tuple[Claim, ...], record.claims)
             held = self.leasing.request_within(record, owner, claims, record.batch.uid)
