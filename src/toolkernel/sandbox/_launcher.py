@@ -66,6 +66,7 @@ RULE_PATH_BENEATH = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
+PARENT_DIED = signal.SIGUSR1  # the launcher's parent-death signal (:func:`die_with`)
 
 EXECUTE = 1 << 0
 WRITE_FILE = 1 << 1
@@ -460,7 +461,11 @@ def run_as_first_process(
     if first == 0:
         try:
             # Dies with the launcher, however it ends: the namespace ends with its first process.
+            # (The launcher is one thread: its end is its process's.)
             _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            # Not the launcher's handler: the namespace's first process ignores a signal it
+            # has no handler for, whoever inside sends it.
+            signal.signal(PARENT_DIED, signal.SIG_DFL)
             os.close(held)
             os.set_blocking(alive, False)
             try:
@@ -538,11 +543,24 @@ def _supervisor() -> types.ModuleType:
 
 
 def die_with(parent: int) -> None:
-    """Be sent SIGTERM when ``parent`` (the process that started this one) ends, however it
-    ends (SIGKILL included), so the command dies with it: SIGTERM ends the namespace at once
-    (:func:`run_as_first_process`). Exits at once if ``parent`` is gone already."""
+    """Stop (as on SIGTERM, which ends the namespace at once: :func:`run_as_first_process`)
+    when ``parent``, the process that started this one, ends, however it ends (SIGKILL
+    included), so the command dies with it. Exits at once if ``parent`` is gone already.
+
+    Linux sends the parent-death signal when the *thread* that forked this process ends, not
+    its process: trio starts processes from worker threads, which end after ten idle seconds.
+    So the signal is one of its own, :data:`PARENT_DIED`, not the SIGTERM the caller stops a
+    command with, and it stops this process only when its parent process is no longer there:
+    a thread's end reparents it to another thread of the same process (``getppid`` unchanged),
+    the process's end to someone else."""
+
+    def parent_died(number: int, frame: object) -> None:
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)  # whatever stopping means at this point
+
     if sys.platform.startswith("linux"):
-        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        signal.signal(PARENT_DIED, parent_died)
+        _libc().prctl(PR_SET_PDEATHSIG, PARENT_DIED, 0, 0, 0)
     if os.getppid() != parent:  # it ended before the line above: nobody waits for this run
         os._exit(128 + signal.SIGTERM)
 
