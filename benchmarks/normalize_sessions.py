@@ -1,5 +1,5 @@
 """Normalize Claude Code session transcripts into recorded turns, the format of
-``../shared/data/traces/claude-code-log.jsonl`` (see its README).
+``src/toolkernel/_replay/sample-traces/claude-code-log.jsonl`` (see its README).
 
 A Claude Code transcript (``~/.claude/projects/<project>/<session>.jsonl``) holds one JSON
 object a line; an assistant message's content blocks come on lines sharing ``message.id``, its

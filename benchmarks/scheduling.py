@@ -36,9 +36,10 @@ Glob, LS, ListDir, WebFetch, WebSearch, and a Bash command on the read-only list
 pairs a scheme ran beside or before each other (``unsafe_pairs``).
 
 Inputs: seeded random batches, and every turn of the recorded Claude Code sessions in
-``../shared/data/traces/claude-code-log.jsonl`` (see its README). Recorded durations include time
-the agent spent waiting for a user's permission, so the traces are reported three ways: recorded
-durations, durations capped at 30 s, and each call's duration replaced by its tool's median.
+``src/toolkernel/_replay/sample-traces/claude-code-log.jsonl`` (see its README). Recorded durations
+include time the agent spent waiting for a user's permission, so the traces are reported three ways:
+recorded durations, durations capped at 30 s, and each call's duration replaced by its tool's
+median.
 
 The mock clock counts milliseconds: one unit of virtual time is 1 ms, and every duration is a
 whole (or half, for medians) number of milliseconds. Sums of such numbers are exact in floating
@@ -85,7 +86,8 @@ from toolkernel._replay import critical_path as critical_path
 from toolkernel._replay import makespan as makespan
 
 REPO = FilePath(__file__).resolve().parents[1]
-DEFAULT_TRACES = REPO.parent / "shared" / "data" / "traces" / "claude-code-log.jsonl"
+# The recorded sessions shipped with toolkernel (``python -m toolkernel replay``'s sample).
+DEFAULT_TRACES = REPO / "src" / "toolkernel" / "_replay" / "sample-traces" / "claude-code-log.jsonl"
 
 FULL_SYNTHETIC = 2_000
 QUICK_SYNTHETIC = 50
@@ -281,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("Traces, per-tool median durations", per_tool_medians(traces)),
         ]
         print(f"Traces: {options.traces} ({count_fallbacks(traces)}).")
-    else:  # the recorded sessions live beside the repository, not in it
+    else:  # --traces named a file that is not there
         print(f"Traces: none at {options.traces} (pass --traces FILE); synthetic batches only.")
     print(f"Synthetic: {count_fallbacks(synthetic)}.")
     reports = [evaluate(title, batches) for title, batches in inputs]

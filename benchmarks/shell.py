@@ -1,8 +1,9 @@
 """Shell commands with their own claims: the recorded turns replayed, and Landlock's cost.
 
-Part 1 takes each set of recorded sessions (``../shared/data/traces/claude-code-log.jsonl``, and
-every ``*.jsonl`` in ``--sessions DIR``, default ``benchmarks/data/``: see its README for the
-sets and how ``normalize_sessions.py`` makes them) and reports, on each set separately:
+Part 1 takes each set of recorded sessions (``src/toolkernel/_replay/sample-traces/claude-code-
+log.jsonl``, and every ``*.jsonl`` in ``--sessions DIR``, default ``benchmarks/data/``: see its
+README for the sets and how ``normalize_sessions.py`` makes them) and reports, on each set
+separately:
 
 i. **barrier rate**: the share of its distinct Bash commands whose claims hold the whole
    workspace exclusively (target <= 30%); also without the commands the recording cut
@@ -447,7 +448,7 @@ def sets(sessions: pathlib.Path, traces: pathlib.Path) -> list[tuple[str, pathli
     found = []
     if traces.exists():
         found.append(("claude-code-log", traces))
-    else:  # the recorded sessions live beside the repository, not in it
+    else:  # --traces named a file that is not there
         print(f"Traces: none at {traces} (pass --traces FILE).")
     if sessions.is_dir():
         found.extend((f.stem, f) for f in sorted(sessions.glob("*.jsonl")))

@@ -12,7 +12,7 @@ what the calls take after it.
 
 What a turn needs: each call's emission time (seconds from the request). Two sources:
 
-- Recorded turns in the traces' format (``../shared/data/traces/*.jsonl``,
+- Recorded turns in the traces' format (``src/toolkernel/_replay/sample-traces/*.jsonl``,
   ``benchmarks/data/*.jsonl``) whose calls carry ``"emitted_s"``. The shared traces carry no
   emission times (each call has ``duration_s`` only): they are read, counted, and reported as
   such.
@@ -60,7 +60,7 @@ from toolkernel._replay import RecordedTurn, capped, per_tool_medians, recorded_
 from toolkernel.agent import ScriptedModel, Turn, run_agent
 
 REPO = FilePath(__file__).resolve().parents[1]
-SHARED_TRACES = REPO.parent / "shared" / "data" / "traces"
+SHARED_TRACES = REPO / "src" / "toolkernel" / "_replay" / "sample-traces"  # the shipped sample
 LOCAL_TRACES = REPO / "benchmarks" / "data"
 PATH_ARGS = ("file_path", "path", "notebook_path")
 
@@ -346,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if traces is None:
         traces = sorted(SHARED_TRACES.glob("*.jsonl")) + sorted(LOCAL_TRACES.glob("*.jsonl"))
         if not SHARED_TRACES.exists():
-            print(f"Traces: none at {SHARED_TRACES} (the recorded sessions live beside the repo).")
+            print(f"Traces: none at {SHARED_TRACES} (toolkernel's sample trace ships there).")
     sets: list[tuple[str, list[EmittedTurn]]] = []
     for file in traces:
         found, without = traces_with_emission(file)

@@ -22,7 +22,7 @@ import sys
 from toolkernel._replay._agents import replay_agents
 
 HERE = pathlib.Path(__file__).resolve().parent
-TRACE = HERE.parent.parent / "shared" / "data" / "traces" / "claude-code-log.jsonl"
+TRACE = HERE.parent / "src" / "toolkernel" / "_replay" / "sample-traces" / "claude-code-log.jsonl"
 SAMPLE = HERE.parent / "tests" / "replay" / "two_agents_sample.jsonl"
 
 

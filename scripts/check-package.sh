@@ -131,4 +131,8 @@ step "the demo (python -m toolkernel demo), from $tmp/work"
 (cd "$tmp/work" && timeout 300 "$user" -m toolkernel demo --color never > "$tmp/demo.txt")
 grep -q "final trees identical: True" "$tmp/demo.txt" \
     || { tail -20 "$tmp/demo.txt" >&2; echo "the demo did not say its trees were identical" >&2; exit 1; }
+step "replay of the sample trace shipped in the wheel (python -m toolkernel replay), from $tmp/work"
+(cd "$tmp/work" && timeout 300 "$user" -m toolkernel replay --svg "$tmp/replay.svg" > "$tmp/replay.txt")
+grep -q "under every strategy" "$tmp/replay.txt" \
+    || { tail -20 "$tmp/replay.txt" >&2; echo "replay did not replay the sample trace" >&2; exit 1; }
 echo "package: ok"

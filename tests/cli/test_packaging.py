@@ -122,6 +122,12 @@ def test_the_shell_rules_ship_with_the_package(built: Built) -> None:
     assert "toolkernel/shell/rules.toml" in built.wheel.namelist()
 
 
+def test_the_sample_trace_ships_with_its_licence_note(built: Built) -> None:
+    names = set(built.wheel.namelist())
+    assert "toolkernel/_replay/sample-traces/claude-code-log.jsonl" in names
+    assert "toolkernel/_replay/sample-traces/README.md" in names
+
+
 def test_the_licence_ships_in_the_wheel_and_its_metadata_says_mit(built: Built) -> None:
     names = built.wheel.namelist()
     info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))

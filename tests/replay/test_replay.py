@@ -20,8 +20,6 @@ from toolkernel._replay import (
 )
 from toolkernel.cli import main
 
-TRACES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
-
 # Emission order: a write of a.py, a read of a.py, a read of b.py, a write of b.py, a grep.
 TURN = RecordedTurn(
     "hand turn 1",
@@ -119,11 +117,10 @@ def test_the_replay_command_names_a_turn_it_does_not_know(tmp_path: pathlib.Path
         main(["replay", str(trace), "--turn", "s09 turn 1", "--svg", str(tmp_path / "x.svg")])
 
 
-@pytest.mark.skipif(not (TRACES / "claude-code-log.jsonl").exists(), reason="no recorded traces")
-def test_the_recorded_sessions_replay_on_the_critical_path(
+def test_the_sample_sessions_replay_on_the_critical_path(
     tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["replay", str(TRACES / "claude-code-log.jsonl"), "--svg", str(tmp_path / "t.svg")])
+    code = main(["replay", "--svg", str(tmp_path / "t.svg")])  # no trace: the shipped sample
     out = capsys.readouterr().out
     assert code == 0, out
     assert "764 turns (81 with several calls), 905 calls" in out

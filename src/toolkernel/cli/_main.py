@@ -52,7 +52,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     replay = commands.add_parser(
         "replay", help="recorded turns under every scheduling strategy, side by side"
     )
-    replay.add_argument("trace", type=pathlib.Path, help="recorded turns (JSON lines)")
+    replay.add_argument(
+        "trace",
+        type=pathlib.Path,
+        nargs="?",
+        default=None,
+        help="recorded turns (JSON lines; default: the sample shipped with toolkernel, 764 turns "
+        "of real Claude Code sessions)",
+    )
     replay.add_argument(
         "--durations",
         choices=("capped", "recorded", "median"),
@@ -117,8 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_demo_agents(latency=not args.no_latency, color=args.color)
         return run_demo(latency=not args.no_latency, trace=args.trace, color=args.color)
     if args.command == "replay":
-        from ._replay import run_replay, run_replay_agents
+        from ._replay import run_replay, run_replay_agents, sample_trace
 
+        if args.trace is None:
+            args.trace = sample_trace()
         if args.agents > 1:
             return run_replay_agents(args.trace, args.agents, turns=args.turns, scale=args.scale)
         return run_replay(args.trace, durations=args.durations, turn=args.turn, svg=args.svg)

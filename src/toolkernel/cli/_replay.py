@@ -1,6 +1,7 @@
-"""``python -m toolkernel replay TRACE.jsonl``: recorded turns under every strategy, and a picture.
+"""``python -m toolkernel replay [TRACE.jsonl]``: recorded turns under every strategy, a picture.
 
-Each turn of the file (the format of ``shared/data/traces/claude-code-log.jsonl``) runs through
+Each turn of the file (without one, the sample shipped beside ``toolkernel._replay``: 764 turns
+of real Claude Code sessions, :func:`sample_trace`) runs through
 the kernel on the mock clock, each call taking its recorded duration (capped at 30 s by
 default: recorded durations include time spent waiting for a person) and declaring what
 toolkernel's tool would (a Bash command: ``shell_claims(command)``). The table compares the
@@ -28,13 +29,20 @@ from .._replay import (
 from .._replay._agents import replay_agents
 from ..trace import format_statistics
 
-__all__ = ["run_replay", "DURATIONS"]
+__all__ = ["run_replay", "sample_trace", "DURATIONS"]
 
 DURATIONS = {
     "capped": "durations capped at 30 s",
     "recorded": "recorded durations",
     "median": "each call taking its tool's median duration",
 }
+
+
+def sample_trace() -> pathlib.Path:
+    """The recorded turns shipped with toolkernel (``_replay/sample-traces``, with their note)."""
+    return (
+        pathlib.Path(__file__).parent.parent / "_replay" / "sample-traces" / "claude-code-log.jsonl"
+    )
 
 
 def _with_durations(turns: list[RecordedTurn], durations: str) -> list[RecordedTurn]:
