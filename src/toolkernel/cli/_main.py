@@ -13,13 +13,29 @@ from .._extras import missing_extra
 from ._mcp import add_mcp, run_mcp
 from ._serve import add_serve, run_serve
 
+DESCRIPTION = (
+    "toolkernel runs the tool calls of LLM agents at once where they touch different things "
+    "and one after the other, in the order they were made, where they conflict. Each command "
+    "below has its own --help."
+)
+"""What ``python -m toolkernel --help`` opens with: plain text, as all help here is (a terminal
+shows a docstring's reStructuredText as it is written)."""
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command ``argv`` names (default: ``sys.argv[1:]``); return the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m toolkernel", description=__doc__)
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m toolkernel``, with every command."""
+    parser = argparse.ArgumentParser(prog="python -m toolkernel", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"toolkernel {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="a scripted agent session, with a live timeline")
+    demo = commands.add_parser(
+        "demo",
+        help="a scripted agent session, with a live timeline",
+        description="A scripted agent explores, edits and tests a temporary copy of a small "
+        "project through a kernel, with a live log and timeline of which calls run together "
+        "and which wait. Then the same calls run one at a time, and reads together with every "
+        "write alone, and it prints the speed-ups and where the Chrome trace (for Perfetto) "
+        "was written.",
+    )
     demo.add_argument(
         "--no-latency",
         action="store_true",
@@ -50,7 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     # -- replay ----------------------------------------------------------------------------------
     replay = commands.add_parser(
-        "replay", help="recorded turns under every scheduling strategy, side by side"
+        "replay",
+        help="recorded turns under every scheduling strategy, side by side",
+        description="Each recorded turn (JSON lines) runs through the kernel on a virtual clock, "
+        "each call taking its recorded duration, beside the schedules of other runtimes; then "
+        "where calls waited, and one turn under every strategy drawn as an SVG. With --agents "
+        "N, N agent processes replay the turns at once on one fresh tree.",
     )
     replay.add_argument(
         "trace",
@@ -108,7 +129,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_console(commands)
     add_serve(commands)  # -- serve (cli/_serve.py) --
     add_mcp(commands)  # -- mcp (cli/_mcp.py) --
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names (default: ``sys.argv[1:]``); return the exit code."""
+    args = build_parser().parse_args(argv)
     if args.command in ("demo", "replay"):
         # Both run on trio (the replay on its virtual clock), which the [trio] extra brings.
         missing = missing_extra("trio", f"the {args.command} command", "trio")
