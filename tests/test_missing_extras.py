@@ -142,7 +142,12 @@ def test_the_mcp_command_without_its_extra_names_the_extra(
 
 
 @pytest.mark.parametrize(
-    ("command", "argv"), [("demo", ["demo"]), ("replay", ["replay", "turns.jsonl"])]
+    ("command", "argv"),
+    [
+        ("demo", ["demo"]),
+        ("replay", ["replay", "turns.jsonl"]),
+        ("serve", ["serve", "--root", "."]),
+    ],
 )
 def test_the_commands_that_run_on_trio_without_it_name_the_trio_extra(
     command: str, argv: list[str]

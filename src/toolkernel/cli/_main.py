@@ -133,10 +133,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command ``argv`` names (default: ``sys.argv[1:]``); return the exit code."""
-    args = build_parser().parse_args(argv)
-    if args.command in ("demo", "replay"):
-        # Both run on trio (the replay on its virtual clock), which the [trio] extra brings.
+    """Run the command ``argv`` names (default: ``sys.argv[1:]``); return the exit code.
+
+    Ctrl-C that a command does not handle itself (one while it starts, say) ends it with 130,
+    as a shell reports a program ended by SIGINT, and no traceback: what ran has been cancelled
+    on the way out."""
+    try:
+        return _run(build_parser().parse_args(argv))
+    except BaseException as exc:
+        if not _only_interrupts(exc):
+            raise
+        return 130
+
+
+def _only_interrupts(exc: BaseException) -> bool:
+    """Whether ``exc`` is a ``KeyboardInterrupt``, or a group (from a task group) of them."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(KeyboardInterrupt)[1] is None
+    return isinstance(exc, KeyboardInterrupt)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command in ("demo", "replay", "serve"):
+        # All run on trio (the replay on its virtual clock), which the [trio] extra brings.
         missing = missing_extra("trio", f"the {args.command} command", "trio")
         if missing is not None:
             print(f"{args.command}: {missing}", file=sys.stderr)

@@ -131,10 +131,7 @@ def run_mcp(args: argparse.Namespace) -> int:
                 "has the token can run commands in the root",
                 file=sys.stderr,
             )
-    try:
-        anyio.run(_serve, args, root, leases, token, backend="asyncio")
-    except KeyboardInterrupt:
-        return 130
+    anyio.run(_serve, args, root, leases, token, backend="asyncio")  # Ctrl-C: 130, from main
     return 0
 
 

@@ -46,8 +46,10 @@ def add_serve(commands: Any) -> None:
         help="share leases among the processes working on one directory (a Unix socket)",
         description="Run a lease service for the workspace ROOT: kernels opened with "
         "leases='unix:PATH' (PATH as printed) take their leases here, so agents in several "
-        "processes never run conflicting calls together. Prints the socket's path, then runs "
-        "until SIGINT or SIGTERM.",
+        "processes never run conflicting calls together. Once it listens it prints the "
+        "socket's path alone on the first line (for the program that started it to read; on "
+        "a terminal a second line says it listens and how to stop it), then runs until Ctrl-C "
+        "(SIGINT) or SIGTERM.",
     )
     serve.add_argument("--root", required=True, help="the workspace directory")
     serve.add_argument(
@@ -83,6 +85,15 @@ def add_serve(commands: Any) -> None:
     )
 
 
+def listening(root: str, path: str, idle_exit: float | None) -> str:
+    """What ``serve`` says on a terminal once it listens, after the socket's path: where it
+    listens, and how it stops."""
+    stops = "Ctrl-C to stop"
+    if idle_exit is not None:
+        stops += f"; it stops by itself once no client has been connected for {idle_exit:g} s"
+    return f"toolkernel lease service for {root} listening on unix:{path} ({stops})"
+
+
 def run_serve(args: argparse.Namespace) -> int:
     import anyio
 
@@ -93,6 +104,14 @@ def run_serve(args: argparse.Namespace) -> int:
         return 2
     ttl = DEFAULT_TTL if args.ttl is None else args.ttl
     raise_descriptor_limit()  # one descriptor a client
+    root = os.path.abspath(args.root)
+
+    def ready(path: str) -> None:
+        # Said to a person only: a program that started it reads the path, the first line,
+        # and stops it itself (a service started on demand is nobody's to Ctrl-C).
+        if sys.stdout.isatty():
+            print(listening(root, path, args.exit_when_idle), flush=True)
+
     try:
         anyio.run(
             lambda: serve(
@@ -101,6 +120,7 @@ def run_serve(args: argparse.Namespace) -> int:
                 ttl=ttl,
                 pools=dict(args.pool),
                 idle_exit=args.exit_when_idle,
+                ready=ready,
             ),
             backend="trio",
         )

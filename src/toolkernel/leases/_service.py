@@ -87,7 +87,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TextIO
 
 import anyio
@@ -526,11 +526,15 @@ async def serve(
     pools: Mapping[str, int] | None = None,
     idle_exit: float | None = None,
     out: TextIO = sys.stdout,
+    ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve leases for the workspace at ``root`` until cancelled, SIGINT or SIGTERM (or, with
     ``idle_exit``, until no client has been connected for that many seconds).
 
-    Prints the socket's path (one line) once clients can connect; removes it on the way out.
+    Prints the socket's path on ``out`` once clients can connect, alone on the first line, for
+    the program that started it to read; then calls ``ready(path)`` (where the command line
+    tells a person at a terminal that it listens, and how to stop it). Removes the socket on
+    the way out.
     One service a socket: an exclusive ``flock`` on ``PATH.lock``, held while it serves, makes a
     second service started at the same moment fail with ``EADDRINUSE`` instead of taking the
     path over (binding unlinks a socket file left there, which would leave the first one's
@@ -552,6 +556,8 @@ async def serve(
             try:
                 with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     print(path, file=out, flush=True)  # once a signal can stop it cleanly
+                    if ready is not None:
+                        ready(path)
                     async with anyio.create_task_group() as tasks:
                         tasks.start_soon(service.accept, listener)
                         tasks.start_soon(service.watch)
