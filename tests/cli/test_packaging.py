@@ -148,3 +148,5 @@ def test_trio_is_an_extra_and_console_an_alias_of_cli(built: Built) -> None:
     assert [r for r in requires if r.endswith('extra == "console"')] == [
         'toolkernel[cli]; extra == "console"'
     ]
+    # The lease service `python -m toolkernel mcp` starts on demand runs on trio.
+    assert 'toolkernel[trio]; extra == "mcp"' in requires

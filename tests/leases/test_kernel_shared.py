@@ -181,6 +181,19 @@ async def test_a_socket_no_service_listens_on_says_how_to_start_one(tmp_path: Pa
     assert isinstance(raised.value.__cause__, FileNotFoundError)
 
 
+async def test_an_etcd_that_does_not_answer_is_a_lease_service_error(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once it is closed
+    with pytest.raises(tk.errors.LeaseServiceError) as raised:
+        async with tk.open_kernel([], root=tmp_path, leases=f"etcd://127.0.0.1:{port}"):
+            pass
+    message = str(raised.value)
+    assert message.startswith(f"no session could be opened with etcd at http://127.0.0.1:{port} (")
+    assert message.endswith("or keep the leases in this process (leases=None)")
+    assert type(raised.value.__cause__).__name__ == "ConnectError"  # httpx's, kept as the cause
+
+
 async def test_a_socket_left_by_a_stopped_service_says_so(tmp_path: Path) -> None:
     stale = tmp_path / "stale.sock"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bound:

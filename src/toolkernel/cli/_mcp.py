@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import signal
+import socket
 import sys
 from typing import Any
 
@@ -82,7 +84,14 @@ def add_mcp(commands: Any) -> None:
     )
 
 
+class _NotStarted(Exception):
+    """The server could not start: its message is the sentence ``mcp:`` says before exiting."""
+
+
 def run_mcp(args: argparse.Namespace) -> int:
+    """``python -m toolkernel mcp``: 0 once the client has gone (stdin closed, SIGTERM, SIGHUP);
+    2 for a wrong option and 1 for a server that could not start, each with one line on stderr
+    saying why."""
     missing = missing_extra("mcp", "the mcp command", "mcp", "uvicorn" if args.http else "mcp")
     if missing:
         print(f"mcp: {missing}", file=sys.stderr)
@@ -94,69 +103,117 @@ def run_mcp(args: argparse.Namespace) -> int:
     if args.max_concurrency < 1:
         print("mcp: --max-concurrency takes a whole number of at least 1", file=sys.stderr)
         return 2
-    leases: str | None = args.leases
-    if leases == "none":
-        leases = None
-    elif leases == "auto":
-        from .._errors import LeaseServiceError
-        from ..leases._start import find_or_start_service
-
-        try:
-            leases = find_or_start_service(root)
-        except (LeaseServiceError, OSError) as exc:
-            print(f"mcp: {exc}", file=sys.stderr)
-            return 1
-    else:
+    if args.leases not in ("auto", "none"):
         from ..leases import parse_leases
 
         try:
-            parse_leases(leases)
+            parse_leases(args.leases)
         except ValueError as exc:
             print(f"mcp: --leases: {exc}", file=sys.stderr)
             return 2
-    token = ""
-    if args.http is not None:
-        from ..mcp._serve import TOKEN_VARIABLE, is_loopback
-
-        token = os.environ.get(TOKEN_VARIABLE, "")
-        if not token:
-            token = secrets.token_urlsafe(32)
-            print(
-                f"mcp: bearer token (set {TOKEN_VARIABLE} to choose it): {token}", file=sys.stderr
-            )
-        host = args.http[0]
-        if not is_loopback(host):
-            print(
-                f"mcp: listening on {host}, beyond this machine: anyone who can reach it and "
-                "has the token can run commands in the root",
-                file=sys.stderr,
-            )
-    anyio.run(_serve, args, root, leases, token, backend="asyncio")  # Ctrl-C: 130, from main
+    try:
+        with contextlib.ExitStack() as stack:
+            sock = None if args.http is None else stack.enter_context(_listen(*args.http))
+            leases: str | None = None if args.leases == "none" else args.leases
+            if leases == "auto":
+                leases = _find_or_start_service(root)
+            token = "" if args.http is None else _announce_token(args.http[0])
+            anyio.run(_serve, args, root, leases, token, sock, backend="asyncio")
+    except _NotStarted as exc:
+        print(f"mcp: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
-async def _serve(args: argparse.Namespace, root: str, leases: str | None, token: str) -> None:
+def _listen(host: str, port: int) -> socket.socket:
+    """The HTTP server's socket, bound before a lease service is started for it."""
+    from ..mcp._serve import listen
+
+    try:
+        return listen(host, port)
+    except OSError as exc:
+        raise _NotStarted(f"can't listen on {host}:{port}: {_reason(exc)}") from None
+
+
+def _reason(exc: OSError) -> str:
+    """``[Errno 98] Address already in use`` -> ``address already in use``."""
+    why = exc.strerror or str(exc)
+    return why[:1].lower() + why[1:]
+
+
+def _find_or_start_service(root: str) -> str:
+    """The ``leases=`` URL of the root's lease service, started if none runs (on trio)."""
+    from .._errors import LeaseServiceError
+    from ..leases import find_service
+    from ..leases._start import find_or_start_service
+
+    try:
+        found = find_service(root)
+        if found is not None:
+            return found
+        missing = missing_extra("trio", "starting the root's lease service", "trio")
+        if missing is not None:
+            raise _NotStarted(f"--leases auto: {missing}; or pass --leases none")
+        return find_or_start_service(root)
+    except (LeaseServiceError, OSError) as exc:
+        raise _NotStarted(str(exc)) from None
+
+
+def _announce_token(host: str) -> str:
+    """The bearer token (``TOOLKERNEL_MCP_TOKEN``, or one made and printed on stderr), after a
+    warning if ``host`` is reachable from other machines."""
+    from ..mcp._serve import TOKEN_VARIABLE, is_loopback
+
+    token = os.environ.get(TOKEN_VARIABLE, "")
+    if not token:
+        token = secrets.token_urlsafe(32)
+        print(f"mcp: bearer token (set {TOKEN_VARIABLE} to choose it): {token}", file=sys.stderr)
+    if not is_loopback(host):
+        print(
+            f"mcp: listening on {host}, beyond this machine: anyone who can reach it and "
+            "has the token can run commands in the root",
+            file=sys.stderr,
+        )
+    return token
+
+
+async def _serve(
+    args: argparse.Namespace,
+    root: str,
+    leases: str | None,
+    token: str,
+    sock: socket.socket | None,
+) -> None:
     from .. import open_kernel
+    from .._errors import LeaseServiceError
     from ..mcp._serve import load_transport, serve_http, serve_stdio
     from ..tools import builtin_tools
 
     tools = builtin_tools(bash=not args.no_bash)
-    load_transport(http=args.http is not None)  # all imported before the leases are connected
-    async with (
-        open_kernel(
-            tools, root=root, max_concurrency=args.max_concurrency, leases=leases
-        ) as kernel,
-        anyio.create_task_group() as tasks,
-    ):
-        # A client stops a stdio server with SIGTERM once it has closed its stdin: what runs is
-        # cancelled (its leases returned, a command's changes discarded), then it exits.
-        tasks.start_soon(_stop_on_signals, tasks.cancel_scope)
-        if args.http is None:
-            await serve_stdio(kernel)
-        else:
-            host, port = args.http
-            await serve_http(kernel, host, port, token=token, allowed_origins=args.allow_origin)
-        tasks.cancel_scope.cancel()
+    load_transport(http=sock is not None)  # all imported before the leases are connected
+    opening = open_kernel(tools, root=root, max_concurrency=args.max_concurrency, leases=leases)
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            kernel = await stack.enter_async_context(opening)
+        except LeaseServiceError as exc:  # the service or etcd not there, or refusing
+            raise _NotStarted(str(exc)) from None
+        except OSError as exc:  # the root gone or unreadable since it was checked
+            raise _NotStarted(f"can't open the workspace {root}: {_reason(exc)}") from None
+        async with anyio.create_task_group() as tasks:
+            # A client stops a stdio server with SIGTERM once it has closed its stdin: what runs
+            # is cancelled (its leases returned, a command's changes discarded), then it exits.
+            tasks.start_soon(_stop_on_signals, tasks.cancel_scope)
+            if sock is None:
+                await serve_stdio(kernel)
+            else:
+                await serve_http(
+                    kernel,
+                    sock,
+                    args.http[0],
+                    token=token,
+                    allowed_origins=args.allow_origin,
+                )
+            tasks.cancel_scope.cancel()
 
 
 async def _stop_on_signals(scope: anyio.CancelScope) -> None:

@@ -94,7 +94,7 @@ import anyio
 import attrs
 import sniffio
 
-from .._errors import FencedOutError, LeaseReleaseError
+from .._errors import FencedOutError, LeaseReleaseError, LeaseServiceError
 from .._extras import missing_extra
 
 try:
@@ -713,6 +713,14 @@ async def connect(
     backend = EtcdLeaseBackend(gateway, prefix, real_root, spec.ttl, pools)
     try:
         await anyio.to_thread.run_sync(backend._start, discover)
+    except (httpx.TransportError, ConnectionError, ValueError) as exc:
+        # Nothing answers there, or not as etcd does (ProtocolError is a ValueError): the
+        # backend's error, as the lease service's client gives when no service listens.
+        gateway.close()
+        raise LeaseServiceError(
+            f"no session could be opened with etcd at {first} ({exc}): start etcd there (is "
+            "the address right?), or keep the leases in this process (leases=None)"
+        ) from exc
     except BaseException:
         gateway.close()
         raise

@@ -31,7 +31,7 @@ from typing import Any, TextIO
 from ..kernel import Kernel
 from ._serving import Reporter, ToolServer
 
-__all__ = ["serve_stdio", "serve_http", "is_loopback", "TOKEN_VARIABLE"]
+__all__ = ["serve_stdio", "serve_http", "listen", "is_loopback", "TOKEN_VARIABLE"]
 
 TOKEN_VARIABLE = "TOOLKERNEL_MCP_TOKEN"
 
@@ -241,29 +241,40 @@ def guarded(
     return guard
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (port 0: a free one) and listening, for
+    :func:`serve_http`. Raises ``OSError`` where it can't: the port taken, an address that is
+    not this machine's, a name that does not resolve (``socket.gaierror``)."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 async def serve_http(
     kernel: Kernel,
+    sock: socket.socket,
     host: str,
-    port: int,
     *,
     token: str,
     allowed_origins: Sequence[str] = (),
     out: TextIO = sys.stdout,
     ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled or interrupted;
-    prints the URL (one line on ``out``) once it listens."""
+    """Serve streamable HTTP at ``http://HOST:PORT/mcp`` on ``sock`` (from :func:`listen`)
+    until cancelled or interrupted; prints the URL (one line on ``out``) once it listens."""
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
     server = make_server(ToolServer(kernel), INSTRUCTIONS)
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host.strip("[]"), port))
-    sock.listen(128)
     bound = sock.getsockname()[1]
-    shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
+    shown = f"[{host.strip('[]')}]" if sock.family == socket.AF_INET6 else host
     # Host and Origin are checked in front (``guarded``), with messages that say what to do;
     # the SDK's own check of them is off so that it does not refuse what this one allows.
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
