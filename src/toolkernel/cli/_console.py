@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import anyio
 import anyio.abc
 import attrs
+from rich.console import Console
 
 from .._errors import MCPServerGoneError, ToolDeclarationError
 from .._open import open_kernel
@@ -163,15 +164,27 @@ async def _patched_stdout(terminal: bool) -> AsyncIterator[None]:
         yield
 
 
-async def _main(options: ConsoleOptions) -> int:
-    from rich.console import Console
-
-    terminal = sys.stdin.isatty() and sys.stdout.isatty()
-    out = Console(
-        force_terminal=terminal,
-        width=shutil.get_terminal_size((100, 24)).columns,
+def make_console(terminal: bool) -> Console:
+    """Where the console prints. On a terminal, rich wraps each line at word boundaries to the
+    terminal's width at the time (a line left for the terminal to break is broken mid-word);
+    piped, each line is written whole, for the program that reads it. Text is printed as it
+    is, never as rich markup or emoji codes: a typed line, a file or a model's reply may hold
+    ``[/x]`` or ``:x:``."""
+    if terminal:
+        return Console(force_terminal=True, markup=False, emoji=False, highlight=False)
+    return Console(
+        force_terminal=False,
+        width=shutil.get_terminal_size((100, 24)).columns,  # what tables are laid out to
+        soft_wrap=True,
+        markup=False,
+        emoji=False,
         highlight=False,
     )
+
+
+async def _main(options: ConsoleOptions) -> int:
+    terminal = sys.stdin.isatty() and sys.stdout.isatty()
+    out = make_console(terminal)
     async with AsyncExitStack() as stack:
         tools: list[Any] = list(builtin_tools(bash=options.bash))
         for command in options.mcp:
@@ -183,7 +196,6 @@ async def _main(options: ConsoleOptions) -> int:
                 out.print(
                     f"console: can't start the MCP server {command!r}: {exc}",
                     style="red",
-                    soft_wrap=True,
                 )
                 return 1
             tools.extend(server_tools)
@@ -194,13 +206,12 @@ async def _main(options: ConsoleOptions) -> int:
                     "console: --model needs the model's name: --model-name NAME (or set "
                     "OPENAI_MODEL)",
                     style="red",
-                    soft_wrap=True,
                 )
                 return 2
             try:
                 http = OpenAICompatibleModel(base_url=options.model_url, model=options.model_name)
             except ValueError as exc:  # a URL without http:// or https://, say
-                out.print(f"console: --model: {exc}", style="red", soft_wrap=True)
+                out.print(f"console: --model: {exc}", style="red")
                 return 2
             model = await stack.enter_async_context(http)
         kernel = await stack.enter_async_context(
@@ -247,7 +258,7 @@ class ConsoleApp:
         )
 
     def say(self, text: str, style: str = "dim") -> None:
-        self.out.print(text, style=style, soft_wrap=True)
+        self.out.print(text, style=style)
 
     def on_event(self, event: CallEvent) -> None:
         """The kernel's listener: every call's events, whoever submitted it."""
@@ -259,16 +270,16 @@ class ConsoleApp:
             self.blocked_on.pop(event.call_id, None)
         line = event_line(event)
         if line is not None:
-            self.out.print(line, soft_wrap=True)
+            self.out.print(line)
 
     def on_agent_event(self, event: AgentEvent) -> None:
         if isinstance(event, StepStarted):
             self.step = event.step
         elif isinstance(event, ModelReplied):
             if event.text:
-                self.out.print(f"model: {event.text}", style="magenta", soft_wrap=True)
+                self.out.print(f"model: {event.text}", style="magenta")
             for call in event.calls:
-                self.out.print(call_line(call), soft_wrap=True)
+                self.out.print(call_line(call))
         elif isinstance(event, ModelRetrying):
             self.say(
                 f"the model's request failed ({event.error}); trying again in "
@@ -362,12 +373,12 @@ class ConsoleApp:
         if command in ("/quit", "/exit"):
             return False
         if command == "/help":
-            self.out.print(help_view(self.model is not None))
+            self.out.print(help_view(self.model is not None), soft_wrap=False)
         elif command == "/tools":
-            self.out.print(tools_view(self.tools.values()))
+            self.out.print(tools_view(self.tools.values()), soft_wrap=False)
         elif command == "/tool":
             try:
-                self.out.print(tool_view(self.tools[find_tool(rest, self.tools)]))
+                self.out.print(tool_view(self.tools[find_tool(rest, self.tools)]), soft_wrap=False)
             except ConsoleSyntaxError as exc:
                 self.say(str(exc) if rest else "/tool NAME shows a tool; /tools lists them", "red")
         elif command == "/status":
@@ -377,7 +388,8 @@ class ConsoleApp:
                     self.blocked_on,
                     anyio.current_time(),
                     self.kernel.lease_statistics(),
-                )
+                ),
+                soft_wrap=False,
             )
         elif command == "/cancel":
             self.cancel(rest)
@@ -406,7 +418,7 @@ class ConsoleApp:
                 draft.arguments[name] = value
         calls = [ToolCall(self._new_id(), d.name, d.arguments) for d in drafts]
         for call in calls:
-            self.out.print(call_line(call), soft_wrap=True)
+            self.out.print(call_line(call))
         assert self.group is not None
         self.group.start_soon(self.kernel.run, calls)
 

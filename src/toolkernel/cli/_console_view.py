@@ -10,8 +10,10 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.json import JSON
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -37,6 +39,7 @@ __all__ = [
     "tool_view",
     "help_view",
     "claims_summary",
+    "Indented",
 ]
 
 OUTPUT_LINES = 12  # of a result's output shown under it
@@ -106,11 +109,42 @@ def result_view(result: ToolResult) -> RenderableType:
     if not body or body == result.status.value:  # "cancelled" says nothing more
         return head
     lines = body.splitlines() or [""]
-    shown = lines[:OUTPUT_LINES]
-    text = Text("\n".join(f"    {line}" for line in shown), "" if result.ok else style)
+    text = Text("\n".join(lines[:OUTPUT_LINES]), "" if result.ok else style)
     if len(lines) > OUTPUT_LINES:
-        text.append(f"\n    … {len(lines) - OUTPUT_LINES} more lines", "dim")
-    return Group(head, text)
+        text.append(f"\n… {len(lines) - OUTPUT_LINES} more lines", "dim")
+    return Group(head, Indented(text, 4))
+
+
+class Indented:
+    """``text`` shifted right by ``indent`` columns, each line and each line it wraps to: on a
+    terminal (the console's ``soft_wrap`` off) lines wrap at word boundaries in the width left,
+    a word longer than that folded; soft-wrapped (piped output), lines are written whole.
+
+    rich's ``Padding`` is not used: it pads every line out to the width, and crops lines
+    where soft wrapping should leave them whole."""
+
+    def __init__(self, text: Text, indent: int) -> None:
+        self.text = text
+        self.indent = indent
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = self.text.wrap(
+            console,
+            max(options.max_width - self.indent, 1),
+            overflow=options.overflow or "fold",
+            no_wrap=options.no_wrap,
+        )
+        margin = Segment(" " * self.indent)
+        for line in lines:
+            if not options.no_wrap:
+                line.rstrip()  # the space a line was wrapped at
+            yield margin
+            yield from line.render(console, end="")
+            yield Segment.line()
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        inner = Measurement.get(console, options, self.text)
+        return Measurement(inner.minimum + self.indent, inner.maximum + self.indent)
 
 
 def status_view(
