@@ -127,7 +127,8 @@ def test_the_bash_tool_without_the_parser_says_once_that_every_command_is_a_barr
     lines = ran.stdout.splitlines()
     assert lines[:2] == [f"warning: RuntimeWarning the Bash tool: {note}", f"description: {note}"]
     assert lines[2] == "a barrier: True"
-    assert lines[3:] == [f"c1 OK {f'({note})' + chr(10) + 'hello' + chr(10)!r}", "c2 OK 'hello\\n'"]
+    # The note follows the output, which comes first and whole, as the command printed it.
+    assert lines[3:] == [f"c1 OK {'hello' + chr(10) * 2 + f'({note})'!r}", "c2 OK 'hello\\n'"]
 
 
 @pytest.mark.parametrize(("missing", "options"), [("mcp", []), ("uvicorn", ["--http", "0"])])

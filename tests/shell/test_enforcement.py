@@ -161,8 +161,8 @@ async def test_without_landlock_nothing_outside_is_refused_and_the_tool_says_so_
         "note: no sandbox (the sandbox is turned off (TOOLKERNEL_SANDBOX=off)): commands run on "
         "the workspace itself with the claims the shell rules give them, and a command whose "
         "effects the rules can't fully know holds the whole workspace; this system has no "
-        "Landlock either, so nothing limits where they write outside the workspace\n"
-    )
+        "Landlock either, so nothing limits where they write outside the workspace"
+    )  # the command printed nothing: the note alone
     assert second.output == "A\n"
     assert (tmp_path / "other.txt").exists()
 

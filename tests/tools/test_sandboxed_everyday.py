@@ -234,7 +234,7 @@ async def test_a_local_clone_into_the_workspace_ends_as_in_a_plain_shell(
     assert done.returncode == 0, done.stderr
     result = await through_the_tool(tool_root, command)
     assert result.status is tk.Status.OK, result.error
-    assert result.text().splitlines()[-1] == "first"
+    assert result.text().splitlines()[0] == "first"  # its output first, then the notes
 
     def without_indexes(root: pathlib.Path) -> dict[str, Any]:
         # An index caches each file's status (times, inode numbers): one of its own per tree.

@@ -56,7 +56,7 @@ from ..shell._confine import Launch, unenforced_note
 from ..shell._syntax import missing_parser, parse
 from ._declare import FunctionTool
 from ._file_tools import fs_of
-from ._shell_commit import ShellStatistics, run_and_commit
+from ._shell_commit import ShellStatistics, run_and_commit, with_notes
 from ._workspace import Workspace
 
 __all__ = ["BASH_OUTPUT_LIMIT", "HeadAndTail", "make_bash_tool"]
@@ -212,7 +212,7 @@ class BashTool(FunctionTool):
 
     Without the shell parser (the ``shell`` extra) every command is a barrier; the tool says
     so once: a ``RuntimeWarning`` when the first such tool is made, a line of its description,
-    and a note at the head of its first result (``parser_missing`` is then True)."""
+    and a note after the output of its first result (``parser_missing`` is then True)."""
 
     def __init__(self, rules: ShellRules | None, writable: Sequence[str] = ()) -> None:
         self.rules = ShellRules.default() if rules is None else rules
@@ -292,7 +292,7 @@ async def _bash(
         committed = await run_and_commit(
             ctx, command, analysis, limit / 1000, _run, tool.statistics, tool.writable
         )
-        return _with_parser_note(tool, committed)
+        return with_notes(committed, _parser_note(tool))
     launch = await anyio.to_thread.run_sync(Launch.prepare, command, analysis, root)
     try:
         launch.allow(tool.writable)
@@ -302,22 +302,20 @@ async def _bash(
             await anyio.to_thread.run_sync(launch.finish)
     text = output.text()
     note = unenforced_note(why_not)
-    if note is not None:
-        text = f"{note}\n{text}"
+    notes = [] if note is None else [note]
     if status is None:
-        raise ToolError(
-            f"command timed out after {limit} ms and was killed: {command}\n{text}".rstrip()
-        )
+        message = f"command timed out after {limit} ms and was killed: {command}\n{text}"
+        raise ToolError(with_notes(message.rstrip(), notes))
     if status != 0:
         refused = launch.explain(text, root)
         message = f"exit code {status}\n{text}".rstrip()
-        raise ToolError(f"{message}\n{refused}" if refused else message)
-    return _with_parser_note(tool, text)
+        raise ToolError(with_notes(f"{message}\n{refused}" if refused else message, notes))
+    return with_notes(text, [*notes, *_parser_note(tool)])
 
 
-def _with_parser_note(tool: BashTool, text: str) -> str:
-    """``text``, after the note that commands are barriers if the tool has not said it yet."""
+def _parser_note(tool: BashTool) -> list[str]:
+    """The note that commands are barriers, if the tool has not said it yet."""
     if not tool._note_pending:
-        return text
+        return []
     tool._note_pending = False
-    return f"({parser_missing_note()})\n{text}"
+    return [f"({parser_missing_note()})"]

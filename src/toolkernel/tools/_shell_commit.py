@@ -58,10 +58,21 @@ from ..shell._confine import Launch
 from ._file_tools import fs_of
 from ._workspace import Workspace
 
-__all__ = ["MAX_ATTEMPTS", "ShellStatistics", "run_and_commit"]
+__all__ = ["MAX_ATTEMPTS", "ShellStatistics", "run_and_commit", "with_notes"]
 
 MAX_ATTEMPTS: Final = 3
 """Runs of one command, at most, when what it changed keeps changing underneath it."""
+
+
+def with_notes(text: str, notes: Sequence[str]) -> str:
+    """``text`` (a command's output, or what its failure says) and then ``notes``, after a blank
+    line, one a line. After, never before: whatever reads the result (the model, or a program
+    parsing what the command printed) finds the command's own bytes first, and all of them."""
+    if not notes:
+        return text
+    if not text:
+        return "\n".join(notes)
+    return text + ("\n" if text.endswith("\n") else "\n\n") + "\n".join(notes)
 
 
 @attrs.define
@@ -235,8 +246,8 @@ async def run_and_commit(
             await anyio.to_thread.run_sync(commit)
         statistics.committed += 1
         if run.failure is not None:
-            raise ToolError("\n".join([*notes, run.failure]))
-        return "\n".join([*notes, run.text]) if notes else run.text
+            raise ToolError(with_notes(run.failure, notes))
+        return with_notes(run.text, notes)
     finally:
         if owned is not None:
             owned.overlay.discard_later()
