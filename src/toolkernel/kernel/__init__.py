@@ -18,10 +18,13 @@ events) must take, events for the listeners among them. What the scheduler decid
 
 Around them: ``_context.py`` (what a tool is given), ``_content.py`` (rich outputs),
 ``_protocol.py`` and ``_environment.py`` (what the kernel needs of tools and a workspace),
+``_ahead.py`` (what a tool that may run a call ahead of its grant declares, and learns),
 ``_options.py`` (checked options), ``_loop.py`` (trio or asyncio).
 """
 
 from .._errors import HoldMore as HoldMore
+from ._ahead import Ahead as Ahead
+from ._ahead import ChangedMeanwhile as ChangedMeanwhile
 from ._call import CallState as CallState
 from ._call import Status as Status
 from ._call import ToolCall as ToolCall

@@ -108,11 +108,13 @@ class CallBlocked:
 
 @attrs.frozen
 class CallStarted:
-    """A call's leases were granted and its tool began running."""
+    """A call's leases were granted and its tool began running (or, with ``ahead``, its
+    tool began running ahead of its grant: ``toolkernel.kernel.Ahead``)."""
 
     call_id: str
     name: str
     time: float
+    ahead: bool = False
 
 
 @attrs.frozen

@@ -30,7 +30,7 @@ from ._events import (
     KernelListener,
     LeaseListener,
 )
-from ._record import CallRecord
+from ._record import AHEAD, AWAITING, CallRecord
 
 __all__ = [
     "CallInfo",
@@ -196,7 +196,9 @@ class Reporter:
                     self.access_listeners.remove(listener)
                 _log.exception("toolkernel: removed a file-access listener that raised")
 
-    def statistics(self, live: Mapping[int, CallRecord], peak_running: int) -> KernelStatistics:
+    def statistics(
+        self, live: Mapping[int, CallRecord], peak_running: int, ran_ahead: int = 0
+    ) -> KernelStatistics:
         """Counts by state; per tool: count, errors by type, wait and run percentiles; the peak
         number of calls running at once; the contended resources."""
         counts = dict.fromkeys(CallState, 0)
@@ -210,6 +212,7 @@ class Reporter:
             tools=freeze_tallies(self._tallies.values()),
             peak_running=peak_running,
             contention=self._contention.freeze(),
+            ran_ahead=ran_ahead,
         )
 
 
@@ -241,6 +244,9 @@ class CallInfo:
     """When it entered its current state."""
     parent: str | None
     """The call that made it through ``ctx.call``, if any."""
+    ahead: bool = False
+    """Running, but ahead of its grant (``toolkernel.kernel.Ahead``): its request still waits,
+    behind the calls ``waits_for`` names."""
 
 
 @attrs.frozen
@@ -317,6 +323,9 @@ class KernelStatistics:
     """The resources calls waited on, the most waited-on (by total wait) first: the hot paths
     and devices. At most 1,000 resources are kept apart (those waited on least are folded into
     ``"(other resources)"``)."""
+    ran_ahead: int = 0
+    """Calls started before their leases were granted (their tools run them ahead and commit
+    under the leases: ``toolkernel.kernel.Ahead``)."""
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -433,7 +442,8 @@ def snapshot_of(live: Mapping[int, CallRecord]) -> KernelSnapshot:
     infos: dict[CallState, list[CallInfo]] = {s: [] for s in CallState}
     for uid in sorted(live):
         record = live[uid]
-        if record.state is CallState.QUEUED:
+        ahead = record.stage is AHEAD or record.stage is AWAITING
+        if record.state is CallState.QUEUED or ahead:
             behind = tuple(r.call.id for r in waits_for(record))
         elif record.state is CallState.PENDING:
             deps = sorted(record.deps_left or ())
@@ -449,6 +459,7 @@ def snapshot_of(live: Mapping[int, CallRecord]) -> KernelSnapshot:
                 waits_for=behind,
                 since=record.state_since,
                 parent=record.parent.call.id if record.parent else None,
+                ahead=ahead,
             )
         )
     return KernelSnapshot(
