@@ -44,8 +44,8 @@ from ..locks import Claim, LeaseTableStatistics, path
 from . import _loop as loop
 from . import _messages as messages
 from ._actions import INTERRUPT, PREPHASE, REVOKE, START, TELL, TIMER, Action, Telling
-from ._ahead import ChangedMeanwhile
 from ._admission import split_by_cover
+from ._ahead import ChangedMeanwhile
 from ._call import CANCELLED, ERROR, OK, Status, ToolCall, ToolResult
 from ._context import ToolContext
 from ._events import CallEvent, CallFinished, KernelListener

@@ -883,6 +883,8 @@ class Scheduler:
         if record.has_context:
             record.has_context = False
             self._out.append((REVOKE, record))
+        if self._ahead_running and record.hold.group is not None:
+            self._tell_ahead(record)
         for granted in self.leasing.release(record):
             self._granted(granted)
 
@@ -1325,7 +1327,9 @@ class Scheduler:
         if record.started_at is not None:
             self._running_tools -= 1
         if self._ahead_running or self._ahead_queued:
-            self._tell_ahead(record)
+            self._ahead_dirty = True  # its end may let a queued call run ahead
+            self._ahead_queued.pop(record.uid, None)
+            self._ahead_running.pop(record.uid, None)
         self.move(record, FINISHED, result.finished_at)
         record.result = result
         del self._live[record.uid]
@@ -1341,14 +1345,11 @@ class Scheduler:
         self._out.append((WAKE, record))  # its waiters, its parent's task, its batch's
 
     def _tell_ahead(self, record: CallRecord) -> None:
-        """``record`` is finishing: the calls running ahead that it conflicts with are told
-        what it changed; its end may let a queued call run ahead."""
-        self._ahead_dirty = True
-        self._ahead_queued.pop(record.uid, None)
+        """``record``'s leases are going, its changes made: the calls running ahead that it
+        conflicts with are told what it changed, before its leases may grant them theirs."""
         running = self._ahead_running
-        running.pop(record.uid, None)
-        if not running or record.started_at is None or not record.claims:
-            return  # it never ran: it changed nothing
+        if record.started_at is None or not record.claims or record.uid in running:
+            return  # it never ran (it changed nothing), or it runs ahead itself, ungranted
         changed = record.changed
         if changed is None:
             changed = tuple(c for c in record.claims if c.mode is Mode.EXCLUSIVE)
