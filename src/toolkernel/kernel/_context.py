@@ -38,6 +38,8 @@ class Runner(Protocol):
 
     def _report_changes(self, record: _Record, changed: Iterable[Claim]) -> None: ...
 
+    def _ran_ahead(self, record: _Record) -> bool: ...
+
 
 @attrs.define(eq=False)
 class ToolContext:
@@ -120,6 +122,13 @@ class ToolContext:
             raise self._revoked(f"call {name}")
         return await self._kernel._call_nested(self._record, name, arguments)
 
+    @property
+    def ran_ahead(self) -> bool:
+        """Whether this call started before its leases were granted (its tool lets it:
+        :class:`~toolkernel.kernel.Ahead`); it then awaits :meth:`wait_granted` before it
+        makes anything visible."""
+        return self._kernel._ran_ahead(self._record)
+
     async def wait_granted(self) -> tuple[ChangedMeanwhile, ...]:
         """Wait until this call's leases are granted; the calls that conflicted with it and
         finished while it ran ahead of its grant, in the order they finished, each with what
@@ -146,6 +155,10 @@ class ToolContext:
         meanwhile = await self._kernel._wait_granted(self._record)
         if self._ended:  # it timed out, or its shared leases could not be taken
             raise self._revoked("go on")
+        if self._fs is not None and self._kernel._fence_for(self._record) is not None:
+            # Made before the grant, it has no fence for the shared leases taken at it.
+            self._fs.close()
+            self._fs = None
         return meanwhile
 
     def report_changes(self, changed: Iterable[Claim]) -> None:

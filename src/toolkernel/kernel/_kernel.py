@@ -679,6 +679,11 @@ class Kernel(metaclass=NoPublicConstructor):
         """For ``ToolContext.report_changes``."""
         self._scheduler.report_changes(record, changed)
 
+    @staticmethod
+    def _ran_ahead(record: CallRecord) -> bool:
+        """For ``ToolContext.ran_ahead``."""
+        return record.meanwhile is not None
+
     def _progress(self, record: CallRecord, message: str, data: Any) -> None:
         """For ``ToolContext.progress``."""
         self._act(self._scheduler.progress(record, message, data))

@@ -257,7 +257,9 @@ def may_conflict(claims: tuple[Claim, ...] | None, earlier: tuple[Claim, ...] | 
 # (``_ahead`` says why that is sound for a tool that commits its writes under its leases). Pure.
 # A call may pass an earlier unfinished call it conflicts with only where that call can't change
 # what it reads before it commits: where every conflict between them is the earlier call reading
-# what this one writes (it commits after that reader, in the table's order), or, for a
+# what this one writes (it commits after that reader, in the table's order; for a call that is
+# not speculative, which can't run again, only a reader that writes no path at all, since what
+# such a call may have read is the whole workspace), or, for a
 # speculative call, where the earlier call runs ahead itself (what it writes lands at its commit,
 # which this call is told of at its grant, and validates against). A call claiming anything but
 # paths never runs ahead: only the workspace has writes that wait for a commit.
@@ -280,12 +282,20 @@ def may_run_ahead(record: CallRecord, earlier: Iterable[CallRecord]) -> bool:
             for their in theirs:
                 if not claims_conflict(claim, their):
                     continue
-                if their.mode is Mode.SHARED and claim.mode is Mode.EXCLUSIVE:
+                if (
+                    their.mode is Mode.SHARED
+                    and claim.mode is Mode.EXCLUSIVE
+                    and (ahead.speculative or not _writes_paths(theirs))
+                ):
                     continue  # it reads what this call writes: this call commits after it
                 if ahead.speculative and other.ahead is not None:
                     continue  # its writes land at its commit, which this call validates against
                 return False
     return True
+
+
+def _writes_paths(claims: tuple[Claim, ...]) -> bool:
+    return any(c.mode is Mode.EXCLUSIVE and isinstance(c.resource, Path) for c in claims)
 
 
 # -- What before-hooks, the permission policy and the approver answered, and what it means for ----

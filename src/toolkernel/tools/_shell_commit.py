@@ -49,8 +49,8 @@ import anyio.to_thread
 import attrs
 
 from .._errors import HoldMore, ToolError
-from ..kernel import ToolContext
-from ..locks import Claim, Mode, Path, covers, exclusive
+from ..kernel import ChangedMeanwhile, ToolContext
+from ..locks import Claim, Mode, Path, claims_conflict, covers, exclusive
 from ..sandbox import Change, ChangeKind, Overlay
 from ..shell import describe_miss
 from ..shell._analysis import Analysis
@@ -80,6 +80,14 @@ class ShellStatistics:
     """Commands run again because a path they changed was changed underneath them."""
     discarded: int = 0
     """Commands whose changes were thrown away: they timed out or were cancelled."""
+    ran_ahead: int = 0
+    """Commands started before their call's leases were granted (``toolkernel.kernel.Ahead``):
+    beside earlier calls that read what they write, and, when confined, beside earlier
+    commands whose changes were not committed yet."""
+    ahead_thrown_away: int = 0
+    """Of those, runs thrown away (and the command run again, holding its leases) because an
+    earlier call committed a change to what the command may have read while it ran: the cost
+    of speculation (``ahead_thrown_away / ran_ahead`` is the share)."""
 
 
 RunProcess = Any
@@ -180,8 +188,7 @@ async def run_and_commit(
     for a command that failed (after committing what it changed, as a shell would have), timed
     out, or whose changes could not be committed; raises ``HoldMore`` for the leases on what it
     changed outside its claims (the kernel runs it again holding them, and it goes on here)."""
-    fs = fs_of(ctx)
-    workspace: Workspace = fs.workspace
+    workspace: Workspace = fs_of(ctx).workspace
     root = str(workspace.root)
     held = _held(ctx.claims)
     pending = ctx.resumed if isinstance(ctx.resumed, _Pending) else None
@@ -198,7 +205,24 @@ async def run_and_commit(
         if pending is not None:
             run = owned = pending.run
         else:
+            ahead = pending is None and again is None and ctx.ran_ahead
+            if ahead:
+                statistics.ran_ahead += 1
             run = owned = await once(again.number if again else 1)
+            if ahead:
+                changed = _changed_meanwhile(await ctx.wait_granted(), analysis, ctx.claims)
+                if changed:
+                    # An earlier call committed a change to what it may have read while it ran
+                    # ahead: that run is as if it never happened (nothing of it is visible, and
+                    # nothing is said of it), and the command runs now, holding its leases.
+                    run.overlay.discard_later()
+                    owned = None
+                    if not analysis.confined:
+                        statistics.discarded += 1
+                        raise ToolError(_not_run_again(analysis, _listed(changed), run, notes))
+                    statistics.ahead_thrown_away += 1
+                    run = owned = await once(1)
+        fs = fs_of(ctx)  # made again at the grant if it holds shared leases: with their fence
         while True:
             uncovered = _uncovered(run.changes, held, workspace)
             if uncovered:
@@ -234,6 +258,7 @@ async def run_and_commit(
             commit = partial(run.overlay.commit, run.changes, fence=fs.fence)
             await anyio.to_thread.run_sync(commit)
         statistics.committed += 1
+        ctx.report_changes(_changed_claims(run.changes, workspace))
         if run.failure is not None:
             raise ToolError("\n".join([*notes, run.failure]))
         return "\n".join([*notes, run.text]) if notes else run.text
@@ -242,6 +267,38 @@ async def run_and_commit(
             owned.overlay.discard_later()
         if pending is not None:
             pending.close()
+
+
+def _changed_meanwhile(
+    meanwhile: Sequence[ChangedMeanwhile], analysis: Analysis, claims: Sequence[Claim]
+) -> list[str]:
+    """What the calls that finished while the command ran ahead changed that it may have read:
+    anything of its claims if it is confined (everything it does is known), else anything."""
+    found: list[str] = []
+    for earlier in meanwhile:
+        for change in earlier.changed:
+            if not isinstance(change.resource, Path):
+                continue
+            if not analysis.confined or any(claims_conflict(change, mine) for mine in claims):
+                spelled = str(change.resource)
+                if spelled not in found:
+                    found.append(spelled)
+    return found
+
+
+def _changed_claims(changes: Sequence[Change], workspace: Workspace) -> list[Claim]:
+    """Exclusive claims on what ``changes`` changed, for the calls running ahead to check:
+    a directory the command made or replaced stands for everything in it."""
+    found: list[Claim] = []
+    inside: tuple[str, ...] | None = None
+    for change in changes:
+        parts = change.parts
+        if inside is not None and parts[: len(inside)] == inside:
+            continue
+        found.append(exclusive(workspace._entry_key(parts)))
+        if change.kind is ChangeKind.DIRECTORY and not change.metadata_only:
+            inside = parts
+    return found
 
 
 def _report_miss(
