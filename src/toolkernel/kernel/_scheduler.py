@@ -9,6 +9,8 @@ Lifecycle of one call (public states in ``_call.CallState``; the record keeps on
 
     stages:   HOOKED → PENDING → READY → QUEUED → HELD or FOR_SLOT → FRESH or GRANTED → RUNNING
               (each step but the last may be skipped; any stage may end FINISHED)
+    ahead:    QUEUED → AHEAD → (AWAITING → AWAITING_SLOT →) RUNNING
+              (its tool runs before the grant, waits for it holding no slot, goes on with one)
 
 - *Admission* (``_admission``): look the tool up, parse and validate the arguments, compute and
   canonicalize the claims, link ``after=`` edges. Every call of a batch is admitted (and its
@@ -23,6 +25,15 @@ Lifecycle of one call (public states in ``_call.CallState``; the record keeps on
 - *RUNNING*: the grant asks the async layer to start the call's task (nested calls run inline
   in their parent's task). The task confirms the call's path keys, runs the tool in a cancel
   scope carrying the run timeout, and reports back.
+- *Running ahead* (``_ahead``): a queued call whose tool answers ``ahead(arguments, key)``
+  may be started before its grant, its request still waiting in the table at its place, when
+  a slot is free and nothing earlier it conflicts with can change what it reads before it
+  commits (``may_run_ahead``; looked at again whenever a call is queued or finishes or a slot
+  is given back, at the hand-over of an operation's actions). Its tool awaits its grant
+  (``await_grant``) before it makes anything visible, giving its slot back meanwhile, within
+  its lease-wait limit; calls it conflicts with that release their leases meanwhile are noted
+  for it, with what they changed (``changed_meanwhile``). Its keys are not looked at again
+  after the grant: what it commits is keyed by its tool, entry by entry, when it commits.
 - *FINISHED*: ``finish`` is the one way out, whatever happened: it has the call's context
   revoked, releases every lease (granting, and so spawning, whoever is next before anything else can
   run), records the result, emits ``CallFinished``, wakes whoever waits, and moves dependents on.

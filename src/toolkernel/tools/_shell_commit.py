@@ -4,7 +4,19 @@ workspace (``toolkernel.sandbox``), its changes committed under leases.
 The prediction (``shell_claims``) decides what a call waits for up front; what the command
 really changed decides what is committed, and how:
 
-1. The command runs with the workspace an overlay. Nothing it does is visible to anyone yet.
+1. The command runs with the workspace an overlay. Nothing it does is visible to anyone yet,
+   so it may run before its call's leases are granted (``BashTool.ahead``; the kernel decides
+   when: ``toolkernel.kernel._ahead``): beside earlier calls that read what it writes, and, if
+   it is *confined* (below), beside earlier commands that have not committed. It then waits for
+   its grant (``ctx.wait_granted``), and looks at what the calls that finished meanwhile
+   changed: if any of it is under its claims (or anything at all, for a command that is not
+   confined: only earlier pure readers can let such a command start early, so this is a
+   change made by a tool's nested call, which overtakes), the run is thrown away, unseen and
+   unsaid (:attr:`ShellStatistics.ahead_thrown_away`), and a confined command runs again
+   now, holding its leases: a second run never runs ahead. Any other command never runs twice:
+   it fails as in 3. below. Its commit comes after the grant, so after every earlier
+   conflicting call's, in emission order; what it changed it reports
+   (``ctx.report_changes``), for the commands running ahead after it to check against.
 2. Its change set is read from the upper layer. Changes inside what its call holds exclusively
    are its own. A change outside them is a *miss* of the prediction: it is reported (a
    ``CallProgress`` event whose data has ``unpredicted``, and :attr:`ShellStatistics.misses`),
@@ -29,7 +41,9 @@ A command that times out, or whose call is cancelled, commits nothing, and says 
 writes outside the workspace is policy, not ordering: its temporary directory and the
 toolchains' caches (``shell._confine``).
 
-What is promised: for predicted effects, emission order, as for every call; for missed ones,
+Running ahead changes nothing of this. What is promised: for predicted effects, emission order,
+as for every call (a command that ran ahead commits after every earlier call it conflicts with,
+and its run is thrown away if one of them changed what it claims); for missed ones,
 serializability (the batch ends as if its calls had run one at a time in some order: no lost
 update, no torn file). A command reads the workspace as it is while it runs: a file it did not
 claim may change under it, which the overlay may or may not show (overlayfs leaves that
