@@ -87,6 +87,10 @@ class Slots:
         line.append(record)
         return False
 
+    def has_free(self) -> bool:
+        """Whether a slot is free (and so nobody waits for one)."""
+        return self._free is None or self._free > 0
+
     def take_free(self, record: CallRecord) -> bool:
         """Give ``record`` a slot if one is free (True); else leave it be (False), never in
         line. A free slot means nobody waits for one: a freed slot goes to the line first."""

@@ -779,9 +779,13 @@ class Scheduler:
             self.move(record, QUEUED, now)
             self._blocked(record, now)
             self.break_wait_cycles()
-            if record.ahead is not None and record.hold.waiting_in is not None:
+            # Looked at now, so that it has a free slot before later calls of its batch.
+            if (
+                record.ahead is not None
+                and record.hold.waiting_in is not None
+                and not self._try_ahead(record)
+            ):
                 self._ahead_queued[record.uid] = record
-                self._ahead_dirty = True
 
     def _ahead_answer(self, record: CallRecord, ahead: Callable[..., object]) -> Ahead | None:
         """What the call's tool answers to ``ahead(arguments, key)``: None (it may not run
@@ -805,17 +809,22 @@ class Scheduler:
             if record.stage is not QUEUED or record.hold.waiting_in is None:
                 del queued[uid]  # granted, finished, or back in line after a run
                 continue
-            if not may_run_ahead(record, self._earlier(record)):
-                continue
-            if not self.slots.take_free(record):
+            if not self.slots.has_free():
                 return
-            del queued[uid]
-            self.leasing.stop_wait_clock(record)  # a fresh limit when its tool waits for it
-            self.move(record, AHEAD, self.now())
-            record.meanwhile = []
-            self._ahead_running[uid] = record
-            self._ran_ahead += 1
-            self._out.append((START, record))
+            if self._try_ahead(record):
+                del queued[uid]
+
+    def _try_ahead(self, record: CallRecord) -> bool:
+        """Start ``record``, queued, ahead of its grant if it may, and a slot is free."""
+        if not may_run_ahead(record, self._earlier(record)) or not self.slots.take_free(record):
+            return False
+        self.leasing.stop_wait_clock(record)  # a fresh limit when its tool waits for it
+        self.move(record, AHEAD, self.now())
+        record.meanwhile = []
+        self._ahead_running[record.uid] = record
+        self._ran_ahead += 1
+        self._out.append((START, record))
+        return True
 
     def _earlier(self, record: CallRecord) -> Iterator[CallRecord]:
         """The unfinished calls ahead of ``record``: those submitted before it, and every
