@@ -79,6 +79,18 @@ def test_a_reader_never_starts_ahead_of_an_earlier_writer_even_a_command() -> No
     assert h.spawned == ["b1"] and rs["b2"].stage is Stage.QUEUED
 
 
+def test_a_call_that_runs_once_passes_only_an_earlier_reader_that_writes_no_path() -> None:
+    # What a call that can't run again may have read is the whole workspace: an earlier call
+    # that reads what it writes but writes elsewhere could change that; a speculative call,
+    # checked against its own claims, passes it.
+    h = opened()
+    rs = h.submit(call("r1", claims="r:a w:z"), b("b2", "w:a", "once"), b("b3", "w:a"))
+    assert rs["b2"].stage is Stage.QUEUED
+    h = opened()
+    rs = h.submit(call("r1", claims="r:a w:z"), b("b3", "w:a"))
+    assert rs["b3"].stage is Stage.AHEAD
+
+
 def test_a_speculative_call_starts_ahead_of_an_earlier_call_that_runs_ahead_itself() -> None:
     h = opened()
     rs = h.submit(b("b1", "w:log"), b("b2", "w:log"), b("b3", "w:log", "once"))

@@ -138,7 +138,9 @@ class ToolContext:
         :class:`~toolkernel.kernel.Ahead`) can start before its grant; for any other call
         this returns at once, with nothing. A call running ahead gives its concurrency slot
         back while it waits here, and takes one again before this returns; the wait is
-        bounded by its lease-wait limit (the call then ends ``TIMEOUT``), and cancellable.
+        bounded by its lease-wait limit (the call then ends ``TIMEOUT``), and cancellable. Its
+        run limit runs on meanwhile: it started when the tool did. With leases shared with
+        other processes, those are taken here too, after the kernel's own.
         Nothing a call does before this returns may be visible to anyone: its writes are
         committed after, under the leases.
 

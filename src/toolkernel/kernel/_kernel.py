@@ -657,19 +657,24 @@ class Kernel(metaclass=NoPublicConstructor):
         once for a call that did not run ahead), and, with shared leases, taken from the
         backend too; the calls that changed something it conflicts with meanwhile."""
         scheduler = self._scheduler
-        if record.stage is not AHEAD:
+        if record.stage is AHEAD:
+            waiter = self._grant_waiters[record] = anyio.Event()
+            try:
+                self._act(scheduler.await_grant(record))
+                if record.stage is AWAITING or record.stage is AWAITING_SLOT:
+                    await waiter.wait()
+                else:
+                    await self._loop.checkpoint()
+            finally:
+                self._grant_waiters.pop(record, None)
+        else:  # granted already: while it ran ahead, or before it started
             await self._loop.checkpoint()
-            return scheduler.changed_meanwhile(record)
-        waiter = self._grant_waiters[record] = anyio.Event()
-        try:
-            self._act(scheduler.await_grant(record))
-            if record.stage is AWAITING or record.stage is AWAITING_SLOT:
-                await waiter.wait()
-            else:
-                await self._loop.checkpoint()
-        finally:
-            self._grant_waiters.pop(record, None)
-        if self._shared is not None and record.stage is RUNNING:
+        if (
+            self._shared is not None
+            and record.meanwhile is not None  # it ran ahead: its shared leases are taken now
+            and record.stage is RUNNING
+            and record not in self._grants
+        ):
             claims = self._shared_claims(record)
             if claims:
                 await self._take_shared(record, claims)  # if it fails, the call is finished
