@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import toolkernel as tk
@@ -154,6 +154,19 @@ NAMES = ("a", "b", "d/x", "d")
 TEXTS = ("one", "two")
 
 
+def calls() -> st.SearchStrategy[tuple[str, dict[str, str]]]:
+    """A Bash command (most), or a built-in call that reads or writes directly."""
+    name = st.sampled_from(NAMES)
+    bash = st.builds(lambda command: ("Bash", {"command": command}), commands())
+    read = st.builds(lambda path: ("Read", {"file_path": path}), name)
+    write = st.builds(
+        lambda path, text: ("Write", {"file_path": path, "content": text}),
+        name,
+        st.sampled_from(TEXTS),
+    )
+    return st.one_of(bash, bash, bash, read, write)
+
+
 def commands() -> st.SearchStrategy[str]:
     name = st.sampled_from(NAMES)
     return st.one_of(
@@ -179,12 +192,20 @@ def seen(result: tk.ToolResult) -> tuple[Any, ...]:
     return (result.status, result.output, result.error)
 
 
-async def run_batch(root: pathlib.Path, batch: list[str], one_at_a_time: bool) -> list[Any]:
-    calls = [call(f"c{i}", command) for i, command in enumerate(batch)]
-    async with tk.open_kernel(tools=builtin_tools(bash=True), root=root) as kernel:
+async def run_batch(
+    root: pathlib.Path, batch: list[tuple[str, dict[str, str]]], one_at_a_time: bool
+) -> list[Any]:
+    calls = [tk.ToolCall(f"c{i}", name, arguments) for i, (name, arguments) in enumerate(batch)]
+    tools = builtin_tools(bash=True)
+    async with tk.open_kernel(tools=tools, root=root) as kernel:
         if one_at_a_time:
             return [seen((await kernel.run([c]))[0]) for c in calls]
-        return [seen(r) for r in await kernel.run(calls)]
+        found = [seen(r) for r in await kernel.run(calls)]
+    shell = bash_tool(tools).statistics
+    # How often the batches overlap at all (``--hypothesis-show-statistics``).
+    event(f"commands run ahead: {shell.ran_ahead if shell.ran_ahead < 2 else '2 or more'}")
+    event(f"runs thrown away: {'some' if shell.ahead_thrown_away else 'none'}")
+    return found
 
 
 @settings(
@@ -193,9 +214,9 @@ async def run_batch(root: pathlib.Path, batch: list[str], one_at_a_time: bool) -
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @pytest.mark.parametrize("backend", ["trio", "asyncio"])
-@given(batch=st.lists(commands(), min_size=2, max_size=6))
+@given(batch=st.lists(calls(), min_size=2, max_size=6))
 def test_a_batch_ends_as_its_calls_run_one_at_a_time_in_order(
-    batch: list[str], backend: str
+    batch: list[tuple[str, dict[str, str]]], backend: str
 ) -> None:
     place = pathlib.Path(tempfile.mkdtemp(prefix="toolkernel-ahead-"))
     try:
