@@ -260,6 +260,18 @@ def test_asking_to_hold_more_before_the_grant_fails_the_call() -> None:
     assert returned_everything(h)
 
 
+def test_a_later_call_of_a_higher_priority_counts_as_earlier() -> None:
+    # It queues ahead of the call in the table: a direct writer of what the call writes, it
+    # keeps it from starting.
+    for priority, started in ((0, True), (5, False)):
+        h = opened(max_concurrency=2)
+        rs = h.submit(call("r1", claims="r:a"), call("y", claims="w:y"), b("b2", "w:a", "once"))
+        assert rs["b2"].stage is Stage.QUEUED  # no slot is free
+        h.submit(call("w9", claims="w:a", priority=priority))
+        h.run_to_end(rs["y"])  # a slot is free now
+        assert (rs["b2"].stage is Stage.AHEAD) is started
+
+
 def test_a_call_claiming_more_than_paths_never_runs_ahead() -> None:
     h = opened()
     rs = h.submit(call("r1", claims="r:a"), b("b2", "w:a dev:phone", "once"))

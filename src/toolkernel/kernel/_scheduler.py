@@ -275,8 +275,8 @@ def may_conflict(claims: tuple[Claim, ...] | None, earlier: tuple[Claim, ...] | 
 # which this call is told of at its grant, and validates against). A call claiming anything but
 # paths never runs ahead: only the workspace has writes that wait for a commit.
 #
-# "Earlier" is what this kernel knows: its own calls emitted before, and every nested call (they
-# request at a raised priority, ahead of it). Calls of other agents, through a lease service
+# "Earlier" is what this kernel knows: its own calls emitted before, those of a higher priority,
+# and every nested call (they request at a raised priority, ahead of it). Calls of other agents, through a lease service
 # shared with them, are ordered by the table alone: the call's request waits there at its place,
 # and its commit waits for its grant.
 def may_run_ahead(record: CallRecord, earlier: Iterable[CallRecord]) -> bool:
@@ -827,10 +827,14 @@ class Scheduler:
         return True
 
     def _earlier(self, record: CallRecord) -> Iterator[CallRecord]:
-        """The unfinished calls ahead of ``record``: those submitted before it, and every
-        nested call (requested at a raised priority)."""
+        """The unfinished calls ahead of ``record`` in the lease queue, or that may come to be:
+        those submitted before it, those of a higher priority, and every nested call
+        (requested at a raised priority)."""
+        uid, priority = record.uid, record.call.priority
         for other in self._live.values():
-            if other is not record and (other.uid < record.uid or other.parent is not None):
+            if other is not record and (
+                other.uid < uid or other.parent is not None or other.call.priority > priority
+            ):
                 yield other
 
     def _granted_ahead(self, record: CallRecord) -> None:
