@@ -276,9 +276,9 @@ def may_conflict(claims: tuple[Claim, ...] | None, earlier: tuple[Claim, ...] | 
 # paths never runs ahead: only the workspace has writes that wait for a commit.
 #
 # "Earlier" is what this kernel knows: its own calls emitted before, those of a higher priority,
-# and every nested call (they request at a raised priority, ahead of it). Calls of other agents, through a lease service
-# shared with them, are ordered by the table alone: the call's request waits there at its place,
-# and its commit waits for its grant.
+# and every nested call (they request at a raised priority, ahead of it). Calls of other agents,
+# through a lease service shared with them, are ordered by the table alone: the call's request
+# waits there at its place, and its commit waits for its grant (and its shared leases).
 def may_run_ahead(record: CallRecord, earlier: Iterable[CallRecord]) -> bool:
     """Whether ``record``, queued, may start before its grant, given the unfinished calls
     ``earlier`` than it (see above)."""
