@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import toolkernel as tk
 from toolkernel import sandbox
 from toolkernel.kernel import CallEvent, CallFinished, CallStarted, ToolContext
+from toolkernel.testing import Recorder, check_race_free
 from toolkernel.tools import builtin_tools
 
 from ..trees import snapshot
@@ -96,6 +97,21 @@ async def test_two_appends_both_land_in_order(tmp_path: pathlib.Path) -> None:
     # thrown away and run again once b1, then b2, had committed.
     assert shell.ran_ahead == 2 and shell.ahead_thrown_away == 2
     assert shell.commands == 5
+
+
+async def test_what_ran_ahead_holds_its_leases_from_its_grant_for_the_race_check(
+    tmp_path: pathlib.Path,
+) -> None:
+    recorder = Recorder()
+    async with tk.open_kernel(tools=builtin_tools(bash=True), root=tmp_path) as kernel:
+        kernel.add_listener(recorder)
+        results = await kernel.run(
+            [call("b1", "echo 1 >> log"), call("b2", "echo 2 >> log"), call("b3", "cat log")]
+        )
+    assert all(r.ok for r in results)
+    assert check_race_free(recorder.recording) == []
+    b1, b2 = recorder.recording.by_id("b1"), recorder.recording.by_id("b2")
+    assert b1.run is not None and b2.run is not None and b2.run.first > b1.run.last
 
 
 async def test_a_command_with_effects_beyond_the_sandbox_is_not_speculated(

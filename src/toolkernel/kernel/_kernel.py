@@ -669,6 +669,8 @@ class Kernel(metaclass=NoPublicConstructor):
                 self._grant_waiters.pop(record, None)
         else:  # granted already: while it ran ahead, or before it started
             await self._loop.checkpoint()
+        if record.meanwhile is not None and record.stage is RUNNING:
+            scheduler.leases_granted(record)  # in its own task, as ``leases_returned``
         if (
             self._shared is not None
             and record.meanwhile is not None  # it ran ahead: its shared leases are taken now

@@ -78,6 +78,7 @@ class Reporter:
         # The ``leases_returned`` methods of listeners that are ``LeaseListener``s: told when a
         # call's leases return before its ``CallFinished``.
         self.release_listeners: list[Callable[[str], None]] = []
+        self.grant_listeners: list[Callable[[str], None]] = []  # LeaseListener.leases_granted
 
     def deliver(self, record: CallRecord, event: CallEvent) -> list[Callable[[CallEvent], None]]:
         """Give ``event`` to every listener of the kernel and of ``record``'s stream (the
@@ -155,6 +156,9 @@ class Reporter:
         returned = listener.leases_returned if isinstance(listener, LeaseListener) else None
         if returned is not None:
             returns.append(returned)
+        granted = getattr(listener, "leases_granted", None) if returned is not None else None
+        if granted is not None:
+            self.grant_listeners.append(granted)
 
         def remove() -> None:
             if listener in listeners:
@@ -163,6 +167,8 @@ class Reporter:
                 watchers.remove(watch)
             if returned in returns:
                 returns.remove(returned)
+            if granted in self.grant_listeners:
+                self.grant_listeners.remove(granted)
 
         return remove
 
@@ -173,14 +179,23 @@ class Reporter:
     def leases_returned(self, record: CallRecord) -> None:
         """Tell the listeners that watch it that ``record``'s leases are back while its
         after-hooks still run (its ``CallFinished`` comes later)."""
-        for listener in list(self.release_listeners):
+        self._tell_leases(self.release_listeners, record)
+
+    def leases_granted(self, record: CallRecord) -> None:
+        """Tell the listeners that watch it that ``record``, which started ahead of its
+        grant, holds its leases now."""
+        self._tell_leases(self.grant_listeners, record)
+
+    @staticmethod
+    def _tell_leases(listeners: list[Callable[[str], None]], record: CallRecord) -> None:
+        for listener in list(listeners):
             try:
                 listener(record.call.id)
             except KeyboardInterrupt:
                 raise
             except BaseException:
-                if listener in self.release_listeners:
-                    self.release_listeners.remove(listener)
+                if listener in listeners:
+                    listeners.remove(listener)
                 _log.exception("toolkernel: removed a lease listener that raised")
 
     def file_accessed(self, access: Any) -> None:

@@ -1490,6 +1490,12 @@ class Scheduler:
         self.report.leases_returned(record)
         return True
 
+    def leases_granted(self, record: CallRecord) -> None:
+        """``record``, which ran ahead of its grant, holds its leases now, in its own task:
+        tell the listeners that watch for it."""
+        if self.report.grant_listeners:
+            self.report.leases_granted(record)
+
     def lease_statistics(self) -> LeaseTableStatistics:
         """The statistics of the top-level lease table."""
         return self.leasing.main.table.statistics()
