@@ -788,9 +788,9 @@ class Scheduler:
                 self._ahead_queued[record.uid] = record
 
     def _ahead_answer(self, record: CallRecord, ahead: Callable[..., object]) -> Ahead | None:
-        """What the call's tool answers to ``ahead(arguments, key)``: None (it may not run
-        ahead) for a call awaited by a running one, nested or under ``after=``-less waits
-        of its caller's, and for a tool that fails to answer."""
+        """What the call's tool answers to ``ahead(arguments, key)``; None (it does not run
+        ahead) for a call a running call awaits (its batch, or its handle: it runs in that
+        call's slot) and when the tool fails to answer."""
         if record.batch.awaited_by is not None or record.handle_waiters:
             return None
         try:
