@@ -1,5 +1,6 @@
 """The kernel: tool calls in, one result per call out, each call run as soon as its leases are
-granted.
+granted (or, for a tool whose writes land only at a commit of its own, such as the sandboxed
+Bash tool, run before and committed under them: ``_ahead.py``).
 
 Two layers. The pure scheduler (``_scheduler.py``, where a call's lifecycle is written, once)
 takes every decision about a call and is the only writer of its record (what the call holds and
