@@ -35,6 +35,7 @@ import attrs
 from toolkernel.errors import InvalidArgumentsError
 from toolkernel.kernel import _messages as messages
 from toolkernel.kernel._actions import Act, Action, Telling
+from toolkernel.kernel._ahead import Ahead
 from toolkernel.kernel._call import Status, ToolCall, ToolResult
 from toolkernel.kernel._events import CallEvent
 from toolkernel.kernel._messages import ASKED, CancelReason
@@ -44,7 +45,7 @@ from toolkernel.kernel._record import CallRecord, Stage
 from toolkernel.kernel._scheduler import Scheduler
 from toolkernel.locks import Claim, device, exclusive, path, pool, reads, units, writes
 
-__all__ = ["Harness", "PlainTool", "call", "claims_of"]
+__all__ = ["AheadTool", "Harness", "PlainTool", "call", "claims_of"]
 
 
 def claims_of(spec: str, key: Callable[[str], Any] = path) -> list[Claim]:
@@ -92,6 +93,16 @@ class PlainTool:
 
     async def invoke(self, ctx: Any, arguments: Mapping[str, Any]) -> Any:
         raise AssertionError("transcripts never run tools")
+
+
+@attrs.define
+class AheadTool(PlainTool):
+    """A :class:`PlainTool` whose calls may run ahead of their grant (``Ahead``): speculative
+    ones with ``arguments={"ahead": "speculative"}``, others with ``"once"``."""
+
+    def ahead(self, arguments: Mapping[str, Any], key: Any) -> Ahead | None:
+        spelled = arguments.get("ahead")
+        return None if spelled is None else Ahead(speculative=spelled == "speculative")
 
 
 def call(
@@ -337,7 +348,7 @@ class Harness:
             if record.parent is None:  # a nested call's parent's task runs it as it is
                 if record.stage is Stage.GRANTED:
                     self.do(scheduler.confirm_keys(record))
-                if record.stage is not Stage.FRESH and record.stage is not Stage.GRANTED:
+                if record.stage not in (Stage.FRESH, Stage.GRANTED, Stage.AHEAD):
                     return  # back in line (its keys changed meaning), or finished
             elif record.stage is Stage.FINISHED:
                 return
@@ -394,6 +405,13 @@ class Harness:
             self.do(self.scheduler.hold_more(record, more, state))
             if record.stage is Stage.FRESH:
                 self.begin(record)
+
+    def wait_granted(self, record: CallRecord) -> bool:
+        """The call's tool awaits ``ctx.wait_granted()`` (``Kernel._wait_granted``): True if
+        it goes on at once (granted already, and holding a slot); else it waits for its
+        ``WAKE`` (see ``woken``)."""
+        self.do(self.scheduler.await_grant(record))
+        return record.stage is Stage.RUNNING
 
     def progress(self, record: CallRecord, message: str, data: Any = None) -> None:
         self.do(self.scheduler.progress(record, message, data))

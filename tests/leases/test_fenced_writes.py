@@ -218,3 +218,33 @@ def test_making_a_directory_on_the_way_to_a_held_path_is_covered_and_nothing_mor
             check_covered(held, op)
     with pytest.raises(PermissionError):
         check_covered([reads("a/b/c.txt")], MakeDirectory(("a",)))
+
+
+@pytest.mark.skipif(
+    sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}"
+)
+async def test_a_command_that_ran_ahead_commits_through_the_fence_of_its_grant(
+    service: Service, here: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second command runs ahead of its grant (before the first commits); its shared
+    # leases are taken at its grant, and its commit goes through their fence.
+    fences = []
+    commit = sandbox.Overlay.commit
+
+    def noted(overlay: sandbox.Overlay, changes: object, *, fence: object = None) -> None:
+        fences.append(fence)
+        commit(overlay, changes, fence=fence)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sandbox.Overlay, "commit", noted)
+    root = service.root
+    tools = builtin_tools(bash=True)
+    calls = [
+        tk.ToolCall(f"b{i}", "Bash", {"command": f"cd {here} && echo {i} >> log"}) for i in (1, 2)
+    ]
+    async with tk.open_kernel(tools, root=root, leases=service.url) as k:
+        results = await k.run(calls)
+        ran_ahead = k.statistics().ran_ahead
+    assert [r.status for r in results] == [tk.Status.OK] * 2, results
+    assert (root / here / "log").read_text() == "1\n2\n"
+    assert ran_ahead == 1
+    assert len(fences) == 2 and None not in fences

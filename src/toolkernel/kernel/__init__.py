@@ -1,5 +1,6 @@
 """The kernel: tool calls in, one result per call out, each call run as soon as its leases are
-granted.
+granted (or, for a tool whose writes land only at a commit of its own, such as the sandboxed
+Bash tool, run before and committed under them: ``_ahead.py``).
 
 Two layers. The pure scheduler (``_scheduler.py``, where a call's lifecycle is written, once)
 takes every decision about a call and is the only writer of its record (what the call holds and
@@ -18,10 +19,13 @@ events) must take, events for the listeners among them. What the scheduler decid
 
 Around them: ``_context.py`` (what a tool is given), ``_content.py`` (rich outputs),
 ``_protocol.py`` and ``_environment.py`` (what the kernel needs of tools and a workspace),
+``_ahead.py`` (what a tool that may run a call ahead of its grant declares, and learns),
 ``_options.py`` (checked options), ``_loop.py`` (trio or asyncio).
 """
 
 from .._errors import HoldMore as HoldMore
+from ._ahead import Ahead as Ahead
+from ._ahead import ChangedMeanwhile as ChangedMeanwhile
 from ._call import CallState as CallState
 from ._call import Status as Status
 from ._call import ToolCall as ToolCall

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import attrs
 
 from .._errors import CallEndedError, NoWorkspaceError
 from ..locks import Claim
+from ._ahead import ChangedMeanwhile
 from ._call import ToolResult
 from ._environment import Environment
 from ._files import FileSystem
@@ -32,6 +33,12 @@ class Runner(Protocol):
     def _file_observer(self) -> Callable[..., None] | None: ...
 
     def _fence_for(self, record: _Record) -> Any: ...
+
+    async def _wait_granted(self, record: _Record) -> tuple[ChangedMeanwhile, ...]: ...
+
+    def _report_changes(self, record: _Record, changed: Iterable[Claim]) -> None: ...
+
+    def _ran_ahead(self, record: _Record) -> bool: ...
 
 
 @attrs.define(eq=False)
@@ -114,6 +121,56 @@ class ToolContext:
         if self._ended:
             raise self._revoked(f"call {name}")
         return await self._kernel._call_nested(self._record, name, arguments)
+
+    @property
+    def ran_ahead(self) -> bool:
+        """Whether this call started before its leases were granted (its tool lets it:
+        :class:`~toolkernel.kernel.Ahead`); it then awaits :meth:`wait_granted` before it
+        makes anything visible."""
+        return self._kernel._ran_ahead(self._record)
+
+    async def wait_granted(self) -> tuple[ChangedMeanwhile, ...]:
+        """Wait until this call's leases are granted; the calls that conflicted with it and
+        finished while it ran ahead of its grant, in the order they finished, each with what
+        it changed. Always a checkpoint.
+
+        Only a call whose tool lets it run ahead (``ahead``: see
+        :class:`~toolkernel.kernel.Ahead`) can start before its grant; for any other call
+        this returns at once, with nothing. A call running ahead gives its concurrency slot
+        back while it waits here, and takes one again before this returns; the wait is
+        bounded by its lease-wait limit (the call then ends ``TIMEOUT``), and cancellable. Its
+        run limit runs on meanwhile: it started when the tool did. With leases shared with
+        other processes, those are taken here too, after the kernel's own.
+        Nothing a call does before this returns may be visible to anyone: its writes are
+        committed after, under the leases.
+
+        ::
+
+            run = await run_on_a_copy(...)          # before the grant: invisible
+            for earlier in await ctx.wait_granted():
+                if touches(earlier.changed, run.read):
+                    run = await run_on_a_copy(...)  # holding the leases now
+            commit(run)
+        """
+        if self._ended:
+            raise self._revoked("wait for its leases")
+        meanwhile = await self._kernel._wait_granted(self._record)
+        if self._ended:  # it timed out, or its shared leases could not be taken
+            raise self._revoked("go on")
+        if self._fs is not None and self._kernel._fence_for(self._record) is not None:
+            # Made before the grant, it has no fence for the shared leases taken at it.
+            self._fs.close()
+            self._fs = None
+        return meanwhile
+
+    def report_changes(self, changed: Iterable[Claim]) -> None:
+        """Say what this call changed (exclusive claims on what it wrote, created or
+        deleted): what the calls running ahead of their grants that conflict with it are
+        told when it finishes (``wait_granted``). Without it, a call is taken to have
+        changed every exclusive claim it holds. Not a checkpoint."""
+        if self._ended:
+            raise self._revoked("report its changes")
+        self._kernel._report_changes(self._record, changed)
 
     def close(self) -> None:
         """Revoke this context (the kernel does, as the call's leases go). Idempotent."""

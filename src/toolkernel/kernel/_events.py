@@ -69,7 +69,12 @@ class FileAccessListener(KernelListener, Protocol):
 
 @runtime_checkable
 class LeaseListener(KernelListener, Protocol):
-    """A listener that is also told when a call's leases return before its ``CallFinished``."""
+    """A listener that is also told when a call's leases return before its ``CallFinished``.
+
+    It may also have a ``leases_granted(call_id)`` method: it is then told, in the call's own
+    task, when a call that started ahead of its grant (its ``CallStarted`` says ``ahead``) has
+    its leases, so what it holds runs from there (``toolkernel.testing.Recorder`` has it).
+    """
 
     def leases_returned(self, call_id: str, /) -> None:
         """Called with a call's id when its leases return: a call gives them back when its tool
@@ -108,11 +113,13 @@ class CallBlocked:
 
 @attrs.frozen
 class CallStarted:
-    """A call's leases were granted and its tool began running."""
+    """A call's leases were granted and its tool began running (or, with ``ahead``, its
+    tool began running ahead of its grant: ``toolkernel.kernel.Ahead``)."""
 
     call_id: str
     name: str
     time: float
+    ahead: bool = False
 
 
 @attrs.frozen

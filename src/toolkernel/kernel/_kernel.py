@@ -45,6 +45,7 @@ from . import _loop as loop
 from . import _messages as messages
 from ._actions import INTERRUPT, PREPHASE, REVOKE, START, TELL, TIMER, Action, Telling
 from ._admission import split_by_cover
+from ._ahead import ChangedMeanwhile
 from ._call import CANCELLED, ERROR, OK, Status, ToolCall, ToolResult
 from ._context import ToolContext
 from ._events import CallEvent, CallFinished, KernelListener
@@ -53,7 +54,18 @@ from ._observe import KernelSnapshot, KernelStatistics
 from ._options import KernelOptions, check_seconds
 from ._policy import Decision, Permission
 from ._protocol import Environment, KernelTool
-from ._record import FINISHED, FRESH, GRANTED, HOOKED, Batch, CallRecord
+from ._record import (
+    AHEAD,
+    AWAITING,
+    AWAITING_SLOT,
+    FINISHED,
+    FRESH,
+    GRANTED,
+    HOOKED,
+    RUNNING,
+    Batch,
+    CallRecord,
+)
 from ._scheduler import Scheduler
 
 __all__ = ["Kernel", "open_kernel_core", "NoPublicConstructor", "TimedEvents", "CallHandle"]
@@ -245,6 +257,7 @@ class Kernel(metaclass=NoPublicConstructor):
         # what a handle's ``wait_finished`` or a nested call's parent waits on; ``run``'s wait.
         self._scopes: dict[CallRecord, Any] = {}
         self._waiters: dict[CallRecord, anyio.Event] = {}
+        self._grant_waiters: dict[CallRecord, anyio.Event] = {}  # tools run ahead: their grants
         self._contexts: dict[CallRecord, ToolContext] = {}  # revoked when their leases go
         self._batch_waiters: dict[Batch, anyio.Event] = {}
         self._scheduler = Scheduler(
@@ -553,6 +566,10 @@ class Kernel(metaclass=NoPublicConstructor):
                 waiter = self._waiters.pop(record, None) if self._waiters else None
                 if waiter is not None:
                     waiter.set()
+                if self._grant_waiters:
+                    waiter = self._grant_waiters.pop(record, None)
+                    if waiter is not None:
+                        waiter.set()
                 if record.batch.unfinished == 0 and self._batch_waiters:
                     done = self._batch_waiters.pop(record.batch, None)
                     if done is not None:
@@ -634,6 +651,45 @@ class Kernel(metaclass=NoPublicConstructor):
         """For ``CallHandle``: cancel ``record``."""
         self._loop.check_caller("CallHandle.cancel", "anyio.from_thread.run_sync(handle.cancel)")
         self._act(self._scheduler.cancel(record, ASKED))
+
+    async def _wait_granted(self, record: CallRecord) -> tuple[ChangedMeanwhile, ...]:
+        """For ``ToolContext.wait_granted``: wait until ``record``'s leases are granted (at
+        once for a call that did not run ahead), and, with shared leases, taken from the
+        backend too; the calls that changed something it conflicts with meanwhile."""
+        scheduler = self._scheduler
+        if record.stage is AHEAD:
+            waiter = self._grant_waiters[record] = anyio.Event()
+            try:
+                self._act(scheduler.await_grant(record))
+                if record.stage is AWAITING or record.stage is AWAITING_SLOT:
+                    await waiter.wait()
+                else:
+                    await self._loop.checkpoint()
+            finally:
+                self._grant_waiters.pop(record, None)
+        else:  # granted already: while it ran ahead, or before it started
+            await self._loop.checkpoint()
+        if record.meanwhile is not None and record.stage is RUNNING:
+            scheduler.leases_granted(record)  # in its own task, as ``leases_returned``
+        if (
+            self._shared is not None
+            and record.meanwhile is not None  # it ran ahead: its shared leases are taken now
+            and record.stage is RUNNING
+            and record not in self._grants
+        ):
+            claims = self._shared_claims(record)
+            if claims:
+                await self._take_shared(record, claims)  # if it fails, the call is finished
+        return scheduler.changed_meanwhile(record)
+
+    def _report_changes(self, record: CallRecord, changed: Iterable[Claim]) -> None:
+        """For ``ToolContext.report_changes``."""
+        self._scheduler.report_changes(record, changed)
+
+    @staticmethod
+    def _ran_ahead(record: CallRecord) -> bool:
+        """For ``ToolContext.ran_ahead``."""
+        return record.meanwhile is not None
 
     def _progress(self, record: CallRecord, message: str, data: Any) -> None:
         """For ``ToolContext.progress``."""
@@ -768,6 +824,8 @@ class Kernel(metaclass=NoPublicConstructor):
             successor = await step(successor, True)
 
     async def _run_task(self, record: CallRecord, chain: bool = False) -> CallRecord | None:
+        if record.stage is AHEAD:  # it runs before its grant: its keys are its tool's care
+            return await self._run_granted(record, chain)
         if record.stage is GRANTED and record.stage is not FINISHED:  # it waited: look at its keys
             self._act(self._scheduler.confirm_keys(record))
         if (record.stage is FRESH or record.stage is GRANTED) and record.stage is not FINISHED:
@@ -779,8 +837,8 @@ class Kernel(metaclass=NoPublicConstructor):
 
     async def _execute(self, record: CallRecord) -> None:
         """Run a granted call: with shared leases, once the backend granted them too."""
-        if self._shared is None or record.stage is FINISHED:
-            await self._run_granted(record)
+        if self._shared is None or record.stage is FINISHED or record.stage is AHEAD:
+            await self._run_granted(record)  # ahead: shared leases are taken at its grant
             return
         claims = self._shared_claims(record)
         if not claims:

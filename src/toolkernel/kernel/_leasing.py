@@ -87,6 +87,22 @@ class Slots:
         line.append(record)
         return False
 
+    def has_free(self) -> bool:
+        """Whether a slot is free (and so nobody waits for one)."""
+        return self._free is None or self._free > 0
+
+    def take_free(self, record: CallRecord) -> bool:
+        """Give ``record`` a slot if one is free (True); else leave it be (False), never in
+        line. A free slot means nobody waits for one: a freed slot goes to the line first."""
+        if self._free is None:
+            record.hold.slot = HOLDING
+            return True
+        if self._free > 0:
+            self._free -= 1
+            record.hold.slot = HOLDING
+            return True
+        return False
+
     def lend(self, record: CallRecord) -> None:
         """``record``, waiting, runs in the slot of a call that awaits it: it leaves the line
         (skipped when reached) and holds no slot of its own."""

@@ -419,6 +419,13 @@ def nested_hold_more(tool_name: str) -> InvalidCallError:
     )
 
 
+def hold_more_before_grant(tool_name: str) -> InvalidCallError:
+    return InvalidCallError(
+        f"{tool_name} asked to hold more before its leases were granted (it runs ahead of "
+        f"its grant); await ctx.wait_granted() first"
+    )
+
+
 def beyond_awaiting_leases(tool_name: str, owner_id: str) -> InvalidCallError:
     return InvalidCallError(
         f"{tool_name} now needs more than the leases of {owner_id}, the running call whose tool "

@@ -30,7 +30,7 @@ from ._events import (
     KernelListener,
     LeaseListener,
 )
-from ._record import CallRecord
+from ._record import AHEAD, AWAITING, CallRecord
 
 __all__ = [
     "CallInfo",
@@ -78,6 +78,7 @@ class Reporter:
         # The ``leases_returned`` methods of listeners that are ``LeaseListener``s: told when a
         # call's leases return before its ``CallFinished``.
         self.release_listeners: list[Callable[[str], None]] = []
+        self.grant_listeners: list[Callable[[str], None]] = []  # LeaseListener.leases_granted
 
     def deliver(self, record: CallRecord, event: CallEvent) -> list[Callable[[CallEvent], None]]:
         """Give ``event`` to every listener of the kernel and of ``record``'s stream (the
@@ -155,6 +156,9 @@ class Reporter:
         returned = listener.leases_returned if isinstance(listener, LeaseListener) else None
         if returned is not None:
             returns.append(returned)
+        granted = getattr(listener, "leases_granted", None) if returned is not None else None
+        if granted is not None:
+            self.grant_listeners.append(granted)
 
         def remove() -> None:
             if listener in listeners:
@@ -163,6 +167,8 @@ class Reporter:
                 watchers.remove(watch)
             if returned in returns:
                 returns.remove(returned)
+            if granted in self.grant_listeners:
+                self.grant_listeners.remove(granted)
 
         return remove
 
@@ -173,14 +179,23 @@ class Reporter:
     def leases_returned(self, record: CallRecord) -> None:
         """Tell the listeners that watch it that ``record``'s leases are back while its
         after-hooks still run (its ``CallFinished`` comes later)."""
-        for listener in list(self.release_listeners):
+        self._tell_leases(self.release_listeners, record)
+
+    def leases_granted(self, record: CallRecord) -> None:
+        """Tell the listeners that watch it that ``record``, which started ahead of its
+        grant, holds its leases now."""
+        self._tell_leases(self.grant_listeners, record)
+
+    @staticmethod
+    def _tell_leases(listeners: list[Callable[[str], None]], record: CallRecord) -> None:
+        for listener in list(listeners):
             try:
                 listener(record.call.id)
             except KeyboardInterrupt:
                 raise
             except BaseException:
-                if listener in self.release_listeners:
-                    self.release_listeners.remove(listener)
+                if listener in listeners:
+                    listeners.remove(listener)
                 _log.exception("toolkernel: removed a lease listener that raised")
 
     def file_accessed(self, access: Any) -> None:
@@ -196,7 +211,9 @@ class Reporter:
                     self.access_listeners.remove(listener)
                 _log.exception("toolkernel: removed a file-access listener that raised")
 
-    def statistics(self, live: Mapping[int, CallRecord], peak_running: int) -> KernelStatistics:
+    def statistics(
+        self, live: Mapping[int, CallRecord], peak_running: int, ran_ahead: int = 0
+    ) -> KernelStatistics:
         """Counts by state; per tool: count, errors by type, wait and run percentiles; the peak
         number of calls running at once; the contended resources."""
         counts = dict.fromkeys(CallState, 0)
@@ -210,6 +227,7 @@ class Reporter:
             tools=freeze_tallies(self._tallies.values()),
             peak_running=peak_running,
             contention=self._contention.freeze(),
+            ran_ahead=ran_ahead,
         )
 
 
@@ -241,6 +259,9 @@ class CallInfo:
     """When it entered its current state."""
     parent: str | None
     """The call that made it through ``ctx.call``, if any."""
+    ahead: bool = False
+    """Running, but ahead of its grant (``toolkernel.kernel.Ahead``): its request still waits,
+    behind the calls ``waits_for`` names."""
 
 
 @attrs.frozen
@@ -317,6 +338,9 @@ class KernelStatistics:
     """The resources calls waited on, the most waited-on (by total wait) first: the hot paths
     and devices. At most 1,000 resources are kept apart (those waited on least are folded into
     ``"(other resources)"``)."""
+    ran_ahead: int = 0
+    """Calls started before their leases were granted (their tools run them ahead and commit
+    under the leases: ``toolkernel.kernel.Ahead``)."""
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -433,7 +457,8 @@ def snapshot_of(live: Mapping[int, CallRecord]) -> KernelSnapshot:
     infos: dict[CallState, list[CallInfo]] = {s: [] for s in CallState}
     for uid in sorted(live):
         record = live[uid]
-        if record.state is CallState.QUEUED:
+        ahead = record.stage is AHEAD or record.stage is AWAITING
+        if record.state is CallState.QUEUED or ahead:
             behind = tuple(r.call.id for r in waits_for(record))
         elif record.state is CallState.PENDING:
             deps = sorted(record.deps_left or ())
@@ -449,6 +474,7 @@ def snapshot_of(live: Mapping[int, CallRecord]) -> KernelSnapshot:
                 waits_for=behind,
                 since=record.state_since,
                 parent=record.parent.call.id if record.parent else None,
+                ahead=ahead,
             )
         )
     return KernelSnapshot(

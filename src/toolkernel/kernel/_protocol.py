@@ -43,7 +43,15 @@ def key_owner(key: KeyFunction) -> object | None:
 
 @runtime_checkable
 class KernelTool(Protocol):
-    """A tool as the kernel sees it."""
+    """A tool as the kernel sees it.
+
+    One method is optional, so not part of the protocol: ``ahead(arguments, key) -> Ahead |
+    None``. A tool that has it and answers an :class:`~toolkernel.kernel.Ahead` for a call
+    lets the kernel start that call before its leases are granted, when nothing earlier can
+    be changed by it (``toolkernel.kernel._ahead``); its tool then makes nothing visible
+    before ``await ctx.wait_granted()`` returns. The Bash tool in the sandbox has it: a
+    command's writes land only when its change set is committed.
+    """
 
     @property
     def name(self) -> str:

@@ -16,6 +16,7 @@ import attrs
 
 from .._errors import IllegalTransitionError
 from ..locks import Claim, LeaseTable, Path
+from ._ahead import Ahead, ChangedMeanwhile
 from ._call import CallState, ToolCall, ToolResult
 from ._events import CallEvent
 from ._messages import CancelReason, RootCause
@@ -57,6 +58,15 @@ class Stage(enum.Enum):
     """Granted after a wait: its task looks at its keys again before its tool starts."""
     RUNNING = ("running", CallState.RUNNING)
     """Its tool (or, for a nested call, its parent's task on its behalf) runs."""
+    AHEAD = ("running ahead", CallState.RUNNING)
+    """Its tool runs, in a slot, before its leases are granted (``_ahead``): its request
+    waits in the lease table at its place; nothing it does is visible until it commits."""
+    AWAITING = ("waiting for its grant", CallState.RUNNING)
+    """It ran ahead and its tool now waits for its leases (``ctx.wait_granted``), holding no
+    slot: calls before it that wait for a slot can't wait on it."""
+    AWAITING_SLOT = ("granted, waiting for a slot", CallState.RUNNING)
+    """It ran ahead and was granted while its tool waited for that: it waits for a slot to
+    go on in."""
     FINISHED = ("finished", CallState.FINISHED)
     """It has its result."""
 
@@ -69,19 +79,36 @@ class Stage(enum.Enum):
 
 
 # The members as module globals for the hot paths (see ``_call.PENDING``).
-HOOKED, PENDING, READY, QUEUED, HELD, FOR_SLOT, FRESH, GRANTED, RUNNING, FINISHED = Stage
+(
+    HOOKED,
+    PENDING,
+    READY,
+    QUEUED,
+    HELD,
+    FOR_SLOT,
+    FRESH,
+    GRANTED,
+    RUNNING,
+    AHEAD,
+    AWAITING,
+    AWAITING_SLOT,
+    FINISHED,
+) = Stage
 
 # The legal moves from each stage (``Scheduler.move`` checks every move against them).
 MOVES: dict[Stage, frozenset[Stage]] = {
     HOOKED: frozenset({PENDING, FINISHED}),
     PENDING: frozenset({READY, QUEUED, RUNNING, FINISHED}),  # QUEUED, RUNNING: nested calls
     READY: frozenset({QUEUED, HELD, FOR_SLOT, FRESH, GRANTED, FINISHED}),
-    QUEUED: frozenset({FOR_SLOT, FRESH, GRANTED, RUNNING, FINISHED}),
+    QUEUED: frozenset({FOR_SLOT, FRESH, GRANTED, RUNNING, AHEAD, FINISHED}),  # AHEAD: run ahead
     HELD: frozenset({FRESH, FINISHED}),  # HELD and FOR_SLOT: it gets a slot, or a lent one
     FOR_SLOT: frozenset({GRANTED, FINISHED}),
     FRESH: frozenset({RUNNING, QUEUED, FINISHED}),
     GRANTED: frozenset({RUNNING, QUEUED, FINISHED}),  # QUEUED: its keys changed meaning
     RUNNING: frozenset({QUEUED, FINISHED}),  # QUEUED: its tool asked to hold more
+    AHEAD: frozenset({RUNNING, AWAITING, FINISHED}),  # RUNNING: granted while its tool runs
+    AWAITING: frozenset({RUNNING, AWAITING_SLOT, FINISHED}),
+    AWAITING_SLOT: frozenset({RUNNING, FINISHED}),
     FINISHED: frozenset(),
 }
 
@@ -214,6 +241,12 @@ class CallRecord:
     resumed: Any = None
     requeues: int = 0
     nested_count: int = 0
+    # -- running ahead of its grant (``_ahead``): whether its tool may (None: it may not), the
+    # calls that conflicted with it and finished while it ran ahead, and what its tool reported
+    # it changed (``ctx.report_changes``; None: every exclusive claim it holds)
+    ahead: Ahead | None = None
+    meanwhile: list[ChangedMeanwhile] | None = None
+    changed: tuple[Claim, ...] | None = None
     # Nested calls it is waiting for, calls of batches its tool submitted and awaits, and calls
     # whose handles its tool awaits.
     awaiting: set[CallRecord] | None = None

@@ -9,6 +9,8 @@ Lifecycle of one call (public states in ``_call.CallState``; the record keeps on
 
     stages:   HOOKED → PENDING → READY → QUEUED → HELD or FOR_SLOT → FRESH or GRANTED → RUNNING
               (each step but the last may be skipped; any stage may end FINISHED)
+    ahead:    QUEUED → AHEAD → (AWAITING → AWAITING_SLOT →) RUNNING
+              (its tool runs before the grant, waits for it holding no slot, goes on with one)
 
 - *Admission* (``_admission``): look the tool up, parse and validate the arguments, compute and
   canonicalize the claims, link ``after=`` edges. Every call of a batch is admitted (and its
@@ -23,6 +25,15 @@ Lifecycle of one call (public states in ``_call.CallState``; the record keeps on
 - *RUNNING*: the grant asks the async layer to start the call's task (nested calls run inline
   in their parent's task). The task confirms the call's path keys, runs the tool in a cancel
   scope carrying the run timeout, and reports back.
+- *Running ahead* (``_ahead``): a queued call whose tool answers ``ahead(arguments, key)``
+  may be started before its grant, its request still waiting in the table at its place, when
+  a slot is free and nothing earlier it conflicts with can change what it reads before it
+  commits (``may_run_ahead``; looked at again whenever a call is queued or finishes or a slot
+  is given back, at the hand-over of an operation's actions). Its tool awaits its grant
+  (``await_grant``) before it makes anything visible, giving its slot back meanwhile, within
+  its lease-wait limit; calls it conflicts with that release their leases meanwhile are noted
+  for it, with what they changed (``changed_meanwhile``). Its keys are not looked at again
+  after the grant: what it commits is keyed by its tool, entry by entry, when it commits.
 - *FINISHED*: ``finish`` is the one way out, whatever happened: it has the call's context
   revoked, releases every lease (granting, and so spawning, whoever is next before anything else can
   run), records the result, emits ``CallFinished``, wakes whoever waits, and moves dependents on.
@@ -59,14 +70,14 @@ from __future__ import annotations
 import logging
 import math
 from collections import ChainMap
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import takewhile
 from typing import Any, cast
 
 import attrs
 
 from .._errors import InvalidBatchError, InvalidCallError, InvalidClaimError, KernelClosedError
-from ..locks import Claim, LeaseTableStatistics, Path, claims_conflict, path
+from ..locks import Claim, LeaseTableStatistics, Mode, Path, claims_conflict, path
 from . import _leasing as leasing
 from . import _messages as messages
 from ._actions import (
@@ -99,6 +110,7 @@ from ._admission import (
     tools_by_name,
     with_more,
 )
+from ._ahead import Ahead, ChangedMeanwhile
 from ._call import CANCELLED, ERROR, OK, CallState, Status, ToolCall, ToolResult
 from ._events import CallEvent, CallProgress, CallQueued, CallStarted, KernelListener
 from ._leasing import Leasing, Slots
@@ -116,6 +128,9 @@ from ._policy import (
 )
 from ._protocol import KernelTool
 from ._record import (
+    AHEAD,
+    AWAITING,
+    AWAITING_SLOT,
     FINISHED,
     FOR_SLOT,
     FRESH,
@@ -142,6 +157,7 @@ __all__ = [
     "approval_verdict",
     "next_requests",
     "may_conflict",
+    "may_run_ahead",
 ]
 
 
@@ -248,6 +264,51 @@ def may_conflict(claims: tuple[Claim, ...] | None, earlier: tuple[Claim, ...] | 
     return any(claims_conflict(a, b) for a in claims for b in earlier)
 
 
+# -- Running ahead of the grant: whether a queued call may start before its leases are granted --
+# (``_ahead`` says why that is sound for a tool that commits its writes under its leases). Pure.
+# A call may pass an earlier unfinished call it conflicts with only where that call can't change
+# what it reads before it commits: where every conflict between them is the earlier call reading
+# what this one writes (it commits after that reader, in the table's order; for a call that is
+# not speculative, which can't run again, only a reader that writes no path at all, since what
+# such a call may have read is the whole workspace), or, for a
+# speculative call, where the earlier call runs ahead itself (what it writes lands at its commit,
+# which this call is told of at its grant, and validates against). A call claiming anything but
+# paths never runs ahead: only the workspace has writes that wait for a commit.
+#
+# "Earlier" is what this kernel knows: its own calls emitted before, those of a higher priority,
+# and every nested call (they request at a raised priority, ahead of it). Calls of other agents,
+# through a lease service shared with them, are ordered by the table alone: the call's request
+# waits there at its place, and its commit waits for its grant (and its shared leases).
+def may_run_ahead(record: CallRecord, earlier: Iterable[CallRecord]) -> bool:
+    """Whether ``record``, queued, may start before its grant, given the unfinished calls
+    ``earlier`` than it (see above)."""
+    ahead, mine = record.ahead, record.claims
+    if ahead is None or not mine or not all(isinstance(c.resource, Path) for c in mine):
+        return False
+    for other in earlier:
+        theirs = _known_claims(other)
+        if theirs is None:
+            return False  # its hooks may still give it any claims
+        for claim in mine:
+            for their in theirs:
+                if not claims_conflict(claim, their):
+                    continue
+                if (
+                    their.mode is Mode.SHARED
+                    and claim.mode is Mode.EXCLUSIVE
+                    and (ahead.speculative or not _writes_paths(theirs))
+                ):
+                    continue  # it reads what this call writes: this call commits after it
+                if ahead.speculative and other.ahead is not None:
+                    continue  # its writes land at its commit, which this call validates against
+                return False
+    return True
+
+
+def _writes_paths(claims: tuple[Claim, ...]) -> bool:
+    return any(c.mode is Mode.EXCLUSIVE and isinstance(c.resource, Path) for c in claims)
+
+
 # -- What before-hooks, the permission policy and the approver answered, and what it means for ----
 # the call. Pure: the async layer awaits them, these functions read their answers, and the
 # scheduler acts on the verdict.
@@ -349,9 +410,18 @@ class Scheduler:
         self._peak_running = 0
         self.closed = False
         self._admitting: Batch | None = None  # the batch ``submit`` is admitting, if any
+        # Running ahead (``may_run_ahead``): queued calls whose tools may run them ahead, those
+        # running ahead and not granted yet, whether a change since the last look may let one
+        # start (a call queued or finished, a slot given back), and how many did.
+        self._ahead_queued: dict[int, CallRecord] = {}
+        self._ahead_running: dict[int, CallRecord] = {}
+        self._ahead_dirty = False
+        self._ran_ahead = 0
 
     def _take(self) -> Sequence[Action]:
         """Hand over what was decided since the last hand-over: its events first."""
+        if self._ahead_dirty:
+            self._start_ahead()
         out, told = self._out, self._told
         if told:
             self._told = []
@@ -697,6 +767,9 @@ class Scheduler:
             claims = cast(tuple[Claim, ...], record.claims)
             held = self.leasing.request_within(record, owner, claims, record.batch.uid)
         else:
+            ahead = getattr(record.tool, "ahead", None)  # optional: few tools have it
+            if ahead is not None:
+                record.ahead = self._ahead_answer(record, ahead)
             held = self.leasing.request_top_level(record)
         if held:
             self._granted(record)
@@ -706,6 +779,79 @@ class Scheduler:
             self.move(record, QUEUED, now)
             self._blocked(record, now)
             self.break_wait_cycles()
+            # Looked at now, so that it has a free slot before later calls of its batch.
+            if (
+                record.ahead is not None
+                and record.hold.waiting_in is not None
+                and not self._try_ahead(record)
+            ):
+                self._ahead_queued[record.uid] = record
+
+    def _ahead_answer(self, record: CallRecord, ahead: Callable[..., object]) -> Ahead | None:
+        """What the call's tool answers to ``ahead(arguments, key)``; None (it does not run
+        ahead) for a call a running call awaits (its batch, or its handle: it runs in that
+        call's slot) and when the tool fails to answer."""
+        if record.batch.awaited_by is not None or record.handle_waiters:
+            return None
+        try:
+            answer = ahead(record.arguments, self.key)
+        except Exception:  # a tool's failure to say: it does not run ahead
+            _log.exception("toolkernel: %s.ahead raised; its call does not run ahead", record.name)
+            return None
+        return answer if isinstance(answer, Ahead) else None
+
+    def _start_ahead(self) -> None:
+        """Start the queued calls that may run ahead now (``may_run_ahead``), in emission
+        order, while a slot is free."""
+        self._ahead_dirty = False
+        queued = self._ahead_queued
+        for uid, record in list(queued.items()):
+            if record.stage is not QUEUED or record.hold.waiting_in is None:
+                del queued[uid]  # granted, finished, or back in line after a run
+                continue
+            if not self.slots.has_free():
+                return
+            if self._try_ahead(record):
+                del queued[uid]
+
+    def _try_ahead(self, record: CallRecord) -> bool:
+        """Start ``record``, queued, ahead of its grant if it may, and a slot is free."""
+        if not may_run_ahead(record, self._earlier(record)) or not self.slots.take_free(record):
+            return False
+        self.leasing.stop_wait_clock(record)  # a fresh limit when its tool waits for it
+        self.move(record, AHEAD, self.now())
+        record.meanwhile = []
+        self._ahead_running[record.uid] = record
+        self._ran_ahead += 1
+        self._out.append((START, record))
+        return True
+
+    def _earlier(self, record: CallRecord) -> Iterator[CallRecord]:
+        """The unfinished calls ahead of ``record`` in the lease queue, or that may come to be:
+        those submitted before it, those of a higher priority, and every nested call
+        (requested at a raised priority)."""
+        uid, priority = record.uid, record.call.priority
+        for other in self._live.values():
+            if other is not record and (
+                other.uid < uid or other.parent is not None or other.call.priority > priority
+            ):
+                yield other
+
+    def _granted_ahead(self, record: CallRecord) -> None:
+        """A call running ahead is granted its leases: it runs on in its slot if its tool
+        has not asked for them yet, else it takes a slot (or waits for one) and its tool
+        goes on."""
+        del self._ahead_running[record.uid]
+        now = self.now()
+        if record.stage is AHEAD:
+            self.leasing.stop_wait_clock(record)
+            self.move(record, RUNNING, now)
+        elif self.slots.take(record):
+            self.leasing.stop_wait_clock(record)
+            self.move(record, RUNNING, now)
+            self._out.append((WAKE, record))
+        else:  # its wait limit runs on: it covers the wait for the leases and for a slot
+            self.move(record, AWAITING_SLOT, now)
 
     @staticmethod
     def _covering(record: CallRecord) -> CallRecord | None:
@@ -729,6 +875,9 @@ class Scheduler:
             return
         if waited:
             self.leasing.stop_waiting(record, keep_clock=True)
+        if record.stage is AHEAD or record.stage is AWAITING:
+            self._granted_ahead(record)
+            return
         # A call a running call's tool awaits takes no slot: it runs in the slot of the call
         # waiting for it (which would otherwise wait for a slot it holds itself).
         if record.batch.awaited_by is not None or record.handle_waiters or self.slots.take(record):
@@ -750,7 +899,7 @@ class Scheduler:
 
     def hand_slot_on(self, record: CallRecord) -> None:
         """``record`` gives up its slot (or its place in line for one)."""
-        if record.stage is HELD or record.stage is FOR_SLOT:
+        if record.stage is HELD or record.stage is FOR_SLOT or record.stage is AWAITING_SLOT:
             self.leasing.stop_wait_clock(record)
         nxt = self.slots.give_back(record)
         if nxt is not None:
@@ -768,6 +917,8 @@ class Scheduler:
         if record.has_context:
             record.has_context = False
             self._out.append((REVOKE, record))
+        if self._ahead_running and record.hold.group is not None:
+            self._tell_ahead(record)
         for granted in self.leasing.release(record):
             self._granted(granted)
 
@@ -857,13 +1008,19 @@ class Scheduler:
             return
         for waiting in self.leasing.watched_waits():
             for record in leasing.slot_waiters_behind(waiting):
-                if record.stage is HELD or record.stage is FOR_SLOT:  # not lent already
+                stage = record.stage
+                if stage is HELD or stage is FOR_SLOT or stage is AWAITING_SLOT:  # not lent
                     self.slots.lend(record)
                     self._start_in_slot(record)
 
     def _start_in_slot(self, record: CallRecord) -> None:
-        """``record``, granted its leases, has a slot now: start it."""
+        """``record``, granted its leases, has a slot now: start it (or, if it ran ahead,
+        wake its tool, which waits for this)."""
         self.leasing.stop_wait_clock(record)
+        if record.stage is AWAITING_SLOT:
+            self.move(record, RUNNING, self.now())
+            self._out.append((WAKE, record))
+            return
         self.move(record, FRESH if record.stage is HELD else GRANTED, self.now())
         self._out.append((START, record))
 
@@ -876,12 +1033,42 @@ class Scheduler:
     def hold_more(self, record: CallRecord, more: object, state: object) -> Sequence[Action]:
         """The call's tool asked to hold ``more`` (``HoldMore``): its run ends and it goes back
         in line; it may run again at once if it is still RUNNING and unfinished afterwards."""
+        if record.stage is not RUNNING:  # it runs ahead of its grant: it can't go back in line
+            self.fail(record, ERROR, messages.hold_more_before_grant(record.name))
+            return self._take()
         self._running_tools -= 1
         if record.has_context:
             record.has_context = False
             self._out.append((REVOKE, record))
         self._hold_more(record, more, state)
         return self._take()
+
+    # -- running ahead of the grant: the async layer's operations --------------------------------
+
+    def await_grant(self, record: CallRecord) -> Sequence[Action]:
+        """``record``'s tool waits for its leases (``ctx.wait_granted``). A call that runs
+        ahead of its grant gives its slot back meanwhile (else a call before it, waiting for a
+        slot, could wait on it, which waits on that call's leases) and starts its wait limit;
+        its ``WAKE`` comes once it is granted and has a slot again. Any other call holds its
+        leases already: nothing changes."""
+        if record.stage is AHEAD:
+            self.move(record, AWAITING, self.now())
+            self.hand_slot_on(record)
+            self._start_wait_clock(record)
+            self._ahead_dirty = True  # its slot may let another run ahead
+        return self._take()
+
+    @staticmethod
+    def changed_meanwhile(record: CallRecord) -> tuple[ChangedMeanwhile, ...]:
+        """The calls that conflicted with ``record`` and finished while it ran ahead of its
+        grant, in the order they finished (none for a call that did not run ahead)."""
+        return tuple(record.meanwhile or ())
+
+    @staticmethod
+    def report_changes(record: CallRecord, changed: Iterable[Claim]) -> None:
+        """``record``'s tool says what it changed (``ctx.report_changes``): what calls
+        running ahead of their grant are told of it when it finishes."""
+        record.changed = tuple(changed)
 
     # -- nested calls: admitted like any call, run inline in their parent's task ----------------
 
@@ -1044,10 +1231,11 @@ class Scheduler:
         running = self._running_tools = self._running_tools + 1
         if running > self._peak_running:
             self._peak_running = running
-        if record.stage is not RUNNING:
+        ahead = record.stage is AHEAD
+        if record.stage is not RUNNING and not ahead:
             self.move(record, RUNNING, started_at)
         if self.report.listeners or record.sinks:
-            self.tell(record, CallStarted(record.call.id, record.name, started_at))
+            self.tell(record, CallStarted(record.call.id, record.name, started_at, ahead))
         timeout = self.run_timeout(record)
         actions = self._take() if self._told or self._out else NO_ACTIONS
         return math.inf if timeout is None else started_at + timeout, actions
@@ -1172,6 +1360,10 @@ class Scheduler:
             self._release(record)
         if record.started_at is not None:
             self._running_tools -= 1
+        if self._ahead_running or self._ahead_queued:
+            self._ahead_dirty = True  # its end may let a queued call run ahead
+            self._ahead_queued.pop(record.uid, None)
+            self._ahead_running.pop(record.uid, None)
         self.move(record, FINISHED, result.finished_at)
         record.result = result
         del self._live[record.uid]
@@ -1185,6 +1377,23 @@ class Scheduler:
             batch.awaited_by.awaiting.discard(record)
         batch.unfinished -= 1
         self._out.append((WAKE, record))  # its waiters, its parent's task, its batch's
+
+    def _tell_ahead(self, record: CallRecord) -> None:
+        """``record``'s leases are going, its changes made: the calls running ahead that it
+        conflicts with are told what it changed, before its leases may grant them theirs."""
+        running = self._ahead_running
+        if record.started_at is None or not record.claims or record.uid in running:
+            return  # it never ran (it changed nothing), or it runs ahead itself, ungranted
+        changed = record.changed
+        if changed is None:
+            changed = tuple(c for c in record.claims if c.mode is Mode.EXCLUSIVE)
+        told = None
+        for other in running.values():
+            if may_conflict(other.claims, record.claims):
+                if told is None:
+                    told = ChangedMeanwhile(record.call.id, record.name, changed)
+                assert other.meanwhile is not None
+                other.meanwhile.append(told)
 
     # -- timeouts ----------------------------------------------------------------------------------
 
@@ -1203,7 +1412,19 @@ class Scheduler:
     def expire(self, now: float) -> Sequence[Action]:
         """Fail the calls whose lease wait ran out by ``now``."""
         for record in self.leasing.expired(now):
-            if record.stage is not FINISHED and record.state is CallState.QUEUED:
+            if record.stage is AWAITING or record.stage is AWAITING_SLOT:
+                # Its tool waits for its grant (it ran ahead): its task unwinds, its result is
+                # given now, as for a call waiting in the queue.
+                limit = self.wait_timeout(record) or 0
+                if record.stage is AWAITING_SLOT:
+                    error = messages.slot_wait_timed_out(limit, self.max_concurrency)
+                else:
+                    error = messages.wait_timed_out(
+                        limit, leasing.describe_waits(record, self.max_concurrency)
+                    )
+                self.interrupt(record)
+                self.fail(record, Status.TIMEOUT, error)
+            elif record.stage is not FINISHED and record.state is CallState.QUEUED:
                 limit = self.wait_timeout(record) or 0
                 if record.hold.slot == leasing.WAITING:  # holding its leases
                     error = messages.slot_wait_timed_out(limit, self.max_concurrency)
@@ -1269,6 +1490,12 @@ class Scheduler:
         self.report.leases_returned(record)
         return True
 
+    def leases_granted(self, record: CallRecord) -> None:
+        """``record``, which ran ahead of its grant, holds its leases now, in its own task:
+        tell the listeners that watch for it."""
+        if self.report.grant_listeners:
+            self.report.leases_granted(record)
+
     def lease_statistics(self) -> LeaseTableStatistics:
         """The statistics of the top-level lease table."""
         return self.leasing.main.table.statistics()
@@ -1280,4 +1507,4 @@ class Scheduler:
     def statistics(self) -> KernelStatistics:
         """Counts by state; per tool: count, errors by type, wait and run percentiles; peak
         concurrency; lease contention per resource."""
-        return self.report.statistics(self._live, self._peak_running)
+        return self.report.statistics(self._live, self._peak_running, self._ran_ahead)

@@ -92,7 +92,9 @@ class CallRecording:
     run: Interval | None
     """From ``CallStarted`` to the return of its leases: its ``CallFinished``, or, when
     after-hooks run in between, the moment before them (``Recorder.leases_returned``). None if
-    it never ran (or has not finished)."""
+    it never ran (or has not finished). For a call that started ahead of its grant, the
+    interval opens (``first``) at its grant (``Recorder.leases_granted``): what it did before
+    was invisible."""
     waited_behind: tuple[str, ...]
     """Ids of the calls it was blocked behind (from its ``CallBlocked`` events)."""
     contested: tuple[str, ...]
@@ -163,6 +165,7 @@ class _Run:
     """What the task was running before: a nested call's parent, run in the same task."""
     accesses: list[FileAccessed] = attrs.field(factory=list)
     released_seq: int = 0  # its leases returned before CallFinished (after-hooks ran)
+    ahead: bool = False  # it started ahead of its grant, and has not been told of it yet
 
 
 @attrs.define(eq=False)
@@ -186,7 +189,7 @@ class _Entry:
         current = self.run
         if self.result is not None:
             end = self.result.finished_at
-            if current is None:
+            if current is None or current.ahead:  # it never ran, or never held its leases
                 wait = Interval(self.queued, end, self.queued_seq, self.finished_seq)
             else:
                 wait = Interval(self.queued, current.started, self.queued_seq, current.started_seq)
@@ -291,6 +294,16 @@ class Recorder(FileAccessListener, LeaseListener):
             run = self._running(call_id)
             if run is not None:
                 run.released_seq = self._sequence
+
+    def leases_granted(self, call_id: str) -> None:
+        """Called by the kernel, in the call's task, when a call that started ahead of its
+        grant (``CallStarted.ahead``) holds its leases: as far as races go, its run starts
+        here (its ``run`` interval opens at this event; its start time stays its start's)."""
+        with self._lock:
+            self._sequence += 1
+            run = self._running(call_id)
+            if run is not None and run.ahead:
+                run.ahead, run.started_seq = False, self._sequence
 
     def file_accessed(self, access: FileAccessed) -> None:
         """Called by the kernel (from a worker thread) for every access through ``ctx.fs``."""
@@ -401,6 +414,7 @@ class Recorder(FileAccessListener, LeaseListener):
                     return  # queued before the recorder was added
                 run = again[-1]
             run.started, run.started_seq = event.time, seq
+        run.ahead = event.ahead
         # What this task queued is no guide to the next call started in it (a call chained
         # after this one, granted by its end, may come from any batch).
         self._set_here(_Here(run))

@@ -46,7 +46,7 @@ import anyio.to_thread
 import sniffio
 
 from .._errors import ToolError
-from ..kernel import KeyFunction, ToolContext
+from ..kernel import Ahead, KeyFunction, ToolContext
 from ..kernel._protocol import key_owner
 from ..locks import Claim
 from ..sandbox import unavailable as sandbox_unavailable
@@ -208,7 +208,7 @@ class BashTool(FunctionTool):
 
     ``statistics`` counts what its sandbox saw: commands run, misses of the prediction (each
     also a ``CallProgress`` event of its call, with the paths), runs again, changes thrown
-    away.
+    away, runs ahead of the grant and how many of those were thrown away.
 
     Without the shell parser (the ``shell`` extra) every command is a barrier; the tool says
     so once: a ``RuntimeWarning`` when the first such tool is made, a line of its description,
@@ -244,6 +244,18 @@ class BashTool(FunctionTool):
             if not _parser_warned:
                 _parser_warned = True
                 warnings.warn(f"the Bash tool: {parser_missing_note()}", RuntimeWarning, 2)
+
+    def ahead(self, arguments: Mapping[str, Any], key: KeyFunction) -> Ahead | None:
+        """In the sandbox, a command's writes land only when its change set is committed, so
+        it may run ahead of its grant (``toolkernel.kernel.Ahead``) and commit under it; it
+        is speculated on (run before earlier commands have committed, and run again if they
+        changed what it may have read) only if it is confined: a command with effects beyond
+        the sandbox runs once. Without the sandbox, never."""
+        workspace = key_owner(key)
+        if not isinstance(workspace, Workspace) or sandbox_unavailable():
+            return None
+        analysis = analyse(arguments["command"], self.rules, root=workspace.root)
+        return Ahead(speculative=analysis.confined)
 
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         # Keyed here rather than re-keyed from lexical paths: an absolute path, or one under ~,

@@ -132,6 +132,11 @@ class Tool:
     With ``thread = True`` (or ``thread=True``), ``run`` is a plain ``def`` run in a worker
     thread, as for :func:`tool`.
 
+    A subclass whose calls make their writes visible only at a commit of their own may define
+    ``ahead(self, arguments, key)`` returning a :class:`~toolkernel.kernel.Ahead`: the kernel
+    may then start a call before its leases are granted, and ``run`` awaits
+    ``ctx.wait_granted()`` before committing (``toolkernel.kernel.KernelTool``).
+
     Raises :class:`ToolDeclarationError` for a declaration that could not work (see
     :func:`tool`).
     """

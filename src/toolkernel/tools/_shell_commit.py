@@ -4,7 +4,19 @@ workspace (``toolkernel.sandbox``), its changes committed under leases.
 The prediction (``shell_claims``) decides what a call waits for up front; what the command
 really changed decides what is committed, and how:
 
-1. The command runs with the workspace an overlay. Nothing it does is visible to anyone yet.
+1. The command runs with the workspace an overlay. Nothing it does is visible to anyone yet,
+   so it may run before its call's leases are granted (``BashTool.ahead``; the kernel decides
+   when: ``toolkernel.kernel._ahead``): beside earlier calls that read what it writes, and, if
+   it is *confined* (below), beside earlier commands that have not committed. It then waits for
+   its grant (``ctx.wait_granted``), and looks at what the calls that finished meanwhile
+   changed: if any of it is under its claims (or anything at all, for a command that is not
+   confined: only earlier pure readers can let such a command start early, so this is a
+   change made by a tool's nested call, which overtakes), the run is thrown away, unseen and
+   unsaid (:attr:`ShellStatistics.ahead_thrown_away`), and a confined command runs again
+   now, holding its leases: a second run never runs ahead. Any other command never runs twice:
+   it fails as in 3. below. Its commit comes after the grant, so after every earlier
+   conflicting call's, in emission order; what it changed it reports
+   (``ctx.report_changes``), for the commands running ahead after it to check against.
 2. Its change set is read from the upper layer. Changes inside what its call holds exclusively
    are its own. A change outside them is a *miss* of the prediction: it is reported (a
    ``CallProgress`` event whose data has ``unpredicted``, and :attr:`ShellStatistics.misses`),
@@ -29,7 +41,9 @@ A command that times out, or whose call is cancelled, commits nothing, and says 
 writes outside the workspace is policy, not ordering: its temporary directory and the
 toolchains' caches (``shell._confine``).
 
-What is promised: for predicted effects, emission order, as for every call; for missed ones,
+Running ahead changes nothing of this. What is promised: for predicted effects, emission order,
+as for every call (a command that ran ahead commits after every earlier call it conflicts with,
+and its run is thrown away if one of them changed what it claims); for missed ones,
 serializability (the batch ends as if its calls had run one at a time in some order: no lost
 update, no torn file). A command reads the workspace as it is while it runs: a file it did not
 claim may change under it, which the overlay may or may not show (overlayfs leaves that
@@ -49,8 +63,8 @@ import anyio.to_thread
 import attrs
 
 from .._errors import HoldMore, ToolError
-from ..kernel import ToolContext
-from ..locks import Claim, Mode, Path, covers, exclusive
+from ..kernel import ChangedMeanwhile, ToolContext
+from ..locks import Claim, Mode, Path, claims_conflict, covers, exclusive
 from ..sandbox import Change, ChangeKind, Overlay
 from ..shell import describe_miss
 from ..shell._analysis import Analysis
@@ -91,6 +105,14 @@ class ShellStatistics:
     """Commands run again because a path they changed was changed underneath them."""
     discarded: int = 0
     """Commands whose changes were thrown away: they timed out or were cancelled."""
+    ran_ahead: int = 0
+    """Commands started before their call's leases were granted (``toolkernel.kernel.Ahead``):
+    beside earlier calls that read what they write, and, when confined, beside earlier
+    commands whose changes were not committed yet."""
+    ahead_thrown_away: int = 0
+    """Of those, runs thrown away (and the command run again, holding its leases) because an
+    earlier call committed a change to what the command may have read while it ran: the cost
+    of speculation (``ahead_thrown_away / ran_ahead`` is the share)."""
 
 
 RunProcess = Any
@@ -191,8 +213,7 @@ async def run_and_commit(
     for a command that failed (after committing what it changed, as a shell would have), timed
     out, or whose changes could not be committed; raises ``HoldMore`` for the leases on what it
     changed outside its claims (the kernel runs it again holding them, and it goes on here)."""
-    fs = fs_of(ctx)
-    workspace: Workspace = fs.workspace
+    workspace: Workspace = fs_of(ctx).workspace
     root = str(workspace.root)
     held = _held(ctx.claims)
     pending = ctx.resumed if isinstance(ctx.resumed, _Pending) else None
@@ -209,7 +230,24 @@ async def run_and_commit(
         if pending is not None:
             run = owned = pending.run
         else:
+            ahead = pending is None and again is None and ctx.ran_ahead
+            if ahead:
+                statistics.ran_ahead += 1
             run = owned = await once(again.number if again else 1)
+            if ahead:
+                changed = _changed_meanwhile(await ctx.wait_granted(), analysis, ctx.claims)
+                if changed:
+                    # An earlier call committed a change to what it may have read while it ran
+                    # ahead: that run is as if it never happened (nothing of it is visible, and
+                    # nothing is said of it), and the command runs now, holding its leases.
+                    run.overlay.discard_later()
+                    owned = None
+                    if not analysis.confined:
+                        statistics.discarded += 1
+                        raise ToolError(_not_run_again(analysis, _listed(changed), run, notes))
+                    statistics.ahead_thrown_away += 1
+                    run = owned = await once(1)
+        fs = fs_of(ctx)  # made again at the grant if it holds shared leases: with their fence
         while True:
             uncovered = _uncovered(run.changes, held, workspace)
             if uncovered:
@@ -245,6 +283,7 @@ async def run_and_commit(
             commit = partial(run.overlay.commit, run.changes, fence=fs.fence)
             await anyio.to_thread.run_sync(commit)
         statistics.committed += 1
+        ctx.report_changes(_changed_claims(run.changes, workspace))
         if run.failure is not None:
             raise ToolError(with_notes(run.failure, notes))
         return with_notes(run.text, notes)
@@ -253,6 +292,38 @@ async def run_and_commit(
             owned.overlay.discard_later()
         if pending is not None:
             pending.close()
+
+
+def _changed_meanwhile(
+    meanwhile: Sequence[ChangedMeanwhile], analysis: Analysis, claims: Sequence[Claim]
+) -> list[str]:
+    """What the calls that finished while the command ran ahead changed that it may have read:
+    anything of its claims if it is confined (everything it does is known), else anything."""
+    found: list[str] = []
+    for earlier in meanwhile:
+        for change in earlier.changed:
+            if not isinstance(change.resource, Path):
+                continue
+            if not analysis.confined or any(claims_conflict(change, mine) for mine in claims):
+                spelled = str(change.resource)
+                if spelled not in found:
+                    found.append(spelled)
+    return found
+
+
+def _changed_claims(changes: Sequence[Change], workspace: Workspace) -> list[Claim]:
+    """Exclusive claims on what ``changes`` changed, for the calls running ahead to check:
+    a directory the command made or replaced stands for everything in it."""
+    found: list[Claim] = []
+    inside: tuple[str, ...] | None = None
+    for change in changes:
+        parts = change.parts
+        if inside is not None and parts[: len(inside)] == inside:
+            continue
+        found.append(exclusive(workspace._entry_key(parts)))
+        if change.kind is ChangeKind.DIRECTORY and not change.metadata_only:
+            inside = parts
+    return found
 
 
 def _report_miss(

@@ -1,0 +1,55 @@
+"""Running ahead of the grant: what a tool declares about its calls, and what one learns when
+its leases are granted. Pure data.
+
+A tool whose calls' writes become visible only at a commit it makes itself (the Bash tool in
+the sandbox: a command's writes stay in its overlay until its change set is committed) may let
+a call *run* before its leases are granted, as long as it *commits* under them: its request
+waits in the lease table at its place as any other (so every later conflicting call still
+queues behind it, and emission order is still kept by the table), while its tool does the work
+whose effects nobody can see yet. Before it makes them visible, the tool awaits
+``ctx.wait_granted()``, which returns once the leases are held, with the calls that
+conflicted with it and finished while it ran ahead (:class:`ChangedMeanwhile`): what they
+changed, the tool checks against what it read, and runs again if it must.
+
+When a queued call may start ahead is the scheduler's to decide (``_scheduler.may_run_ahead``):
+a slot must be free, no earlier call may wait for one, and every earlier unfinished call whose
+claims conflict with its own must be one it can't be invalidated by: a reader of what it
+writes (it commits after that reader), or, for a *speculative* call (:attr:`Ahead.speculative`),
+a call that itself runs ahead (its writes land at its commit, which the later call validates
+against). Only path claims can be passed that way: a call claiming anything else (a device, a
+pool) never runs ahead.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ..locks import Claim
+
+__all__ = ["Ahead", "ChangedMeanwhile"]
+
+
+@attrs.frozen
+class Ahead:
+    """A tool's answer to ``ahead(arguments, key)``: this call may run before its leases are
+    granted, committing under them.
+
+    ``speculative``: it may also start while an earlier call that runs ahead itself (whose
+    writes it would then read only at that call's commit) conflicts with it; its tool then
+    checks, once granted, what those calls changed, and runs again if that touched what it
+    read. False for work that must happen once: the call then starts ahead only past earlier
+    readers of what it writes, which can't change anything it reads.
+    """
+
+    speculative: bool = False
+
+
+@attrs.frozen
+class ChangedMeanwhile:
+    """A call that conflicted with a call running ahead and finished after that call started
+    and before its leases were granted: ``changed`` is what it reported it changed
+    (``ctx.report_changes``), or else every exclusive claim it held."""
+
+    call_id: str
+    name: str
+    changed: tuple[Claim, ...]

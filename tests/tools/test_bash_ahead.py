@@ -1,0 +1,253 @@
+"""Bash commands running ahead of their lease grant and committing under it (``_ahead``,
+``_shell_commit``): a command starts before an earlier reader of what it writes has finished,
+and lands after it; a confined command starts before an earlier command has committed, and runs
+again if that commit changed what it may have read. Whatever overlapped, the batch ends as a
+one-at-a-time run in emission order ends: every file and every call's result.
+
+Real processes, so the real clock; the waits that order the calls are events, not sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import tempfile
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+import toolkernel as tk
+from toolkernel import sandbox
+from toolkernel.kernel import CallEvent, CallFinished, CallStarted, ToolContext
+from toolkernel.testing import Recorder, check_race_free
+from toolkernel.tools import builtin_tools
+
+from ..trees import snapshot
+
+pytestmark = pytest.mark.skipif(
+    sandbox.unavailable() is not None, reason=f"no sandbox here: {sandbox.unavailable()}"
+)
+
+
+def bash_tool(tools: list[Any]) -> Any:
+    (found,) = [t for t in tools if t.name == "Bash"]
+    return found
+
+
+def call(call_id: str, command: str) -> tk.ToolCall:
+    return tk.ToolCall(call_id, "Bash", {"command": command})
+
+
+async def test_a_command_starts_before_an_earlier_reader_ends_and_lands_after_it(
+    tmp_path: pathlib.Path,
+) -> None:
+    (tmp_path / "a.txt").write_text("x\n")
+    bash_ran = anyio.Event()
+    events: list[CallEvent] = []
+
+    @tk.tool(reads=["path"])
+    async def slow_read(ctx: tk.ToolContext, path: str) -> str:
+        """Read a file once the command has run (it can only if it ran ahead of this)."""
+        with anyio.fail_after(20):
+            await bash_ran.wait()
+        return await ctx.fs.read_text(path)
+
+    def listen(event: CallEvent) -> None:
+        events.append(event)
+        if isinstance(event, CallStarted) and event.call_id == "b":
+            bash_ran.set()
+
+    tools = [*builtin_tools(bash=True), slow_read]
+    async with tk.open_kernel(tools=tools, root=tmp_path) as kernel:
+        kernel.add_listener(listen)
+        read, command = await kernel.run(
+            [
+                tk.ToolCall("r", "slow_read", {"path": "a.txt"}),
+                call("b", "sed -i s/x/y/ a.txt"),
+            ]
+        )
+        statistics = kernel.statistics()
+    assert (read.status, command.status) == (tk.Status.OK, tk.Status.OK), command.error
+    assert read.output == "x\n"  # it read what was there before the command's commit
+    assert (tmp_path / "a.txt").read_text() == "y\n"
+    (started,) = [e for e in events if isinstance(e, CallStarted) and e.call_id == "b"]
+    assert started.ahead
+    order = [(type(e).__name__, e.call_id) for e in events if isinstance(e, CallFinished)]
+    assert order == [("CallFinished", "r"), ("CallFinished", "b")]
+    assert statistics.ran_ahead == 1
+    shell = bash_tool(tools).statistics
+    assert (shell.ran_ahead, shell.ahead_thrown_away) == (1, 0)
+
+
+async def test_two_appends_both_land_in_order(tmp_path: pathlib.Path) -> None:
+    tools = builtin_tools(bash=True)
+    async with tk.open_kernel(tools=tools, root=tmp_path) as kernel:
+        results = await kernel.run(
+            [call("b1", "echo 1 >> log"), call("b2", "echo 2 >> log"), call("b3", "cat log")]
+        )
+    assert [r.status for r in results] == [tk.Status.OK] * 3, [r.error for r in results]
+    assert (tmp_path / "log").read_text() == "1\n2\n"
+    assert results[2].output == "1\n2\n"
+    shell = bash_tool(tools).statistics
+    # b2 and b3 ran beside b1 (speculatively: their runs read no commit of b1's), so were
+    # thrown away and run again once b1, then b2, had committed.
+    assert shell.ran_ahead == 2 and shell.ahead_thrown_away == 2
+    assert shell.commands == 5
+
+
+async def test_what_ran_ahead_holds_its_leases_from_its_grant_for_the_race_check(
+    tmp_path: pathlib.Path,
+) -> None:
+    recorder = Recorder()
+    async with tk.open_kernel(tools=builtin_tools(bash=True), root=tmp_path) as kernel:
+        kernel.add_listener(recorder)
+        results = await kernel.run(
+            [call("b1", "echo 1 >> log"), call("b2", "echo 2 >> log"), call("b3", "cat log")]
+        )
+    assert all(r.ok for r in results)
+    assert check_race_free(recorder.recording) == []
+    b1, b2 = recorder.recording.by_id("b1"), recorder.recording.by_id("b2")
+    assert b1.run is not None and b2.run is not None and b2.run.first > b1.run.last
+
+
+async def test_a_command_with_effects_beyond_the_sandbox_is_not_speculated(
+    tmp_path: pathlib.Path,
+) -> None:
+    # ``curl`` sends data out: it must not run twice, so it never runs beside an earlier
+    # command whose writes are not committed (its request would be refused anyway here).
+    tools = builtin_tools(bash=True)
+    tool = bash_tool(tools)
+    key = tk.Workspace(tmp_path).key
+    assert tool.ahead({"command": "echo 1 >> log"}, key) == tk.kernel.Ahead(speculative=True)
+    found = tool.ahead({"command": "curl -d @log http://127.0.0.1:9/ >> log"}, key)
+    assert found == tk.kernel.Ahead(speculative=False)
+
+
+async def test_cancelled_while_it_waits_for_its_grant_it_commits_nothing(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.txt").write_text("x\n")
+    release, waiting = anyio.Event(), anyio.Event()
+    wait_granted = ToolContext.wait_granted
+
+    async def noted(ctx: ToolContext) -> Any:
+        waiting.set()
+        return await wait_granted(ctx)
+
+    monkeypatch.setattr(ToolContext, "wait_granted", noted)
+
+    @tk.tool(reads=["path"])
+    async def held_read(ctx: tk.ToolContext, path: str) -> str:
+        """Read a file when the test says so."""
+        await release.wait()
+        return await ctx.fs.read_text(path)
+
+    tools = [*builtin_tools(bash=True), held_read]
+    async with tk.open_kernel(tools=tools, root=tmp_path) as kernel:
+        handles = kernel.submit_batch(
+            [tk.ToolCall("r", "held_read", {"path": "a.txt"}), call("b", "sed -i s/x/y/ a.txt")]
+        )
+        with anyio.fail_after(20):
+            await waiting.wait()  # its run is over: it waits for its grant
+        (info,) = [i for i in kernel.snapshot().running if i.call_id == "b"]
+        assert info.ahead and info.waits_for == ("r",)
+        handles[1].cancel()
+        command = await handles[1].wait_finished()
+        release.set()
+        read = await handles[0].wait_finished()
+        leases = kernel.lease_statistics()
+    assert command.status is tk.Status.CANCELLED and read.status is tk.Status.OK
+    assert read.output == "x\n" and (tmp_path / "a.txt").read_text() == "x\n"
+    assert (leases.held, leases.waiting) == (0, 0)
+
+
+# -- the promise, as a property: a batch ends as its calls run one at a time, in order ---------
+NAMES = ("a", "b", "d/x", "d")
+TEXTS = ("one", "two")
+
+
+def calls() -> st.SearchStrategy[tuple[str, dict[str, str]]]:
+    """A Bash command (most), or a built-in call that reads or writes directly."""
+    name = st.sampled_from(NAMES)
+    bash = st.builds(lambda command: ("Bash", {"command": command}), commands())
+    read = st.builds(lambda path: ("Read", {"file_path": path}), name)
+    write = st.builds(
+        lambda path, text: ("Write", {"file_path": path, "content": text}),
+        name,
+        st.sampled_from(TEXTS),
+    )
+    return st.one_of(bash, bash, bash, read, write)
+
+
+def commands() -> st.SearchStrategy[str]:
+    name = st.sampled_from(NAMES)
+    return st.one_of(
+        st.builds("echo {1} > {0}".format, name, st.sampled_from(TEXTS)),
+        st.builds("echo {1} >> {0}".format, name, st.sampled_from(TEXTS)),
+        st.builds("cat {}".format, name),
+        st.builds("rm -f {}".format, name),
+        st.builds("rm -rf {}".format, name),
+        st.builds("mv {} {}".format, name, name),
+        st.builds("mkdir -p {}".format, name),
+        st.builds("cat {} > {}".format, name, name),
+        st.builds("ls d".format),
+    )
+
+
+def seed(root: pathlib.Path) -> None:
+    (root / "a").write_text("a\n")
+    (root / "d").mkdir()
+    (root / "d" / "x").write_text("x\n")
+
+
+def seen(result: tk.ToolResult) -> tuple[Any, ...]:
+    return (result.status, result.output, result.error)
+
+
+async def run_batch(
+    root: pathlib.Path, batch: list[tuple[str, dict[str, str]]], one_at_a_time: bool
+) -> list[Any]:
+    calls = [tk.ToolCall(f"c{i}", name, arguments) for i, (name, arguments) in enumerate(batch)]
+    tools = builtin_tools(bash=True)
+    async with tk.open_kernel(tools=tools, root=root) as kernel:
+        if one_at_a_time:
+            return [seen((await kernel.run([c]))[0]) for c in calls]
+        found = [seen(r) for r in await kernel.run(calls)]
+    shell = bash_tool(tools).statistics
+    # How often the batches overlap at all (``--hypothesis-show-statistics``).
+    event(f"commands run ahead: {shell.ran_ahead if shell.ran_ahead < 2 else '2 or more'}")
+    event(f"runs thrown away: {'some' if shell.ahead_thrown_away else 'none'}")
+    return found
+
+
+@settings(
+    max_examples=int(os.environ.get("TOOLKERNEL_SANDBOX_EXAMPLES", "12")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+@given(batch=st.lists(calls(), min_size=2, max_size=6))
+def test_a_batch_ends_as_its_calls_run_one_at_a_time_in_order(
+    batch: list[tuple[str, dict[str, str]]], backend: str
+) -> None:
+    place = pathlib.Path(tempfile.mkdtemp(prefix="toolkernel-ahead-"))
+    try:
+        alone, together = place / "alone", place / "together"
+        for root in (alone, together):
+            root.mkdir()
+            seed(root)
+        expected = anyio.run(run_batch, alone, batch, True, backend=backend)
+        found = anyio.run(run_batch, together, batch, False, backend=backend)
+        assert found == expected
+        assert snapshot(together) == snapshot(alone)
+    finally:
+        shutil.rmtree(place)
+
+
+@pytest.fixture(params=["trio", "asyncio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
