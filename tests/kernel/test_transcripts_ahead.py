@@ -151,23 +151,28 @@ def test_a_call_waiting_for_its_grant_gives_its_slot_back_and_takes_one_again() 
     assert returned_everything(h)
 
 
-def test_granted_while_every_slot_is_busy_it_waits_for_one_then_goes_on() -> None:
-    h = opened(max_concurrency=2)
+def _waiting_for_its_grant_behind_a_reader(max_concurrency: int) -> tuple[Harness, Any, Any]:
+    """A reader of ``a`` running, and a command writing ``a`` that ran ahead and waits for its
+    grant (holding no slot)."""
+    h = opened(max_concurrency=max_concurrency)
     rs = h.submit(call("r1", claims="r:a"), b("b2", "w:a", "once"))
     r1, b2 = rs["r1"], rs["b2"]
     h.begin(r1)
     h.begin(b2)
     assert not h.wait_granted(b2)
+    return h, r1, b2
+
+
+def test_granted_with_a_slot_free_it_takes_that_slot_and_goes_on() -> None:
+    h, r1, b2 = _waiting_for_its_grant_behind_a_reader(max_concurrency=2)
     s = h.submit(call("s3", claims="w:s"))["s3"]
     h.begin(s)
     h.end(r1)  # its slot went to nobody in line; b2 is granted and takes it
     assert b2.stage is Stage.RUNNING
-    h = opened(max_concurrency=2)
-    rs = h.submit(call("r1", claims="r:a"), b("b2", "w:a", "once"))
-    r1, b2 = rs["r1"], rs["b2"]
-    h.begin(r1)
-    h.begin(b2)
-    assert not h.wait_granted(b2)
+
+
+def test_granted_while_every_slot_is_busy_it_waits_for_one_then_goes_on() -> None:
+    h, r1, b2 = _waiting_for_its_grant_behind_a_reader(max_concurrency=2)
     s3, s4 = h.submit(call("s3", claims="w:s"), call("s4", claims="w:t")).values()
     assert s3.stage is Stage.FRESH and s4.stage is Stage.HELD
     h.end(r1)  # its slot goes to s4, in line; b2 is granted and lines up for one
@@ -213,12 +218,7 @@ def test_cancelled_while_running_ahead_it_returns_its_slot_and_withdraws_its_req
 
 
 def test_cancelled_while_waiting_for_its_grant_it_returns_everything() -> None:
-    h = opened(max_concurrency=4)
-    rs = h.submit(call("r1", claims="r:a"), b("b2", "w:a", "once"))
-    r1, b2 = rs["r1"], rs["b2"]
-    h.begin(r1)
-    h.begin(b2)
-    assert not h.wait_granted(b2)
+    h, r1, b2 = _waiting_for_its_grant_behind_a_reader(max_concurrency=4)
     h.cancel(b2)
     h.settle()
     assert h.status("b2") == [CANCELLED]
