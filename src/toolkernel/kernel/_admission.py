@@ -49,7 +49,7 @@ __all__ = [
     "parse",
     "compute_claims",
     "keys_unchanged",
-    "keyed_once",
+    "KeyLog",
     "with_more",
     "check_structure",
     "link_dependencies",
@@ -341,9 +341,10 @@ def admit(
 ) -> Admitted:
     """Find the call's tool, parse its arguments, compute its claims. A call using other calls'
     outputs (``fill_in``) is admitted in full later."""
-    problem = check_structure(call)
-    if problem is not None:
-        return None, problem
+    if type(call.id) is not str or type(call.name) is not str or call.after:
+        problem = check_structure(call)
+        if problem is not None:
+            return None, problem
     tool = tools.get(call.name)
     if tool is None:
         return None, messages.unknown_tool(call.name, tools)
@@ -377,7 +378,8 @@ def parse(
     """Parse ``raw`` as ``tool``'s arguments and compute their claims, or say why not."""
     keyed: list[tuple[str, Path]] | None = [] if _follows_keys(tool, key) else None
     try:
-        arguments = tool.parse_arguments(load_arguments(tool.name, raw))
+        loaded = raw if type(raw) is dict else load_arguments(tool.name, raw)
+        arguments = tool.parse_arguments(loaded)
         claims = compute_claims(tool, arguments, key, pools, keyed)
     except (InvalidCallError, InvalidClaimError) as exc:
         return exc
@@ -392,7 +394,8 @@ def _follows_keys(tool: KernelTool, key: Callable[[str], Path]) -> bool:
     """Whether a call of ``tool`` that waited can be checked by keying its paths again
     (``keys_unchanged``): its claims follow the keys alone, and there is a workspace to ask
     (keys from ``path`` alone mean the same forever)."""
-    return key is not path and getattr(tool, "claims_follow_keys", False) is True
+    wrapped = key.__wrapped__ if isinstance(key, KeyLog) else key
+    return wrapped is not path and getattr(tool, "claims_follow_keys", False) is True
 
 
 def compute_claims(
@@ -409,8 +412,11 @@ def compute_claims(
     ``InvalidCallError`` or ``InvalidClaimError`` with the message for the model; whatever else
     the tool's claims function or the workspace raises is wrapped in one.
     """
+    log = None
     if keyed is not None:
-        key = _noting(key, keyed)
+        log = key if isinstance(key, KeyLog) else KeyLog(key, once=False)
+        log.noted = keyed
+        key = log
     try:
         declared = tool.claims(arguments, key)
         claims: tuple[Claim, ...]
@@ -422,46 +428,54 @@ def compute_claims(
             raise messages.claims_not_a_list(tool.name, declared)
         else:
             claims = tuple(declared)
-        canonical = canonical_claims(claims) if claims else ()
+        canonical: tuple[Claim, ...]
+        if len(claims) == 1 and type(claims[0]) is Claim:
+            canonical = claims  # one claim is canonical as it is
+        else:
+            canonical = canonical_claims(claims) if claims else ()
     except (InvalidCallError, InvalidClaimError):
         raise
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit included: the tool's bug, this call's error
         raise messages.claims_failed(tool.name, exc) from exc
+    finally:
+        if log is not None:
+            log.noted = None
     for claim in canonical:
         if isinstance(claim.resource, Pool):
             _check_pool(tool.name, claim, pools)
     return _interned(canonical, _RECENT_CLAIMS)
 
 
-def _noting(key: Callable[[str], Path], keyed: list[tuple[str, Path]]) -> Callable[[str], Path]:
-    """``key``, noting in ``keyed`` what it was asked and what it answered."""
+class KeyLog:
+    """``key`` (its ``__wrapped__``), noting in ``noted``, while that is a list, each spelling
+    it is asked and the key it answered; with ``once``, asked once for each spelling (a string)
+    however often it is given, for the calls of one batch, keyed at one moment (what it refuses
+    is asked again, and refused again).
 
-    def noted(text: str) -> Path:
-        found = key(text)
-        keyed.append((text, found))
-        return found
+    One object for a whole batch, its log swapped call by call (``parse``): a closure a call,
+    and a function attribute on each, cost a tenth of a call's admission
+    (``benchmarks/overhead.py``)."""
 
-    noted.__wrapped__ = key  # type: ignore[attr-defined]  # see KeyFunction
-    return noted
+    __slots__ = ("__wrapped__", "_known", "noted")
 
+    def __init__(self, key: Callable[[str], Path], *, once: bool) -> None:
+        self.__wrapped__ = key  # see KeyFunction
+        self._known: dict[str, Path] | None = {} if once else None
+        self.noted: list[tuple[str, Path]] | None = None
 
-def keyed_once(key: Callable[[str], Path]) -> Callable[[str], Path]:
-    """``key``, asked once for each spelling (a string) however often it is given: for the calls
-    of one batch, keyed at one moment. What it refuses is asked again (and refused again)."""
-    known: dict[str, Path] = {}
-
-    def once(text: str) -> Path:
-        if type(text) is not str:
-            return key(text)
-        found = known.get(text)
+    def __call__(self, text: str) -> Path:
+        known = self._known
+        found = None if known is None or type(text) is not str else known.get(text)
         if found is None:
-            found = known[text] = key(text)
+            found = self.__wrapped__(text)
+            if known is not None and type(text) is str:
+                known[text] = found
+        noted = self.noted
+        if noted is not None:
+            noted.append((text, found))
         return found
-
-    once.__wrapped__ = key  # type: ignore[attr-defined]  # see KeyFunction
-    return once
 
 
 def keys_unchanged(keyed: tuple[tuple[str, Path], ...], key: Callable[[str], Path]) -> bool:

@@ -256,10 +256,10 @@ class Kernel(metaclass=NoPublicConstructor):
         # The async layer's own handles, by record: the scope a call's hooks or tool run in;
         # what a handle's ``wait_finished`` or a nested call's parent waits on; ``run``'s wait.
         self._scopes: dict[CallRecord, Any] = {}
-        self._waiters: dict[CallRecord, anyio.Event] = {}
-        self._grant_waiters: dict[CallRecord, anyio.Event] = {}  # tools run ahead: their grants
+        self._waiters: dict[CallRecord, Any] = {}  # the loop's events (``Loop.Event``)
+        self._grant_waiters: dict[CallRecord, Any] = {}  # tools run ahead: their grants
         self._contexts: dict[CallRecord, ToolContext] = {}  # revoked when their leases go
-        self._batch_waiters: dict[Batch, anyio.Event] = {}
+        self._batch_waiters: dict[Batch, Any] = {}
         self._scheduler = Scheduler(
             tools,
             options,
@@ -393,9 +393,11 @@ class Kernel(metaclass=NoPublicConstructor):
             # One event for the whole batch, not one per call: a batch of thousands would
             # otherwise wake this task thousands of times.
             if batch.unfinished:
-                done = self._batch_waiters[batch] = anyio.Event()
-                if timeout != 0:  # with 0 no call starts (on asyncio, its task would begin)
-                    with anyio.move_on_after(math.inf if timeout is None else timeout):
+                done = self._batch_waiters[batch] = self._loop.Event()
+                if timeout is None:
+                    await done.wait()
+                elif timeout != 0:  # with 0 no call starts (on asyncio, its task would begin)
+                    with anyio.move_on_after(timeout):
                         await done.wait()
                 if batch.unfinished:  # out of time (the caller's own cancellation raised)
                     self._act(self._scheduler.time_out(records, cast(float, timeout)))
@@ -409,7 +411,8 @@ class Kernel(metaclass=NoPublicConstructor):
             raise
         finally:
             self._batch_waiters.pop(batch, None)
-        return [cast(ToolResult, record.result) for record in records]
+        # Every call has its result now (not ``cast`` for each: a function call a call).
+        return [record.result for record in records]  # type: ignore[misc]
 
     def _cancel_batch(self, records: list[CallRecord], reason: CancelReason) -> None:
         for record in records:
@@ -427,7 +430,7 @@ class Kernel(metaclass=NoPublicConstructor):
         ``run`` and ``stream`` leave no call of theirs running or holding a lease."""
         if batch.unfinished:
             with anyio.CancelScope(shield=True):
-                done = self._batch_waiters.setdefault(batch, anyio.Event())
+                done = self._batch_waiters.setdefault(batch, self._loop.Event())
                 await done.wait()
 
     @asynccontextmanager
@@ -637,7 +640,7 @@ class Kernel(metaclass=NoPublicConstructor):
                 if record.stage is not FINISHED:
                     waiter = self._waiters.get(record)
                     if waiter is None:
-                        waiter = self._waiters[record] = anyio.Event()
+                        waiter = self._waiters[record] = self._loop.Event()
                     await waiter.wait()
             finally:
                 if caller is not None and caller is not record:
@@ -658,7 +661,7 @@ class Kernel(metaclass=NoPublicConstructor):
         backend too; the calls that changed something it conflicts with meanwhile."""
         scheduler = self._scheduler
         if record.stage is AHEAD:
-            waiter = self._grant_waiters[record] = anyio.Event()
+            waiter = self._grant_waiters[record] = self._loop.Event()
             try:
                 self._act(scheduler.await_grant(record))
                 if record.stage is AWAITING or record.stage is AWAITING_SLOT:
@@ -813,15 +816,24 @@ class Kernel(metaclass=NoPublicConstructor):
         if self._shared is not None or self._after_hooks:
             await self._call_task(record)
             return
-        step = self._run_task if self._environment is not None else self._run_granted
-        successor = await step(record, True)
-        while successor is not None:
+        # ``_run_task``'s steps, written out: this loop runs every call of a big batch.
+        keyed = self._environment is not None
+        while True:
+            if keyed and record.stage is GRANTED:  # it waited: look at its keys
+                self._act(self._scheduler.confirm_keys(record))
+            stage = record.stage
+            if stage is not FRESH and stage is not GRANTED and stage is not AHEAD:
+                return  # finished (cancelled before it began), or back in line
+            # AHEAD: it runs before its grant, its keys its tool's care
+            successor = await self._run_granted(record, True)
+            if successor is None:
+                return
             try:
                 await self._loop.checkpoint()
             except BaseException:
                 self._fail_unwinding(successor)  # the kernel is closing
                 raise
-            successor = await step(successor, True)
+            record = successor
 
     async def _run_task(self, record: CallRecord, chain: bool = False) -> CallRecord | None:
         if record.stage is AHEAD:  # it runs before its grant: its keys are its tool's care
@@ -933,13 +945,25 @@ class Kernel(metaclass=NoPublicConstructor):
         context.resumed = resumed
         self._contexts[record] = context
         status, output, failure = OK, None, None
+        # ``self._scope(record, deadline)``, written out: every call's tool runs here.
+        scope = self._loop.CancelScope()
+        if deadline != math.inf:
+            scope.deadline = deadline
+        if record.cancel_reason is not None:  # a listener of its CallStarted cancelled it
+            scope.cancel()
+        scopes = self._scopes
+        scopes[record] = scope
         try:
-            with self._scope(record, deadline) as scope:
-                running = _running_call.set(record)
-                try:
-                    output = await tool.invoke(context, record.arguments)
-                finally:
-                    _running_call.reset(running)
+            try:
+                with scope:
+                    running = _running_call.set(record)
+                    try:
+                        output = await tool.invoke(context, record.arguments)
+                    finally:
+                        _running_call.reset(running)
+            finally:
+                if scopes.get(record) is scope:
+                    del scopes[record]
         except BaseException as exc:
             if self._loop.propagates(exc):
                 self._fail_unwinding(record)
@@ -969,10 +993,7 @@ class Kernel(metaclass=NoPublicConstructor):
             # task to run next, not given a task of its own.
             self._catching = True
             try:
-                self._act(scheduler.release(record))
-                if record.stage is not FINISHED:  # else its parent ended first, its tool ran on
-                    result = scheduler.make_result(record, status, output, failure)
-                    self._act(scheduler.finish(record, result))
+                self._act(scheduler.complete(record, status, output, failure))
             except BaseException:
                 if self._caught is not None:  # started: it must not be lost
                     self._spawn_task(self._run_chain, self._caught, _CALL_TASK_NAME)
@@ -1054,7 +1075,7 @@ class Kernel(metaclass=NoPublicConstructor):
         if record.hold.waiting_in is None or record.stage is FINISHED:
             self._act(actions)  # granted at once, or failed (a deadlock)
             return
-        granted = self._waiters[record] = anyio.Event()
+        granted = self._waiters[record] = self._loop.Event()
         self._act(actions)
         await granted.wait()
 

@@ -356,8 +356,9 @@ class Leasing:
         self._now = clock
         self._deadlines: Deadlines[CallRecord] = Deadlines(lambda record: record.hold.wait_token)
         # Waits that may close a wait-for cycle: of nested calls, and of calls a running call
-        # awaits (``Batch.awaited_by``). Entries whose wait ended are dropped when checked.
-        self._watched: dict[int, CallRecord] = {}
+        # awaits (``Batch.awaited_by``). Entries whose wait ended are dropped when checked. Read
+        # by the scheduler too: while it is empty, nobody's wait can need a lent slot.
+        self.watched: dict[int, CallRecord] = {}
 
     # -- requesting --------------------------------------------------------------------------------
 
@@ -367,8 +368,20 @@ class Leasing:
         A call that claims nothing is requested too: granted at once, it conflicts with
         nobody, but it has its place in line, which it keeps if its tool asks to hold more."""
         claims = record.claims
-        assert claims is not None
-        return self._request(record, self.main, claims, record.call.priority, record.batch.uid)
+        hold = record.hold
+        assert claims is not None and hold.group is None  # its first request, and only one
+        # ``_request``, written out: every top-level call asks here.
+        group = self.main
+        table = group.table
+        lease_id = table.request(
+            claims, priority=record.call.priority, group=record.batch.uid, owner=record
+        )
+        group.records[lease_id] = record
+        hold.group, hold.lease_id = group, lease_id
+        if table.is_held(lease_id):
+            return True
+        self._wait(record, group)
+        return False
 
     def request_nested(self, record: CallRecord, claims: tuple[Claim, ...], inside: bool) -> bool:
         """Request a nested call's claims: within its parent's lease group (``inside``), or
@@ -423,12 +436,12 @@ class Leasing:
             or record.batch.awaited_by is not None
             or record.handle_waiters
         ):
-            self._watched[record.uid] = record
+            self.watched[record.uid] = record
 
     def watch(self, record: CallRecord) -> None:
         """Watch ``record``'s wait, now awaited by a running call, for cycles."""
         if record.hold.waiting_in is not None:
-            self._watched[record.uid] = record
+            self.watched[record.uid] = record
 
     def requeue(
         self, record: CallRecord, claims: tuple[Claim, ...]
@@ -453,7 +466,7 @@ class Leasing:
         if not keep_clock:
             self.stop_wait_clock(record)
         if record.parent is not None:
-            self._watched.pop(record.uid, None)
+            self.watched.pop(record.uid, None)
 
     def stop_wait_clock(self, record: CallRecord) -> None:
         hold = record.hold
@@ -518,7 +531,7 @@ class Leasing:
 
     def watched_waits(self) -> list[CallRecord]:
         """The waits that may close a cycle (nested calls', awaited calls'), still waiting."""
-        watched = self._watched
+        watched = self.watched
         if not watched:
             return []
         for uid in [uid for uid, r in watched.items() if r.hold.waiting_in is None]:

@@ -1,12 +1,13 @@
 """The running event loop, as the kernel's async layer needs it, looked up once per kernel.
 
 The kernel runs on trio and on asyncio, written on anyio. The few things it does for every call
-are taken from the loop itself, resolved here once, when a kernel opens: spawning a call's task,
-the cancel scope it runs in, the clock, a schedule point. anyio's own versions find the running
-library anew on each use and wrap the loop's objects; ``benchmarks/overhead.py`` measured anyio's
-``TaskGroup.start_soon`` at about 4 times a native spawn, and its cancel scope on trio at 1.2
-times trio's, which together made a call 40% dearer on trio; on asyncio, making an
-``anyio.CancelScope`` looks the library up each time. Everything else is plain anyio.
+or batch are taken from the loop itself, resolved here once, when a kernel opens: spawning a
+call's task, the cancel scope it runs in, the event a batch's caller waits on, the clock, a
+schedule point. anyio's own versions find the running library anew on each use and wrap the
+loop's objects; ``benchmarks/overhead.py`` measured anyio's ``TaskGroup.start_soon`` at about 4
+times a native spawn, and its cancel scope on trio at 1.2 times trio's, which together made a
+call 40% dearer on trio; on asyncio, making an ``anyio.CancelScope`` or an ``anyio.Event``
+looks the library up each time. Everything else is plain anyio.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ class Loop:
     CancelScope: Callable[[], Any]
     """Makes the cancel scope a call's tool, hooks and approver run in: trio's own on trio,
     anyio's on asyncio (both have ``cancel()``, ``deadline`` and ``cancelled_caught``)."""
+    Event: Callable[[], Any]
+    """Makes the event ``run`` and the handles wait on: trio's own on trio, anyio's on asyncio
+    (both have ``set()``, ``is_set()`` and ``wait()``, which is always a checkpoint)."""
     tasks: Callable[[], AbstractAsyncContextManager[Spawn]]
     """Opens the kernel's tasks: a trio nursery, or an asyncio ``TaskGroup``; what the block
     raises alone comes out as itself (see :func:`_unwrapped`)."""
@@ -148,6 +152,7 @@ def current() -> Loop:
             clock.current_time,
             trio.Cancelled,
             trio.CancelScope,
+            trio.Event,
             _trio_tasks,
             trio.lowlevel.checkpoint,
             on_trio,
@@ -165,6 +170,7 @@ def current() -> Loop:
         # anyio's class for this loop: ``anyio.CancelScope()`` finds the running library anew
         # on every call to make one of these (a tenth of a call's cost on asyncio).
         type(anyio.CancelScope()),
+        type(anyio.Event()),  # as the scope: ``anyio.Event()`` looks the library up each time
         _asyncio_tasks,
         _asyncio_checkpoint,
         on_asyncio,

@@ -68,7 +68,8 @@ class Reporter:
     def __init__(self, max_concurrency: int | None) -> None:
         self.listeners: list[Callable[[CallEvent], None]] = []
         self._max_concurrency = max_concurrency
-        self._slot_wait = leasing.slot_wait(max_concurrency)
+        # What a top-level call waiting for nothing but a slot waits on, spelled once.
+        self.slot_wait = leasing.slot_wait(max_concurrency)
         self._tallies: dict[str, ToolTally] = {}
         self._finished = 0
         self._contention = ContentionTally()
@@ -111,7 +112,7 @@ class Reporter:
         if not announce and record.hold.waiting_in is not None and claims and len(claims) == 1:
             resources = leasing.contested_alone(claims[0])
         elif not announce and record.hold.waiting_in is None and not record.awaiting:
-            resources = self._slot_wait  # it holds its leases and waits for a slot
+            resources = self.slot_wait  # it holds its leases and waits for a slot
         else:
             behind = leasing.waits_for(record)
             resources = leasing.contested(record, self._max_concurrency, behind)

@@ -59,10 +59,24 @@ group) and a granted call's going back in line (its paths changed meaning, or it
 hold more) are sections of the scheduler itself.
 
 The way through when nothing is in the way (no hooks, the default policy, nobody listening, the
-leases granted at once) is taken by every call of a large batch, so it is kept short: PENDING
-goes straight to RUNNING, the clock is read once per step, records allocate their containers
-only when a call needs them, and a finished call leaves behind only what ``after=`` needs.
-``benchmarks/overhead.py`` measures it against bare trio.
+leases granted at once) is taken by every call of a large batch, so it is kept short, and it is
+measured against the least executor built from the same pieces (``benchmarks/overhead.py``, its
+floor; ``callgrind`` counts instructions where a shared machine makes timings noisy). What was
+chosen, and why:
+
+- A ready batch requests in one pass (``_request_in_order``): a call granted at once with a
+  free slot is FRESH and started in the step that admitted it, one without a slot is HELD with
+  its wait noted as the slots' (nobody to ask whom it waits behind); only a call that waits
+  for leases takes the general way. PENDING goes straight on, the clock is read once per
+  step, records allocate their containers only when a call needs them, and a finished call
+  leaves behind only what ``after=`` needs.
+- A call's end is one operation (``complete``: release, result, finish), acted on once, and a
+  finished call with no dependents skips the work list ``_finish`` keeps for chains of them.
+- A batch is keyed through one ``_admission.KeyLog``, not a closure per call.
+- Tried and dropped: interning a call's claims with one dictionary look-up instead of two
+  (the benchmark's paths, like an agent's, repeat, so the look-up nearly always hits, and it
+  measured no better). Not done: asking the lease table once for a whole batch; what a request
+  costs is mostly its walk down the trie, which calls on distinct files do not share.
 """
 
 from __future__ import annotations
@@ -94,6 +108,7 @@ from ._actions import (
 )
 from ._admission import (
     CallNames,
+    KeyLog,
     Links,
     Parsed,
     Unfilled,
@@ -101,7 +116,6 @@ from ._admission import (
     compute_claims,
     fill_in,
     gc_paused_for,
-    keyed_once,
     keys_unchanged,
     link_dependencies,
     parse,
@@ -499,7 +513,7 @@ class Scheduler:
         failures: dict[int, tuple[Status, BaseException]] = {}
         # The batch is keyed at one moment: a path its calls name many times (a deep queue on
         # one file, a Read and an Edit of it) is looked up once.
-        key = self.key if len(records) == 1 or self.key is path else keyed_once(self.key)
+        key = self.key if self.key is path else KeyLog(self.key, once=len(records) > 1)
         for record in records:
             failure = self._admit(record, key)
             if failure is not None:
@@ -517,10 +531,13 @@ class Scheduler:
         self._admitting = batch
         try:
             if in_order:
-                for record in records:
-                    if record.stage is PENDING:  # not failed, nor cancelled by a listener
-                        self.move(record, READY, now)
-                        self._request_top_level(record)
+                if batch.awaited_by is not None:
+                    for record in records:
+                        if record.stage is PENDING:  # not failed, nor cancelled by a listener
+                            self.move(record, READY, now)
+                            self._request_top_level(record)
+                else:
+                    self._request_in_order(records, now)
                 return records
             for record in records:
                 if record.state is not CallState.PENDING or record.deps_left:
@@ -620,7 +637,7 @@ class Scheduler:
         tools = record.batch.tools or self.tools
         record.tool, found = admit(record.call, tools, key or self.key, self.leasing.pools)
         if type(found) is tuple:
-            self._set_parsed(record, found)
+            record.arguments, record.claims, record.keyed = found  # ``_set_parsed``
             return None
         if isinstance(found, Unfilled):
             record.unfilled = found.arguments  # admitted in full once its sources have finished
@@ -774,18 +791,57 @@ class Scheduler:
         if held:
             self._granted(record)
         else:
-            self._start_wait_clock(record)
-            now = self.now()
-            self.move(record, QUEUED, now)
-            self._blocked(record, now)
-            self.break_wait_cycles()
-            # Looked at now, so that it has a free slot before later calls of its batch.
-            if (
-                record.ahead is not None
-                and record.hold.waiting_in is not None
-                and not self._try_ahead(record)
-            ):
-                self._ahead_queued[record.uid] = record
+            self._wait_for_leases(record)
+
+    def _request_in_order(self, records: list[CallRecord], now: float) -> None:
+        """The calls of a batch admitted ready (no hooks, the default policy, no ``after=``,
+        no running call awaiting it) ask for their leases in emission order, at the moment
+        ``now`` the batch was admitted.
+
+        ``_request_top_level`` and ``_granted`` written out for them, as nearly every call of
+        a large batch comes this way: a call granted at once that gets a slot starts (FRESH)
+        in this step, with no wait bookkeeping; one that gets no slot holds its leases (HELD),
+        its wait noted as the slots' without asking whom it waits behind (nobody: it holds its
+        leases), unless someone listens; a call that must wait for leases takes the general
+        way."""
+        leasing, slots, out = self.leasing, self.slots, self._out
+        report = self.report
+        for record in records:
+            if record.stage is not PENDING:
+                continue  # failed, or cancelled by a listener
+            self.move(record, READY, now)
+            ahead = getattr(record.tool, "ahead", None)  # optional: few tools have it
+            if ahead is not None:
+                record.ahead = self._ahead_answer(record, ahead)
+            if not leasing.request_top_level(record):
+                self._wait_for_leases(record)
+            elif slots.take(record):
+                self.move(record, FRESH, now)  # keyed in this very step
+                out.append((START, record))
+            else:  # it holds its leases, and waits for a running call to finish
+                self.move(record, HELD, now)
+                if report.listeners or record.sinks:
+                    self._blocked(record, now)
+                else:
+                    record.contested, record.blocked_at = report.slot_wait, now
+                self._start_wait_clock(record)
+                if leasing.watched:
+                    self.lend_slots()  # an awaited call may be waiting for these leases
+
+    def _wait_for_leases(self, record: CallRecord) -> None:
+        """``record``'s request waits in the lease table: time it, and say on what."""
+        self._start_wait_clock(record)
+        now = self.now()
+        self.move(record, QUEUED, now)
+        self._blocked(record, now)
+        self.break_wait_cycles()
+        # Looked at now, so that it has a free slot before later calls of its batch.
+        if (
+            record.ahead is not None
+            and record.hold.waiting_in is not None
+            and not self._try_ahead(record)
+        ):
+            self._ahead_queued[record.uid] = record
 
     def _ahead_answer(self, record: CallRecord, ahead: Callable[..., object]) -> Ahead | None:
         """What the call's tool answers to ``ahead(arguments, key)``; None (it does not run
@@ -1236,7 +1292,11 @@ class Scheduler:
             self.move(record, RUNNING, started_at)
         if self.report.listeners or record.sinks:
             self.tell(record, CallStarted(record.call.id, record.name, started_at, ahead))
-        timeout = self.run_timeout(record)
+        timeout = record.call.run_timeout  # ``run_timeout(record)``, written out
+        if timeout is None:
+            timeout = getattr(record.tool, "run_timeout", None)
+            if timeout is None:
+                timeout = self._run_timeout
         actions = self._take() if self._told or self._out else NO_ACTIONS
         return math.inf if timeout is None else started_at + timeout, actions
 
@@ -1309,6 +1369,22 @@ class Scheduler:
     def fail(self, record: CallRecord, status: Status, exception: BaseException) -> None:
         self._finish(record, self.make_result(record, status, None, exception))
 
+    def complete(
+        self,
+        record: CallRecord,
+        status: Status,
+        output: Any = None,
+        exception: BaseException | None = None,
+    ) -> Sequence[Action]:
+        """The call's run ended, and nothing is awaited before its result (no after-hooks, no
+        shared leases): ``release``, its result, and ``finish``, as one operation, so the
+        async layer acts once on what they decided. Nothing if its parent ended first (its
+        tool ran on): it was finished then."""
+        self._release(record)
+        if record.stage is not FINISHED:
+            self._finish(record, self.make_result(record, status, output, exception))
+        return self._take()
+
     def finish(self, record: CallRecord, result: ToolResult) -> Sequence[Action]:
         """Give ``record`` its result: release, record, tell, wake, move dependents on."""
         self._finish(record, result)
@@ -1321,6 +1397,12 @@ class Scheduler:
         if record.stage is FINISHED:
             return
         self._settle(record, result)
+        if record.dependents is None and record.parent is None:  # nearly every call
+            self._names.forget(record, result.status, result.error)
+            batch = record.batch
+            if batch.unrequested:
+                self._issue_requests(batch)
+            return
         done = [record]
         while done:
             record = done.pop()

@@ -411,16 +411,17 @@ class LeaseTable:
                 exclusive = claim.mode is _EXCLUSIVE
                 # tuple.__new__ skips the NamedTuple constructor's Python frame.
                 lone = (tuple.__new__(Entry, (claim, resource.node, exclusive, 0)),)
-                if priority or group is not None:
+                if priority or (group is not None and group in self._group_waiting):
                     return self._new_request(given, lone, int(exclusive), priority, group, owner)
-                # Request(...) without the call to its __init__: every lease is made here.
+                # Request(...) without the call to its __init__: every lease is made here. At
+                # priority 0, with nobody of its group waiting to cap it, its key is its id.
                 request = _new_object(Request)
-                request.id = request.key = self._last_id + 1  # at priority 0 the key is the id
+                request.id = request.key = self._last_id + 1
                 request.claims = given
                 request.entries = lone
                 request.exclusive_count = int(exclusive)
                 request.priority = 0
-                request.group = None
+                request.group = group
                 request.owner = owner
                 request.held = False
                 request.chains = None
