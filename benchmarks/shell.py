@@ -84,7 +84,7 @@ import trio.testing
 
 import toolkernel as tk
 from toolkernel._replay import is_read_only_command
-from toolkernel.kernel._admission import keyed_once
+from toolkernel.kernel._admission import KeyLog
 from toolkernel.locks import Claim, Mode, Path, canonical_claims
 from toolkernel.shell import _confine, analyse, command_environment
 from toolkernel.shell._claims import keyed_claims
@@ -154,7 +154,7 @@ class Prediction:
 class ToolPrediction(Prediction):
     """A set's Bash claims as the Bash tool itself declares them in a batch of several calls,
     in a kernel whose workspace is the project in ``root``: ``BashTool.claims`` asked with
-    the workspace's key wrapped as the kernel wraps it for a batch (``keyed_once``). The
+    the workspace's key wrapped as the kernel wraps it for a batch (``KeyLog``). The
     session's working directory is spelled as the project's in the command, as if the session
     had run there."""
 
@@ -170,7 +170,7 @@ class ToolPrediction(Prediction):
             text = f"cd {shlex.quote(sub)} && {command}" if sub else command
             if session:
                 text = re.sub(re.escape(session.rstrip("/")) + r"(?![\w.-])", str(self.root), text)
-            claims = self.tool.claims({"command": text}, keyed_once(self.workspace.key))
+            claims = self.tool.claims({"command": text}, KeyLog(self.workspace.key, once=True))
             assert claims is not None
             known = analyse(text, root=self.root).effects_known
             found = self.cache[(command, cwd)] = (canonical_claims(claims), known)
