@@ -67,12 +67,12 @@ of its repository)::
     .venv/bin/python benchmarks/shell.py --recorded 0 --project claude-code-log=DIR \
         --project entire-go=DIR --project spotter-elixir=DIR
 
-a run ahead, validated and committed in order, cost x1.00 a plain sandboxed run (median of
-four commands' ratios, x0.95 to x1.14, 36-42 ms a command; 160 runs ahead, none thrown away;
-x1.11 in a ``--quick`` run). Runs thrown away (row g, the Bash tool's own claims with the
-project read): claude-code-log 2 of 52 Bash runs (3.8%; 2 of 5 runs ahead), entire-go 48 of
-552 (8.7%; 48 of 95), spotter-elixir 22 of 145 (15.2%; 22 of 27): the work of a command run
-ahead is then x1.40, x1.51 and x1.82 a plain run's. Row g's makespans against row a's: 0.4%
+a run ahead, validated and committed in order, cost x1.00 a plain sandboxed run (median of four
+commands' ratios, x0.95 to x1.14, 36-42 ms a command; 160 runs ahead, none thrown away; x0.90
+to x1.11 in ``--quick`` runs, 5 of each). Runs thrown away (row g, the Bash tool's own claims
+with the project read): claude-code-log 2 of 52 Bash runs (3.8%; 2 of 5 runs ahead), entire-go
+48 of 552 (8.7%; 48 of 95), spotter-elixir 22 of 145 (15.2%; 22 of 27): the work of a command
+run ahead is then x1.40, x1.51 and x1.82 a plain run's. Row g's makespans against row a's: 0.4%
 shorter on claude-code-log, 2.6% shorter on entire-go, 1.2% longer on spotter-elixir (a run
 thrown away that ends after its grant delays the run again by what is left of it).
 
