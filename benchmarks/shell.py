@@ -52,6 +52,30 @@ iv. With ``--project``, each distinct recorded command whose effects are known (
 Part 2 runs a few commands through the real Bash tool, confined by Landlock and unconfined, in
 one run, interleaved, and reports the cost per command.
 
+Speculation's cost, in the same run (where the sandbox can be had): a few commands that write
+run through the real Bash tool ahead of their grant (beside an earlier call reading the whole
+workspace, which ends once the command has started: on its overlay, then validated against
+what changed meanwhile, then committed in order) and plain (beside a call that claims nothing),
+interleaved; the ratio of their times from start to end, per command and the median; and,
+beside it, each recorded set's runs thrown away in row g (of all runs of Bash commands, and of
+the runs ahead: an upper bound, as row g says) with the work a command run ahead then takes
+against a plain run (the ratio, plus one run for the share thrown away).
+
+Measured (2 shared cores; the sets of ``data/README.md``, each project a ``git archive HEAD``
+of its repository)::
+
+    .venv/bin/python benchmarks/shell.py --recorded 0 --project claude-code-log=DIR \
+        --project entire-go=DIR --project spotter-elixir=DIR
+
+a run ahead, validated and committed in order, cost x1.00 a plain sandboxed run (median of four
+commands' ratios, x0.95 to x1.14, 36-42 ms a command; 160 runs ahead, none thrown away; x0.90
+to x1.11 in ``--quick`` runs, 5 of each). Runs thrown away (row g, the Bash tool's own claims
+with the project read): claude-code-log 2 of 52 Bash runs (3.8%; 2 of 5 runs ahead), entire-go
+48 of 552 (8.7%; 48 of 95), spotter-elixir 22 of 145 (15.2%; 22 of 27): the work of a command
+run ahead is then x1.40, x1.51 and x1.82 a plain run's. Row g's makespans against row a's: 0.4%
+shorter on claude-code-log, 2.6% shorter on entire-go, 1.2% longer on spotter-elixir (a run
+thrown away that ends after its grant delays the run again by what is left of it).
+
 Run from the repository root::
 
     .venv/bin/python benchmarks/shell.py            # full run
@@ -83,8 +107,9 @@ import trio
 import trio.testing
 
 import toolkernel as tk
+from toolkernel import sandbox
 from toolkernel._replay import is_read_only_command
-from toolkernel.kernel._admission import keyed_once
+from toolkernel.kernel._admission import KeyLog
 from toolkernel.locks import Claim, Mode, Path, canonical_claims
 from toolkernel.shell import _confine, analyse, command_environment
 from toolkernel.shell._claims import keyed_claims
@@ -154,7 +179,7 @@ class Prediction:
 class ToolPrediction(Prediction):
     """A set's Bash claims as the Bash tool itself declares them in a batch of several calls,
     in a kernel whose workspace is the project in ``root``: ``BashTool.claims`` asked with
-    the workspace's key wrapped as the kernel wraps it for a batch (``keyed_once``). The
+    the workspace's key wrapped as the kernel wraps it for a batch (``KeyLog``). The
     session's working directory is spelled as the project's in the command, as if the session
     had run there."""
 
@@ -170,7 +195,7 @@ class ToolPrediction(Prediction):
             text = f"cd {shlex.quote(sub)} && {command}" if sub else command
             if session:
                 text = re.sub(re.escape(session.rstrip("/")) + r"(?![\w.-])", str(self.root), text)
-            claims = self.tool.claims({"command": text}, keyed_once(self.workspace.key))
+            claims = self.tool.claims({"command": text}, KeyLog(self.workspace.key, once=True))
             assert claims is not None
             known = analyse(text, root=self.root).effects_known
             found = self.cache[(command, cwd)] = (canonical_claims(claims), known)
@@ -232,10 +257,14 @@ class Run(NamedTuple):
 
 
 class Ahead(NamedTuple):
-    """What running commands ahead of their grants cost: runs ahead, and runs thrown away."""
+    """What running commands ahead of their grants cost, counted as ``BashTool.statistics``
+    counts them: runs ahead (``ran_ahead``), runs thrown away (``ahead_thrown_away``), and
+    every run of a command (``commands``: each call once, and again if its run was thrown
+    away)."""
 
     ran: int
     thrown_away: int
+    runs: int
 
 
 def ahead_tools(
@@ -255,6 +284,7 @@ def ahead_tools(
         return tools
 
     async def run(ctx: tk.ToolContext, ms: float, key: str) -> None:
+        counts["runs"] += 1
         await trio.sleep(ms)
         if not ctx.ran_ahead:
             return
@@ -266,6 +296,7 @@ def ahead_tools(
                 tk.locks.claims_conflict(c, m) for c in changed for m in mine
             ):
                 counts["thrown_away"] += 1
+                counts["runs"] += 1
                 await trio.sleep(ms)  # the run again, holding its leases
                 return
 
@@ -377,7 +408,7 @@ def replay(
         for b, batch in enumerate(new)
         for c, call in enumerate(batch.calls)
     }
-    counts = {"ran": 0, "thrown_away": 0}
+    counts = {"ran": 0, "thrown_away": 0, "runs": 0}
     ahead_runs = run_kernel(new, confined, counts)
     keys = ("kernel", "cp", "serial", "fallback", "cc", "alone", "old", "ahead")
     totals = dict.fromkeys(keys, 0.0)
@@ -402,7 +433,8 @@ def replay(
         totals["old"] += max(old_finish, default=0.0)
         misses += run.makespan != max(finish, default=0.0)
         overlaps += overlapping(calls, run) + overlapping(fallback_batch.calls, fallback_run)
-    return Figures(totals, misses, overlaps, Ahead(counts["ran"], counts["thrown_away"]))
+    ahead = Ahead(counts["ran"], counts["thrown_away"], counts["runs"])
+    return Figures(totals, misses, overlaps, ahead)
 
 
 def is_confined(call: Any, cwd: str | None, root: pathlib.Path | None) -> bool:
@@ -517,12 +549,20 @@ def report_set(
     print(
         f"    g: x{t['serial'] / t['ahead']:.3f} over all-serial, x{t['cc'] / t['ahead']:.3f} "
         f"over Claude Code's; {ahead.ran} commands ran ahead of their grants, "
-        f"{ahead.thrown_away} of those runs thrown away ({thrown:.0%}, an upper bound)"
+        f"{ahead.thrown_away} of those runs thrown away ({thrown:.0%}, an upper bound), of "
+        f"{ahead.runs} runs of Bash commands"
     )
+    if tool or root is None:
+        THROWN_AWAY.append((f"{name}{', the project read' if root is not None else ''}", ahead))
     counts = class_counts(loaded)
     if counts:
         shown = ", ".join(f"{name} {count}" for name, count in counts.items() if count)
         print(f"  distinct commands in the classes of iii: {shown or 'none'}")
+
+
+THROWN_AWAY: list[tuple[str, Ahead]] = []
+"""Each set's runs ahead and runs thrown away in row g (with the project read: the Bash tool's
+own claims), for the summary of speculation's cost."""
 
 
 def sets(sessions: pathlib.Path, traces: pathlib.Path) -> list[tuple[str, pathlib.Path]]:
@@ -1085,6 +1125,111 @@ def report_landlock(repetitions: int) -> None:
     print(f"  Landlock's cost per command (median of the differences): {cost:.2f} ms")
 
 
+# -- speculation's cost -------------------------------------------------------------------------
+
+AHEAD_COMMANDS = (
+    "echo 1 >> log",
+    "grep -n x a.txt > found.txt",
+    "sed -i s/x/x/ a.txt",
+    "mkdir -p build && cp a.txt build/",
+)
+
+
+def time_ahead(repetitions: int) -> tuple[dict[tuple[str, bool], list[float]], Any]:
+    """Seconds from a Bash call's start to its end, run ahead of its grant and plain,
+    interleaved in one run, and the Bash tool's statistics.
+
+    Each command is the second call of a batch of two; the first reads a path and ends as
+    soon as the command has started. Ahead, it reads the whole workspace, which the command
+    writes: the command starts beside it (``BashTool.ahead``), runs on its overlay, then
+    waits for its grant (there already), checks what changed meanwhile (nothing) and commits.
+    Plain, it claims nothing: the command is granted at once and runs in the sandbox as any
+    command does."""
+    found: dict[tuple[str, bool], list[float]] = {}
+    began = trio.Event()
+
+    async def wait(ctx: tk.ToolContext, path: str) -> str:
+        """End once the command has started."""
+        with trio.fail_after(10):
+            await began.wait()
+        return ""
+
+    look = tk.tool(name="look", reads=["path"])(wait)
+    idle = tk.tool(name="idle", claims=lambda arguments: [])(wait)
+
+    def listen(event: Any) -> None:
+        if isinstance(event, tk.kernel.CallStarted) and event.call_id == "b":
+            began.set()
+
+    tools = [*builtin_tools(bash=True), look, idle]
+
+    async def main(root: pathlib.Path) -> None:
+        nonlocal began
+        async with tk.open_kernel(tools, root=root) as kernel:
+            kernel.add_listener(listen)
+            for _ in range(repetitions):
+                for command in AHEAD_COMMANDS:
+                    for ahead in (False, True):
+                        began = trio.Event()
+                        first = tk.ToolCall("r", "look" if ahead else "idle", {"path": "."})
+                        call = tk.ToolCall("b", "Bash", {"command": command})
+                        _, result = await kernel.run([first, call])
+                        assert result.ok and result.started_at is not None, result.error
+                        elapsed = result.finished_at - result.started_at
+                        found.setdefault((command, ahead), []).append(elapsed)
+
+    with tempfile.TemporaryDirectory() as directory:
+        root = pathlib.Path(directory)
+        (root / "a.txt").write_text("a\nx\n" * 100)
+        trio.run(main, root)
+    (bash,) = [t for t in tools if t.name == "Bash"]
+    return found, bash.statistics
+
+
+def report_ahead(repetitions: int) -> None:
+    """The per-command cost of running ahead against a plain sandboxed run, and, beside it, the
+    share of runs thrown away on the recorded sets (row g of Part 1)."""
+    print(
+        f"\nSpeculation's cost: {repetitions} runs of each command, ahead of its grant and "
+        f"plain, interleaved"
+    )
+    why_not = sandbox.unavailable()
+    if why_not is not None:
+        print(f"  no sandbox here ({why_not}): nothing to measure")
+        return
+    found, counted = time_ahead(repetitions)
+    expected = repetitions * len(AHEAD_COMMANDS)
+    assert (counted.ran_ahead, counted.ahead_thrown_away) == (expected, 0), counted
+    ratios = []
+    for command in AHEAD_COMMANDS:
+        ahead = statistics.median(found[(command, True)]) * 1000
+        plain = statistics.median(found[(command, False)]) * 1000
+        ratios.append(ahead / plain)
+        print(
+            f"  {command:<34} ahead {ahead:7.2f} ms   plain {plain:7.2f} ms   "
+            f"{ahead - plain:+.2f} ms  x{ahead / plain:.2f}"
+        )
+    cost = statistics.median(ratios)
+    print(
+        f"  a run ahead, validated and committed in order: x{cost:.2f} a plain sandboxed run "
+        f"(median of the ratios; {counted.ran_ahead} runs ahead, none thrown away)"
+    )
+    if not THROWN_AWAY:
+        return
+    print(
+        "  runs thrown away on the recorded multi-call turns (row g: an upper bound), and the "
+        "work a command run ahead takes then (its run, and one run more if it was thrown away):"
+    )
+    for name, ahead in THROWN_AWAY:
+        of_runs = ahead.thrown_away / ahead.runs if ahead.runs else 0.0
+        of_ahead = ahead.thrown_away / ahead.ran if ahead.ran else 0.0
+        print(
+            f"    {name:<34} {ahead.thrown_away:>3} of {ahead.runs:>4} Bash runs "
+            f"({of_runs:.1%}); of {ahead.ran:>3} runs ahead {of_ahead:.0%}: "
+            f"x{cost + of_ahead:.2f} a plain run's work"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: few Landlock runs")
@@ -1097,7 +1242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="SET=DIR",
         help="also analyse SET's commands with the project in DIR read",
     )
-    parser.add_argument("--no-landlock", action="store_true", help="Part 1 only")
+    parser.add_argument("--no-landlock", action="store_true", help="no Landlock timing")
     parser.add_argument(
         "--recorded",
         type=int,
@@ -1115,6 +1260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, file in sets(options.sessions, options.traces):
         if name in projects:
             report_recorded(name, file, projects[name], options.recorded)
+    report_ahead(5 if options.quick else 40)
     if options.no_landlock:
         return 0
     report_landlock(5 if options.quick else 40)

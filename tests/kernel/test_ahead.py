@@ -43,6 +43,16 @@ class Committer(tk.Tool):
         return ran_ahead, anyio.current_time(), meanwhile
 
 
+class Glance(tk.Tool):
+    """Read a path at once: its run ends in the step it starts in."""
+
+    name = "Glance"
+    reads = ("path",)
+
+    async def run(self, ctx: tk.ToolContext, path: str) -> str:
+        return f"saw {path}"
+
+
 def reader(call_id: str, path: str, seconds: float = 10.0) -> tk.ToolCall:
     return tk.ToolCall(call_id, "Reader", {"path": path, "seconds": seconds})
 
@@ -51,7 +61,7 @@ def committer(call_id: str, path: str, seconds: float = 1.0, **options: Any) -> 
     return tk.ToolCall(call_id, "Committer", {"path": path, "seconds": seconds}, **options)
 
 
-TOOLS = [Reader(), Committer()]
+TOOLS = [Reader(), Committer(), Glance()]
 
 
 async def test_it_starts_beside_an_earlier_reader_and_goes_on_once_that_one_ends(
@@ -66,6 +76,28 @@ async def test_it_starts_beside_an_earlier_reader_and_goes_on_once_that_one_ends
     assert ran_ahead and granted_at - written.started_at == 10.0
     assert meanwhile == (ChangedMeanwhile("r", "Reader", ()),)
     assert statistics.ran_ahead == 1
+
+
+async def test_granted_before_its_task_began_it_runs_as_a_granted_call(
+    autojump_clock: Any,
+) -> None:
+    # The reader it passes may end before the committer's task begins (on asyncio it does:
+    # tasks begin in the order they were made, and the reader's never yields): the committer
+    # is granted before its task began, and starts then as a call granted after a wait, not
+    # ahead. It used to be taken for running already, and never ran.
+    async with tk.open_kernel(tools=TOOLS) as kernel:
+        with anyio.fail_after(100):
+            seen, written = await kernel.run(
+                [tk.ToolCall("g", "Glance", {"path": "."}), committer("w", "a")]
+            )
+        statistics, leases = kernel.statistics(), kernel.lease_statistics()
+    assert seen.ok and written.ok, written.error
+    ran_ahead, _, meanwhile = written.output
+    if ran_ahead:  # its task began first: it ran ahead, and was told of the reader
+        assert meanwhile == (ChangedMeanwhile("g", "Glance", ()),)
+    else:
+        assert meanwhile == ()
+    assert statistics.ran_ahead == ran_ahead and (leases.held, leases.waiting) == (0, 0)
 
 
 async def test_a_command_after_a_command_is_told_what_that_one_changed(

@@ -2,7 +2,9 @@
 ``_shell_commit``): a command starts before an earlier reader of what it writes has finished,
 and lands after it; a confined command starts before an earlier command has committed, and runs
 again if that commit changed what it may have read. Whatever overlapped, the batch ends as a
-one-at-a-time run in emission order ends: every file and every call's result.
+one-at-a-time run in emission order ends: every file and every call's result, where the claims
+cover what the commands read and write (a write they miss keeps only some one-at-a-time order:
+the strict xfail below).
 
 Real processes, so the real clock; the waits that order the calls are events, not sleeps.
 """
@@ -11,7 +13,9 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shlex
 import shutil
+import sys
 import tempfile
 from typing import Any
 
@@ -23,6 +27,7 @@ from hypothesis import strategies as st
 import toolkernel as tk
 from toolkernel import sandbox
 from toolkernel.kernel import CallEvent, CallFinished, CallStarted, ToolContext
+from toolkernel.shell import ShellRules
 from toolkernel.testing import Recorder, check_race_free
 from toolkernel.tools import builtin_tools
 
@@ -166,8 +171,27 @@ async def test_cancelled_while_it_waits_for_its_grant_it_commits_nothing(
 
 
 # -- the promise, as a property: a batch ends as its calls run one at a time, in order ---------
-NAMES = ("a", "b", "d/x", "d")
+NAMES = ("a", "b", "d/x", "d", "e")
 TEXTS = ("one", "two")
+MAKE = shutil.which("make") is not None
+# The interpreter running the tests, by its real path (a shim on PATH may cost a second).
+PYTHON = shlex.quote(os.path.realpath(sys.executable))
+
+# A project's rule for its build: ``make`` reads the Makefile and ``a`` and writes ``out``. The
+# Makefile also appends to ``log``, which the rule does not say: a by-product the prediction
+# misses (the commit takes the leases on it). Nothing else in the batches touches ``log``.
+RULES = ShellRules(
+    {
+        **{name: rule for name, rule in ShellRules.default().tables.items() if name != "make"},
+        "make": {
+            "reads": ["Makefile", "a"],
+            "writes": ["out"],
+            "unknown-effects": "it runs what the Makefile says",
+        },
+    }
+)
+MAKEFILE = "out: a\n\tcat a > out\n\techo built >> log\n"
+SCRIPT = "#!/bin/sh\ncat a >> b\nmkdir -p e\necho s > e/x\nls d\n"
 
 
 def calls() -> st.SearchStrategy[tuple[str, dict[str, str]]]:
@@ -184,24 +208,62 @@ def calls() -> st.SearchStrategy[tuple[str, dict[str, str]]]:
 
 
 def commands() -> st.SearchStrategy[str]:
+    """A command of what the promise covers: writes, appends, reads, deletions, renames of
+    files and directories, copies, edits in place, through pipes, ``&&`` and ``;``, in ``sh -c``,
+    ``bash -c`` and ``eval``, a script in the tree, a build, an interpreter. Left out: what a
+    shell alone leaves to chance, whatever runs it. A pipeline's stages run at once, so only
+    one of them may print an error, and none reads the file another truncates; a directory is
+    not copied into itself (what that copies follows the order the directory lists in)."""
     name = st.sampled_from(NAMES)
-    return st.one_of(
-        st.builds("echo {1} > {0}".format, name, st.sampled_from(TEXTS)),
-        st.builds("echo {1} >> {0}".format, name, st.sampled_from(TEXTS)),
+    text = st.sampled_from(TEXTS)
+    simple = st.one_of(
+        st.builds("echo {1} > {0}".format, name, text),
+        st.builds("echo {1} >> {0}".format, name, text),
         st.builds("cat {}".format, name),
         st.builds("rm -f {}".format, name),
         st.builds("rm -rf {}".format, name),
+        st.builds("rm -r {}".format, name),
         st.builds("mv {} {}".format, name, name),
+        st.builds("mv {} d/".format, name),
         st.builds("mkdir -p {}".format, name),
         st.builds("cat {} > {}".format, name, name),
-        st.builds("ls d".format),
+        st.builds("cp {} {}".format, name, name),
+        st.builds("cp -r {} {}".format, name, name).filter(lambda c: not _into_itself(c)),
+        st.builds("touch {}".format, name),
+        st.builds("sed -i s/o/0/ {}".format, name),
+        st.builds("echo {1} | tee -a {0}".format, name, text),
+        st.builds(lambda two: "cat {} 2>&1 | wc -l > {}".format(*two[:2]), st.permutations(NAMES)),
+        st.just("ls d"),
+        st.just("ls d 2>&1 | sort > b"),
     )
+    compound = st.builds("{} && {}".format, simple, simple) | st.builds(
+        "{}; {}".format, simple, simple
+    )
+    nested = st.one_of(
+        st.builds("sh -c '{}'".format, simple),
+        st.builds("bash -c '{}'".format, compound),
+        st.builds("eval '{}'".format, simple),
+    )
+    programs = [st.just("sh script.sh"), st.just("./script.sh")]
+    if MAKE:
+        programs += [st.just("make -s"), st.just("cat out")]
+    python = "{} -c \"open('{}', 'a').write('{}')\"".format
+    programs.append(st.builds(python, st.just(PYTHON), st.sampled_from(("a", "b")), text))
+    return st.one_of(simple, simple, compound, nested, *programs)
+
+
+def _into_itself(command: str) -> bool:
+    source, target = command.split()[-2:]
+    return target == source or target.startswith(f"{source}/")
 
 
 def seed(root: pathlib.Path) -> None:
     (root / "a").write_text("a\n")
     (root / "d").mkdir()
     (root / "d" / "x").write_text("x\n")
+    (root / "script.sh").write_text(SCRIPT)
+    (root / "script.sh").chmod(0o755)
+    (root / "Makefile").write_text(MAKEFILE)
 
 
 def seen(result: tk.ToolResult) -> tuple[Any, ...]:
@@ -212,7 +274,7 @@ async def run_batch(
     root: pathlib.Path, batch: list[tuple[str, dict[str, str]]], one_at_a_time: bool
 ) -> list[Any]:
     calls = [tk.ToolCall(f"c{i}", name, arguments) for i, (name, arguments) in enumerate(batch)]
-    tools = builtin_tools(bash=True)
+    tools = builtin_tools(bash=True, shell_rules=RULES)
     async with tk.open_kernel(tools=tools, root=root) as kernel:
         if one_at_a_time:
             return [seen((await kernel.run([c]))[0]) for c in calls]
@@ -246,6 +308,55 @@ def test_a_batch_ends_as_its_calls_run_one_at_a_time_in_order(
         assert snapshot(together) == snapshot(alone)
     finally:
         shutil.rmtree(place)
+
+
+@pytest.mark.skipif(not MAKE, reason="no make here")
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a write the prediction missed (here a build's by-product its rule does not name) is "
+        "committed under leases taken only when the command has ended: a later call that does "
+        "not conflict with the predicted claims has been granted at once and has read the path "
+        "before that commit. The batch ends as its calls run one at a time in some order (the "
+        "later ones first), not in emission order; that would take every later call that may "
+        "read a missed path waiting for, or being validated against, every earlier command's "
+        "commit"
+    ),
+)
+async def test_a_later_call_sees_what_an_earlier_command_changed_beyond_its_prediction(
+    tmp_path: pathlib.Path,
+) -> None:
+    root, gate = tmp_path / "root", tmp_path / "gate"
+    root.mkdir()
+    seed(root)
+    (root / "log").write_text("start\n")
+    # The build goes on once the later calls have ended (or after 20 s): no race in the test.
+    wait = f"for i in $$(seq 400); do test -e {shlex.quote(str(gate))} && break; sleep 0.05; done"
+    (root / "Makefile").write_text(f"out: a\n\t{wait}\n\tcat a > out\n\techo built >> log\n")
+    ended: set[str] = set()
+
+    def listen(event: CallEvent) -> None:
+        if isinstance(event, CallFinished) and event.call_id in ("r", "c"):
+            ended.add(event.call_id)
+            if ended == {"r", "c"}:
+                gate.touch()
+
+    tools = builtin_tools(bash=True, shell_rules=RULES)
+    async with tk.open_kernel(tools=tools, root=root) as kernel:
+        kernel.add_listener(listen)
+        build, read, copy = await kernel.run(
+            [
+                call("m", "make -s"),
+                tk.ToolCall("r", "Read", {"file_path": "log"}),
+                call("c", "cp log copy"),
+            ]
+        )
+    assert (build.status, read.status, copy.status) == (tk.Status.OK,) * 3
+    assert "log" in (build.output or "")  # the miss is reported
+    # One at a time, in emission order: the build, then the Read and the copy see its log.
+    assert (root / "log").read_text() == "start\nbuilt\n"
+    assert (root / "copy").read_text() == "start\nbuilt\n"
+    assert "built" in (read.output or "")
 
 
 @pytest.fixture(params=["trio", "asyncio"])

@@ -18,6 +18,14 @@ writes (it commits after that reader), or, for a *speculative* call (:attr:`Ahea
 a call that itself runs ahead (its writes land at its commit, which the later call validates
 against). Only path claims can be passed that way: a call claiming anything else (a device, a
 pool) never runs ahead.
+
+What it promises: with commits in emission order and that validation, a batch ends exactly as
+if its calls had run one at a time in emission order (every file, every call's result), as long
+as each call's claims cover what it reads and writes and nothing outside the kernel changes the
+tree meanwhile. A call that is not speculative is never run twice; a speculative one runs at
+most twice (a run ahead thrown away, then one holding its leases). A write a call's claims
+missed keeps only a one-at-a-time order, not emission order: a later call that did not conflict
+with the claims ran beside it (``docs/design/sandbox.md``, "What is promised").
 """
 
 from __future__ import annotations

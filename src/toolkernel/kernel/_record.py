@@ -106,7 +106,8 @@ MOVES: dict[Stage, frozenset[Stage]] = {
     FRESH: frozenset({RUNNING, QUEUED, FINISHED}),
     GRANTED: frozenset({RUNNING, QUEUED, FINISHED}),  # QUEUED: its keys changed meaning
     RUNNING: frozenset({QUEUED, FINISHED}),  # QUEUED: its tool asked to hold more
-    AHEAD: frozenset({RUNNING, AWAITING, FINISHED}),  # RUNNING: granted while its tool runs
+    # RUNNING: granted while its tool runs; GRANTED: granted before its task began
+    AHEAD: frozenset({RUNNING, GRANTED, AWAITING, FINISHED}),
     AWAITING: frozenset({RUNNING, AWAITING_SLOT, FINISHED}),
     AWAITING_SLOT: frozenset({RUNNING, FINISHED}),
     FINISHED: frozenset(),

@@ -895,11 +895,19 @@ class Scheduler:
 
     def _granted_ahead(self, record: CallRecord) -> None:
         """A call running ahead is granted its leases: it runs on in its slot if its tool
-        has not asked for them yet, else it takes a slot (or waits for one) and its tool
-        goes on."""
+        has not asked for them yet (or starts in it as any granted call, if its task has not
+        begun), else it takes a slot (or waits for one) and its tool goes on."""
         del self._ahead_running[record.uid]
         now = self.now()
-        if record.stage is AHEAD:
+        if record.stage is AHEAD and not record.has_context:
+            # Granted before its task began (the call it passed ended first): it never ran
+            # ahead. It keeps the slot it took and starts as a call granted after a wait does
+            # (its task, on its way, looks at its keys); its tool sees no run ahead.
+            self.leasing.stop_wait_clock(record)
+            record.meanwhile = None
+            self._ran_ahead -= 1
+            self.move(record, GRANTED, now)
+        elif record.stage is AHEAD:
             self.leasing.stop_wait_clock(record)
             self.move(record, RUNNING, now)
         elif self.slots.take(record):

@@ -28,6 +28,15 @@ hold whatever the prediction missed. Elsewhere it runs on the workspace itself w
 its rules give, and a command whose effects the rules can't fully know is a barrier. In both, a
 write outside the workspace is policy (``shell._confine.Launch``). This module runs the process
 and picks the mode.
+
+In the sandbox a command may run ahead of its grant (``BashTool.ahead``), and the commits come
+in emission order, each validated against what committed while it ran: a batch ends exactly as
+if its calls had run one at a time in emission order, every file and every call's result, as
+long as each command's claims cover what it reads and writes and nothing outside the kernel
+changes the tree meanwhile. A command with effects beyond the sandbox is never speculated on
+(it runs once); no command runs more than twice. A write its claims missed is committed whole,
+but only in some one-at-a-time order: a later call that did not conflict with the claims ran
+beside it (``docs/design/sandbox.md``, "What is promised").
 """
 
 from __future__ import annotations

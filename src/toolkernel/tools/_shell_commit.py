@@ -41,13 +41,16 @@ A command that times out, or whose call is cancelled, commits nothing, and says 
 writes outside the workspace is policy, not ordering: its temporary directory and the
 toolchains' caches (``shell._confine``).
 
-Running ahead changes nothing of this. What is promised: for predicted effects, emission order,
-as for every call (a command that ran ahead commits after every earlier call it conflicts with,
-and its run is thrown away if one of them changed what it claims); for missed ones,
-serializability (the batch ends as if its calls had run one at a time in some order: no lost
-update, no torn file). A command reads the workspace as it is while it runs: a file it did not
-claim may change under it, which the overlay may or may not show (overlayfs leaves that
-undefined); what it changes is checked, what it only reads is not.
+Running ahead changes nothing of this. What is promised: where the claims cover what each
+command reads and writes, and nothing outside the kernel changes the tree meanwhile, the batch
+ends exactly as its calls run one at a time in emission order end, every file and every call's
+result (a command that ran ahead commits after every earlier call it conflicts with, and its
+run is thrown away if one of them changed what it claims); for missed writes, serializability
+(the batch ends as if its calls had run one at a time in some order: no lost update, no torn
+file; a later call that did not conflict with the claims may have read the path first). A
+command reads the workspace as it is while it runs: a file it did not claim may change under
+it, which the overlay may or may not show (overlayfs leaves that undefined); what it changes is
+checked, what it only reads is not.
 """
 
 from __future__ import annotations
