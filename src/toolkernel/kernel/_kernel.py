@@ -694,6 +694,15 @@ class Kernel(metaclass=NoPublicConstructor):
         """For ``ToolContext.ran_ahead``."""
         return record.meanwhile is not None
 
+    @staticmethod
+    def _before_grant(record: CallRecord) -> bool:
+        """For ``ToolContext.fs``: whether ``record`` runs ahead of its grant, ungranted."""
+        return record.stage is AHEAD or record.stage is AWAITING
+
+    def _report_thrown_away(self, record: CallRecord) -> None:
+        """For ``ToolContext.report_thrown_away``."""
+        self._scheduler.report_thrown_away(record)
+
     def _progress(self, record: CallRecord, message: str, data: Any) -> None:
         """For ``ToolContext.progress``."""
         self._act(self._scheduler.progress(record, message, data))

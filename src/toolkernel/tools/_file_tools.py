@@ -243,7 +243,7 @@ def _not_utf8(file_path: str, offset: int) -> ToolError:
 # -- Read / Write / Edit / MultiEdit -----------------------------------------------------------
 
 
-@tool(reads=["file_path"], name="Read")
+@tool(reads=["file_path"], name="Read", ahead=True)
 async def read(
     ctx: ToolContext, file_path: str, offset: int | None = None, limit: int | None = None
 ) -> str:
@@ -561,7 +561,7 @@ async def multi_edit(ctx: ToolContext, file_path: str, edits: list[EditSpec]) ->
 # -- ListDir ---------------------------------------------------------------------------------------
 
 
-@tool(reads=["path"], name="ListDir")
+@tool(reads=["path"], name="ListDir", ahead=True)
 async def list_dir(ctx: ToolContext, path: str = ".") -> str:
     """List a directory; subdirectories end with `/`, symbolic links show `-> target`.
 

@@ -357,7 +357,7 @@ class _SearchTool(FunctionTool):
 
 
 def _search_tool(name: str) -> Callable[[Callable[..., Any]], FunctionTool]:
-    return lambda function: _SearchTool(function, reads=["path"], name=name)
+    return lambda function: _SearchTool(function, reads=["path"], name=name, ahead=True)
 
 
 async def _search(fs: FileAccess, given: str, work: Callable[[Subtree], T]) -> T:

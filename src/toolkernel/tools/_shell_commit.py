@@ -246,6 +246,7 @@ async def run_and_commit(
                         statistics.discarded += 1
                         raise ToolError(_not_run_again(analysis, _listed(changed), run, notes))
                     statistics.ahead_thrown_away += 1
+                    ctx.report_thrown_away()
                     run = owned = await once(1)
         fs = fs_of(ctx)  # made again at the grant if it holds shared leases: with their fence
         while True:
