@@ -396,3 +396,16 @@ async def test_before_its_grant_ctx_fs_reads_and_writes_nothing(
     assert seen[0] == "old\n" and seen[2] == "new\n"
     assert "before its leases were granted" in seen[1]
     assert (tmp_path / "a").read_text() == "new\n"
+
+
+async def test_a_handle_awaited_while_its_call_waits_for_its_grant_waits_for_its_end(
+    autojump_clock: Any,
+) -> None:
+    # Its grant wakes its tool, not whoever waits for its result (the MCP server does).
+    async with tk.open_kernel(tools=TOOLS) as kernel:
+        first, second = kernel.submit_batch([committer("w1", "a", 5), committer("w2", "a", 1)])
+        await anyio.sleep(2)  # w2 ran ahead, and waits for its grant
+        (info,) = [i for i in kernel.snapshot().running if i.call_id == "w2"]
+        assert info.ahead
+        written = await second.wait_finished()
+        assert written.ok and written.finished_at == (await first.wait_finished()).finished_at

@@ -566,6 +566,11 @@ class Kernel(metaclass=NoPublicConstructor):
             elif act is PREPHASE:
                 self._spawn_task(self._prephase_task, record, _PREPHASE_TASK_NAME)
             else:  # WAKE
+                if self._grant_waiters and record.stage is not FINISHED:
+                    waiter = self._grant_waiters.pop(record, None)
+                    if waiter is not None:  # granted: its tool goes on; its handles wait on
+                        waiter.set()
+                        continue
                 waiter = self._waiters.pop(record, None) if self._waiters else None
                 if waiter is not None:
                     waiter.set()
