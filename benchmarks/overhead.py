@@ -229,6 +229,7 @@ class _ReadContext:
         self.fs = fs
         self.tool_name = "Read"
         self.call_id = "direct"
+        self.ran_ahead = False  # a call granted before it ran
 
 
 async def measure_read(root: str, reps: int, count: int) -> dict[str, float]:

@@ -128,6 +128,7 @@ class WorkspaceEnvironment:
         agent: str | None = None,
         read_first: bool = False,
         fence: Fence | None = None,
+        before_grant: bool = False,
     ) -> FileAccess:
         view = self.views.get(agent)
         if view is None:
@@ -140,6 +141,7 @@ class WorkspaceEnvironment:
             view=view,
             read_first=read_first,
             fence=fence,
+            before_grant=before_grant,
         )
 
 

@@ -5,13 +5,18 @@ runs, waits for its grant without its slot, is told what changed meanwhile, and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import pathlib
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
+import pytest
 
 import toolkernel as tk
+from toolkernel.errors import ToolError, UndeclaredAccessError
 from toolkernel.kernel import Ahead, ChangedMeanwhile, KeyFunction
+from toolkernel.testing import hold_virtual_time_for_threads
+from toolkernel.tools import builtin_tools
 
 
 class Reader(tk.Tool):
@@ -161,3 +166,278 @@ async def test_cancelled_while_running_ahead_or_waiting_it_returns_everything(
             assert after[0].started_at == anyio.current_time() - 1  # a slot was free
             assert (await handles[0].wait_finished()).ok
             assert kernel.lease_statistics().held == 0
+
+
+# -- tools that only read (``ahead=True``: the built-in Read, ListDir, Grep and Glob) ----------
+# They run beside an earlier call that runs ahead itself and has not committed, and run again,
+# holding their leases, exactly when what it committed overlaps what they claim.
+
+
+class SlowWriter(tk.Tool):
+    """Write a file the way a sandboxed command does: work ahead of the grant, write at it,
+    and say what it changed (``changed``: those paths; default: what it claims)."""
+
+    name = "SlowWriter"
+    writes = ("path",)
+
+    def ahead(self, arguments: Mapping[str, Any], key: KeyFunction) -> Ahead | None:
+        return Ahead(speculative=True)
+
+    async def run(
+        self,
+        ctx: tk.ToolContext,
+        path: str,
+        file: str,
+        text: str,
+        seconds: float = 1.0,
+        changed: list[str] | None = None,
+    ) -> str:
+        await anyio.sleep(seconds)
+        await ctx.wait_granted()
+        await ctx.fs.write_text(file, text)
+        if changed is not None:
+            ctx.report_changes([tk.exclusive(tk.path(p)) for p in changed])
+        return f"wrote {file}"
+
+
+def slow_write(call_id: str, file: str, text: str, **arguments: Any) -> tk.ToolCall:
+    arguments.setdefault("path", file)
+    return tk.ToolCall(call_id, "SlowWriter", {"file": file, "text": text, **arguments})
+
+
+def read(call_id: str, file: str) -> tk.ToolCall:
+    return tk.ToolCall(call_id, "Read", {"file_path": file})
+
+
+def seeded(root: pathlib.Path) -> pathlib.Path:
+    root.mkdir()
+    (root / "a").write_text("old\n")
+    (root / "d").mkdir()
+    (root / "d" / "x").write_text("x\n")
+    (root / "d" / "y").write_text("y\n")
+    return root
+
+
+def outcomes(results: Sequence[tk.ToolResult]) -> list[tuple[Any, ...]]:
+    return [(r.status, r.output, r.error) for r in results]
+
+
+async def one_at_a_time(root: pathlib.Path, calls: Sequence[tk.ToolCall]) -> list[Any]:
+    """What ``calls`` give run one after the other, each alone, on a tree of their own."""
+    async with tk.open_kernel(tools=[*builtin_tools(), SlowWriter()], root=root) as kernel:
+        return [outcomes(await kernel.run([c]))[0] for c in calls]
+
+
+async def test_a_read_after_a_writer_running_ahead_starts_at_once_and_reads_its_commit(
+    autojump_clock: Any, tmp_path: pathlib.Path
+) -> None:
+    await hold_virtual_time_for_threads()  # file I/O takes no virtual time
+    calls = [slow_write("w", "a", "new\n"), read("r", "a")]
+    expected = await one_at_a_time(seeded(tmp_path / "alone"), calls)
+    root = seeded(tmp_path / "together")
+    async with tk.open_kernel(tools=[*builtin_tools(), SlowWriter()], root=root) as kernel:
+        written, got = await kernel.run(calls)
+        statistics = kernel.statistics()
+    assert got.started_at == written.started_at  # it did not wait for the writer to finish
+    assert got.finished_at is not None and written.finished_at is not None
+    assert got.finished_at >= written.finished_at  # its result came after the commit
+    assert outcomes([written, got]) == expected
+    assert got.output == "     1\tnew"
+    # Its first run read "old": the writer's commit changed what it read, so it ran again.
+    assert (statistics.ran_ahead, statistics.ahead_thrown_away) == (1, 1)
+
+
+async def test_a_read_runs_again_exactly_when_what_changed_meanwhile_overlaps_what_it_read(
+    autojump_clock: Any, tmp_path: pathlib.Path
+) -> None:
+    await hold_virtual_time_for_threads()  # file I/O takes no virtual time
+    # The writer claims all of d, and says it changed d/x (or nothing at all).
+    for file, changed, again in (("d/x", ["d/x"], 1), ("d/y", ["d/x"], 0), ("d/x", [], 0)):
+        root = seeded(tmp_path / f"{file.replace('/', '-')}-{len(changed)}")
+        writer = slow_write("w", "d/x", "new\n", path="d", changed=changed)
+        async with tk.open_kernel(tools=[*builtin_tools(), SlowWriter()], root=root) as kernel:
+            written, got = await kernel.run([writer, read("r", file)])
+            statistics = kernel.statistics()
+        assert written.ok and got.ok, got.error
+        assert got.started_at == written.started_at
+        assert (statistics.ran_ahead, statistics.ahead_thrown_away) == (1, again), file
+        if again:
+            assert got.output == "     1\tnew"
+
+
+async def test_a_read_after_a_plain_write_still_waits_for_it(
+    autojump_clock: Any, tmp_path: pathlib.Path
+) -> None:
+    await hold_virtual_time_for_threads()  # file I/O takes no virtual time
+    # A Write makes its change visible as it runs: nothing may read beside it.
+    root = seeded(tmp_path / "tree")
+    calls = [
+        slow_write("w1", "b", "b\n", seconds=5),
+        tk.ToolCall("w2", "Write", {"file_path": "a", "content": "new\n"}),
+        read("r", "a"),
+    ]
+    async with tk.open_kernel(tools=[*builtin_tools(), SlowWriter()], root=root) as kernel:
+        _, write, got = await kernel.run(calls)
+        statistics = kernel.statistics()
+    assert write.ok and got.ok
+    assert got.started_at is not None and write.finished_at is not None
+    assert got.started_at >= write.finished_at
+    assert got.output == "     1\tnew"
+    assert statistics.ran_ahead == 0
+
+
+async def test_readers_beside_writers_give_what_a_one_at_a_time_run_gives(
+    autojump_clock: Any, tmp_path: pathlib.Path
+) -> None:
+    await hold_virtual_time_for_threads()  # file I/O takes no virtual time
+    calls = [
+        slow_write("w1", "a", "new\n", seconds=3),
+        read("r1", "a"),
+        tk.ToolCall("g1", "Grep", {"pattern": "new", "path": "."}),
+        slow_write("w2", "d/z", "z\n", path="d"),
+        tk.ToolCall("l1", "Glob", {"pattern": "**/*", "path": "d"}),
+        tk.ToolCall("ls", "ListDir", {"path": "d"}),
+        read("r2", "d/z"),
+        tk.ToolCall("r3", "Read", {"file_path": "d/y"}),
+    ]
+    expected = await one_at_a_time(seeded(tmp_path / "alone"), calls)
+    root = seeded(tmp_path / "together")
+    async with tk.open_kernel(tools=[*builtin_tools(), SlowWriter()], root=root) as kernel:
+        results = await kernel.run(calls)
+        statistics = kernel.statistics()
+    assert outcomes(results) == expected
+    assert statistics.ran_ahead >= 5 and statistics.ahead_thrown_away >= 4
+
+
+async def test_without_a_workspace_a_read_gives_what_it_gives_alone(autojump_clock: Any) -> None:
+    async with tk.open_kernel(tools=[*builtin_tools(), *TOOLS]) as kernel:
+        alone = await kernel.run([read("r0", "a")])
+        written, got = await kernel.run([committer("w", "a"), read("r", "a")])
+    assert written.ok
+    assert (got.status, got.error) == (alone[0].status, alone[0].error)
+    assert got.finished_at is not None and written.finished_at is not None
+    assert got.finished_at >= written.finished_at
+
+
+async def test_a_tool_of_ones_own_that_only_reads_runs_ahead_and_again(
+    autojump_clock: Any,
+) -> None:
+    store = {"a": "old"}
+    runs: list[tuple[str, float]] = []
+
+    @tk.tool(reads=["path"], ahead=True)
+    async def look(ctx: tk.ToolContext, path: str) -> str:
+        """Look a key up (what Committer writes is the store's only after it)."""
+        runs.append((store[path], anyio.current_time()))
+        if store[path] == "old":
+            raise ToolError(f"{path} is still old")
+        return store[path]
+
+    class StoreCommitter(Committer):
+        name = "StoreCommitter"
+
+        async def run(self, ctx: tk.ToolContext, path: str, seconds: float = 1.0) -> Any:
+            await anyio.sleep(seconds)
+            await ctx.wait_granted()
+            store[path] = "new"
+            return "done"
+
+    async with tk.open_kernel(tools=[look, StoreCommitter()]) as kernel:
+        written, got = await kernel.run(
+            [
+                tk.ToolCall("w", "StoreCommitter", {"path": "a"}),
+                tk.ToolCall("l", "look", {"path": "a"}),
+            ]
+        )
+        statistics = kernel.statistics()
+    assert written.ok and got.ok and got.output == "new"
+    # Its first run (at once) failed: held till the grant, thrown away, and run again.
+    assert runs == [("old", 0.0), ("new", 1.0)]
+    assert (statistics.ran_ahead, statistics.ahead_thrown_away) == (1, 1)
+
+
+async def test_a_reader_that_fails_ahead_fails_after_the_grant_when_nothing_changed(
+    autojump_clock: Any,
+) -> None:
+    @tk.tool(reads=["path"], ahead=True)
+    async def missing(ctx: tk.ToolContext, path: str) -> str:
+        """Fail."""
+        raise ToolError(f"no {path}")
+
+    class Unchanged(Committer):
+        name = "Unchanged"
+
+        async def run(self, ctx: tk.ToolContext, path: str, seconds: float = 1.0) -> Any:
+            await anyio.sleep(seconds)
+            await ctx.wait_granted()
+            ctx.report_changes([])  # its command changed nothing, as it turned out
+            return "done"
+
+    async with tk.open_kernel(tools=[missing, Unchanged(), *TOOLS]) as kernel:
+        read_first, got = await kernel.run(
+            [reader("r", "a", 4), tk.ToolCall("m", "missing", {"path": "a"})]
+        )
+        written, failed = await kernel.run(
+            [
+                tk.ToolCall("w", "Unchanged", {"path": "b"}),
+                tk.ToolCall("m2", "missing", {"path": "b"}),
+            ]
+        )
+        statistics = kernel.statistics()
+    # Behind a plain reader it does not run ahead (nothing conflicts: granted at once).
+    assert got.error == "no a" and read_first.ok
+    # Behind a call running ahead that changed nothing, it ran ahead, and its failure waited
+    # for the grant, and stood.
+    assert failed.started_at == written.started_at
+    assert failed.status is tk.Status.ERROR and failed.error == "no b"
+    assert failed.finished_at is not None and written.finished_at is not None
+    assert failed.finished_at >= written.finished_at
+    assert (statistics.ran_ahead, statistics.ahead_thrown_away) == (1, 0)
+
+
+async def test_before_its_grant_ctx_fs_reads_and_writes_nothing(
+    autojump_clock: Any, tmp_path: pathlib.Path
+) -> None:
+    await hold_virtual_time_for_threads()  # file I/O takes no virtual time
+    (tmp_path / "a").write_text("old\n")
+    seen: list[Any] = []
+
+    class EarlyWriter(Committer):
+        name = "EarlyWriter"
+
+        async def run(self, ctx: tk.ToolContext, path: str, seconds: float = 1.0) -> Any:
+            early = ctx.fs
+            seen.append(await early.read_text(path))
+            try:
+                await early.write_text(path, "too early\n")
+            except UndeclaredAccessError as exc:
+                seen.append(str(exc))
+            await ctx.wait_granted()
+            await ctx.fs.write_text(path, "new\n")
+            seen.append(await early.read_text(path))  # it reads on, till the call ends
+            with pytest.raises(UndeclaredAccessError):
+                await early.write_text(path, "late\n")
+            return "done"
+
+    async with tk.open_kernel(tools=[Reader(), EarlyWriter()], root=tmp_path) as kernel:
+        first, written = await kernel.run(
+            [reader("r", "a", 2), tk.ToolCall("w", "EarlyWriter", {"path": "a"})]
+        )
+    assert first.ok and written.ok, written.error
+    assert written.started_at == first.started_at
+    assert seen[0] == "old\n" and seen[2] == "new\n"
+    assert "before its leases were granted" in seen[1]
+    assert (tmp_path / "a").read_text() == "new\n"
+
+
+async def test_a_handle_awaited_while_its_call_waits_for_its_grant_waits_for_its_end(
+    autojump_clock: Any,
+) -> None:
+    # Its grant wakes its tool, not whoever waits for its result (the MCP server does).
+    async with tk.open_kernel(tools=TOOLS) as kernel:
+        first, second = kernel.submit_batch([committer("w1", "a", 5), committer("w2", "a", 1)])
+        await anyio.sleep(2)  # w2 ran ahead, and waits for its grant
+        (info,) = [i for i in kernel.snapshot().running if i.call_id == "w2"]
+        assert info.ahead
+        written = await second.wait_finished()
+        assert written.ok and written.finished_at == (await first.wait_finished()).finished_at

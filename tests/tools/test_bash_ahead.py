@@ -170,6 +170,54 @@ async def test_cancelled_while_it_waits_for_its_grant_it_commits_nothing(
     assert (leases.held, leases.waiting) == (0, 0)
 
 
+async def test_a_read_after_a_command_runs_beside_it_and_reads_what_it_wrote(
+    tmp_path: pathlib.Path,
+) -> None:
+    # The Read starts at once, beside the command (whose write lands only at its commit), so
+    # its first run finds no file; the commit changed what it read, so it runs again, granted.
+    batch = [call("b", "echo x > a"), tk.ToolCall("r", "Read", {"file_path": "a"})]
+    for root in (tmp_path / "alone", tmp_path / "together"):
+        root.mkdir()
+    events: list[CallEvent] = []
+    async with tk.open_kernel(tools=builtin_tools(bash=True), root=tmp_path / "alone") as kernel:
+        expected = [seen((await kernel.run([c]))[0]) for c in batch]
+    tools = builtin_tools(bash=True)
+    async with tk.open_kernel(tools=tools, root=tmp_path / "together") as kernel:
+        kernel.add_listener(events.append)
+        found = [seen(r) for r in await kernel.run(batch)]
+        statistics = kernel.statistics()
+    assert found == expected
+    assert expected[1] == (tk.Status.OK, "     1\tx", None)
+    (started,) = [e for e in events if isinstance(e, CallStarted) and e.call_id == "r"]
+    assert started.ahead
+    assert (statistics.ran_ahead, statistics.ahead_thrown_away) == (1, 1)
+    assert bash_tool(tools).statistics.ahead_thrown_away == 0  # the command ran once
+
+
+async def test_searches_after_a_command_give_what_they_give_after_it(
+    tmp_path: pathlib.Path,
+) -> None:
+    batch = [
+        call("b", "mkdir -p d && echo needle > d/found && echo hay > kept"),
+        tk.ToolCall("g", "Grep", {"pattern": "needle"}),
+        tk.ToolCall("l", "Glob", {"pattern": "**/*"}),
+        tk.ToolCall("ls", "ListDir", {"path": "."}),
+        tk.ToolCall("r", "Read", {"file_path": "kept"}),
+    ]
+    for root in (tmp_path / "alone", tmp_path / "together"):
+        root.mkdir()
+        seed(root)
+    async with tk.open_kernel(tools=builtin_tools(bash=True), root=tmp_path / "alone") as kernel:
+        expected = [seen((await kernel.run([c]))[0]) for c in batch]
+    async with tk.open_kernel(tools=builtin_tools(bash=True), root=tmp_path / "together") as kernel:
+        found = [seen(r) for r in await kernel.run(batch)]
+        statistics = kernel.statistics()
+    assert found == expected
+    assert expected[1][1] == "d/found"
+    # Each ran beside the command, and again after its commit, which changed what it read.
+    assert (statistics.ran_ahead, statistics.ahead_thrown_away) == (4, 4)
+
+
 # -- the promise, as a property: a batch ends as its calls run one at a time, in order ---------
 NAMES = ("a", "b", "d/x", "d", "e")
 TEXTS = ("one", "two")

@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -20,6 +20,7 @@ import pytest
 import toolkernel as tk
 from toolkernel._errors import ToolDeclarationError
 from toolkernel.errors import BarrierToolWarning
+from toolkernel.kernel import Ahead, KeyFunction
 
 
 def declaring(*fragments: str) -> Any:
@@ -310,3 +311,53 @@ def test_the_built_in_tools_declare_their_claims() -> None:
         stdin=subprocess.DEVNULL,
     )
     assert (ran.returncode, ran.stderr) == (0, "")
+
+
+# -- ahead= ------------------------------------------------------------------------------------
+
+
+def test_ahead_true_lets_a_reader_be_speculated_on() -> None:
+    reader = tk.tool(reads=["path"], ahead=True)(_takes_path)
+    assert reader.ahead is not None
+    assert reader.ahead({"path": "a"}, tk.path) == Ahead(speculative=True)
+
+    class Lookup(tk.Tool):
+        reads = ("path",)
+        ahead = True
+
+        async def run(self, ctx: tk.ToolContext, path: str) -> None: ...
+
+    found = Lookup().ahead
+    assert callable(found) and found({"path": "a"}, tk.path) == Ahead(speculative=True)
+    assert tk.tool(reads=["path"])(_takes_path).ahead is None
+    assert tk.tool(reads=["path"], ahead=False)(_takes_path).ahead is None
+
+
+def test_ahead_given_a_function_asks_it_for_each_call() -> None:
+    def answer(arguments: Mapping[str, Any], key: KeyFunction) -> Ahead | None:
+        return Ahead() if arguments["path"] == "a" else None
+
+    made = tk.tool(writes=["path"], ahead=answer)(_takes_path)
+    assert made.ahead is answer
+
+
+def test_a_subclass_keeps_its_own_ahead_method_unless_told_otherwise() -> None:
+    class Commits(tk.Tool):
+        writes = ("path",)
+
+        def ahead(self, arguments: Mapping[str, Any], key: KeyFunction) -> Ahead | None:
+            return Ahead(speculative=True)
+
+        async def run(self, ctx: tk.ToolContext, path: str) -> None: ...
+
+    assert Commits().ahead({"path": "a"}, tk.path) == Ahead(speculative=True)
+    assert Commits(ahead=False).ahead is None
+
+
+def test_a_wrong_ahead_is_refused_saying_what_it_takes() -> None:
+    with declaring("tool '_takes_path' ahead= must be True", "a function of (arguments, key)"):
+        tk.tool(reads=["path"], ahead="speculative")(_takes_path)  # type: ignore[call-overload]
+    with declaring("ahead= must be True", "not <function"):
+        tk.tool(reads=["path"], ahead=lambda arguments: None)(_takes_path)  # type: ignore[call-overload]
+    with declaring("ahead=True is for a tool that only reads", "writes path", "wait_granted"):
+        tk.tool(writes=["path"], ahead=True)(_takes_path)

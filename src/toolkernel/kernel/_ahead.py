@@ -11,6 +11,18 @@ whose effects nobody can see yet. Before it makes them visible, the tool awaits
 conflicted with it and finished while it ran ahead (:class:`ChangedMeanwhile`): what they
 changed, the tool checks against what it read, and runs again if it must.
 
+A tool that only reads has nothing to commit but its result: the built-in Read, ListDir, Grep
+and Glob (and a tool declared ``@tool(ahead=True)``, ``toolkernel.tools._declare``) answer
+``Ahead(speculative=True)``, so a read emitted after a command that writes what it reads starts
+at once, beside it, instead of waiting for it. Its run reads what the command has not
+committed yet: its result (or what it raised) is held until its grant, and if a call that
+finished meanwhile changed anything overlapping its claims (``ChangedMeanwhile.changed``), the
+run is thrown away and made again, holding the leases; so it returns what a run in emission
+order returns. Its claims are exactly what it may read, since ``ctx.fs`` lets it read nothing
+else, and, taken before the grant, write nothing at all. It passes no earlier call that writes
+directly (a ``Write``, an ``Edit``: their changes are visible as they run), only calls that run
+ahead themselves.
+
 When a queued call may start ahead is the scheduler's to decide (``_scheduler.may_run_ahead``):
 a slot must be free, no earlier call may wait for one, and every earlier unfinished call whose
 claims conflict with its own must be one it can't be invalidated by: a reader of what it

@@ -40,6 +40,10 @@ class Runner(Protocol):
 
     def _ran_ahead(self, record: _Record) -> bool: ...
 
+    def _before_grant(self, record: _Record) -> bool: ...
+
+    def _report_thrown_away(self, record: _Record) -> None: ...
+
 
 @attrs.define(eq=False)
 class ToolContext:
@@ -69,6 +73,9 @@ class ToolContext:
     ``state`` it gave); None on a call's first run."""
     # Built on first use: most calls of some tools never touch a file.
     _fs: FileSystem | None = attrs.field(default=None, init=False, repr=False)
+    # Taken before the grant by a call running ahead: it writes nothing, and reads on till the
+    # call ends (``wait_granted`` has ``fs`` made again, able to write).
+    _early_fs: FileSystem | None = attrs.field(default=None, init=False, repr=False)
     _ended: bool = attrs.field(default=False, init=False, repr=False)
 
     @property
@@ -78,6 +85,11 @@ class ToolContext:
         Its I/O methods are async, and run on the kernel's event loop; a ``thread=True`` tool
         calls them through it: ``anyio.from_thread.run(ctx.fs.read_text, path)``. Raises
         :class:`~toolkernel.errors.NoWorkspaceError` in a kernel opened without a workspace.
+
+        Taken while the call runs ahead of its lease grant (:attr:`ran_ahead`), it reads and
+        refuses every write (:class:`~toolkernel.errors.UndeclaredAccessError`): nothing a call
+        writes may be visible before its grant. Taken again after :meth:`wait_granted`, it
+        writes what the claims cover.
         """
         if self._ended:
             raise self._revoked("use its file access")
@@ -101,7 +113,12 @@ class ToolContext:
             fence = self._kernel._fence_for(self._record)
             if fence is not None:  # leases shared with other processes
                 options["fence"] = fence
+            early = self._kernel._before_grant(self._record)
+            if early:
+                options["before_grant"] = True
             self._fs = self._environment.file_access(self.claims, self.call_id, **options)
+            if early:
+                self._early_fs = self._fs
         return self._fs
 
     def progress(self, message: str, data: Any = None) -> None:
@@ -157,11 +174,20 @@ class ToolContext:
         meanwhile = await self._kernel._wait_granted(self._record)
         if self._ended:  # it timed out, or its shared leases could not be taken
             raise self._revoked("go on")
-        if self._fs is not None and self._kernel._fence_for(self._record) is not None:
-            # Made before the grant, it has no fence for the shared leases taken at it.
-            self._fs.close()
+        if self._fs is not None and self._fs is self._early_fs:
+            # Made before the grant, it can't write (nor has it the fence of shared leases
+            # taken at the grant): the next ``fs`` is made anew; this one reads on.
             self._fs = None
         return meanwhile
+
+    def report_thrown_away(self) -> None:
+        """Say that what this call's tool did ahead of its grant is thrown away, and that it
+        runs again, holding its leases (a call that finished meanwhile changed what it read:
+        :meth:`wait_granted`); counted in ``KernelStatistics.ahead_thrown_away``. Not a
+        checkpoint."""
+        if self._ended:
+            raise self._revoked("report a run thrown away")
+        self._kernel._report_thrown_away(self._record)
 
     def report_changes(self, changed: Iterable[Claim]) -> None:
         """Say what this call changed (exclusive claims on what it wrote, created or
@@ -177,6 +203,8 @@ class ToolContext:
         self._ended = True
         if self._fs is not None:
             self._fs.close()
+        if self._early_fs is not None and self._early_fs is not self._fs:
+            self._early_fs.close()
 
     def _revoked(self, doing: str) -> CallEndedError:
         return CallEndedError(

@@ -27,6 +27,7 @@ class Environment(Protocol):
         agent: str | None = None,
         read_first: bool = False,
         fence: Any = None,
+        before_grant: bool = False,
     ) -> FileSystem:
         """The ``ctx.fs`` object for call ``call_id`` holding ``claims``. It must have a
         ``close()`` method: the kernel calls it when the call ends, and from then on every
@@ -43,5 +44,9 @@ class Environment(Protocol):
 
         ``fence`` (a ``toolkernel.leases.Fence``), passed only when the kernel shares its
         leases with other processes, is the fence of the call's grant: the access must make
-        every change visible through it, so a call whose grant was lost changes nothing."""
+        every change visible through it, so a call whose grant was lost changes nothing.
+
+        ``before_grant``, passed only when true, says the call runs ahead of its lease grant
+        (``toolkernel.kernel.Ahead``): the access must refuse every write (the kernel asks for
+        another once the call is granted)."""
         ...

@@ -566,6 +566,11 @@ class Kernel(metaclass=NoPublicConstructor):
             elif act is PREPHASE:
                 self._spawn_task(self._prephase_task, record, _PREPHASE_TASK_NAME)
             else:  # WAKE
+                if self._grant_waiters and record.stage is not FINISHED:
+                    waiter = self._grant_waiters.pop(record, None)
+                    if waiter is not None:  # granted: its tool goes on; its handles wait on
+                        waiter.set()
+                        continue
                 waiter = self._waiters.pop(record, None) if self._waiters else None
                 if waiter is not None:
                     waiter.set()
@@ -693,6 +698,15 @@ class Kernel(metaclass=NoPublicConstructor):
     def _ran_ahead(record: CallRecord) -> bool:
         """For ``ToolContext.ran_ahead``."""
         return record.meanwhile is not None
+
+    @staticmethod
+    def _before_grant(record: CallRecord) -> bool:
+        """For ``ToolContext.fs``: whether ``record`` runs ahead of its grant, ungranted."""
+        return record.stage is AHEAD or record.stage is AWAITING
+
+    def _report_thrown_away(self, record: CallRecord) -> None:
+        """For ``ToolContext.report_thrown_away``."""
+        self._scheduler.report_thrown_away(record)
 
     def _progress(self, record: CallRecord, message: str, data: Any) -> None:
         """For ``ToolContext.progress``."""

@@ -213,7 +213,11 @@ class Reporter:
                 _log.exception("toolkernel: removed a file-access listener that raised")
 
     def statistics(
-        self, live: Mapping[int, CallRecord], peak_running: int, ran_ahead: int = 0
+        self,
+        live: Mapping[int, CallRecord],
+        peak_running: int,
+        ran_ahead: int = 0,
+        ahead_thrown_away: int = 0,
     ) -> KernelStatistics:
         """Counts by state; per tool: count, errors by type, wait and run percentiles; the peak
         number of calls running at once; the contended resources."""
@@ -229,6 +233,7 @@ class Reporter:
             peak_running=peak_running,
             contention=self._contention.freeze(),
             ran_ahead=ran_ahead,
+            ahead_thrown_away=ahead_thrown_away,
         )
 
 
@@ -342,6 +347,11 @@ class KernelStatistics:
     ran_ahead: int = 0
     """Calls started before their leases were granted (their tools run them ahead and commit
     under the leases: ``toolkernel.kernel.Ahead``)."""
+    ahead_thrown_away: int = 0
+    """Of those, runs thrown away because a call that finished meanwhile changed what they
+    may have read: their tools ran them again, holding their leases (the built-in Read, Grep
+    and Glob, and Bash; a tool of one's own says so with ``ctx.report_thrown_away()``).
+    ``ahead_thrown_away / ran_ahead`` is the share speculation cost."""
 
 
 def _percentile(values: list[float], fraction: float) -> float:

@@ -49,8 +49,11 @@ class KernelTool(Protocol):
     None``. A tool that has it and answers an :class:`~toolkernel.kernel.Ahead` for a call
     lets the kernel start that call before its leases are granted, when nothing earlier can
     be changed by it (``toolkernel.kernel._ahead``); its tool then makes nothing visible
-    before ``await ctx.wait_granted()`` returns. The Bash tool in the sandbox has it: a
-    command's writes land only when its change set is committed.
+    before ``await ctx.wait_granted()`` returns (``ctx.fs`` refuses writes until then). The
+    Bash tool in the sandbox has it (a command's writes land only when its change set is
+    committed), and so have the tools that only read: Read, ListDir, Grep and Glob, and a
+    tool declared ``@tool(ahead=True)``, whose result is held until the grant and whose run is
+    made again, granted, if what it read changed meanwhile.
     """
 
     @property

@@ -431,6 +431,7 @@ class Scheduler:
         self._ahead_running: dict[int, CallRecord] = {}
         self._ahead_dirty = False
         self._ran_ahead = 0
+        self._ahead_thrown_away = 0
 
     def _take(self) -> Sequence[Action]:
         """Hand over what was decided since the last hand-over: its events first."""
@@ -1134,6 +1135,12 @@ class Scheduler:
         running ahead of their grant are told of it when it finishes."""
         record.changed = tuple(changed)
 
+    def report_thrown_away(self, record: CallRecord) -> None:
+        """``record``'s tool threw away what it did ahead of its grant, and runs again
+        (``ctx.report_thrown_away``): counted for ``statistics``."""
+        if record.meanwhile is not None:  # it ran ahead: any other call has nothing to throw
+            self._ahead_thrown_away += 1
+
     # -- nested calls: admitted like any call, run inline in their parent's task ----------------
 
     def _admit_nested(
@@ -1597,4 +1604,6 @@ class Scheduler:
     def statistics(self) -> KernelStatistics:
         """Counts by state; per tool: count, errors by type, wait and run percentiles; peak
         concurrency; lease contention per resource."""
-        return self.report.statistics(self._live, self._peak_running, self._ran_ahead)
+        return self.report.statistics(
+            self._live, self._peak_running, self._ran_ahead, self._ahead_thrown_away
+        )

@@ -36,6 +36,10 @@ def builtin_tools(
 
     Each call returns fresh tool objects, so a ``TodoWrite`` list belongs to one kernel, and
     the Bash tool's ``statistics`` count that kernel's commands.
+
+    Read, ListDir, Grep and Glob only read, so each runs ahead of its grant beside an earlier
+    sandboxed command that has not committed, and again if its commit changed what it read
+    (``KernelStatistics.ran_ahead`` and ``ahead_thrown_away`` count them).
     """
     tools: list[Tool] = [
         read,

@@ -12,6 +12,11 @@ A tool says what a call of it touches:
 
 ``claims=lambda args: []`` (an empty list) means the call needs no resources and runs freely.
 
+A tool may also let its calls start before their leases are granted (``ahead=``, see
+:func:`tool` and ``toolkernel.kernel._ahead``): ``ahead=True`` for one that only reads (its
+run is then held till the grant and repeated if what it read changed meanwhile), or a function
+answering an :class:`~toolkernel.kernel.Ahead` for one that commits its writes itself.
+
 A tool is an ``async def``. A plain ``def`` is refused unless it says ``thread=True``: it then
 runs in a worker thread (``anyio.to_thread.run_sync``), and its call holds its leases until the
 thread returns. A thread can't be interrupted, so a call cancelled or timed out while its thread
@@ -29,8 +34,8 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Never, TypeVar, overload
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Never, TypeVar, cast, overload
 
 import anyio
 import anyio.lowlevel
@@ -43,21 +48,23 @@ from .._errors import (
     ToolDeclarationError,
     WrongLoopError,
 )
-from ..kernel import KeyFunction, ToolContext
+from ..kernel import Ahead, ChangedMeanwhile, KeyFunction, ToolContext
 from ..kernel._messages import claims_not_a_list
-from ..locks import Claim, Mode, Path, exclusive, path, shared
+from ..locks import Claim, Mode, Path, claims_overlap, exclusive, path, shared
 from ._arguments import Arguments
 
 __all__ = ["Tool", "FunctionTool", "tool"]
 
 ClaimsFunction = Callable[[Mapping[str, Any]], Iterable[Claim]]
+AheadFunction = Callable[[Mapping[str, Any], KeyFunction], Ahead | None]
 F = TypeVar("F", bound=Callable[..., Coroutine[Any, Any, Any]])
 
 # A module global: on Python 3.11 ``Mode.EXCLUSIVE`` costs ~0.1 us a read (the enum metaclass).
 _EXCLUSIVE = Mode.EXCLUSIVE
 
 _OPTIONS = (
-    "name, description, reads, writes, claims, reads_workspace, wait_timeout, run_timeout, thread"
+    "name, description, reads, writes, claims, reads_workspace, ahead, wait_timeout, "
+    "run_timeout, thread"
 )
 _READ_ONLY_IS_GONE = (
     "read_only= is now reads_workspace=, which says what it does: a shared lease on the whole "
@@ -106,6 +113,76 @@ def _argument_names(tool_name: str, option: str, names: Any) -> tuple[str, ...]:
     return tuple(checked)
 
 
+def _ahead_function(tool_name: str, value: Any) -> AheadFunction | None:
+    """The ``ahead`` a tool's calls are asked (None: they never run ahead), from the option's
+    value: False or None, a function of ``(arguments, key)``, or True (``_reading_ahead``)."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return _reading_ahead
+    if callable(value):
+        try:
+            inspect.signature(value).bind({}, path)
+        except ValueError:  # no signature to read (a builtin): taken on trust
+            return cast(AheadFunction, value)
+        except TypeError:
+            pass  # it can't be asked (arguments, key): said below
+        else:
+            return cast(AheadFunction, value)
+    raise ToolDeclarationError(
+        f"tool {tool_name!r} ahead= must be True (the tool only reads: its calls may run "
+        f"before their leases are granted, and run again if what they read changed "
+        f"meanwhile), False, or a function of (arguments, key) returning an Ahead or None "
+        f"(for a tool that commits its writes itself, after await ctx.wait_granted()); "
+        f"not {value!r}"
+    )
+
+
+def _reading_ahead(arguments: Mapping[str, Any], key: KeyFunction) -> Ahead:
+    """``ahead=True``: a call that only reads may be speculated on."""
+    return _SPECULATIVE
+
+
+_SPECULATIVE = Ahead(speculative=True)
+
+
+def _changed_what_it_read(meanwhile: Sequence[ChangedMeanwhile], claims: Sequence[Claim]) -> bool:
+    """Whether a call that finished meanwhile changed what a reader claims: what it read,
+    as ``ctx.fs`` lets it read nothing else."""
+    return any(
+        claims_overlap(change, claim)
+        for earlier in meanwhile
+        for change in earlier.changed
+        for claim in claims
+    )
+
+
+async def _read_ahead(ctx: ToolContext, run: Callable[[], Awaitable[Any]]) -> Any:
+    """Run a call of an ``ahead=True`` tool that started before its leases were granted.
+
+    Reading is all it does, so its commit is its result: that (or what it raised) is held
+    until the grant, and if a call that finished meanwhile changed anything it claims, the
+    run is thrown away and made again, holding the leases (a second run never runs ahead).
+    What it read before the grant was the tree an earlier command's commit had not reached
+    yet, which that commit's change tells. A call claiming something exclusively (its
+    ``claims=`` said so) may write: it runs once, granted."""
+    if any(claim.is_exclusive for claim in ctx.claims):
+        await ctx.wait_granted()
+        return await run()
+    failure: Exception | None = None
+    try:
+        output = await run()
+    except Exception as exc:  # held, as an output would be (cancellation is not)
+        failure, output = exc, None
+    if _changed_what_it_read(await ctx.wait_granted(), ctx.claims):
+        failure = None
+        ctx.report_thrown_away()
+        return await run()
+    if failure is not None:
+        raise failure
+    return output
+
+
 def _timeout(tool_name: str, option: str, value: Any) -> float | None:
     try:
         return check_seconds(option, value)
@@ -132,9 +209,11 @@ class Tool:
     With ``thread = True`` (or ``thread=True``), ``run`` is a plain ``def`` run in a worker
     thread, as for :func:`tool`.
 
-    A subclass whose calls make their writes visible only at a commit of their own may define
-    ``ahead(self, arguments, key)`` returning a :class:`~toolkernel.kernel.Ahead`: the kernel
-    may then start a call before its leases are granted, and ``run`` awaits
+    ``ahead = True`` (or ``ahead=True``) lets the calls of a tool that only reads run before
+    their leases are granted, as for :func:`tool`. A subclass whose calls make their writes
+    visible only at a commit of their own may define ``ahead(self, arguments, key)`` returning
+    a :class:`~toolkernel.kernel.Ahead` instead (or pass such a function as ``ahead=``): the
+    kernel may then start a call before its leases are granted, and ``run`` awaits
     ``ctx.wait_granted()`` before committing (``toolkernel.kernel.KernelTool``).
 
     Raises :class:`ToolDeclarationError` for a declaration that could not work (see
@@ -146,6 +225,10 @@ class Tool:
     reads: Sequence[str] = ()
     writes: Sequence[str] = ()
     reads_workspace: bool = False
+    ahead: bool | AheadFunction | None = None
+    """The option as declared (True, False, a function) until the constructor has made it
+    what the kernel asks each call (``KernelTool``'s optional ``ahead``): a function of
+    ``(arguments, key)``, or None."""
     wait_timeout: float | None = None
     run_timeout: float | None = None
     thread: bool = False
@@ -169,6 +252,7 @@ class Tool:
         writes: Sequence[str] | None = None,
         claims: ClaimsFunction | None = None,
         reads_workspace: bool | None = None,
+        ahead: bool | AheadFunction | None = None,
         wait_timeout: float | None = None,
         run_timeout: float | None = None,
         thread: bool | None = None,
@@ -221,6 +305,18 @@ class Tool:
                 f"not {claims!r}"
             )
         self._claims_function = claims
+        option = self.ahead if ahead is None else ahead
+        self._reads_ahead = option is True
+        if self._reads_ahead and self.writes:
+            raise ToolDeclarationError(
+                f"tool {self.name!r}: ahead=True is for a tool that only reads, but it writes "
+                f"{', '.join(self.writes)}; a tool whose writes wait for a commit of its own "
+                f"passes a function of (arguments, key) returning an Ahead, and awaits "
+                f"ctx.wait_granted() before it commits"
+            )
+        found = _ahead_function(self.name, option)
+        if ahead is not None or found is not option:  # a subclass's own method stays its own
+            self.ahead = found
         self.wait_timeout = _timeout(
             self.name, "wait_timeout", self.wait_timeout if wait_timeout is None else wait_timeout
         )
@@ -320,6 +416,11 @@ class Tool:
 
     async def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Any:
         """Run the tool with parsed arguments; its return value is the result's output."""
+        if self._reads_ahead and ctx.ran_ahead:
+            return await _read_ahead(ctx, functools.partial(self._run_once, ctx, arguments))
+        return await self._run_once(ctx, arguments)
+
+    async def _run_once(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Any:
         if self.thread:
             return await _in_thread(self.run, ctx, arguments)
         return await self.run(ctx, **arguments)
@@ -444,6 +545,11 @@ class FunctionTool(Tool):
         return await self.function(ctx, **arguments)
 
     def invoke(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Coroutine[Any, Any, Any]:
+        if self._reads_ahead and ctx.ran_ahead:
+            return _read_ahead(ctx, functools.partial(self._run_once, ctx, arguments))
+        return self._run_once(ctx, arguments)
+
+    def _run_once(self, ctx: ToolContext, arguments: Mapping[str, Any]) -> Coroutine[Any, Any, Any]:
         if self.thread and self._runner is self.function:
             return _in_thread(self.function, ctx, arguments)
         return self._runner(ctx, **arguments)
@@ -465,6 +571,7 @@ def tool(
     writes: Sequence[str] | None = ...,
     claims: ClaimsFunction | None = ...,
     reads_workspace: bool | None = ...,
+    ahead: bool | AheadFunction | None = ...,
     wait_timeout: float | None = ...,
     run_timeout: float | None = ...,
     thread: bool | None = ...,
@@ -507,6 +614,17 @@ def tool(
       read any file, runs beside other readers, and no write anywhere runs beside it (writes
       wait for it, and it waits for earlier writes). For a tool that reads only the files its
       arguments name, ``reads=`` lets writes elsewhere go on.
+    - ``ahead``: ``True`` for a tool that only reads (what its claims cover, through
+      ``ctx.fs``): a call may then start before its leases are granted, beside an earlier
+      call that itself runs ahead and has not committed yet (a sandboxed Bash command that
+      writes what it reads); its result is held until the grant, and if a call that finished
+      meanwhile changed anything it claims, it runs again, holding its leases, so what it
+      returns is what a run in emission order gives. It passes no earlier call that writes
+      directly (a ``Write``, an ``Edit``): it waits for that as ever. A function of
+      ``(arguments, key)`` returning an :class:`~toolkernel.kernel.Ahead` (or None: not this
+      call) is for a tool whose writes wait for a commit of its own: its tool awaits
+      ``ctx.wait_granted()``, checks what changed meanwhile, and commits after it (before the
+      grant, ``ctx.fs`` refuses every write). Default: calls wait for their grant.
     - ``wait_timeout``: seconds a call may wait for its leases before it ends ``TIMEOUT``
       (None: the kernel's default, ``open_kernel(wait_timeout=...)``); a call's own setting
       overrides it.
@@ -528,7 +646,8 @@ def tool(
     can't work: no ``ctx`` first, a plain ``def`` without ``thread=True`` (a worker thread
     can't be cancelled: say so with ``thread=True``, or use ``async def`` and
     ``anyio.to_thread.run_sync`` inside), ``thread=True`` on an ``async def``, ``reads`` or
-    ``writes`` naming arguments it does not have, ``claims`` that is not callable, an empty
+    ``writes`` naming arguments it does not have, ``claims`` that is not callable, ``ahead``
+    that is neither True, False nor a function of two arguments (or True with ``writes``), an empty
     name, a timeout that is negative or not a number, a parameter that can't be
     passed by keyword, a type hint that has no JSON Schema, or an unknown option.
     """

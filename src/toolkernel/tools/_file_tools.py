@@ -2,9 +2,15 @@
 Delete.
 
 Each declares its claims from its arguments and touches files only through ``ctx.fs``, which
-checks every access against those claims. Failures raise :class:`ToolError` with a message the
-model can act on (the kernel turns it into an ERROR result); an undeclared access or a path that
-changed under the call is left to raise as itself, so the result names it.
+checks every access against those claims. Read and ListDir only read (``ahead=True``): a call
+of them emitted after a sandboxed Bash command that writes what it reads runs at once, beside
+it, and runs again once the command has committed if that changed what it read, so it returns
+what it would have returned after the command (``toolkernel.kernel._ahead``). After a Write,
+an Edit or any call that writes directly, it waits, as ever.
+
+Failures raise :class:`ToolError` with a message the model can act on (the kernel turns it into
+an ERROR result); an undeclared access or a path that changed under the call is left to raise
+as itself, so the result names it.
 """
 
 from __future__ import annotations
@@ -243,7 +249,7 @@ def _not_utf8(file_path: str, offset: int) -> ToolError:
 # -- Read / Write / Edit / MultiEdit -----------------------------------------------------------
 
 
-@tool(reads=["file_path"], name="Read")
+@tool(reads=["file_path"], name="Read", ahead=True)
 async def read(
     ctx: ToolContext, file_path: str, offset: int | None = None, limit: int | None = None
 ) -> str:
@@ -561,7 +567,7 @@ async def multi_edit(ctx: ToolContext, file_path: str, edits: list[EditSpec]) ->
 # -- ListDir ---------------------------------------------------------------------------------------
 
 
-@tool(reads=["path"], name="ListDir")
+@tool(reads=["path"], name="ListDir", ahead=True)
 async def list_dir(ctx: ToolContext, path: str = ".") -> str:
     """List a directory; subdirectories end with `/`, symbolic links show `-> target`.
 

@@ -232,6 +232,11 @@ class FileAccess:
     fence: Fence | None = attrs.field(default=None, kw_only=True, repr=False)
     """The fence of the call's grant when leases are shared with other processes: every change
     is made visible through it (see the module's docstring). None: directly."""
+    before_grant: bool = attrs.field(default=False, kw_only=True)
+    """True for an access made while its call runs ahead of its lease grant
+    (``toolkernel.kernel.Ahead``): it reads what the claims cover, and writes nothing, since
+    nothing a call writes may be visible before its grant (the call takes ``ctx.fs`` again
+    once ``ctx.wait_granted()`` has returned)."""
     _path_modes: dict[tuple[str, ...], Mode] = attrs.field(init=False, repr=False)
     _everything_mode: Mode | None = attrs.field(init=False, repr=False)
     _closed: bool = attrs.field(init=False, default=False, repr=False)
@@ -298,6 +303,12 @@ class FileAccess:
 
     def _refusal(self, key: Path, *, write: bool) -> str | None:
         """Why the claims do not allow the access, or None if they do."""
+        if write and self.before_grant:
+            return (
+                f"call {self.call_id} took this ctx.fs before its leases were granted (it runs "
+                f"ahead of its grant), and nothing it writes may be visible before then; await "
+                f"ctx.wait_granted() and write through ctx.fs taken after it"
+            )
         shared_holder: str | None = None
         if self._everything_mode is Mode.EXCLUSIVE:
             return None

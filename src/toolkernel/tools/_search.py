@@ -11,6 +11,12 @@ Unlike ripgrep, the global excludes file (git's ``core.excludesFile``) is not re
 outside the workspace, where no lease orders it, and it would make a search's result depend on
 the account it runs under.
 
+Both only read (``ahead=True``): a search emitted after a sandboxed Bash command that writes in
+the tree it searches starts at once, beside the command, and runs again once the command has
+committed if that changed anything in the tree (or an ignore file above it), so its result is
+the one it would have given after the command (``toolkernel.kernel._ahead``). After a Write,
+an Edit or any call that writes directly, it waits, as ever.
+
 Grep also takes the spellings of Claude Code's Grep, which models trained on it send: ``-i``,
 ``-n``, ``-A``, ``-B`` and ``-C`` for ``ignore_case``, ``line_numbers``, ``after_context``,
 ``before_context`` and ``context`` (the schema shows our names only; both spellings with
@@ -357,7 +363,7 @@ class _SearchTool(FunctionTool):
 
 
 def _search_tool(name: str) -> Callable[[Callable[..., Any]], FunctionTool]:
-    return lambda function: _SearchTool(function, reads=["path"], name=name)
+    return lambda function: _SearchTool(function, reads=["path"], name=name, ahead=True)
 
 
 async def _search(fs: FileAccess, given: str, work: Callable[[Subtree], T]) -> T:

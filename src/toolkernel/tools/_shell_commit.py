@@ -12,7 +12,8 @@ really changed decides what is committed, and how:
    changed: if any of it is under its claims (or anything at all, for a command that is not
    confined: only earlier pure readers can let such a command start early, so this is a
    change made by a tool's nested call, which overtakes), the run is thrown away, unseen and
-   unsaid (:attr:`ShellStatistics.ahead_thrown_away`), and a confined command runs again
+   unsaid (:attr:`ShellStatistics.ahead_thrown_away`, and the kernel's, through
+   ``ctx.report_thrown_away``), and a confined command runs again
    now, holding its leases: a second run never runs ahead. Any other command never runs twice:
    it fails as in 3. below. Its commit comes after the grant, so after every earlier
    conflicting call's, in emission order; what it changed it reports
@@ -249,6 +250,7 @@ async def run_and_commit(
                         statistics.discarded += 1
                         raise ToolError(_not_run_again(analysis, _listed(changed), run, notes))
                     statistics.ahead_thrown_away += 1
+                    ctx.report_thrown_away()
                     run = owned = await once(1)
         fs = fs_of(ctx)  # made again at the grant if it holds shared leases: with their fence
         while True:
