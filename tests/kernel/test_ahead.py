@@ -441,3 +441,69 @@ async def test_a_handle_awaited_while_its_call_waits_for_its_grant_waits_for_its
         assert info.ahead
         written = await second.wait_finished()
         assert written.ok and written.finished_at == (await first.wait_finished()).finished_at
+
+
+# -- what a commit may change beyond the claims (``Ahead.commits_beyond``) --------------------
+# A tool committing what a run really changed (the Bash tool) may commit a path its claims
+# missed: every later call is ordered after that commit, validated against what it really
+# changed if it runs ahead itself, waiting for it otherwise.
+
+
+class Builder(tk.Tool):
+    """Build ``out`` the way a sandboxed ``make`` does: work ahead of the grant, then, holding
+    the leases, commit ``out`` and a by-product ``log`` its claims do not name, and say so."""
+
+    name = "Builder"
+    writes = ("path",)
+
+    def __init__(self, beyond: bool = True) -> None:
+        super().__init__()
+        self.beyond = beyond
+
+    def ahead(self, arguments: Mapping[str, Any], key: KeyFunction) -> Ahead | None:
+        beyond = (tk.writes(key(".")),) if self.beyond else ()
+        return Ahead(speculative=False, commits_beyond=beyond)
+
+    async def run(self, ctx: tk.ToolContext, path: str, seconds: float = 5.0) -> str:
+        await anyio.sleep(seconds)
+        await ctx.wait_granted()
+        root = ctx.fs.workspace.root
+        (root / path).write_text("built\n")
+        log = root / "log"  # what a Makefile does beyond its rule
+        log.write_text(log.read_text() + "built\n")
+        ctx.report_changes([tk.exclusive(tk.path(path)), tk.exclusive(tk.path("log"))])
+        return "built"
+
+
+async def test_a_later_call_is_ordered_after_what_an_earlier_commit_changed_beyond_its_claims(
+    autojump_clock: Any, tmp_path: pathlib.Path
+) -> None:
+    await hold_virtual_time_for_threads()  # file I/O takes no virtual time
+    calls = [
+        tk.ToolCall("b", "Builder", {"path": "out"}),
+        read("r", "log"),
+        read("untouched", "a"),
+        tk.ToolCall("w", "Write", {"file_path": "log", "content": "mine\n"}),
+    ]
+    tools = [*builtin_tools(), Builder()]
+    expected = []
+    alone = seeded(tmp_path / "alone")
+    (alone / "log").write_text("start\n")
+    async with tk.open_kernel(tools=tools, root=alone) as kernel:
+        for call in calls:
+            expected += outcomes(await kernel.run([call]))
+    root = seeded(tmp_path / "together")
+    (root / "log").write_text("start\n")
+    async with tk.open_kernel(tools=tools, root=root) as kernel:
+        results = await kernel.run(calls)
+        statistics = kernel.statistics()
+    built, got, untouched, write = results
+    assert outcomes(results) == expected
+    assert got.output == "     1\tstart\n     2\tbuilt"
+    assert (root / "log").read_text() == "mine\n"  # the Write came after the build's commit
+    # The reads ran beside the build; the one of what it changed ran again after its commit.
+    assert got.started_at == untouched.started_at == built.started_at
+    assert (statistics.ran_ahead, statistics.ahead_thrown_away) == (2, 1)
+    # The Write can't be validated: it waited for the commit.
+    assert write.started_at is not None and built.finished_at is not None
+    assert write.started_at >= built.finished_at

@@ -31,13 +31,27 @@ a call that itself runs ahead (its writes land at its commit, which the later ca
 against). Only path claims can be passed that way: a call claiming anything else (a device, a
 pool) never runs ahead.
 
+**What a commit may change beyond the claims.** A tool that commits what a run really changed
+(the Bash tool: a command's change set, whatever its prediction said) may commit more than its
+call claimed. It says so with :attr:`Ahead.commits_beyond` (the Bash tool: the workspace,
+exclusively), which the kernel holds in its own lease table beside the call's claims, until the
+call ends: every later call of the kernel that may read or write any of it is ordered after that
+commit, as any conflicting call is. A later call that runs ahead itself (a read, another
+command) still starts at once, and is validated at its grant against what the commit *really*
+changed (``ChangedMeanwhile.changed``: what the tool reported), so a change the prediction
+missed throws its run away, and one it predicted or made nowhere near costs nothing; a later
+call that can't be validated (a ``Write``, an ``Edit``, a tool that does not run ahead) waits
+for the commit. These are the kernel's own leases: a lease service shared with other processes
+(``leases=``), whose calls have no emission order with this kernel's, is asked for the claims
+only; and a call made inside a running call (nested, or in a batch a running call awaits,
+which runs inside that call's leases) holds its claims only.
+
 What it promises: with commits in emission order and that validation, a batch ends exactly as
 if its calls had run one at a time in emission order (every file, every call's result), as long
-as each call's claims cover what it reads and writes and nothing outside the kernel changes the
-tree meanwhile. A call that is not speculative is never run twice; a speculative one runs at
-most twice (a run ahead thrown away, then one holding its leases). A write a call's claims
-missed keeps only a one-at-a-time order, not emission order: a later call that did not conflict
-with the claims ran beside it (``docs/design/sandbox.md``, "What is promised").
+as each call's claims cover what it reads, each write they miss is inside what its tool's
+``commits_beyond`` says, and nothing outside the kernel changes the tree meanwhile. A call that
+is not speculative is never run twice; a speculative one runs at most twice (a run ahead thrown
+away, then one holding its leases) (``docs/design/sandbox.md``, "What is promised").
 """
 
 from __future__ import annotations
@@ -62,6 +76,10 @@ class Ahead:
     """
 
     speculative: bool = False
+    commits_beyond: tuple[Claim, ...] = ()
+    """What its commit may change besides its claims, exclusively: held in the kernel's own
+    lease table beside them (see above), so every later call that may read or write it is
+    ordered after the commit."""
 
 
 @attrs.frozen

@@ -200,11 +200,11 @@ def contested(
 ) -> tuple[str, ...]:
     """The resources ``record`` waits for, spelled for people (``behind``: the calls it waits
     for, if the caller has them already)."""
-    mine = record.claims or ()
+    mine = record.table_claims or ()
     found: list[str] = []
     for other in waits_for(record) if behind is None else behind:
         for claim in mine:
-            for theirs in other.claims or ():
+            for theirs in other.table_claims or ():
                 if claims_conflict(claim, theirs) or _pool_units_both(claim, theirs):
                     text = _spelled(claim)
                     if text not in found:
@@ -367,7 +367,7 @@ class Leasing:
 
         A call that claims nothing is requested too: granted at once, it conflicts with
         nobody, but it has its place in line, which it keeps if its tool asks to hold more."""
-        claims = record.claims
+        claims = record.table_claims
         hold = record.hold
         assert claims is not None and hold.group is None  # its first request, and only one
         # ``_request``, written out: every top-level call asks here.
@@ -450,6 +450,8 @@ class Leasing:
         whether it holds them at once (else it waits afresh), and whom else that let in."""
         group, lease_id = record.hold.group, record.hold.lease_id
         assert group is not None and record.hold.more is None
+        if record.ahead is not None and record.ahead.commits_beyond:
+            claims = (*claims, *record.ahead.commits_beyond)  # ``CallRecord.table_claims``
         granted = group.table.requeue(lease_id, claims, owner=record)
         held = lease_id in granted
         if not held:

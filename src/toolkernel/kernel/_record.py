@@ -242,9 +242,10 @@ class CallRecord:
     resumed: Any = None
     requeues: int = 0
     nested_count: int = 0
-    # -- running ahead of its grant (``_ahead``): whether its tool may (None: it may not), the
-    # calls that conflicted with it and finished while it ran ahead, and what its tool reported
-    # it changed (``ctx.report_changes``; None: every exclusive claim it holds)
+    # -- running ahead of its grant (``_ahead``): what its tool answered (None: it may not run
+    # ahead; asked at admission of a top-level call no running call awaits), the calls that
+    # conflicted with it and finished while it ran ahead, and what its tool reported it changed
+    # (``ctx.report_changes``; None: every exclusive claim it holds)
     ahead: Ahead | None = None
     meanwhile: list[ChangedMeanwhile] | None = None
     changed: tuple[Claim, ...] | None = None
@@ -265,6 +266,15 @@ class CallRecord:
     @property
     def name(self) -> str:
         return self.call.name
+
+    @property
+    def table_claims(self) -> tuple[Claim, ...] | None:
+        """What it holds in the kernel's own lease table: its claims, and what its commit may
+        change beyond them (``Ahead.commits_beyond``)."""
+        claims, ahead = self.claims, self.ahead
+        if ahead is None or not ahead.commits_beyond or claims is None:
+            return claims
+        return (*claims, *ahead.commits_beyond)
 
     @property
     def state(self) -> CallState:

@@ -110,7 +110,6 @@ from ._admission import (
     CallNames,
     KeyLog,
     Links,
-    Parsed,
     Unfilled,
     admit,
     compute_claims,
@@ -232,7 +231,7 @@ def holds_back(earlier: CallRecord, record: CallRecord) -> bool:
     It does if they may conflict, unless ``earlier`` may itself be waiting for ``record``
     (through ``after=`` and this very rule): holding ``record`` back would then deadlock.
     """
-    if not may_conflict(record.claims, _known_claims(earlier)):
+    if not may_conflict(record.table_claims, _known_claims(earlier)):
         return False
     return not (record.batch.has_deps and _may_wait_for(earlier, record))
 
@@ -268,7 +267,7 @@ def _may_wait_for(start: CallRecord, target: CallRecord) -> bool:
 def _known_claims(record: CallRecord) -> tuple[Claim, ...] | None:
     """A pending call's claims, or None while a before-hook may still rewrite its arguments
     (and so its claims): until then it may conflict with anything."""
-    return None if record.stage is HOOKED else record.claims
+    return None if record.stage is HOOKED else record.table_claims
 
 
 def may_conflict(claims: tuple[Claim, ...] | None, earlier: tuple[Claim, ...] | None) -> bool:
@@ -296,8 +295,13 @@ def may_conflict(claims: tuple[Claim, ...] | None, earlier: tuple[Claim, ...] | 
 def may_run_ahead(record: CallRecord, earlier: Iterable[CallRecord]) -> bool:
     """Whether ``record``, queued, may start before its grant, given the unfinished calls
     ``earlier`` than it (see above)."""
-    ahead, mine = record.ahead, record.claims
-    if ahead is None or not mine or not all(isinstance(c.resource, Path) for c in mine):
+    ahead = record.ahead
+    if ahead is None or record.handle_waiters:
+        return False  # a call whose handle a running call awaits runs in that call's slot
+    # A speculative call is validated against what its claims may read; one that is not passes
+    # only readers, of anything it may commit.
+    mine = record.claims if ahead.speculative else record.table_claims
+    if not mine or not all(isinstance(c.resource, Path) for c in mine):
         return False
     for other in earlier:
         theirs = _known_claims(other)
@@ -639,6 +643,9 @@ class Scheduler:
         record.tool, found = admit(record.call, tools, key or self.key, self.leasing.pools)
         if type(found) is tuple:
             record.arguments, record.claims, record.keyed = found  # ``_set_parsed``
+            ahead = getattr(record.tool, "ahead", None)  # optional: few tools have it
+            if ahead is not None:
+                record.ahead = self._ahead_answer(record, ahead)
             return None
         if isinstance(found, Unfilled):
             record.unfilled = found.arguments  # admitted in full once its sources have finished
@@ -653,12 +660,11 @@ class Scheduler:
         found = parse(record.tool, raw, self.key, self.leasing.pools)
         if isinstance(found, BaseException):
             return found
-        self._set_parsed(record, found)
+        record.arguments, record.claims, record.keyed = found
+        ahead = getattr(record.tool, "ahead", None)
+        if ahead is not None:
+            record.ahead = self._ahead_answer(record, ahead)
         return None
-
-    @staticmethod
-    def _set_parsed(record: CallRecord, parsed: Parsed) -> None:
-        record.arguments, record.claims, record.keyed = parsed
 
     @staticmethod
     def _link(links: Links, roots: Iterable[tuple[CallRecord, RootCause]]) -> None:
@@ -785,9 +791,6 @@ class Scheduler:
             claims = cast(tuple[Claim, ...], record.claims)
             held = self.leasing.request_within(record, owner, claims, record.batch.uid)
         else:
-            ahead = getattr(record.tool, "ahead", None)  # optional: few tools have it
-            if ahead is not None:
-                record.ahead = self._ahead_answer(record, ahead)
             held = self.leasing.request_top_level(record)
         if held:
             self._granted(record)
@@ -811,9 +814,6 @@ class Scheduler:
             if record.stage is not PENDING:
                 continue  # failed, or cancelled by a listener
             self.move(record, READY, now)
-            ahead = getattr(record.tool, "ahead", None)  # optional: few tools have it
-            if ahead is not None:
-                record.ahead = self._ahead_answer(record, ahead)
             if not leasing.request_top_level(record):
                 self._wait_for_leases(record)
             elif slots.take(record):
@@ -845,10 +845,11 @@ class Scheduler:
             self._ahead_queued[record.uid] = record
 
     def _ahead_answer(self, record: CallRecord, ahead: Callable[..., object]) -> Ahead | None:
-        """What the call's tool answers to ``ahead(arguments, key)``; None (it does not run
-        ahead) for a call a running call awaits (its batch, or its handle: it runs in that
-        call's slot) and when the tool fails to answer."""
-        if record.batch.awaited_by is not None or record.handle_waiters:
+        """What the call's tool answers to ``ahead(arguments, key)``, asked as its claims are
+        set; None (it does not run ahead, and holds its claims only) for a call made inside a
+        running call (nested, or in a batch a running call awaits: it runs in that call's
+        slot, and maybe inside its leases) and when the tool fails to answer."""
+        if record.parent is not None or record.batch.awaited_by is not None:
             return None
         try:
             answer = ahead(record.arguments, self.key)
@@ -1479,14 +1480,15 @@ class Scheduler:
         """``record``'s leases are going, its changes made: the calls running ahead that it
         conflicts with are told what it changed, before its leases may grant them theirs."""
         running = self._ahead_running
-        if record.started_at is None or not record.claims or record.uid in running:
+        claims = record.table_claims
+        if record.started_at is None or not claims or record.uid in running:
             return  # it never ran (it changed nothing), or it runs ahead itself, ungranted
         changed = record.changed
         if changed is None:
-            changed = tuple(c for c in record.claims if c.mode is Mode.EXCLUSIVE)
+            changed = tuple(c for c in claims if c.mode is Mode.EXCLUSIVE)
         told = None
         for other in running.values():
-            if may_conflict(other.claims, record.claims):
+            if may_conflict(other.table_claims, claims):
                 if told is None:
                     told = ChangedMeanwhile(record.call.id, record.name, changed)
                 assert other.meanwhile is not None

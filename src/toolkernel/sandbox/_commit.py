@@ -35,12 +35,25 @@ __all__ = ["apply_changes"]
 
 
 def apply_changes(
-    root: str, upper: str, changes: Iterable[Change], *, fence: Fence | None = None
+    root: str,
+    upper: str,
+    changes: Iterable[Change],
+    *,
+    fence: Fence | None = None,
+    restamp: tuple[int, int] | None = None,
 ) -> None:
     """Apply ``changes`` (parents before children, as ``read_changes`` lists them) from
     ``upper`` to ``root``; with ``fence``, each visible step through it. Synchronous; run it
     in a worker thread. Each directory on the way is opened once, relative to its parent
-    (``Directories``): a tree of any depth."""
+    (``Directories``): a tree of any depth.
+
+    ``restamp`` is ``(since, now)``, file system times (ns): a file the run modified at
+    ``since`` or later is given ``now`` as its modification time. A run may end before an
+    earlier call's commit and commit after it, so the times of its writes would put them
+    before that call's; a build deciding what is out of date by them (``make``, ``ninja``)
+    would then see the order the runs ran in, not the order the commits came in. A time set
+    before the run (``touch -d``, ``cp -p``, an archive's) is kept."""
+    changes = list(changes)
     root_fd = os.open(root, DIRECTORY_FLAGS)
     try:
         upper_fd = os.open(upper, DIRECTORY_FLAGS)
@@ -50,6 +63,8 @@ def apply_changes(
     workspace = Directories(root_fd, DIRECTORY_FLAGS)
     layer = Directories(upper_fd, DIRECTORY_FLAGS)
     try:
+        if restamp is not None:
+            _restamp(layer, changes, *restamp)
         for change in changes:
             parts = change.parts
             parent = workspace.open(parts[:-1])
@@ -62,6 +77,19 @@ def apply_changes(
         layer.close()
         os.close(upper_fd)
         os.close(root_fd)
+
+
+def _restamp(layer: Directories, changes: list[Change], since: int, now: int) -> None:
+    """Give the files of ``changes`` modified at ``since`` or later the time ``now``, in the
+    upper layer (``apply_changes``)."""
+    for change in changes:
+        if change.kind is not ChangeKind.FILE:
+            continue
+        parts = change.parts
+        source = layer.open(parts[:-1])
+        found = os.lstat(parts[-1], dir_fd=source)
+        if stat.S_ISREG(found.st_mode) and found.st_mtime_ns >= since:
+            os.utime(parts[-1], ns=(found.st_atime_ns, now), dir_fd=source, follow_symlinks=False)
 
 
 @attrs.frozen

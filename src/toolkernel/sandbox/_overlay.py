@@ -170,8 +170,17 @@ class Overlay:
 
     def commit(self, changes: Sequence[Change], *, fence: Fence | None = None) -> None:
         """Apply ``changes`` to the root; with ``fence`` (shared leases), each visible step
-        through it. Synchronous."""
-        apply_changes(self.root, self.upper, changes, fence=fence)
+        through it. What the run wrote is given the file system's time of the commit, so the
+        times of files follow the order commits come in (``apply_changes``). Synchronous."""
+        apply_changes(
+            self.root, self.upper, changes, fence=fence, restamp=(self.started, self._now())
+        )
+
+    def _now(self) -> int:
+        """The file system's time (ns), as it stamps a file it changes now."""
+        marker = os.path.join(self.place, "started")
+        os.utime(marker)
+        return os.lstat(marker).st_mtime_ns
 
     def discard(self) -> None:
         """Remove the upper layer, whatever is in it. Synchronous; idempotent."""

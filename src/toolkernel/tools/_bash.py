@@ -32,11 +32,12 @@ and picks the mode.
 In the sandbox a command may run ahead of its grant (``BashTool.ahead``), and the commits come
 in emission order, each validated against what committed while it ran: a batch ends exactly as
 if its calls had run one at a time in emission order, every file and every call's result, as
-long as each command's claims cover what it reads and writes and nothing outside the kernel
-changes the tree meanwhile. A command with effects beyond the sandbox is never speculated on
-(it runs once); no command runs more than twice. A write its claims missed is committed whole,
-but only in some one-at-a-time order: a later call that did not conflict with the claims ran
-beside it (``docs/design/sandbox.md``, "What is promised").
+long as each command's claims cover what it reads and nothing outside the kernel changes the tree
+meanwhile, writes the claims missed included: a command whose effects the rules can't know whole
+commits whatever it changed, so its call holds the whole workspace in the kernel's own lease
+table until then (``Ahead.commits_beyond``), and every later call is validated against its
+commit or waits for it. A command with effects beyond the sandbox is never speculated on (it
+runs once); no command runs more than twice (``docs/design/sandbox.md``, "What is promised").
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ import sniffio
 from .._errors import ToolError
 from ..kernel import Ahead, KeyFunction, ToolContext
 from ..kernel._protocol import key_owner
-from ..locks import Claim
+from ..locks import Claim, exclusive
 from ..sandbox import unavailable as sandbox_unavailable
 from ..shell import ShellRules, analyse
 from ..shell._claims import barrier_claims, keyed_claims
@@ -264,7 +265,12 @@ class BashTool(FunctionTool):
         if not isinstance(workspace, Workspace) or sandbox_unavailable():
             return None
         analysis = analyse(arguments["command"], self.rules, root=workspace.root)
-        return Ahead(speculative=analysis.confined)
+        # What it changes is committed whatever the prediction said. Where the rules can't
+        # know that whole (it runs the project's code, a script, what a Makefile says), that
+        # may be anything in the workspace: a later call is then ordered after the commit
+        # (validated against what it really changed, if it runs ahead itself).
+        beyond = () if analysis.effects_known else (exclusive(key(".")),)
+        return Ahead(speculative=analysis.confined, commits_beyond=beyond)
 
     def claims(self, arguments: Mapping[str, Any], key: KeyFunction) -> Sequence[Claim] | None:
         # Keyed here rather than re-keyed from lexical paths: an absolute path, or one under ~,

@@ -43,13 +43,16 @@ writes outside the workspace is policy, not ordering: its temporary directory an
 toolchains' caches (``shell._confine``).
 
 Running ahead changes nothing of this. What is promised: where the claims cover what each
-command reads and writes, and nothing outside the kernel changes the tree meanwhile, the batch
-ends exactly as its calls run one at a time in emission order end, every file and every call's
-result (a command that ran ahead commits after every earlier call it conflicts with, and its
-run is thrown away if one of them changed what it claims); for missed writes, serializability
-(the batch ends as if its calls had run one at a time in some order: no lost update, no torn
-file; a later call that did not conflict with the claims may have read the path first). A
-command reads the workspace as it is while it runs: a file it did not claim may change under
+command reads, and nothing outside the kernel changes the tree meanwhile, the batch ends exactly
+as its calls run one at a time in emission order end, every file and every call's result (a
+command that ran ahead commits after every earlier call it conflicts with, and its run is thrown
+away if one of them changed what it claims). Missed writes are included: a command whose
+effects the rules can't know whole holds the whole workspace in the kernel's own lease table
+(``Ahead.commits_beyond``, from ``BashTool.ahead``), so later calls are validated against what
+its commit really changed (:func:`_changed_claims`, reported) or wait for it; a command the
+rules know whole is trusted to write only what they say. The files a commit brings in carry its
+time (``Overlay.commit``), so the times follow the commits' order. A command reads the
+workspace as it is while it runs: a file it did not claim may change under
 it, which the overlay may or may not show (overlayfs leaves that undefined); what it changes is
 checked, what it only reads is not.
 """

@@ -66,6 +66,15 @@ class ChromeTrace:
     def __call__(self, event: CallEvent) -> None:
         self._recorder(event)
 
+    def leases_returned(self, call_id: str) -> None:
+        """A call's leases returned before its ``CallFinished``: its run ends here."""
+        self._recorder.leases_returned(call_id)
+
+    def leases_granted(self, call_id: str) -> None:
+        """A call that started ahead of its grant holds its leases: drawn as running from its
+        start (what it did before is on its own copy, or held back until now)."""
+        self._recorder.leases_granted(call_id)
+
     def span(
         self,
         name: str,
