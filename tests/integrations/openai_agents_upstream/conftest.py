@@ -202,6 +202,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             reason = _FAILING_LEASED.get(name)
         if reason is not None:
             item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+            item.repr_failure = _briefly  # type: ignore[method-assign]
         function = getattr(item, "obj", None)
         if "every tool leased" in item.name and inspect.iscoroutinefunction(function):
             item.obj = _in_a_kernel(function)  # type: ignore[attr-defined]
@@ -216,3 +217,9 @@ def _in_a_kernel(test: Callable[..., Awaitable[None]]) -> Callable[..., Awaitabl
             await test(*args, **kwargs)
 
     return run
+
+
+def _briefly(excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+    """An expected failure's report, in Python's own traceback format: pytest's, which no one
+    reads for an xfail, would take seconds through these long modules."""
+    return excinfo.getrepr(style="native")

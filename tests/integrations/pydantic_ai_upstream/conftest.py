@@ -313,3 +313,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             reason = _FAILING_LEASED.get(name)
         if reason is not None:
             item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+            item.repr_failure = _briefly  # type: ignore[method-assign]
+
+
+def _briefly(excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+    """An expected failure's report, in Python's own traceback format: pytest's, which no one
+    reads for an xfail, would take seconds through these long modules."""
+    return excinfo.getrepr(style="native")
