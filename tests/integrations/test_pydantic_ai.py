@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, RunContext
-from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
+from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, UserError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -25,7 +25,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.toolsets import FunctionToolset
+from pydantic_ai.toolsets import FunctionToolset, PrefixedToolset
 
 import toolkernel as tk
 from toolkernel._extras import install_command
@@ -560,6 +560,23 @@ async def test_options_of_the_wrong_shape_are_refused(
             LeasedToolset(Files().toolset(), kernel, **options)
         with pytest.raises(TypeError, match="needs a kernel"):
             LeasedToolset(Files().toolset(), None)  # type: ignore[arg-type]
+
+
+async def test_a_tool_name_conflict_gives_the_wrapped_toolsets_hint(autojump_clock: Any) -> None:
+    """pydantic-ai's error for a name two toolsets share ends with the conflicting toolset's
+    hint: a leased ``PrefixedToolset``'s still says to change its prefix."""
+
+    def tool(x: int) -> int:
+        raise AssertionError("not called")
+
+    def foo_tool(x: str) -> str:
+        raise AssertionError("not called")
+
+    async with tk.open_kernel() as kernel:
+        prefixed = PrefixedToolset(FunctionToolset([tool], id="tool"), "foo")
+        agent = Agent(scripted(), tools=[foo_tool], toolsets=[LeasedToolset(prefixed, kernel)])
+        with pytest.raises(UserError, match=r"Change the `prefix` attribute"):
+            await agent.run("go")
 
 
 def test_without_its_extra_the_module_names_the_extra() -> None:

@@ -165,6 +165,12 @@ class LeasedToolset(WrapperToolset[Any]):
     def label(self) -> str:
         return f"LeasedToolset({self.wrapped.label})"
 
+    @property
+    def tool_name_conflict_hint(self) -> str:
+        """The wrapped toolset's hint (its tools keep their names here): a ``PrefixedToolset``'s
+        says to change its prefix, an MCP server's to set its ``tool_prefix``."""
+        return self.wrapped.tool_name_conflict_hint
+
     def _around(self, wrapped: AbstractToolset[Any]) -> LeasedToolset:
         """This toolset around ``wrapped`` (pydantic-ai's copy of the wrapped one for a run)."""
         twin = copy.copy(self)
