@@ -443,15 +443,12 @@ class Leasing:
         if record.hold.waiting_in is not None:
             self.watched[record.uid] = record
 
-    def requeue(
-        self, record: CallRecord, claims: tuple[Claim, ...]
-    ) -> tuple[bool, list[CallRecord]]:
-        """Replace a granted top-level call's claims keeping its place in the queue. Returns
-        whether it holds them at once (else it waits afresh), and whom else that let in."""
-        group, lease_id = record.hold.group, record.hold.lease_id
-        assert group is not None and record.hold.more is None
-        if record.ahead is not None and record.ahead.commits_beyond:
-            claims = (*claims, *record.ahead.commits_beyond)  # ``CallRecord.table_claims``
+    def requeue(self, record: CallRecord) -> tuple[bool, list[CallRecord]]:
+        """Request a granted top-level call's claims again, changed, keeping its place in the
+        queue. Returns whether it holds them at once (else it waits afresh), and whom else
+        that let in."""
+        group, lease_id, claims = record.hold.group, record.hold.lease_id, record.table_claims
+        assert group is not None and record.hold.more is None and claims is not None
         granted = group.table.requeue(lease_id, claims, owner=record)
         held = lease_id in granted
         if not held:

@@ -642,10 +642,8 @@ class Scheduler:
         tools = record.batch.tools or self.tools
         record.tool, found = admit(record.call, tools, key or self.key, self.leasing.pools)
         if type(found) is tuple:
-            record.arguments, record.claims, record.keyed = found  # ``_set_parsed``
-            ahead = getattr(record.tool, "ahead", None)  # optional: few tools have it
-            if ahead is not None:
-                record.ahead = self._ahead_answer(record, ahead)
+            record.arguments, record.claims, record.keyed = found
+            self._ask_ahead(record)
             return None
         if isinstance(found, Unfilled):
             record.unfilled = found.arguments  # admitted in full once its sources have finished
@@ -661,9 +659,7 @@ class Scheduler:
         if isinstance(found, BaseException):
             return found
         record.arguments, record.claims, record.keyed = found
-        ahead = getattr(record.tool, "ahead", None)
-        if ahead is not None:
-            record.ahead = self._ahead_answer(record, ahead)
+        self._ask_ahead(record)
         return None
 
     @staticmethod
@@ -844,19 +840,21 @@ class Scheduler:
         ):
             self._ahead_queued[record.uid] = record
 
-    def _ahead_answer(self, record: CallRecord, ahead: Callable[..., object]) -> Ahead | None:
-        """What the call's tool answers to ``ahead(arguments, key)``, asked as its claims are
-        set; None (it does not run ahead, and holds its claims only) for a call made inside a
-        running call (nested, or in a batch a running call awaits: it runs in that call's
+    def _ask_ahead(self, record: CallRecord) -> None:
+        """Set what the call's tool answers to ``ahead(arguments, key)``, asked as its claims
+        are set; None (it does not run ahead, and holds its claims only) for a call made inside
+        a running call (nested, or in a batch a running call awaits: it runs in that call's
         slot, and maybe inside its leases) and when the tool fails to answer."""
-        if record.parent is not None or record.batch.awaited_by is not None:
-            return None
+        ahead = getattr(record.tool, "ahead", None)  # optional: few tools have it
+        if ahead is None or record.parent is not None or record.batch.awaited_by is not None:
+            record.ahead = None
+            return
         try:
             answer = ahead(record.arguments, self.key)
         except Exception:  # a tool's failure to say: it does not run ahead
             _log.exception("toolkernel: %s.ahead raised; its call does not run ahead", record.name)
-            return None
-        return answer if isinstance(answer, Ahead) else None
+            answer = None
+        record.ahead = answer if isinstance(answer, Ahead) else None
 
     def _start_ahead(self) -> None:
         """Start the queued calls that may run ahead now (``may_run_ahead``), in emission
@@ -997,10 +995,10 @@ class Scheduler:
         else:
             self._start_wait_clock(record)
 
-    def _requeue_leases(self, record: CallRecord, claims: tuple[Claim, ...]) -> bool:
-        """Replace a granted call's claims keeping its place in line; True
+    def _requeue_leases(self, record: CallRecord) -> bool:
+        """Request a granted call's claims (changed) again keeping its place in line; True
         if it holds them at once. Whoever else that lets in is granted."""
-        held, others = self.leasing.requeue(record, claims)
+        held, others = self.leasing.requeue(record)
         if not held:
             self._start_wait_clock(record)  # a fresh wait, with a fresh limit
         for granted in others:
@@ -1284,7 +1282,7 @@ class Scheduler:
         record.claims = fresh
         now = self.now()
         self.move(record, QUEUED, now)
-        if self._requeue_leases(record, fresh):
+        if self._requeue_leases(record):
             self.move(record, FRESH, now)  # keyed in this very step
             return True
         self.hand_slot_on(record)
