@@ -367,7 +367,8 @@ class Leasing:
 
         A call that claims nothing is requested too: granted at once, it conflicts with
         nobody, but it has its place in line, which it keeps if its tool asks to hold more."""
-        claims = record.table_claims
+        # ``record.table_claims``, read only where it adds to the claims (every call asks here)
+        claims = record.claims if record.ahead is None else record.table_claims
         hold = record.hold
         assert claims is not None and hold.group is None  # its first request, and only one
         # ``_request``, written out: every top-level call asks here.

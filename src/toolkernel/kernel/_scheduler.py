@@ -643,7 +643,8 @@ class Scheduler:
         record.tool, found = admit(record.call, tools, key or self.key, self.leasing.pools)
         if type(found) is tuple:
             record.arguments, record.claims, record.keyed = found
-            self._ask_ahead(record)
+            if getattr(record.tool, "ahead", None) is not None:  # few tools have it
+                self._ask_ahead(record)
             return None
         if isinstance(found, Unfilled):
             record.unfilled = found.arguments  # admitted in full once its sources have finished
