@@ -507,3 +507,63 @@ async def test_a_later_call_is_ordered_after_what_an_earlier_commit_changed_beyo
     # The Write can't be validated: it waited for the commit.
     assert write.started_at is not None and built.finished_at is not None
     assert write.started_at >= built.finished_at
+
+
+class Watcher(tk.Tool):
+    """Write a path as ``Committer`` does, but stop working the moment an earlier call tells
+    it what it changed (``ctx.wait_changed``): its output is when it stopped, and what it saw."""
+
+    name = "Watcher"
+    writes = ("path",)
+
+    def ahead(self, arguments: Mapping[str, Any], key: KeyFunction) -> Ahead | None:
+        return Ahead(speculative=True)
+
+    async def run(self, ctx: tk.ToolContext, path: str, seconds: float = 10.0) -> Any:
+        seen: tuple[ChangedMeanwhile, ...] = ()
+        with anyio.move_on_after(seconds):
+            seen = await ctx.wait_changed()
+        stopped_at = anyio.current_time()
+        meanwhile = await ctx.wait_granted()
+        return stopped_at, seen, meanwhile
+
+
+async def test_a_call_running_ahead_is_woken_when_an_earlier_call_tells_what_it_changed(
+    autojump_clock: Any,
+) -> None:
+    async with tk.open_kernel(tools=[*TOOLS, Watcher()]) as kernel:
+        first, second = await kernel.run(
+            [committer("w1", "a", 3), tk.ToolCall("w2", "Watcher", {"path": "a"})]
+        )
+    assert first.ok and second.ok, second.error
+    stopped_at, seen, meanwhile = second.output
+    told = ChangedMeanwhile("w1", "Committer", (tk.exclusive(tk.path("a")),))
+    assert seen == meanwhile == (told,)
+    assert first.finished_at is not None and stopped_at == first.finished_at  # not 10 s on
+
+
+async def test_a_call_that_can_be_told_nothing_waits_for_changes_until_cancelled(
+    autojump_clock: Any,
+) -> None:
+    # Granted at once (nothing before it), it never runs ahead: no change can come.
+    async with tk.open_kernel(tools=[Watcher()]) as kernel:
+        (alone,) = await kernel.run([tk.ToolCall("w", "Watcher", {"path": "a", "seconds": 4})])
+    assert alone.ok
+    stopped_at, seen, meanwhile = alone.output
+    assert seen == meanwhile == () and alone.started_at is not None
+    assert stopped_at == alone.started_at + 4
+
+
+async def test_a_change_told_before_the_wait_is_given_at_once(autojump_clock: Any) -> None:
+    @tk.tool(writes=["path"], ahead=lambda arguments, key: Ahead(speculative=True))
+    async def late(ctx: tk.ToolContext, path: str) -> Any:
+        """Look for changes only after the earlier call has finished."""
+        await anyio.sleep(5)
+        return await ctx.wait_changed()
+
+    async with tk.open_kernel(tools=[*TOOLS, late]) as kernel:
+        first, second = await kernel.run(
+            [committer("w1", "a", 1), tk.ToolCall("w2", "late", {"path": "a"})]
+        )
+    assert first.ok and second.ok, second.error
+    assert second.output == (ChangedMeanwhile("w1", "Committer", (tk.exclusive(tk.path("a")),)),)

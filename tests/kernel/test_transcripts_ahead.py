@@ -102,8 +102,10 @@ def test_a_speculative_call_starts_ahead_of_an_earlier_call_that_runs_ahead_itse
     h.begin(b2)
     h.scheduler.report_changes(b1, [writes(path("log"))])
     h.end(b1)
-    # b2 was granted while its tool ran: it goes on at once, told what b1 changed.
+    # b2 was granted while its tool ran: it goes on at once, told what b1 changed, and its
+    # tool woken to hear it (``ctx.wait_changed``).
     assert b2.stage is Stage.RUNNING
+    assert h.changed == ["b2"]
     assert h.wait_granted(b2)
     (meanwhile,) = h.scheduler.changed_meanwhile(b2)
     assert (meanwhile.call_id, meanwhile.changed) == ("b1", (writes(path("log")),))

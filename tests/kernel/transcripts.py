@@ -141,6 +141,7 @@ class Harness:
     prephases: list[str] = attrs.field(factory=list)
     deadlines: list[float] = attrs.field(factory=list)
     woken: list[str] = attrs.field(factory=list)
+    changed: list[str] = attrs.field(factory=list)  # told what an earlier call changed
     told: list[tuple[str, str]] = attrs.field(factory=list)
     revoked: list[str] = attrs.field(factory=list)
     interrupted: list[str] = attrs.field(factory=list)
@@ -230,6 +231,8 @@ class Harness:
             self.prephases.append(record.call.id)
         elif act is Act.REVOKE:
             self.revoked.append(record.call.id)
+        elif act is Act.CHANGED:
+            self.changed.append(record.call.id)  # its tool's watch, if any, is woken
         elif act is Act.WAKE:
             self.woken.append(record.call.id)
             if self._waits.get(record) == "leases":  # its parent's task waits for its grant

@@ -104,6 +104,26 @@ async def test_two_appends_both_land_in_order(tmp_path: pathlib.Path) -> None:
     assert shell.commands == 5
 
 
+async def test_a_run_ahead_an_earlier_commit_spoils_is_stopped_at_that_commit(
+    tmp_path: pathlib.Path,
+) -> None:
+    # c2 reads a.txt, which c1 writes: c2 runs ahead beside c1, and c1's commit spoils that
+    # run. It is stopped then, not finished first (2 s more) and thrown away at its grant.
+    tools = builtin_tools(bash=True)
+    async with tk.open_kernel(tools=tools, root=tmp_path) as kernel:
+        began = anyio.current_time()
+        results = await kernel.run(
+            [call("c1", "sleep 0.3; echo one > a.txt"), call("c2", "cat a.txt; sleep 2")]
+        )
+        took = anyio.current_time() - began
+    assert [r.status for r in results] == [tk.Status.OK] * 2, [r.error for r in results]
+    assert results[1].output == "one\n"
+    shell = bash_tool(tools).statistics
+    assert (shell.ran_ahead, shell.ahead_thrown_away, shell.discarded) == (1, 1, 0)
+    assert shell.commands == 3 and shell.committed == 2
+    assert took < 3.5, took  # about 2.3 s: 0.3 s, then the run that counts
+
+
 async def test_what_ran_ahead_holds_its_leases_from_its_grant_for_the_race_check(
     tmp_path: pathlib.Path,
 ) -> None:

@@ -10,6 +10,9 @@ does them, as h11's connection returns the events and bytes its caller must act 
   cancel that task's scope and the task finishes it; if none does, finish it now, CANCELLED.
 - ``WAKE``: a call was granted (a nested one, whose parent's task waits) or finished: wake
   whoever waits for it, and for its batch if that was the batch's last.
+- ``CHANGED``: a call running ahead of its grant was told what an earlier call it conflicts
+  with changed (a ``ChangedMeanwhile``): wake its tool if it waits for that
+  (``ToolContext.wait_changed``).
 - ``TIMER``: the earliest lease-wait deadline moved earlier: sleep until the new one.
 - ``REVOKE``: a running call's leases are going (or its run ended, to go back in line): revoke
   what its tool was given (its ``ToolContext``), before anyone else can run on them.
@@ -40,6 +43,7 @@ __all__ = [
     "PREPHASE",
     "INTERRUPT",
     "WAKE",
+    "CHANGED",
     "TIMER",
     "TELL",
     "REVOKE",
@@ -52,6 +56,7 @@ class Act(enum.Enum):
     PREPHASE = "prephase"
     INTERRUPT = "interrupt"
     WAKE = "wake"
+    CHANGED = "changed"
     TIMER = "timer"
     TELL = "tell"
     REVOKE = "revoke"
@@ -59,7 +64,7 @@ class Act(enum.Enum):
 
 # Module globals: on Python 3.11 ``Act.START`` goes through the enum metaclass (about 0.1 us).
 START, PREPHASE, INTERRUPT = Act.START, Act.PREPHASE, Act.INTERRUPT
-WAKE, TIMER, TELL, REVOKE = Act.WAKE, Act.TIMER, Act.TELL, Act.REVOKE
+WAKE, CHANGED, TIMER, TELL, REVOKE = Act.WAKE, Act.CHANGED, Act.TIMER, Act.TELL, Act.REVOKE
 
 
 class Telling(NamedTuple):

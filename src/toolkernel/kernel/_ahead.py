@@ -9,7 +9,10 @@ queues behind it, and emission order is still kept by the table), while its tool
 whose effects nobody can see yet. Before it makes them visible, the tool awaits
 ``ctx.wait_granted()``, which returns once the leases are held, with the calls that
 conflicted with it and finished while it ran ahead (:class:`ChangedMeanwhile`): what they
-changed, the tool checks against what it read, and runs again if it must.
+changed, the tool checks against what it read, and runs again if it must. Such a call is told
+each of them as it finishes, too (``ctx.wait_changed()``, woken by the scheduler's ``CHANGED``
+action): a tool whose run one of them spoils may stop that run then, rather than finish work it
+will throw away at the grant.
 
 A tool that only reads has nothing to commit but its result: the built-in Read, ListDir, Grep
 and Glob (and a tool declared ``@tool(ahead=True)``, ``toolkernel.tools._declare``) answer

@@ -36,6 +36,8 @@ class Runner(Protocol):
 
     async def _wait_granted(self, record: _Record) -> tuple[ChangedMeanwhile, ...]: ...
 
+    async def _wait_changed(self, record: _Record, seen: int) -> tuple[ChangedMeanwhile, ...]: ...
+
     def _report_changes(self, record: _Record, changed: Iterable[Claim]) -> None: ...
 
     def _ran_ahead(self, record: _Record) -> bool: ...
@@ -179,6 +181,27 @@ class ToolContext:
             # taken at the grant): the next ``fs`` is made anew; this one reads on.
             self._fs = None
         return meanwhile
+
+    async def wait_changed(self, seen: int = 0) -> tuple[ChangedMeanwhile, ...]:
+        """While this call runs ahead of its grant, wait until more than ``seen`` of the calls
+        it conflicts with have finished having changed something; all of those so far, as
+        :meth:`wait_granted` would give them. Once the call is granted (or if it never ran
+        ahead) no more can come, and this waits until cancelled. Always a checkpoint.
+
+        For a tool whose run ahead is spoilt by such a change: it can stop the run then,
+        rather than finish a run it will throw away::
+
+            async with anyio.create_task_group() as group:
+                async def watch() -> None:
+                    seen = ()
+                    while not touches(seen, run_reads):
+                        seen = await ctx.wait_changed(len(seen))
+                    group.cancel_scope.cancel()  # spoilt: stop it, run again once granted
+                ...
+        """
+        if self._ended:
+            raise self._revoked("wait for what changed meanwhile")
+        return await self._kernel._wait_changed(self._record, seen)
 
     def report_thrown_away(self) -> None:
         """Say that what this call's tool did ahead of its grant is thrown away, and that it

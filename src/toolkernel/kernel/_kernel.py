@@ -43,7 +43,7 @@ from ..leases._fencing import CoveringFence
 from ..locks import Claim, LeaseTableStatistics, path
 from . import _loop as loop
 from . import _messages as messages
-from ._actions import INTERRUPT, PREPHASE, REVOKE, START, TELL, TIMER, Action, Telling
+from ._actions import CHANGED, INTERRUPT, PREPHASE, REVOKE, START, TELL, TIMER, Action, Telling
 from ._admission import split_by_cover
 from ._ahead import ChangedMeanwhile
 from ._call import CANCELLED, ERROR, OK, Status, ToolCall, ToolResult
@@ -258,6 +258,7 @@ class Kernel(metaclass=NoPublicConstructor):
         self._scopes: dict[CallRecord, Any] = {}
         self._waiters: dict[CallRecord, Any] = {}  # the loop's events (``Loop.Event``)
         self._grant_waiters: dict[CallRecord, Any] = {}  # tools run ahead: their grants
+        self._change_waiters: dict[CallRecord, Any] = {}  # and what changed meanwhile
         self._contexts: dict[CallRecord, ToolContext] = {}  # revoked when their leases go
         self._batch_waiters: dict[Batch, Any] = {}
         self._scheduler = Scheduler(
@@ -565,6 +566,10 @@ class Kernel(metaclass=NoPublicConstructor):
                     scope.deadline = deadline
             elif act is PREPHASE:
                 self._spawn_task(self._prephase_task, record, _PREPHASE_TASK_NAME)
+            elif act is CHANGED:
+                waiter = self._change_waiters.pop(record, None)
+                if waiter is not None:
+                    waiter.set()
             else:  # WAKE
                 if self._grant_waiters and record.stage is not FINISHED:
                     waiter = self._grant_waiters.pop(record, None)
@@ -689,6 +694,27 @@ class Kernel(metaclass=NoPublicConstructor):
             if claims:
                 await self._take_shared(record, claims)  # if it fails, the call is finished
         return scheduler.changed_meanwhile(record)
+
+    async def _wait_changed(self, record: CallRecord, seen: int) -> tuple[ChangedMeanwhile, ...]:
+        """For ``ToolContext.wait_changed``: wait until more than ``seen`` calls have told
+        ``record``, running ahead, what they changed; all of them. Once it is granted, or if it
+        never ran ahead, none can come: this waits until cancelled."""
+        scheduler = self._scheduler
+        while True:
+            told = scheduler.changed_meanwhile(record)
+            if len(told) > seen:
+                await self._loop.checkpoint()
+                return scheduler.changed_meanwhile(record)
+            if not scheduler.may_be_told(record):
+                await anyio.sleep_forever()
+            waiter = self._change_waiters.get(record)
+            if waiter is None:
+                waiter = self._change_waiters[record] = self._loop.Event()
+            try:
+                await waiter.wait()
+            finally:
+                if self._change_waiters.get(record) is waiter:
+                    del self._change_waiters[record]
 
     def _report_changes(self, record: CallRecord, changed: Iterable[Claim]) -> None:
         """For ``ToolContext.report_changes``."""

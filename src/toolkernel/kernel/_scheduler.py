@@ -95,6 +95,7 @@ from ..locks import Claim, LeaseTableStatistics, Mode, Path, claims_conflict, pa
 from . import _leasing as leasing
 from . import _messages as messages
 from ._actions import (
+    CHANGED,
     INTERRUPT,
     NO_ACTIONS,
     PREPHASE,
@@ -1129,6 +1130,11 @@ class Scheduler:
         grant, in the order they finished (none for a call that did not run ahead)."""
         return tuple(record.meanwhile or ())
 
+    def may_be_told(self, record: CallRecord) -> bool:
+        """Whether an earlier call may yet tell ``record`` what it changed: it runs ahead of
+        its grant, ungranted."""
+        return record.uid in self._ahead_running
+
     @staticmethod
     def report_changes(record: CallRecord, changed: Iterable[Claim]) -> None:
         """``record``'s tool says what it changed (``ctx.report_changes``): what calls
@@ -1492,6 +1498,7 @@ class Scheduler:
                     told = ChangedMeanwhile(record.call.id, record.name, changed)
                 assert other.meanwhile is not None
                 other.meanwhile.append(told)
+                self._out.append((CHANGED, other))  # its tool may stop a run this spoils
 
     # -- timeouts ----------------------------------------------------------------------------------
 

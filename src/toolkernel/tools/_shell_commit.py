@@ -14,8 +14,10 @@ really changed decides what is committed, and how:
    change made by a tool's nested call, which overtakes), the run is thrown away, unseen and
    unsaid (:attr:`ShellStatistics.ahead_thrown_away`, and the kernel's, through
    ``ctx.report_thrown_away``), and a confined command runs again
-   now, holding its leases: a second run never runs ahead. Any other command never runs twice:
-   it fails as in 3. below. Its commit comes after the grant, so after every earlier
+   now, holding its leases: a second run never runs ahead. A confined command hears of each
+   such call while it runs (``ctx.wait_changed``), so a run one spoils is stopped then
+   (``_run_unless_spoilt``), not finished first. Any other command never runs twice: it fails
+   as in 3. below. Its commit comes after the grant, so after every earlier
    conflicting call's, in emission order; what it changed it reports
    (``ctx.report_changes``), for the commands running ahead after it to check against.
 2. Its change set is read from the upper layer. Changes inside what its call holds exclusively
@@ -61,7 +63,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, Final
 
@@ -69,7 +71,7 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from .._errors import HoldMore, ToolError
+from .._errors import CallEndedError, HoldMore, ToolError
 from ..kernel import ChangedMeanwhile, ToolContext
 from ..locks import Claim, Mode, Path, claims_conflict, covers, exclusive
 from ..sandbox import Change, ChangeKind, Overlay
@@ -240,7 +242,18 @@ async def run_and_commit(
             ahead = pending is None and again is None and ctx.ran_ahead
             if ahead:
                 statistics.ran_ahead += 1
-            run = owned = await once(again.number if again else 1)
+            if ahead and analysis.confined:
+                found = await _run_unless_spoilt(ctx, once, analysis)
+                if found is None:  # spoilt while it ran: stopped, thrown away, run again
+                    statistics.discarded -= 1  # counted as thrown away, not as cancelled
+                    statistics.ahead_thrown_away += 1
+                    ctx.report_thrown_away()
+                    await ctx.wait_granted()
+                    found = await once(1)
+                    ahead = False
+                run = owned = found
+            else:
+                run = owned = await once(again.number if again else 1)
             if ahead:
                 changed = _changed_meanwhile(await ctx.wait_granted(), analysis, ctx.claims)
                 if changed:
@@ -300,6 +313,40 @@ async def run_and_commit(
             owned.overlay.discard_later()
         if pending is not None:
             pending.close()
+
+
+async def _run_unless_spoilt(
+    ctx: ToolContext, once: Callable[[int], Awaitable[_Run]], analysis: Analysis
+) -> _Run | None:
+    """Run a confined command ahead of its grant, stopped (its overlay discarded) the moment an
+    earlier call commits a change to what it may have read: that run would be thrown away at
+    the grant anyway, and running it on only delays the run that counts. None if it was."""
+    found: _Run | None = None
+    failure: BaseException | None = None
+
+    async def run() -> None:
+        nonlocal found, failure
+        try:
+            found = await once(1)
+        except Exception as exc:  # given to the caller as it is, not in a group
+            failure = exc
+        group.cancel_scope.cancel()  # the watch ends with it
+
+    async def watch() -> None:
+        seen: tuple[ChangedMeanwhile, ...] = ()
+        try:
+            while not _changed_meanwhile(seen, analysis, ctx.claims):
+                seen = await ctx.wait_changed(len(seen))
+        except CallEndedError:
+            return  # the call is ending: its run is cancelled with it
+        group.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        group.start_soon(watch)
+    if failure is not None:
+        raise failure
+    return found
 
 
 def _changed_meanwhile(
