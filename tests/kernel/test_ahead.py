@@ -567,3 +567,20 @@ async def test_a_change_told_before_the_wait_is_given_at_once(autojump_clock: An
         )
     assert first.ok and second.ok, second.error
     assert second.output == (ChangedMeanwhile("w1", "Committer", (tk.exclusive(tk.path("a")),)),)
+
+
+async def test_cancelled_while_it_waits_for_a_change_it_returns_everything(
+    autojump_clock: Any,
+) -> None:
+    async with tk.open_kernel(tools=[*TOOLS, Watcher()]) as kernel:
+        first, second = kernel.submit_batch(
+            [committer("w1", "a", 30), tk.ToolCall("w2", "Watcher", {"path": "a", "seconds": 60})]
+        )
+        await anyio.sleep(1)  # w2 runs ahead, waiting to hear of w1
+        kernel.cancel("w2")
+        watched = await second.wait_finished()
+        committed = await first.wait_finished()
+        leases = kernel.lease_statistics()
+    assert watched.status is tk.Status.CANCELLED and committed.ok
+    assert watched.finished_at is not None and watched.finished_at < 2
+    assert (leases.held, leases.waiting) == (0, 0)

@@ -124,6 +124,25 @@ async def test_a_run_ahead_an_earlier_commit_spoils_is_stopped_at_that_commit(
     assert took < 3.5, took  # about 2.3 s: 0.3 s, then the run that counts
 
 
+async def test_cancelled_while_it_runs_ahead_watching_for_changes_it_commits_nothing(
+    tmp_path: pathlib.Path,
+) -> None:
+    tools = builtin_tools(bash=True)
+    async with tk.open_kernel(tools=tools, root=tmp_path) as kernel:
+        first, second = kernel.submit_batch(
+            [call("c1", "sleep 1; echo one > a.txt"), call("c2", "cat a.txt; sleep 5; echo > b")]
+        )
+        with anyio.fail_after(20):
+            while bash_tool(tools).statistics.ran_ahead == 0:  # c2 runs, watching for c1's
+                await anyio.sleep(0.01)
+            kernel.cancel("c2")
+            cancelled, committed = await second.wait_finished(), await first.wait_finished()
+        leases = kernel.lease_statistics()
+    assert cancelled.status is tk.Status.CANCELLED and committed.ok
+    assert (tmp_path / "a.txt").read_text() == "one\n" and not (tmp_path / "b").exists()
+    assert (leases.held, leases.waiting) == (0, 0)
+
+
 async def test_what_ran_ahead_holds_its_leases_from_its_grant_for_the_race_check(
     tmp_path: pathlib.Path,
 ) -> None:
