@@ -127,14 +127,21 @@ async def test_a_run_ahead_an_earlier_commit_spoils_is_stopped_at_that_commit(
 async def test_cancelled_while_it_runs_ahead_watching_for_changes_it_commits_nothing(
     tmp_path: pathlib.Path,
 ) -> None:
+    started = anyio.Event()
+
+    def listen(event: CallEvent) -> None:
+        if isinstance(event, CallStarted) and event.call_id == "c2" and event.ahead:
+            started.set()
+
     tools = builtin_tools(bash=True)
     async with tk.open_kernel(tools=tools, root=tmp_path) as kernel:
+        kernel.add_listener(listen)
         first, second = kernel.submit_batch(
             [call("c1", "sleep 1; echo one > a.txt"), call("c2", "cat a.txt; sleep 5; echo > b")]
         )
         with anyio.fail_after(20):
-            while bash_tool(tools).statistics.ran_ahead == 0:  # c2 runs, watching for c1's
-                await anyio.sleep(0.01)
+            await started.wait()
+            await anyio.sleep(0.3)  # its command runs, and it watches for c1's commit
             kernel.cancel("c2")
             cancelled, committed = await second.wait_finished(), await first.wait_finished()
         leases = kernel.lease_statistics()
