@@ -584,3 +584,16 @@ async def test_cancelled_while_it_waits_for_a_change_it_returns_everything(
     assert watched.status is tk.Status.CANCELLED and committed.ok
     assert watched.finished_at is not None and watched.finished_at < 2
     assert (leases.held, leases.waiting) == (0, 0)
+
+
+@pytest.mark.parametrize("seen", [-1, 1.5, "1", True])
+async def test_wait_changed_wants_a_count(autojump_clock: Any, seen: Any) -> None:
+    @tk.tool(claims=lambda arguments: [])
+    async def asks(ctx: tk.ToolContext) -> None:
+        """Ask with a wrong count."""
+        await ctx.wait_changed(seen)
+
+    async with tk.open_kernel(tools=[asks]) as kernel:
+        (result,) = await kernel.run([tk.ToolCall("a", "asks", {})])
+    assert result.status is tk.Status.ERROR and result.error_type == "TypeError"
+    assert "an int >= 0" in (result.error or "")

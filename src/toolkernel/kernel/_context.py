@@ -186,7 +186,8 @@ class ToolContext:
         """While this call runs ahead of its grant, wait until more than ``seen`` of the calls
         it conflicts with have finished having changed something; all of those so far, as
         :meth:`wait_granted` would give them. Once the call is granted (or if it never ran
-        ahead) no more can come, and this waits until cancelled. Always a checkpoint.
+        ahead) no more can come, and this waits until cancelled. Always a checkpoint; raises
+        ``TypeError`` if ``seen`` is not an int >= 0.
 
         For a tool whose run ahead is spoilt by such a change: it can stop the run then,
         rather than finish a run it will throw away::
@@ -199,6 +200,8 @@ class ToolContext:
                     group.cancel_scope.cancel()  # spoilt: stop it, run again once granted
                 ...
         """
+        if type(seen) is not int or seen < 0:
+            raise TypeError(f"seen is how many changes were seen (an int >= 0), not {seen!r}")
         if self._ended:
             raise self._revoked("wait for what changed meanwhile")
         return await self._kernel._wait_changed(self._record, seen)
