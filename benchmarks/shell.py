@@ -72,9 +72,9 @@ commands' ratios, x0.95 to x1.14, 36-42 ms a command; 160 runs ahead, none throw
 to x1.11 in ``--quick`` runs, 5 of each). Runs thrown away (row g, the Bash tool's own claims
 with the project read): claude-code-log 2 of 52 Bash runs (3.8%; 2 of 9 runs ahead), entire-go
 48 of 552 (8.7%; 48 of 100), spotter-elixir 22 of 145 (15.2%; 22 of 27): the work of a command
-run ahead is then x1.25, x1.50 and x1.84 a plain run's (counting a stopped run as a whole
-one). Row g against Claude Code's scheme: x1.188, x1.295 and x1.031 (x1.25 the three together);
-its makespans against row a's: 0.4% shorter on claude-code-log, 2.5% shorter on entire-go,
+run ahead is then x1.22, x1.47 and x1.81 a plain run's (counting a stopped run as a whole
+one). Row g against Claude Code's scheme: x1.188, x1.296 and x1.031 (x1.25 the three together);
+its makespans against row a's: 0.5% shorter on claude-code-log, 2.5% shorter on entire-go,
 21.0% longer on spotter-elixir. A confined command whose run an earlier commit spoils stops
 then (``ctx.wait_changed``), as the Bash tool's does: that gives 4.7 s on entire-go and 8.6 s
 on spotter-elixir. A command

@@ -72,6 +72,9 @@ def test_bash_calls_claim_what_the_bash_tool_would() -> None:
     )
     assert claims_for("Read", {"file_path": "/etc/passwd"}) == (tk.exclusive(tk.EVERYTHING),)
     assert claims_for("Task", {}) == (tk.exclusive(tk.EVERYTHING),)
+    # The task list, however a Claude Code release keeps it: the list, nothing else.
+    for tool in ("TodoWrite", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet"):
+        assert claims_for(tool, {}) == (tk.exclusive(tk.device("todo")),)
     assert is_read_only_call("Bash", {"command": "git status"})
     assert not is_read_only_call("Bash", {"command": "git status > x"})
 

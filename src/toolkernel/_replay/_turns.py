@@ -11,7 +11,7 @@ Read                        shared ``file_path``
 Edit, Write, MultiEdit      exclusive ``file_path``
 Grep, Glob, LS, ListDir     shared subtree of ``path`` (default ``.``, the whole workspace)
 Bash                        ``toolkernel.tools.shell_claims(command)``, as the Bash tool declares
-TodoWrite                   exclusive device ``todo``
+TodoWrite, TaskCreate, ...  exclusive device ``todo`` (also TaskUpdate, TaskList, TaskGet)
 WebFetch, WebSearch         nothing (an empty claim list: runs freely)
 anything else               nothing declared: a barrier (exclusive on everything)
 ==========================  =====================================================================
@@ -68,7 +68,10 @@ PATH_TOOLS = {"Read": False, "Edit": True, "Write": True, "MultiEdit": True}  # 
 TREE_TOOLS = frozenset({"Grep", "Glob", "LS", "ListDir"})
 FREE_TOOLS = frozenset({"WebFetch", "WebSearch"})
 READ_ONLY_TOOLS = frozenset({"Read", *TREE_TOOLS, *FREE_TOOLS})
-KNOWN_TOOLS = frozenset({*PATH_TOOLS, *TREE_TOOLS, *FREE_TOOLS, "Bash", "TodoWrite"})
+TASK_LIST_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet"})
+"""The agent's task list: ``TodoWrite``, and the tools newer Claude Code releases keep it with.
+They change the list, nothing in the workspace."""
+KNOWN_TOOLS = frozenset({*PATH_TOOLS, *TREE_TOOLS, *FREE_TOOLS, "Bash", *TASK_LIST_TOOLS})
 BARRIER = (exclusive(EVERYTHING),)
 
 _READ_ONLY_GIT = frozenset({"status", "log", "diff", "show"})
@@ -118,7 +121,7 @@ def claims_for(tool: str, args: Mapping[str, Any]) -> tuple[Claim, ...]:
         return BARRIER if key is None else (reads(key),)
     if tool == "Bash":
         return canonical_claims(shell_claims(str(args.get("command", ""))))
-    if tool == "TodoWrite":
+    if tool in TASK_LIST_TOOLS:
         return (exclusive(device("todo")),)
     if tool in FREE_TOOLS:
         return ()
