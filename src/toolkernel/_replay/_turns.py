@@ -11,7 +11,8 @@ Read                        shared ``file_path``
 Edit, Write, MultiEdit      exclusive ``file_path``
 Grep, Glob, LS, ListDir     shared subtree of ``path`` (default ``.``, the whole workspace)
 Bash                        ``toolkernel.tools.shell_claims(command)``, as the Bash tool declares
-TodoWrite, TaskCreate, ...  exclusive device ``todo`` (also TaskUpdate, TaskList, TaskGet)
+TodoWrite                   exclusive device ``todo`` (the task list), as do TaskCreate,
+                            TaskUpdate, TaskList and TaskGet
 WebFetch, WebSearch         nothing (an empty claim list: runs freely)
 anything else               nothing declared: a barrier (exclusive on everything)
 ==========================  =====================================================================
