@@ -41,3 +41,13 @@ def test_outputs_read_as_their_text_or_json(output: Any, text: str) -> None:
 )
 def test_bytes_read_as_their_utf8_text_and_sets_as_lists(output: Any, text: str) -> None:
     assert answered(output) == [text] * 3
+
+
+def test_a_name_that_is_not_utf8_reads_as_a_replacement_character_in_every_format() -> None:
+    """``os.listdir`` gives such a name's bytes as lone surrogates, which UTF-8 (and so every
+    model provider's JSON) can't carry; an error quoting it likewise."""
+    listed = "bad\udcff.txt\nok.txt"
+    assert answered(listed) == ["bad\N{REPLACEMENT CHARACTER}.txt\nok.txt"] * 3
+    failed = tk.ToolResult("c1", "t", tk.Status.ERROR, error="no file 'x\ud800'")
+    said = anthropic.tool_results([failed])[0]["content"]
+    assert said.encode() and "x\N{REPLACEMENT CHARACTER}" in said

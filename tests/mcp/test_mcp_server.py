@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -270,6 +271,7 @@ async def test_a_batch_written_as_json_text_is_read(tmp_path: pathlib.Path) -> N
         ({"calls": [{"tool": BATCH, "arguments": {"calls": []}}]}, "is a Batch"),
         ({"calls": [{"tool": "Read", "arguments": 7}]}, "not an object"),
         ({"calls": [{"tool": "Read", "arguments": {}}] * (MAX_BATCH + 1)}, "at most"),
+        ({"calls": "[" * 100_000 + "]" * 100_000}, "not a JSON list"),  # past json's recursion
     ],
 )
 async def test_a_malformed_batch_is_an_error_result_saying_what_to_send(
@@ -323,6 +325,11 @@ async def test_a_cancelled_call_gives_its_leases_back_and_commits_nothing(
         assert ok and shown == "     1\told"
 
 
+def write_bytes(path: bytes, data: bytes) -> None:
+    with open(path, "wb") as file:
+        file.write(data)
+
+
 class RawServer:
     """A server process spoken to in raw JSON-RPC lines, for what a real client never sends."""
 
@@ -334,6 +341,7 @@ class RawServer:
             stderr=subprocess.DEVNULL,
         )
         self.next = 100
+        self._read = b""
 
     def send(self, data: bytes) -> None:
         assert self.process.stdin is not None
@@ -348,11 +356,25 @@ class RawServer:
 
     def answer(self, number: int) -> dict[str, Any]:
         """The answer to request ``number`` (those to others, and notifications, passed by)."""
-        assert self.process.stdout is not None
         while True:
-            answer = json.loads(self.process.stdout.readline())
+            answer = self.frame()
             if answer.get("id") == number:
                 return dict(answer)
+
+    def frame(self, timeout: float = 30.0) -> dict[str, Any]:
+        """The next line the server writes, read within ``timeout`` (a server that never
+        answers fails the test, not hangs it)."""
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._read:
+            left = deadline - time.monotonic()
+            assert left > 0 and select.select([fd], [], [], left)[0], "no answer in time"
+            chunk = os.read(fd, 1 << 20)
+            assert chunk, "the server closed its stdout"
+            self._read += chunk
+        line, _, self._read = self._read.partition(b"\n")
+        return dict(json.loads(line))
 
     def start_command(self, command: str) -> None:
         """Call Bash with ``command`` (request 1) and return once it has started, holding its
@@ -367,9 +389,8 @@ class RawServer:
         self.wait_for_progress("Bash started")
 
     def wait_for_progress(self, message: str) -> None:
-        assert self.process.stdout is not None
         while True:
-            frame = json.loads(self.process.stdout.readline())
+            frame = self.frame()
             progress = frame.get("method") == "notifications/progress"
             if progress and frame["params"].get("message") == message:
                 return
@@ -417,6 +438,63 @@ async def test_malformed_and_oversized_frames_harm_nobody(tmp_path: pathlib.Path
     finally:
         server.close()
     assert (tmp_path / "a.txt").stat().st_size == 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "said"),
+    [
+        (b'{"jsonrpc": "2.0", "id": 50, "method": "tools/list"', -32700, "Parse error"),
+        (b'[{"jsonrpc": "2.0", "id": 51, "method": "ping"}]', -32600, "batches"),
+        (b'{"id": 52, "method": "ping"}', -32600, "JSON-RPC 2.0"),
+        (
+            b'{"jsonrpc": "2.0", "id": 53, "method": "x", "p": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+            -32700,
+            "Parse error",
+        ),
+        (b'{"jsonrpc": "2.0", "id": 54, "method": "ping", "p": "\\udc80"}', -32700, "surrogate"),
+        (
+            b'{"jsonrpc": "2.0", "id": 55, "method": "tools/call", "params": {"name": "Write", '
+            b'"arguments": {"file_path": "b\xff.txt", "content": "caf\xe9"}}}',
+            -32700,
+            "not UTF-8",
+        ),
+    ],
+)
+async def test_a_line_that_is_not_a_json_rpc_message_is_answered_and_nothing_runs(
+    tmp_path: pathlib.Path, line: bytes, code: int, said: str
+) -> None:
+    """Answered as the HTTP transport answers the same bytes, not dropped unanswered (its
+    sender would wait for ever); bytes that are not UTF-8 are not read as U+FFFD."""
+    server = RawServer(tmp_path, "--leases", "none", "--no-bash")
+    try:
+        server.initialize()
+        server.send(b"\n")  # a blank line: nothing to answer
+        server.send(line + b"\n")
+        number = json.loads(re.search(rb'"id": (\d+)', line).group(1))  # type: ignore[union-attr]
+        error = server.answer(number)["error"]
+        assert error["code"] == code and said in error["message"], error
+        assert "result" in server.request("ping", {})  # and it goes on serving
+    finally:
+        server.close()
+    assert os.listdir(tmp_path) == []
+
+
+async def test_names_that_are_not_utf8_are_listed_and_the_server_goes_on(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Python reads them with lone surrogates, which JSON's UTF-8 can't carry: the SDK's writer
+    refused the whole answer, and over stdio that ended the server."""
+    write_bytes(os.path.join(bytes(tmp_path), b"bad\xff.txt"), b"needle\n")
+    async with stdio_session(tmp_path, "--leases", "none", "--no-bash") as session:
+        for name, arguments in [
+            ("Glob", {"pattern": "*"}),
+            ("ListDir", {"path": "."}),
+            ("Grep", {"pattern": "needle"}),
+            ("Grep", {"pattern": "needle", "output_mode": "content"}),
+        ]:
+            ok, said = await call(session, name, **arguments)
+            assert ok and "bad\N{REPLACEMENT CHARACTER}.txt" in said, said
+        assert (await call(session, "Write", file_path="ok.txt", content="x\n"))[0]
 
 
 async def test_a_server_whose_client_dies_mid_call_ends_and_its_leases_return(

@@ -19,6 +19,7 @@ Dependencies (``depends_on``) are resolved here too; see ``_dependencies``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -31,7 +32,32 @@ from ._names import NameMap
 from ._nulls import drop_nulls
 from ._schema import DEPENDS_ON, declares, tool_schema, with_dependencies
 
-__all__ = ["WireCall", "to_tool_calls", "Answer", "answers", "field", "tool_objects"]
+__all__ = [
+    "WireCall",
+    "to_tool_calls",
+    "Answer",
+    "answers",
+    "field",
+    "tool_objects",
+    "unicode_text",
+]
+
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+
+
+def unicode_text(text: str) -> str:
+    """``text`` with every lone surrogate as U+FFFD, what a JSON peer can decode.
+
+    A file name that is not UTF-8 (``touch $'bad\\xff'``) comes from ``os.listdir`` and its
+    kin with its undecodable bytes as lone surrogates; so does a JSON string holding a lone
+    ``\\udc80`` escape. Python carries them, UTF-8 can't: an encoder (pydantic's, a model
+    provider's) refuses the whole message. The model sees the byte as a replacement
+    character, as ``ls`` shows it."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\N{REPLACEMENT CHARACTER}", text)
+    return text
 
 
 def field(obj: object, name: str, default: Any = None) -> Any:
@@ -183,7 +209,7 @@ class Answer:
             return None
         segments: list[str | Attachment] = []
         for segment in self.content.segments(lambda block: attachment(block) is not None):
-            found = segment if isinstance(segment, str) else attachment(segment)
+            found = unicode_text(segment) if isinstance(segment, str) else attachment(segment)
             if found is not None:
                 segments.append(found)
         if all(isinstance(segment, str) for segment in segments):
@@ -206,7 +232,7 @@ def answers(results: Iterable[ToolResult]) -> list[Answer]:
     found: dict[str, list[tuple[Status, str]]] = {}
     contents: dict[str, Content] = {}
     for result in results:
-        text = result.text() if result.ok else (result.error or result.status.value)
+        text = unicode_text(result.text() if result.ok else (result.error or result.status.value))
         if result.ok and not text:
             text = "(no output)"
         call_id = str(result.call_id)

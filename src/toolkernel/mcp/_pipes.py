@@ -8,7 +8,12 @@ terminal) the SDK's own are used.
 
 They also bound a message: a line longer than :data:`MAX_LINE` is not kept whole in memory.
 It is read through and dropped, and the request it held, if its ``id`` is near its start as
-clients write it, is answered with an error saying how long a message may be.
+clients write it, is answered with an error saying how long a message may be. A line that is
+not a JSON-RPC message (not UTF-8, not JSON, a batch array, no ``"jsonrpc": "2.0"``) is
+answered the same way, as the HTTP transport answers those bytes (``-32700`` or ``-32600``),
+instead of going to the SDK, which drops it unanswered and leaves its sender waiting; bytes
+that are not UTF-8 are never read as replacement characters (a ``Write`` of them would write
+those).
 
 Like the SDK's, the claim moves fds 0 and 1 out of the way for as long as the server runs (to
 ``/dev/null`` and stderr), so nothing a tool or a command writes can reach the wire.
@@ -26,6 +31,8 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Final
 
 import anyio
+from mcp_types import jsonrpc_message_adapter
+from pydantic import ValidationError
 
 __all__ = ["MAX_LINE", "PipeReader", "PipeWriter", "claimed_pipes"]
 
@@ -78,7 +85,9 @@ class PipeReader:
                 continue
             if not chunk:
                 if pending and not dropping:
-                    yield pending.decode("utf-8", "replace")
+                    last = await self._checked(bytes(pending))
+                    if last is not None:
+                        yield last
                 return
             start = 0
             while True:
@@ -98,25 +107,63 @@ class PipeReader:
                     await self._refuse(head, dropping)
                     dropping, head = 0, b""
                 else:
-                    line = pending.decode("utf-8", "replace")
+                    line = await self._checked(bytes(pending))
                     pending.clear()
-                    yield line
+                    if line is not None:
+                        yield line
             await anyio.lowlevel.checkpoint()
 
+    async def _checked(self, data: bytes) -> str | None:
+        """``data``, one line, as text if it is a JSON-RPC message; else None, its sender told
+        what is wrong with it."""
+        if not data.strip():
+            return None  # a blank line: nothing to read, nothing to answer
+        try:
+            text = data.decode()
+        except UnicodeDecodeError as exc:
+            message = f"Parse error: the message is not UTF-8 (a bad byte at offset {exc.start})"
+            await self._answer(data[:4096], -32700, message)
+            return None
+        try:
+            jsonrpc_message_adapter.validate_json(text, by_name=False)  # as the SDK reads it
+        except RecursionError:
+            await self._answer(data[:4096], -32700, "Parse error: nested too deeply")
+            return None
+        except ValidationError as exc:
+            errors = exc.errors()
+            invalid = [error["msg"] for error in errors if error["type"] == "json_invalid"]
+            if invalid:
+                await self._answer(data[:4096], -32700, f"Parse error: {invalid[0]}")
+            elif text.lstrip().startswith("["):
+                message = "Invalid Request: batches are not supported; send each message alone"
+                await self._answer(data[:4096], -32600, message)
+            else:
+                message = (
+                    'Invalid Request: not a JSON-RPC 2.0 message (an object with "jsonrpc": '
+                    '"2.0" and a "method", or a "result" or an "error", with an "id")'
+                )
+                await self._answer(data[:4096], -32600, message)
+            return None
+        return text
+
     async def _refuse(self, head: bytes, length: int) -> None:
-        found = _ID.search(head)
-        if found is None:
-            return  # a notification, or no id to answer: nothing to say it to
         message = (
             f"this message of {length:,} bytes is longer than the server reads "
             f"({MAX_LINE:,} bytes); send less at a time (a long file in several Writes or "
             "Edits)"
         )
-        reply = {
-            "jsonrpc": "2.0",
-            "id": json.loads(found.group(1)),
-            "error": {"code": -32600, "message": message},
-        }
+        await self._answer(head, -32600, message)
+
+    async def _answer(self, head: bytes, code: int, message: str) -> None:
+        """Answer the request whose first bytes are ``head`` with a JSON-RPC error."""
+        found = _ID.search(head)
+        if found is None:
+            return  # a notification, or no id to answer: nothing to say it to
+        try:
+            request_id = json.loads(found.group(1))
+        except ValueError:  # an id string with a bad escape: no id to answer
+            return
+        reply = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
         await self._writer.write(json.dumps(reply) + "\n")
 
 

@@ -45,7 +45,7 @@ import attrs
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ..formats._attachments import Attachment
-from ..formats._calls import answers, exported_tools
+from ..formats._calls import answers, exported_tools, unicode_text
 from ..kernel import (
     CallFinished,
     CallHandle,
@@ -203,20 +203,22 @@ class ToolServer:
         but for cancellation, whatever the call or the tool does."""
         try:
             if name == BATCH:
-                return await self._batch(arguments, agent, report)
+                return _unicode(await self._batch(arguments, agent, report))
             (result,) = await self._run([(name, arguments)], agent, report)
             if result.error_type == "UnknownToolError" and result.error:
                 # The kernel lists its own tools; this server has one more.
                 result = attrs.evolve(result, error=f"{result.error}, and {BATCH}")
-            return _call_result(result)
+            return _unicode(_call_result(result))
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:  # a bug met by this call: its caller hears of it, no one else
             _log.exception("tools/call %s failed", name)
-            return _error_result(
-                f"internal error in the toolkernel MCP server running {name}: "
-                f"{type(exc).__name__}: {exc}. The server goes on; try the call again, or "
-                "report the error if it repeats."
+            return _unicode(
+                _error_result(
+                    f"internal error in the toolkernel MCP server running {name}: "
+                    f"{type(exc).__name__}: {exc}. The server goes on; try the call again, or "
+                    "report the error if it repeats."
+                )
             )
 
     async def _batch(
@@ -322,7 +324,9 @@ class Reporter:
         self._progress += 1
         try:
             await self._send(
-                float(self._progress), None if total is None else float(total), message
+                float(self._progress),
+                None if total is None else float(total),
+                unicode_text(message),
             )
         except anyio.get_cancelled_exc_class():
             raise
@@ -397,7 +401,7 @@ def _batch_calls(
     if isinstance(calls, str):  # a model that wrote the list as JSON text: read it
         try:
             calls = json.loads(calls)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past json's own limit
             return f"{form}: calls is a string that is not a JSON list; send the list itself", []
     if not isinstance(calls, list) or not calls:
         return f"{form}, with at least one call", []
@@ -444,3 +448,21 @@ def _block(segment: str | Attachment) -> dict[str, Any]:
 
 def _error_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _unicode(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with every string in it :func:`unicode_text`: the SDK's writer refuses a
+    message holding a lone surrogate (a file name that is not UTF-8, in a listing or an
+    error), and over stdio that refusal ends the session's whole server."""
+    cleaned: dict[str, Any] = _unicode_value(result)
+    return cleaned
+
+
+def _unicode_value(found: Any) -> Any:
+    if isinstance(found, str):
+        return unicode_text(found)
+    if isinstance(found, dict):
+        return {key: _unicode_value(value) for key, value in found.items()}
+    if isinstance(found, list):
+        return [_unicode_value(value) for value in found]
+    return found
