@@ -100,6 +100,7 @@ def launch(allowed: list[str], *, sandboxed: bool = True) -> _confine.Launch:
     ("output", "refused"),
     [
         ("bash: {E}/x: Permission denied", "{E}/x"),
+        ("bash: line 1: {E}/x: Permission denied", "{E}/x"),  # as the launched shell says it
         ("/usr/bin/bash: line 1: {E}/x: Permission denied", "{E}/x"),
         ("/usr/bin/bash: line 3: {E}/my file: Permission denied", "{E}/my file"),
         ("/bin/sh: 1: cannot create {E}/x: Permission denied", "{E}/x"),

@@ -180,6 +180,21 @@ async def test_commands_run_in_bash_whose_grammar_their_claims_are_read_with(
     assert not (tmp_path / "out").exists()
 
 
+@needs_proc
+async def test_a_command_starts_as_in_a_shell_its_signals_at_their_defaults_and_0_bash(
+    kernel: tk.Kernel,
+) -> None:
+    """The launcher is Python, which ignores SIGPIPE and SIGXFSZ at start-up: inherited, a
+    writer into a closed pipe would not die of it (``yes | head`` says "Broken pipe" and ends
+    1, and ``set -o pipefail`` fails), and ``$0`` was bash's path, in every message it prints."""
+    command = "yes | head -c 3 >/dev/null; echo ${PIPESTATUS[*]}; grep SigIgn /proc/self/status"
+    result = await bash(kernel, f"{command}; echo $0; nosuchcommand")
+    assert result.status is tk.Status.ERROR  # the last command's 127
+    said = result.error or ""
+    assert "141 0\nSigIgn:\t0000000000000000\nbash\n" in said, said
+    assert "bash: line 1: nosuchcommand: command not found" in said and "Broken pipe" not in said
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 async def test_inherited_startup_variables_run_nothing_before_the_command(
     kernel: tk.Kernel, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch

@@ -248,6 +248,16 @@ def _children() -> list[int]:
     return found
 
 
+def _exec(command: list[str]) -> None:
+    """Become ``command`` as a shell would start it: SIGPIPE and SIGXFSZ at their defaults
+    (Python ignores both at start-up, and an ignored signal stays ignored across ``exec``:
+    ``yes | head`` would say "Broken pipe" and end 1, not 141), and ``argv[0]`` the program's
+    name, not its path (``$0`` is ``bash``, and so is what bash's own messages start with)."""
+    for number in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(number, signal.SIG_DFL)
+    os.execv(command[0], [os.path.basename(command[0]), *command[1:]])
+
+
 def _kill_all() -> None:
     """Kill and reap every descendant: those orphaned on the way are reparented here."""
     while True:
@@ -272,11 +282,11 @@ def supervise(command: list[str]) -> None:
     command simply replaces this process.
     """
     if not sys.platform.startswith("linux") or _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0):
-        os.execv(command[0], command)
+        _exec(command)
     child = os.fork()
     if child == 0:
         try:
-            os.execv(command[0], command)
+            _exec(command)
         finally:
             os._exit(127)
 
@@ -494,7 +504,7 @@ def run_as_first_process(
                 if pair is not None and machine is not None and program is not None:
                     pair[0].close()
                     confine_renames(pair[1], machine[1], program)
-                os.execv(command[0], command)
+                _exec(command)
             if pair is not None and machine is not None and supervisor is not None:
                 pair[1].close()
                 listener = supervisor.receive(pair[0])
