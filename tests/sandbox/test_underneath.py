@@ -159,3 +159,62 @@ def test_a_file_made_beside_another_writers_is_no_conflict(
     assert found["underneath"] == []
     assert (root / "d" / "new.txt").read_text() == "new\n"
     assert (root / "d" / "theirs.txt").read_text() == "theirs\n"
+
+
+# -- directories shut to their owner: the commit writes in them as the command did -------------
+
+
+def modes(root: pathlib.Path) -> dict[str, tuple[str, int]]:
+    found = {}
+    for place in sorted(root.rglob("*")):
+        mode = place.lstat().st_mode & 0o7777
+        found[place.relative_to(root).as_posix()] = ("dir" if place.is_dir() else "file", mode)
+    return found
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cp -r ro ro2",
+        "mv ro moved",
+        "mkdir -p n/sub && echo y > n/sub/g && chmod 555 n/sub",
+        "chmod 755 ro && echo new > ro/h && chmod 555 ro",
+        "chmod -R u+w ro && rm -r ro",
+        "chmod 700 ro && mkdir ro/deep && echo z > ro/deep/z && chmod 500 ro/deep ro",
+    ],
+)
+def test_a_directory_shut_to_its_owner_is_committed_whole_as_the_command_left_it(
+    user: list[str], root: pathlib.Path, tmp_path: pathlib.Path, command: str
+) -> None:
+    """A commit that gave a directory its final mode first could not write in it after (not
+    as an unprivileged user: root passes), and left the tree half committed."""
+    (root / "ro").mkdir()
+    (root / "ro" / "f").write_text("f\n")
+    if user:
+        os.chown(root / "ro", 65534, 65534)
+        os.chown(root / "ro" / "f", 65534, 65534)
+    (root / "ro").chmod(0o555)
+    alone = tmp_path / "alone"
+    shutil.copytree(root, alone, symlinks=True)
+    subprocess.run(["/bin/bash", "-c", command], cwd=alone, check=True)
+    try:
+        found = run(user, root, command)
+        assert found["underneath"] == []
+        assert modes(root) == modes(alone)
+        assert tree(root) == tree(alone)
+    finally:
+        for place in (root, alone):
+            subprocess.run(["chmod", "-R", "u+w", place], check=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives files to other users: needs root")
+def test_a_change_of_owner_is_committed(shared_directory: pathlib.Path) -> None:
+    """A file or a directory given to another user kept its old owner: only its mode was
+    committed (a file made by the command kept its new one, moved in whole)."""
+    (shared_directory / "own").write_text("own\n")
+    (shared_directory / "d").mkdir()
+    command = "chown 1000:1000 own; chown 1001 d; mkdir dd; chown 1002:1003 dd; touch new"
+    found = run([], shared_directory, command + "; chown 1004 new")
+    assert found["underneath"] == []
+    owners = {p.name: (p.lstat().st_uid, p.lstat().st_gid) for p in shared_directory.iterdir()}
+    assert owners == {"own": (1000, 1000), "d": (1001, 0), "dd": (1002, 1003), "new": (1004, 0)}

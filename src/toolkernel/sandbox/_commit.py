@@ -7,6 +7,11 @@ where it is on the same file system, else through a temporary copy beside it; a 
 A directory is made, or has its mode set; one that replaces what was there has the entries the
 command did not keep removed. A deletion removes the file, or the whole tree.
 
+A directory whose mode would shut its owner out (no write or search: ``chmod 555``) is given
+that mode last, deepest first, once everything beneath it is in place, and a directory already
+so that the commit must write in is opened to its owner meanwhile: an unprivileged user's
+``cp -r`` of a read-only directory commits whole, as it ran (root's writes pass anyway).
+
 Which changes to apply, and under which leases, is the caller's business (the Bash tool commits
 what its call holds, after taking leases for the rest); this module only applies. With shared
 leases every visible step goes through the call's fence (``_Steps``): a file moved from the
@@ -24,6 +29,7 @@ import shutil
 import stat
 import uuid
 from collections.abc import Callable, Iterable
+from typing import Final
 
 import attrs
 
@@ -62,6 +68,8 @@ def apply_changes(
         raise
     workspace = Directories(root_fd, DIRECTORY_FLAGS)
     layer = Directories(upper_fd, DIRECTORY_FLAGS)
+    # Not through a fence: a lease service makes its changes itself, as itself.
+    modes = _ShutModes() if fence is None and os.geteuid() != 0 else None
     try:
         if restamp is not None:
             _restamp(layer, changes, *restamp)
@@ -69,11 +77,18 @@ def apply_changes(
             parts = change.parts
             parent = workspace.open(parts[:-1])
             source = layer.open(parts[:-1])
-            _apply(parent, change, _Steps(fence, source))
+            if modes is not None:
+                modes.open_up(parent, parts[:-1])
+                modes.open_up(source, parts[:-1], layer=True)  # files are moved out of it
+            _apply(parent, change, _Steps(fence, source, modes))
             if change.kind is not ChangeKind.FILE or not change.metadata_only:
                 workspace.forget(parts)  # made, replaced or removed: opened afresh if needed
     finally:
-        workspace.close()
+        try:
+            if modes is not None:
+                modes.settle(workspace)
+        finally:
+            workspace.close()
         layer.close()
         os.close(upper_fd)
         os.close(root_fd)
@@ -92,6 +107,55 @@ def _restamp(layer: Directories, changes: list[Change], since: int, now: int) ->
             os.utime(parts[-1], ns=(found.st_atime_ns, now), dir_fd=source, follow_symlinks=False)
 
 
+_OWNER_ENTERS: Final = stat.S_IWUSR | stat.S_IXUSR
+
+
+class _ShutModes:
+    """The modes of directories that shut their owner out, set once the commit is done
+    (``apply_changes``): each directory's final mode, by its path from the root."""
+
+    def __init__(self) -> None:
+        self._final: dict[tuple[str, ...], int] = {}
+        self._looked: set[tuple[str, ...]] = set()
+        self._looked_in_layer: set[tuple[str, ...]] = set()
+
+    def working(self, parts: tuple[str, ...], mode: int) -> int:
+        """The mode to give directory ``parts`` now, for ``mode`` later."""
+        if mode & _OWNER_ENTERS == _OWNER_ENTERS:
+            self._final.pop(parts, None)
+            return mode
+        self._final[parts] = mode
+        return mode | _OWNER_ENTERS
+
+    def open_up(self, fd: int, parts: tuple[str, ...], *, layer: bool = False) -> None:
+        """The commit writes in directory ``parts`` (open as ``fd``) of the workspace, or of
+        the upper layer (``layer``, which is thrown away after): open it to its owner (this
+        process) if it is shut, for now."""
+        looked = self._looked_in_layer if layer else self._looked
+        if parts in looked:
+            return
+        looked.add(parts)
+        found = os.fstat(fd)
+        mode = stat.S_IMODE(found.st_mode)
+        if mode & _OWNER_ENTERS != _OWNER_ENTERS and found.st_uid == os.geteuid():
+            os.fchmod(fd, mode | _OWNER_ENTERS)
+            if not layer:
+                self._final.setdefault(parts, mode)
+
+    def settle(self, workspace: Directories) -> None:
+        """Give every directory its final mode, the deepest first."""
+        for parts in sorted(self._final, key=len, reverse=True):
+            mode = self._final[parts]
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                if not parts:
+                    os.fchmod(workspace.open(()), mode)
+                    continue
+                parent = workspace.open(parts[:-1])
+                found = os.lstat(parts[-1], dir_fd=parent)
+                if stat.S_ISDIR(found.st_mode):
+                    os.chmod(parts[-1], mode, dir_fd=parent, follow_symlinks=False)
+
+
 @attrs.frozen
 class _Steps:
     """The visible steps of a commit: each the system call itself (``fence`` None), or
@@ -101,6 +165,8 @@ class _Steps:
     fence: Fence | None
     source: int
     """The directory of the upper layer holding the change: where its file comes from."""
+    modes: _ShutModes | None = None
+    """Where the modes that shut a directory's owner out wait to be set, if they wait."""
 
     def rename(
         self,
@@ -158,7 +224,11 @@ def _apply(parent: int, change: Change, steps: _Steps) -> None:
         return
     found = os.lstat(name, dir_fd=steps.source)
     if change.metadata_only:
-        steps.chmod(parent, parts, stat.S_IMODE(found.st_mode))
+        mode = stat.S_IMODE(found.st_mode)
+        if steps.modes is not None and stat.S_ISDIR(found.st_mode):
+            mode = steps.modes.working(parts, mode)
+        _own_as(parent, name, found, steps)  # first: a change of owner clears a set-id bit
+        steps.chmod(parent, parts, mode)
         if kind is ChangeKind.FILE:
             steps.set_times(parent, parts, (found.st_atime_ns, found.st_mtime_ns))
         return
@@ -186,6 +256,19 @@ def _apply(parent: int, change: Change, steps: _Steps) -> None:
 
         _replace(parent, parts, fifo, steps)
     # A socket has no life outside the process that made it: nothing to commit.
+
+
+def _own_as(parent: int, name: str, found: os.stat_result, steps: _Steps) -> None:
+    """Give ``name`` the owner and group of ``found``, its upper layer's entry, where they
+    differ (``chown``; a file moved in by a rename has them already). What this process may
+    not give (another user's, unless it is root) is left, as the lease service leaves every
+    owner: its wire has no change of owner."""
+    if steps.fence is not None:
+        return
+    current = os.lstat(name, dir_fd=parent)
+    if (current.st_uid, current.st_gid) != (found.st_uid, found.st_gid):
+        with contextlib.suppress(PermissionError):
+            os.chown(name, found.st_uid, found.st_gid, dir_fd=parent, follow_symlinks=False)
 
 
 def _lstat(parent: int, name: str) -> os.stat_result | None:
@@ -217,7 +300,9 @@ def _remove(parent: int, parts: tuple[str, ...], steps: _Steps) -> None:
         aside = f".{name[:32]}.toolkernel-deleted-{secrets.token_hex(6)}"
         steps.rename(parent, parts, (*parts[:-1], aside), replace=False)
         name = aside
-    remove_tree(parent, name)
+    # Forced: a directory in it shut to its owner is opened to be emptied (the command
+    # removed the tree, so it could; its own way through is not the commit's to repeat).
+    remove_tree(parent, name, force=True)
 
 
 def _make_directory(
@@ -230,6 +315,8 @@ def _make_directory(
 ) -> None:
     name = parts[-1]
     mode = stat.S_IMODE(found.st_mode)
+    if steps.modes is not None:
+        mode = steps.modes.working(parts, mode)
     current = _lstat(parent, name)
     if current is not None and not stat.S_ISDIR(current.st_mode):
         steps.unlink(parent, parts)
@@ -237,6 +324,7 @@ def _make_directory(
     if steps.fence is None:
         if current is None:
             os.mkdir(name, 0o700, dir_fd=parent)
+        _own_as(parent, name, found, steps)
         os.chmod(name, mode, dir_fd=parent, follow_symlinks=False)
     else:
         # Made with its mode, and set again only where the umask changed it: a directory made
