@@ -241,3 +241,52 @@ async def test_a_local_clone_into_the_workspace_ends_as_in_a_plain_shell(
         return {k: v for k, v in snapshot(root).items() if not k.endswith(".git/index")}
 
     assert without_indexes(tool_root) == without_indexes(shell_root)
+
+
+# -- a batch whose earlier call changes a link its later calls' paths pass through ------------
+
+
+def with_a_link(root: pathlib.Path) -> None:
+    seed(root)
+    (root / "L").symlink_to("d")
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        [("Bash", "rm L"), ("Bash", "echo 1 > L/x.txt; echo $?"), ("Bash", "cat d/x.txt")],
+        [("Bash", "ln -sfn newdir L"), ("Bash", "echo 1 > L/x.txt"), ("Read", "d/x.txt")],
+        [("Bash", "mv L M"), ("Bash", "cat L/x.txt; echo $?")],
+        [("Bash", "rm L"), ("Read", "L/x.txt")],
+        [("Bash", "ln -sfn newdir L"), ("Read", "L/x.txt"), ("Bash", "cd L && echo w > w")],
+    ],
+)
+async def test_a_later_call_through_a_link_an_earlier_one_changed_goes_where_it_points_now(
+    tmp_path: pathlib.Path, calls: list[tuple[str, str]]
+) -> None:
+    """Its paths were keyed through the link as it was when the batch came: it ran beside
+    the earlier call, on the old link, and what it did was kept (a write through a removed
+    link landed in its old target). It claims the link it passes through, so it comes after."""
+    shell_root, tool_root = tmp_path / "plain", tmp_path / "tool"
+    for root in (shell_root, tool_root):
+        root.mkdir()
+        with_a_link(root)
+    expected: list[tuple[bool, str]] = []
+    for tool, argument in calls:
+        if tool == "Bash":
+            done = plain(shell_root, argument)
+            expected.append((done.returncode == 0, done.stdout))
+        else:
+            target = shell_root / argument
+            found = target.exists()
+            expected.append((found, target.read_text().strip() if found else ""))
+    batch = [
+        tk.ToolCall(f"c{i}", tool, {"command" if tool == "Bash" else "file_path": argument})
+        for i, (tool, argument) in enumerate(calls)
+    ]
+    async with tk.open_kernel(builtin_tools(bash=True), root=tool_root) as kernel:
+        results = await kernel.run(batch)
+    for result, (ok, said) in zip(results, expected, strict=True):
+        assert result.ok is ok, result
+        assert said in (result.text() if result.ok else result.error or ""), result
+    assert snapshot(tool_root) == snapshot(shell_root)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import threading
 import unicodedata
 
 import pytest
@@ -182,6 +183,36 @@ def test_paths_through_a_directory_symlink_take_the_targets_key(ws: Workspace) -
     # links are followed as usual.
     assert ws.key("not-yet/../d/f") == path("a/f")
     assert ws.key("a/../d/f") == path("a/f")
+
+
+def test_the_links_a_spelling_passes_through_are_noted_while_asked(
+    ws: Workspace, tmp_path: pathlib.Path
+) -> None:
+    """Each link's own entry (its directories resolved), in the order met; none for a path
+    with no link, none for a link outside the root, none in another thread, none once it
+    stops."""
+    (ws.root / "two").symlink_to("a/sub")
+    (ws.root / "one").symlink_to("two")
+    (ws.root / "a" / "up").symlink_to("..")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "out").symlink_to(ws.root / "a")
+    noted: list[Path] = []
+    assert ws.note_links(noted) is None
+    assert ws.key("a/f") == path("a/f") and noted == []
+    assert ws.key("one/g") == path("a/sub/g")
+    assert noted == [path("one"), path("two")]
+    noted.clear()
+    assert ws.key("a/up/two/g") == path("a/sub/g")
+    assert noted == [path("a/up"), path("two")]
+    noted.clear()
+    assert ws.key(str(tmp_path / "out" / "f")) == path("a/f") and noted == []
+    elsewhere: list[Path] = []
+    thread = threading.Thread(target=lambda: elsewhere.append(ws.key("one/g")))
+    thread.start()
+    thread.join()
+    assert elsewhere == [path("a/sub/g")] and noted == []
+    assert ws.note_links(None) is noted
+    assert ws.key("one/g") == path("a/sub/g") and noted == []
 
 
 def test_dotdot_after_a_symlink_climbs_out_of_the_target(ws: Workspace) -> None:
@@ -378,3 +409,23 @@ def forged_key(parts: tuple[str, ...]) -> Path:
 def test_real_path_refuses_what_is_not_a_canonical_key(ws: Workspace, bad: object) -> None:
     with pytest.raises(InvalidClaimError):
         ws.real_path(bad if isinstance(bad, str) else forged_key(bad))  # type: ignore[arg-type]
+
+
+def test_every_call_of_a_batch_keyed_through_a_link_claims_the_link(ws: Workspace) -> None:
+    """A batch is keyed at one moment, each spelling once (``KeyLog``): a spelling through a
+    link is not remembered, so the second call spelled so claims the link too."""
+    from toolkernel.kernel._admission import KeyLog, compute_claims
+    from toolkernel.tools import builtin_tools
+
+    (ws.root / "L").symlink_to("a")
+    write = next(tool for tool in builtin_tools() if tool.name == "Write")
+    arguments = write.parse_arguments({"file_path": "L/f", "content": ""})
+    once = KeyLog(ws.key, once=True)
+    for keyed in (None, [], None):
+        claims = compute_claims(write, arguments, once, {}, keyed)
+        assert [(str(c.resource), c.mode.name) for c in claims] == [
+            ("L", "SHARED"),
+            ("a/f", "EXCLUSIVE"),
+        ]
+    arguments = write.parse_arguments({"file_path": "a/f", "content": ""})
+    assert [str(c.resource) for c in compute_claims(write, arguments, once, {})] == ["a/f"]

@@ -30,11 +30,21 @@ from .._errors import (
     ToolDeclarationError,
     UnknownPoolError,
 )
-from ..locks import EVERYTHING, Claim, Path, Pool, canonical_claims, covers, exclusive, path
+from ..locks import (
+    EVERYTHING,
+    Claim,
+    Path,
+    Pool,
+    canonical_claims,
+    covers,
+    exclusive,
+    path,
+    shared,
+)
 from . import _messages as messages
 from ._call import Status, ToolCall, ToolResult
 from ._messages import RootCause
-from ._protocol import KernelTool
+from ._protocol import KernelTool, key_owner
 from ._record import CallRecord
 
 __all__ = [
@@ -417,6 +427,18 @@ def compute_claims(
         log = key if isinstance(key, KeyLog) else KeyLog(key, once=False)
         log.noted = keyed
         key = log
+    # The links the spellings pass through, claimed shared below (``Workspace.note_links``):
+    # noted into the batch's log while it admits (``KeyLog.noting``), else for this call.
+    noting = key.links if isinstance(key, KeyLog) else None
+    alone = None
+    if noting is None and key is not path:  # lexical keys pass through no link
+        alone = key if isinstance(key, KeyLog) else KeyLog(key, once=False)
+        if alone.noting():
+            key = alone
+            noting = alone.links
+        else:
+            alone = None
+    start = 0 if noting is None else len(noting)
     try:
         declared = tool.claims(arguments, key)
         claims: tuple[Claim, ...]
@@ -442,6 +464,11 @@ def compute_claims(
     finally:
         if log is not None:
             log.noted = None
+        if alone is not None:
+            alone.done_noting()
+    if noting is not None and len(noting) > start and canonical is not _BARRIER:
+        links = (shared(link) for link in noting[start:])
+        canonical = canonical_claims((*canonical, *links))
     for claim in canonical:
         if isinstance(claim.resource, Pool):
             _check_pool(tool.name, claim, pools)
@@ -458,19 +485,42 @@ class KeyLog:
     and a function attribute on each, cost a tenth of a call's admission
     (``benchmarks/overhead.py``)."""
 
-    __slots__ = ("__wrapped__", "_known", "noted")
+    __slots__ = ("__wrapped__", "_before", "_known", "_note", "links", "noted")
 
     def __init__(self, key: Callable[[str], Path], *, once: bool) -> None:
         self.__wrapped__ = key  # see KeyFunction
         self._known: dict[str, Path] | None = {} if once else None
         self.noted: list[tuple[str, Path]] | None = None
+        self.links: list[Path] | None = None
+        """While :meth:`noting`: every link the spellings keyed pass through, in order."""
+        self._before: list[Path] | None = None
+        self._note: Callable[[list[Path] | None], list[Path] | None] | None = None
+
+    def noting(self) -> bool:
+        """Have the workspace note the links the spellings pass through in ``links``, until
+        :meth:`done_noting` (for a batch: once, not call by call); False if ``key`` is no
+        workspace's (it has no links)."""
+        note = getattr(key_owner(self.__wrapped__), "note_links", None)
+        if not callable(note):
+            return False
+        self.links, self._note = [], note
+        self._before = note(self.links)
+        return True
+
+    def done_noting(self) -> None:
+        if self._note is not None:
+            self._note(self._before)
+            self.links = self._before = self._note = None
 
     def __call__(self, text: str) -> Path:
         known = self._known
         found = None if known is None or type(text) is not str else known.get(text)
         if found is None:
+            links = self.links
+            met = 0 if links is None else len(links)
             found = self.__wrapped__(text)
-            if known is not None and type(text) is str:
+            # A spelling through a link is keyed again each time: each call notes the link.
+            if known is not None and type(text) is str and (links is None or len(links) == met):
                 known[text] = found
         noted = self.noted
         if noted is not None:

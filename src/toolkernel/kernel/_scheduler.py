@@ -520,10 +520,15 @@ class Scheduler:
         # The batch is keyed at one moment: a path its calls name many times (a deep queue on
         # one file, a Read and an Edit of it) is looked up once.
         key = self.key if self.key is path else KeyLog(self.key, once=len(records) > 1)
-        for record in records:
-            failure = self._admit(record, key)
-            if failure is not None:
-                failures[record.uid] = (ERROR, failure)
+        noting = isinstance(key, KeyLog) and key.noting()  # the links, for the whole batch
+        try:
+            for record in records:
+                failure = self._admit(record, key)
+                if failure is not None:
+                    failures[record.uid] = (ERROR, failure)
+        finally:
+            if noting:
+                cast(KeyLog, key).done_noting()
         if not in_order or len(records) > 1:  # else no after=, and no id twice
             self._link(*link_dependencies(records, failures, self._names))
         if self.report.listeners or sink is not None:  # build no events when nobody listens

@@ -110,6 +110,7 @@ class Workspace:
         "_fd",
         "_finalizer",
         "_fold_case",
+        "_links_met",
         "_lock",
         "_root",
         "_root_parts",
@@ -155,6 +156,7 @@ class Workspace:
         # What the fast key path reads: -1 when it is off (closed, or a folding file system).
         self._fast_fd = -1 if self._folding else self._fd
         self._finalizer = weakref.finalize(self, os.close, self._fd)
+        self._links_met: tuple[int, list[Path]] | None = None  # ``note_links``: thread, list
 
     # -- the root descriptor ---------------------------------------------------------------------
 
@@ -245,6 +247,20 @@ class Workspace:
             if parts is not None:
                 return _valid_path(parts)  # canonical already: skip Path's own checks
         return self._resolve_key(p)[0]
+
+    def note_links(self, into: list[Path] | None) -> list[Path] | None:
+        """While ``into`` is a list, append to it the key of each symbolic link in the
+        workspace that a spelling keyed in this thread passes through (the link's own entry,
+        not followed); None stops. Returns the list noted into before.
+
+        A key found through a link holds only while the link points where it did: the kernel
+        claims each link a call's paths pass through, shared, so that a call changing the
+        link (``rm L``, ``ln -sfn e L``) comes first in emission order, and a call that ran
+        ahead of such a change is run again. A spelling with no link in it (the fast path)
+        notes nothing and costs nothing more."""
+        previous = None if self._links_met is None else self._links_met[1]
+        self._links_met = None if into is None else (threading.get_ident(), into)
+        return previous
 
     def locate(self, p: str | os.PathLike[str]) -> tuple[Path, pathlib.Path]:
         """Return ``(key(p), path on disk)`` from one resolution.
@@ -385,6 +401,8 @@ class Workspace:
                 if entry is not None:
                     spelled, status = entry
                     if stat.S_ISLNK(status.st_mode):
+                        if self._links_met is not None:
+                            self._note_link([*current, spelled])
                         links += 1
                         if links > MAX_SYMLINKS:
                             raise InvalidClaimError(
@@ -409,6 +427,16 @@ class Workspace:
                     known += 1
             current.append(name)
         return current
+
+    def _note_link(self, entry: list[str]) -> None:
+        """Note the link at ``entry`` (absolute components, its directories resolved) for
+        ``note_links``, if it is in the workspace and this is the thread noting."""
+        noting = self._links_met
+        root = self._root_parts
+        if noting is None or noting[0] != threading.get_ident() or len(entry) <= len(root):
+            return
+        if self._same_components(entry[: len(root)], root):
+            noting[1].append(self._entry_key(entry[len(root) :]))
 
 
 def _fast_parts(root_fd: int, text: str) -> tuple[str, ...] | None:
