@@ -218,3 +218,24 @@ def test_a_change_of_owner_is_committed(shared_directory: pathlib.Path) -> None:
     assert found["underneath"] == []
     owners = {p.name: (p.lstat().st_uid, p.lstat().st_gid) for p in shared_directory.iterdir()}
     assert owners == {"own": (1000, 1000), "d": (1001, 0), "dd": (1002, 1003), "new": (1004, 0)}
+
+
+@pytest.mark.parametrize(
+    ("command", "kept"),
+    [
+        ("echo more >> d/x", ["d"]),  # nothing made or removed in it: a plain shell leaves it
+        ("echo more >> d/sub/deep.txt && chmod 700 d/sub", ["d", "d/sub"]),
+        ("cp -a d e", ["d", "e", "e/sub"]),  # its times kept, as cp -a keeps them
+        ("mv d e && echo more >> e/x", ["e", "e/sub"]),  # a rename keeps a directory's times
+    ],
+)
+def test_a_directory_keeps_the_times_the_command_left_it(
+    user: list[str], root: pathlib.Path, command: str, kept: list[str]
+) -> None:
+    """The commit's own renames into a directory gave it the commit's time."""
+    old = 978_307_200  # 2001-01-01
+    for place in (root / "d", root / "d" / "sub"):
+        os.utime(place, (old, old))
+    found = run(user, root, command)
+    assert found["underneath"] == []
+    assert {name: (root / name).stat().st_mtime for name in kept} == dict.fromkeys(kept, old)

@@ -70,6 +70,7 @@ def apply_changes(
     layer = Directories(upper_fd, DIRECTORY_FLAGS)
     # Not through a fence: a lease service makes its changes itself, as itself.
     modes = _ShutModes() if fence is None and os.geteuid() != 0 else None
+    times = _DirectoryTimes() if fence is None else None
     try:
         if restamp is not None:
             _restamp(layer, changes, *restamp)
@@ -77,6 +78,8 @@ def apply_changes(
             parts = change.parts
             parent = workspace.open(parts[:-1])
             source = layer.open(parts[:-1])
+            if times is not None:
+                times.note(parent, source, change)
             if modes is not None:
                 modes.open_up(parent, parts[:-1])
                 modes.open_up(source, parts[:-1], layer=True)  # files are moved out of it
@@ -87,6 +90,8 @@ def apply_changes(
         try:
             if modes is not None:
                 modes.settle(workspace)
+            if times is not None:
+                times.settle(workspace)
         finally:
             workspace.close()
         layer.close()
@@ -154,6 +159,49 @@ class _ShutModes:
                 found = os.lstat(parts[-1], dir_fd=parent)
                 if stat.S_ISDIR(found.st_mode):
                     os.chmod(parts[-1], mode, dir_fd=parent, follow_symlinks=False)
+
+
+class _DirectoryTimes:
+    """The times of the directories a commit writes in, as the command left them, set once
+    it is done, the deepest first (``apply_changes``). Each rename into a directory gives it
+    the commit's time: an append to ``d/e/f`` would change ``d/e``'s, which a plain shell
+    leaves, and a directory ``cp -a`` or an archive made would lose the time it kept.
+
+    A directory the command made, replaced or changed (one of its changes, under its
+    leases) gets the time the upper layer held before the commit moved anything out of it;
+    one it only wrote in gets its own time back, if the upper layer's is still that
+    (overlayfs copies a directory up with its times): what another writer did to it meanwhile
+    is theirs to keep. Not the root's: its upper copy is the layer itself, whose times are
+    the run's."""
+
+    def __init__(self) -> None:
+        self._changed: set[tuple[str, ...]] = set()
+        self._before: dict[tuple[str, ...], int] = {}  # the workspace's modification time
+        self._kept: dict[tuple[str, ...], tuple[int, int]] = {}  # the upper layer's times
+
+    def note(self, parent: int, source: int, change: Change) -> None:
+        """``change`` is about to be applied in ``parent``, from ``source`` in the layer."""
+        where = change.parts[:-1]
+        if where and where not in self._kept:
+            self._before[where] = os.fstat(parent).st_mtime_ns
+            self._kept[where] = _times(os.fstat(source))
+        if change.kind is ChangeKind.DIRECTORY and change.parts not in self._kept:
+            self._changed.add(change.parts)
+            self._kept[change.parts] = _times(os.lstat(change.parts[-1], dir_fd=source))
+
+    def settle(self, workspace: Directories) -> None:
+        for parts in sorted(self._kept, key=len, reverse=True):
+            times = self._kept[parts]
+            if parts not in self._changed and self._before.get(parts) != times[1]:
+                continue  # the command changed what is in it, or another writer did
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError, PermissionError):
+                parent = workspace.open(parts[:-1])
+                if stat.S_ISDIR(os.lstat(parts[-1], dir_fd=parent).st_mode):
+                    os.utime(parts[-1], ns=times, dir_fd=parent, follow_symlinks=False)
+
+
+def _times(found: os.stat_result) -> tuple[int, int]:
+    return found.st_atime_ns, found.st_mtime_ns
 
 
 @attrs.frozen
