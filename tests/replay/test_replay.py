@@ -157,3 +157,26 @@ def test_the_replay_command_says_when_the_trace_file_is_missing(tmp_path: pathli
     trace = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit, match=r"replay: can't read .*nowhere\.jsonl"):
         main(["replay", str(trace), "--svg", str(tmp_path / "x.svg")])
+
+
+LONE_SURROGATE = (
+    '{"session": "s", "turn": 1, "calls": [{"id": "c1", "tool": "Read", "args": '
+    '{"file_path": "\\udcff.txt"}, "duration_s": 1, "is_error": false}]}\n'
+)
+
+
+def test_the_replay_command_says_when_it_cant_write_the_picture(tmp_path: pathlib.Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(LONE_SURROGATE)
+    for target in (tmp_path / "missing" / "x.svg", tmp_path):
+        with pytest.raises(SystemExit, match=r"replay: can't write .*: (No such|Is a dir)"):
+            main(["replay", str(trace), "--svg", str(target)])
+
+
+def test_a_name_that_is_not_utf8_in_a_trace_is_drawn_as_a_replacement_character(
+    tmp_path: pathlib.Path,
+) -> None:
+    trace, picture = tmp_path / "t.jsonl", tmp_path / "x.svg"
+    trace.write_text(LONE_SURROGATE)
+    assert main(["replay", str(trace), "--svg", str(picture)]) == 0
+    picture.read_bytes().decode()  # UTF-8 throughout

@@ -27,6 +27,7 @@ from .._replay import (
     timeline_svg,
 )
 from .._replay._agents import replay_agents
+from ..formats._calls import unicode_text
 from ..trace import format_statistics
 
 __all__ = ["run_replay", "sample_trace", "DURATIONS"]
@@ -115,7 +116,11 @@ def run_replay(
     print(format_statistics(comparison.kernel.statistics, seconds_per_unit=0.001), file=out)
     chosen = comparison.turns[_choose(comparison, turn)]
     target = svg or pathlib.Path(tempfile.gettempdir()) / "toolkernel-replay.svg"
-    target.write_text(timeline_svg(chosen), encoding="utf-8")
+    try:
+        # A trace's names may hold lone surrogates (a file name that is not UTF-8).
+        target.write_text(unicode_text(timeline_svg(chosen)), encoding="utf-8")
+    except OSError as exc:
+        raise SystemExit(f"replay: can't write {target}: {exc.strerror or exc}") from None
     spans = ", ".join(
         f"{key} {chosen.makespan(key) / 1000:.2f} s" for key in ("kernel", "coarse", "serial")
     )
