@@ -17,6 +17,7 @@ turns that off and leaves only what the tools really take.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -223,7 +224,10 @@ async def _session(latency: bool, screen: Screen, trace_path: Path) -> int:
         if tests is not None and tests.ok:
             screen.say(f"\nthe project's tests pass after the edits: {tests.text().strip()!r}")
         screen.say("\nthe kernel's statistics:\n" + statistics)
-        trace.write(trace_path)
+        try:
+            trace.write(trace_path)
+        except OSError as exc:  # gone, or made unwritable, while the session ran
+            raise SystemExit(f"demo: can't write {trace_path}: {exc.strerror or exc}") from None
         screen.say(
             f"\na trace of the session (Chrome trace JSON): {trace_path}\n"
             f"  open it at https://ui.perfetto.dev (Open trace file): a lane per call running "
@@ -283,5 +287,20 @@ def run_demo(
     ``always`` or ``never``.
     """
     target = trace or Path(tempfile.gettempdir()) / "toolkernel-demo-trace.json"
+    problem = _unwritable(target)
+    if problem is not None:  # said before the session, not after it
+        raise SystemExit(f"demo: can't write the trace to {target}: {problem}")
     screen = make_screen(out or sys.stdout, color)
-    return trio.run(_session, latency, screen, target)
+    code = trio.run(_session, latency, screen, target)
+    return 141 if screen.gone else code  # its reader went: as a shell says SIGPIPE ended it
+
+
+def _unwritable(target: Path) -> str | None:
+    """Why the trace can't be written to ``target``, or None if it can."""
+    if target.is_dir():
+        return "it is a directory"
+    if not target.parent.is_dir():
+        return f"there is no directory {str(target.parent)!r}"
+    if not os.access(target if target.exists() else target.parent, os.W_OK):
+        return "permission denied"
+    return None

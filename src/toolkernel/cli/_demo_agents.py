@@ -145,4 +145,6 @@ async def _session(latency: bool, screen: Screen) -> int:
 
 def run_demo_agents(latency: bool = True, color: str = "auto", out: TextIO | None = None) -> int:
     """Run the two agents' demo; return the process exit code."""
-    return trio.run(_session, latency, make_screen(out or sys.stdout, color))
+    screen = make_screen(out or sys.stdout, color)
+    code = trio.run(_session, latency, screen)
+    return 141 if screen.gone else code  # its reader went: as a shell says SIGPIPE ended it

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
+import os
 import pathlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import __version__
@@ -104,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument(
         "--agents",
-        type=int,
+        type=_counted("--agents", 1),
         default=1,
         metavar="N",
         help="replay the turns by N agents at once, each its own process, on one fresh tree "
@@ -112,14 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument(
         "--turns",
-        type=int,
+        type=_counted("--turns", 0),
         default=0,
         metavar="K",
         help="with --agents: only the first K turns (default: all)",
     )
     replay.add_argument(
         "--scale",
-        type=float,
+        type=_scale,
         default=0.01,
         help="with --agents: each call takes its recorded duration (capped at 30 s) times this, "
         "on the real clock (default: 0.01)",
@@ -140,10 +143,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     on the way out."""
     try:
         return _run(build_parser().parse_args(argv))
+    except BrokenPipeError:
+        # Its reader went (``| head -1``): nothing more to say, and nowhere to say it. Later
+        # writes (the interpreter's flush on the way out) go nowhere instead of failing again.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a shell reports a program ended by SIGPIPE
     except BaseException as exc:
         if not _only_interrupts(exc):
             raise
         return 130
+
+
+def _counted(option: str, least: int) -> Callable[[str], int]:
+    """An option that is a whole number, ``least`` or more."""
+
+    def parse(text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            number = least - 1
+        if number < least:
+            raise argparse.ArgumentTypeError(
+                f"{option} must be a whole number, {least} or more, not {text!r}"
+            )
+        return number
+
+    return parse
+
+
+def _scale(text: str) -> float:
+    """``--scale``: a finite number, 0 or more (0: calls take no time)."""
+    try:
+        factor = float(text)
+    except ValueError:
+        factor = math.nan
+    if not (math.isfinite(factor) and factor >= 0):
+        raise argparse.ArgumentTypeError(
+            f"--scale must be a finite number, 0 or more, not {text!r}"
+        )
+    return factor
 
 
 def _only_interrupts(exc: BaseException) -> bool:

@@ -98,15 +98,7 @@ def run_replay(
     1 if the kernel's schedule ever differed from the critical path, else 0. A file that can't
     be read, or is not a trace, exits with a message saying why."""
     out = out or sys.stdout
-    try:
-        recorded = load_turns(trace)
-    except OSError as exc:
-        raise SystemExit(f"replay: can't read {trace}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise SystemExit(f"replay: {trace} is not UTF-8 text; a trace is JSON lines") from None
-    except ValueError as exc:
-        raise SystemExit(f"replay: {exc}") from None
-    turns = _with_durations(recorded, durations)
+    turns = _with_durations(_loaded(trace), durations)
     if not turns:
         print(f"replay: {trace} holds no turns", file=out)
         return 1
@@ -134,6 +126,19 @@ def run_replay(
     return 1 if comparison.misses or comparison.kernel.failures else 0
 
 
+def _loaded(trace: pathlib.Path) -> list[RecordedTurn]:
+    """The turns of ``trace``; a file that can't be read, or is not a trace, exits with a
+    message saying why."""
+    try:
+        return load_turns(trace)
+    except OSError as exc:
+        raise SystemExit(f"replay: can't read {trace}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SystemExit(f"replay: {trace} is not UTF-8 text; a trace is JSON lines") from None
+    except ValueError as exc:
+        raise SystemExit(f"replay: {exc}") from None
+
+
 def run_replay_agents(
     trace: pathlib.Path,
     agents: int,
@@ -145,8 +150,9 @@ def run_replay_agents(
     """Replay ``trace`` by ``agents`` processes on one tree (``replay._agents``); print the
     makespans and the edits that landed. Returns 1 if an edit was lost or a call failed."""
     out = out or sys.stdout
-    if not trace.is_file():
-        raise SystemExit(f"replay: can't read {trace}: no such file")
+    if not _loaded(trace):
+        print(f"replay: {trace} holds no turns", file=out)
+        return 1
     report = replay_agents(trace, agents=agents, turns=turns, scale=scale)
     print(
         f"{agents} agents replaying {trace.name} on one tree, sharing leases through a lease "

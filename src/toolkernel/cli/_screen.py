@@ -8,7 +8,10 @@ yellow, starts in cyan, ends in green (red when the call failed), headings bold.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+from collections.abc import Callable
 from typing import Any, TextIO
 
 __all__ = ["Screen", "make_screen"]
@@ -17,13 +20,29 @@ _FAILED = re.compile(r"\((error|timeout|cancelled|denied|skipped)[:)]|; (error|t
 
 
 class Screen:
-    """Plain text, for pipes and files (and terminals without rich)."""
+    """Plain text, for pipes and files (and terminals without rich).
+
+    A reader that goes away (``| head -1``) leaves it silent, ``gone``: the demo runs on to
+    its end and exits as a program its reader left does (141), without a traceback from
+    every line it had left to say."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
+        self.gone = False
+
+    def _emit(self, write: Callable[[], object]) -> None:
+        if self.gone:
+            return
+        try:
+            write()
+        except BrokenPipeError:
+            self.gone = True
+            # The interpreter flushes stdout on the way out: let that go nowhere, not fail.
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
 
     def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        self._emit(lambda: print(text, file=self.out, flush=True))
 
     def heading(self, text: str) -> None:
         self.say("\n" + text)
@@ -45,7 +64,7 @@ class RichScreen(Screen):
         self.console: Any = Console(file=out, force_terminal=force or None, highlight=False)
 
     def _print(self, text: Any) -> None:
-        self.console.print(text, soft_wrap=True)
+        self._emit(lambda: self.console.print(text, soft_wrap=True))
 
     def say(self, text: str) -> None:
         from rich.text import Text

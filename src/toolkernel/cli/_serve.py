@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .._checks import check_capacity, check_ttl
@@ -28,16 +29,20 @@ def _pool(text: str) -> tuple[str, int]:
     return name, int(digits)
 
 
-def _ttl(text: str) -> float:
-    """``--ttl SECONDS``, checked as the lease service checks its ``ttl``."""
-    try:
-        seconds: object = float(text)
-    except ValueError:
-        seconds = text
-    try:
-        return check_ttl("--ttl", seconds)
-    except (TypeError, ValueError) as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _seconds(option: str) -> Callable[[str], float]:
+    """``OPTION SECONDS``, checked as the lease service checks its ``ttl``."""
+
+    def parse(text: str) -> float:
+        try:
+            seconds: object = float(text)
+        except ValueError:
+            seconds = text
+        try:
+            return check_ttl(option, seconds)
+        except (TypeError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def add_serve(commands: Any) -> None:
@@ -61,14 +66,14 @@ def add_serve(commands: Any) -> None:
     )
     serve.add_argument(
         "--ttl",
-        type=_ttl,
+        type=_seconds("--ttl"),
         default=None,
         metavar="SECONDS",
         help="release the leases of a client silent for this long (default: 10)",
     )
     serve.add_argument(
         "--exit-when-idle",
-        type=_ttl,
+        type=_seconds("--exit-when-idle"),
         default=None,
         metavar="SECONDS",
         help="stop once no client has been connected for this long (a service started on "

@@ -544,7 +544,8 @@ async def serve(
     if idle_exit is not None:
         check_ttl("idle_exit", idle_exit)
     path = socket_path or default_socket_path(root, create=True)
-    root_fd = os.open(root, DIRECTORY_FLAGS)
+    # The directory ``root`` names, a link to it followed once: its clients key it so.
+    root_fd = os.open(root, DIRECTORY_FLAGS & ~os.O_NOFOLLOW)
     try:
         with _sole_service(path):
             if _answers(path):
