@@ -26,6 +26,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp import Client, ClientSession, StdioServerParameters
+from toolkernel.errors import LeaseServiceError
 from toolkernel.leases import find_service
 from toolkernel.leases._start import find_or_start_service
 from toolkernel.mcp._serving import ANNOTATIONS, BATCH, MAX_BATCH
@@ -664,6 +665,26 @@ def test_servers_started_at_once_on_a_root_start_and_find_one_lease_service(
     # which would have said, by now, that one already runs).
     log = pathlib.Path(found.pop().removeprefix("unix:") + ".log")
     assert "already running" not in log.read_text()
+
+
+def test_a_service_that_cant_serve_the_root_is_said_at_once_not_waited_for(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service that exits saying why (a root it may not open) was started again and again
+    for a minute, and the MCP server answered nothing meanwhile. Here the service is one that
+    says so in its log, as ``serve`` does, and exits."""
+    from toolkernel.leases import _start
+
+    def refusing(command: list[str], log: str, deadline: float) -> Any:
+        with open(log, "a") as said:
+            said.write(f"serve: [Errno 13] Permission denied: {str(tmp_path)!r}\n")
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(_start, "_launch", refusing)
+    began = time.monotonic()
+    with pytest.raises(LeaseServiceError, match=r"could be started \(\[Errno 13\] Permission"):
+        find_or_start_service(tmp_path)
+    assert time.monotonic() - began < 5
 
 
 def test_a_second_service_on_one_socket_is_refused_while_the_first_serves(

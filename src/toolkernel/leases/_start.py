@@ -68,6 +68,7 @@ def find_or_start_service(
             found = find_service(root)
             if found is not None:
                 return found
+            said_before = _size(log)
             launcher = _launch(command, log, deadline)
             # A service ending as this one starts (its last client gone) makes this one give
             # up: after a while with none found, start another.
@@ -76,16 +77,46 @@ def find_or_start_service(
                 found = find_service(root)
                 if found is not None:
                     return found
+                refusal = _refusal(log, said_before)
+                if refusal is not None and find_service(root) is None:
+                    raise _not_started(root, refusal)  # it can't serve this root: say so now
                 time.sleep(0.02)
     with open(log, "rb") as said:
         words = said.read()[-2000:].decode(errors="replace").strip().splitlines()
     exited = "" if launcher is None else f"the launcher exited with {launcher.returncode}"
     why = words[-1] if words else exited
-    raise LeaseServiceError(
-        f"no lease service for {os.fspath(root)!r} could be started within {timeout:g} s "
-        f"({why}); start one with 'python -m toolkernel serve --root DIR', or pass "
-        "--leases none to keep leases in this process"
+    raise _not_started(root, f"none within {timeout:g} s: {why}" if why else f"{timeout:g} s")
+
+
+def _not_started(root: str | os.PathLike[str], why: str) -> LeaseServiceError:
+    return LeaseServiceError(
+        f"no lease service for {os.fspath(root)!r} could be started ({why}); start one with "
+        "'python -m toolkernel serve --root DIR', or pass --leases none to keep leases in "
+        "this process"
     )
+
+
+def _size(log: str) -> int:
+    try:
+        return os.path.getsize(log)
+    except OSError:
+        return 0
+
+
+def _refusal(log: str, since: int) -> str | None:
+    """What a service started here said, since byte ``since`` of its log, when it refused to
+    serve (``serve: ...``); not that another service runs (or starts) there already: then
+    that one serves."""
+    try:
+        with open(log, "rb") as said:
+            said.seek(since)
+            words = said.read(4000).decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in words:
+        if line.startswith("serve: ") and "already" not in line:
+            return line.removeprefix("serve: ")
+    return None
 
 
 def _launch(command: list[str], log: str, deadline: float) -> subprocess.CompletedProcess[bytes]:
