@@ -98,3 +98,23 @@ def test_a_reader_that_leaves_early_ends_it_quietly(argv: list[str]) -> None:
     _, errors = process.communicate(timeout=120)
     assert "Traceback" not in errors and "BrokenPipe" not in errors, errors
     assert process.returncode == 141
+
+
+@pytest.mark.parametrize(
+    ("server", "said"),
+    [('"unterminated', "No closing quotation"), ("cat", "MCPError")],  # cat: not an MCP server
+)
+def test_an_mcp_server_the_console_cant_start_is_a_one_line_error(
+    tmp_path: pathlib.Path, server: str, said: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "toolkernel", "console", "--root", str(tmp_path), "--mcp", server],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr, done.stderr
+    assert f"console: can't start the MCP server {server!r}: " in done.stdout
+    assert said in done.stdout

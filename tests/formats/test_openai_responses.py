@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from openai.types.responses import (
     Response,
     ResponseFunctionToolCall,
@@ -65,3 +66,10 @@ def test_responses_tools_always_say_whether_they_are_strict() -> None:
         for spec in openai.responses_tools(SAMPLE_TOOLS, strict=strict):
             assert spec["type"] == "function" and spec["strict"] is strict
             assert set(spec) == {"type", "name", "description", "parameters", "strict"}
+
+
+@pytest.mark.parametrize("output", [5, "text", b"bytes", None, 1.5, object()])
+def test_output_that_is_not_a_list_of_items_holds_no_calls(output: object) -> None:
+    """As a chat message with no ``tool_calls``: malformed model output is never an exception."""
+    assert openai.calls_from_responses(output) == []
+    assert openai.calls_from_chat(output) == []

@@ -347,6 +347,37 @@ async def test_a_result_an_after_hook_makes_for_another_call_is_still_this_calls
     ]
 
 
+@pytest.mark.parametrize(
+    ("made", "said"),
+    [
+        (lambda r: tk.ToolResult(r.call_id, r.name, "OK", "x"), "its status is not a Status"),  # type: ignore[arg-type]
+        (lambda r: tk.ToolResult(r.call_id, r.name, None, "x"), "its status is not a Status"),  # type: ignore[arg-type]
+        (lambda r: tk.ToolResult(r.call_id, r.name, tk.Status.ERROR, error=123), "its error"),  # type: ignore[arg-type]
+        (
+            lambda r: tk.ToolResult(r.call_id, r.name, tk.Status.OK, queued_at="soon"),  # type: ignore[arg-type]
+            "its queued_at or finished_at is not a time",
+        ),
+        (lambda r: tk.ToolResult.__new__(tk.ToolResult), "its status is not a Status"),
+    ],
+)
+async def test_an_after_hook_answering_a_result_not_made_whole_is_an_error_and_nothing_hangs(
+    autojump_clock, rec, made, said
+) -> None:
+    """A status given as a string failed the machine as the call finished: the batch was
+    never told, and ``run`` waited for ever."""
+
+    async def hook(call: tk.ToolCall, result: tk.ToolResult) -> tk.ToolResult:
+        return made(result)  # type: ignore[no-any-return]
+
+    async with tk.open_kernel(tools=make_tools(rec), after_hooks=[hook]) as kernel:
+        (handle,) = kernel.submit_batch([edit("c1", "a")])
+        with anyio.fail_after(5):  # not run(): it waits shielded, and would hang the test
+            result = await handle.wait_finished()
+        assert result.status is tk.Status.ERROR and result.error_type == "HookError"
+        assert said in (result.error or ""), result.error
+        assert_leases_returned(kernel)
+
+
 async def test_a_failing_after_hook_turns_the_result_into_an_error(autojump_clock, rec) -> None:
     async def broken(call: tk.ToolCall, result: tk.ToolResult) -> None:
         raise ValueError("bad hook")

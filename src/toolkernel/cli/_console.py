@@ -192,11 +192,12 @@ async def _main(options: ConsoleOptions) -> int:
 
             try:
                 server_tools = await stack.enter_async_context(stdio_tools(shlex.split(command)))
-            except (OSError, MCPServerGoneError, ToolDeclarationError) as exc:
-                out.print(
-                    f"console: can't start the MCP server {command!r}: {exc}",
-                    style="red",
-                )
+            except Exception as exc:  # a server not to start, whatever it did
+                # Not an MCP server (``cat`` answers with its question), a quote left open
+                # (shlex's ValueError), a program missing: this server's problem, said so.
+                known = isinstance(exc, OSError | MCPServerGoneError | ToolDeclarationError)
+                why = str(exc) if known else f"{type(exc).__name__}: {exc}"
+                out.print(f"console: can't start the MCP server {command!r}: {why}", style="red")
                 return 1
             tools.extend(server_tools)
         model: Model | None = None

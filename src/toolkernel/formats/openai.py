@@ -192,9 +192,11 @@ def calls_from_responses(output_items: object, tools: Tools = ()) -> list[ToolCa
     The call's id is the item's ``call_id``.
     """
     items = field(output_items, "output", output_items)
+    if isinstance(items, str | bytes) or not isinstance(items, Iterable):
+        items = ()  # not a list of items: no calls in it, as a message with no tool_calls
     wire = [
         WireCall(field(item, "call_id"), field(item, "name"), field(item, "arguments"))
-        for item in (items or ())
+        for item in items
         if field(item, "type") == "function_call"
     ]
     return to_tool_calls(wire, tools)
