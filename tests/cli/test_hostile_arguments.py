@@ -7,6 +7,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -118,3 +119,56 @@ def test_an_mcp_server_the_console_cant_start_is_a_one_line_error(
     assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr, done.stderr
     assert f"console: can't start the MCP server {server!r}: " in done.stdout
     assert said in done.stdout
+
+
+def _children(pid: int) -> dict[int, str]:
+    """The processes whose parent is ``pid``, with their command lines."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = pathlib.Path(f"/proc/{entry}/stat").read_text()
+            line = pathlib.Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+            found[int(entry)] = line.decode(errors="replace")
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the processes in /proc")
+def test_a_replay_by_agents_stopped_by_sigterm_leaves_nothing_replaying_for_ever(
+    tmp_path: pathlib.Path,
+) -> None:
+    """SIGTERM runs no ``finally``: its agents replayed on for nobody, and its lease service
+    served nobody for ever. The agents end with it; the service once idle."""
+    replay = subprocess.Popen(
+        [sys.executable, "-m", "toolkernel", "replay", "--agents", "2", "--scale", "0.5"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    agents: dict[int, str] = {}
+    while len(agents) < 2 and time.monotonic() < deadline:
+        children = _children(replay.pid)
+        agents = {pid: line for pid, line in children.items() if "_replay._agents" in line}
+        time.sleep(0.1)
+    services = [line for line in children.values() if " serve " in line]
+    replay.terminate()
+    replay.wait(10)
+    assert len(agents) == 2 and len(services) == 1, children
+    assert "--exit-when-idle" in services[0]
+    deadline = time.monotonic() + 10
+    while any(_running(pid) for pid in agents) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in agents if _running(pid)]
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie has ended, whoever is yet to reap it)."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"

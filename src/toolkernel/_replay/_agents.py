@@ -77,6 +77,11 @@ def expected_edits(turns: Sequence[RecordedTurn]) -> dict[str, int]:
     return found
 
 
+_SERVICE_IDLE_EXIT = 30.0
+"""Seconds the service of :func:`serving` waits with no client before it ends (room for its
+agents' interpreters to start on a loaded machine)."""
+
+
 @contextlib.contextmanager
 def serving(root: str | os.PathLike[str]) -> Iterator[str]:
     """A lease service for ``root`` in a child process, for as long as the block runs: its
@@ -84,7 +89,9 @@ def serving(root: str | os.PathLike[str]) -> Iterator[str]:
     directory = tempfile.mkdtemp(prefix="tk-")  # short: a socket path has 108 bytes at most
     socket = os.path.join(directory, "s.sock")
     command = [sys.executable, "-m", "toolkernel", "serve", "--root", os.fspath(root)]
-    command += ["--socket", socket]
+    # Ending by itself once its clients have gone: this process, stopped by a signal (SIGTERM
+    # runs no ``finally``), would otherwise leave it serving nobody for ever.
+    command += ["--socket", socket, "--exit-when-idle", str(_SERVICE_IDLE_EXIT)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
@@ -204,23 +211,48 @@ def _agent(trace: str, turns: int, scale: float, root: str, leases: str, name: s
     async def main() -> None:
         names = sorted({call.tool for call in table.values()})
         tools = [stand_in(n) for n in names]
+        parent = os.getppid()
         async with open_kernel(tools, root=root, leases=leases, max_concurrency=16) as kernel:
             print("ready", flush=True)
-            await trio.to_thread.run_sync(sys.stdin.readline)
+            if await trio.to_thread.run_sync(sys.stdin.readline) != "go\n":
+                return  # the replay that started it is gone (stopped by a signal, say)
             times["start"] = time.time()
-            for t, turn in enumerate(chosen):
-                calls = [
-                    ToolCall(f"{name}.{t}.{c}", call.tool, {"key": f"{t}/{c}"})
-                    for c, call in enumerate(turn.calls)
-                ]
-                for result in await kernel.run(calls):
-                    if not result.ok:
-                        failures.append(f"{result.call_id}: {result.status.name} {result.error}")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_end_with, parent, nursery.cancel_scope)
+                for t, turn in enumerate(chosen):
+                    calls = [
+                        ToolCall(f"{name}.{t}.{c}", call.tool, {"key": f"{t}/{c}"})
+                        for c, call in enumerate(turn.calls)
+                    ]
+                    for result in await kernel.run(calls):
+                        if not result.ok:
+                            failures.append(
+                                f"{result.call_id}: {result.status.name} {result.error}"
+                            )
+                nursery.cancel_scope.cancel()
             times["end"] = time.time()
 
     times: dict[str, float] = {}
     trio.run(main)
     print(json.dumps({"agent": name, "failures": failures, **times}))
+
+
+async def _end_with(parent: int, scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` once the process ``parent`` has gone (this one is reparented): an
+    agent of a replay stopped by a signal does not replay on for nobody."""
+    try:
+        watch = os.pidfd_open(parent)  # Linux: readable once the process has ended
+    except (AttributeError, OSError):
+        watch = None
+    if watch is not None:
+        try:
+            await trio.lowlevel.wait_readable(watch)
+        finally:
+            os.close(watch)
+    else:
+        while os.getppid() == parent:  # noqa: ASYNC110 - no event says a parent ended
+            await trio.sleep(0.5)
+    scope.cancel()
 
 
 if __name__ == "__main__":
