@@ -188,3 +188,26 @@ def test_a_server_ends_with_0_when_its_client_closes_stdin(tmp_path: pathlib.Pat
         said = process.stderr.read().decode()
         process.stderr.close()
     assert said == ""
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP"])
+def test_an_http_server_stopped_by_a_signal_ends_without_a_traceback(
+    tmp_path: pathlib.Path, stop: str
+) -> None:
+    """Cancelled, uvicorn logged the lifespan it was cut short in as an ERROR, traceback and
+    all; told to stop, it stops as on its own signals."""
+    import signal
+
+    command = [sys.executable, "-m", "toolkernel", "mcp", "--root", str(tmp_path)]
+    server = subprocess.Popen(
+        [*command, "--http", "0", "--leases", "none"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    assert server.stdout.readline().startswith("http://127.0.0.1:")
+    server.send_signal(getattr(signal, stop))
+    _, errors = server.communicate(timeout=30)
+    assert "Traceback" not in errors and "ERROR" not in errors, errors
+    assert server.returncode == 0

@@ -202,7 +202,10 @@ async def _serve(
         async with anyio.create_task_group() as tasks:
             # A client stops a stdio server with SIGTERM once it has closed its stdin: what runs
             # is cancelled (its leases returned, a command's changes discarded), then it exits.
-            tasks.start_soon(_stop_on_signals, tasks.cancel_scope)
+            # Over HTTP, uvicorn is told to stop, as it stops on its own signals: cancelled, it
+            # reports the lifespan it was cut short in as an error, traceback and all.
+            stop = None if sock is None else anyio.Event()
+            await tasks.start(_stop_on_signals, tasks.cancel_scope, stop)  # before it listens
             if sock is None:
                 await serve_stdio(kernel)
             else:
@@ -212,12 +215,22 @@ async def _serve(
                     args.http[0],
                     token=token,
                     allowed_origins=args.allow_origin,
+                    stop=stop,
                 )
             tasks.cancel_scope.cancel()
 
 
-async def _stop_on_signals(scope: anyio.CancelScope) -> None:
+async def _stop_on_signals(
+    scope: anyio.CancelScope,
+    stop: anyio.Event | None,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        task_status.started()  # a signal from now on stops it cleanly
         async for _ in signals:
-            scope.cancel()
+            if stop is None:
+                scope.cancel()
+            else:
+                stop.set()
             return

@@ -26,7 +26,9 @@ import socket
 import sys
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
+
+import anyio
 
 from ..kernel import Kernel
 from ._serving import Reporter, ToolServer
@@ -266,9 +268,12 @@ async def serve_http(
     allowed_origins: Sequence[str] = (),
     out: TextIO = sys.stdout,
     ready: Callable[[str], None] | None = None,
+    stop: anyio.Event | None = None,
 ) -> None:
     """Serve streamable HTTP at ``http://HOST:PORT/mcp`` on ``sock`` (from :func:`listen`)
-    until cancelled or interrupted; prints the URL (one line on ``out``) once it listens."""
+    until cancelled, interrupted or ``stop`` is set; prints the URL (one line on ``out``) once
+    it listens. ``stop`` shuts it down as uvicorn does (open requests get a moment to end),
+    where a cancellation leaves uvicorn to report the lifespan it cut short as an error."""
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -280,10 +285,25 @@ async def serve_http(
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(transport_security=security, host=host)
     guard = guarded(app, token, allowed_origins, loopback_only=is_loopback(host.strip("[]")))
-    config = uvicorn.Config(guard, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        guard, log_level="warning", lifespan="on", timeout_graceful_shutdown=_GRACE
+    )
     web = uvicorn.Server(config)
     url = f"http://{shown}:{bound}/mcp"
     print(url, file=out, flush=True)
     if ready is not None:
         ready(url)
-    await web.serve(sockets=[sock])
+
+    async def stop_when_told(stop: anyio.Event) -> None:
+        await stop.wait()
+        web.should_exit = True  # uvicorn's own way down
+
+    async with anyio.create_task_group() as tasks:
+        if stop is not None:
+            tasks.start_soon(stop_when_told, stop)
+        await web.serve(sockets=[sock])
+        tasks.cancel_scope.cancel()
+
+
+_GRACE: Final = 2
+"""Seconds uvicorn gives open requests (a client's event stream) once told to stop."""
