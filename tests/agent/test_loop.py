@@ -195,6 +195,36 @@ async def test_malformed_model_output_is_answered_with_errors_and_the_loop_goes_
     MESSAGES.validate_python(outcome.messages)
 
 
+@pytest.mark.parametrize("first", ["echo", "nope"])  # the first runs, or fails at admission
+async def test_a_repeated_id_leaves_each_result_beside_its_call(first: str) -> None:
+    """The kernel fails a repeat at once: its result was put beside the first call with the
+    id, and the first call's beside the repeat."""
+    model = ScriptedModel(
+        [
+            turn(
+                "Thrice.",
+                ("a", first, {"text": "x"}),
+                ("b", "note", {"text": "y"}),
+                ("a", "note", {"text": "z"}),
+                ("a", "echo", {"text": "w"}),
+            )
+        ]
+    )
+    async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+        outcome = await run_agent(model, kernel, "go")
+    step = outcome.steps[0]
+    assert [r.name for r in step.results] == [c.name for c in step.calls]
+    assert [r.call_id for r in step.results] == ["a", "b", "a", "a"]
+    assert step.results[1].output == "noted 'y'"
+    if first == "echo":  # it runs; both repeats are refused
+        assert step.results[0].output == "x"
+        assert [r.error_type for r in step.results[2:]] == ["InvalidCallError"] * 2
+    else:  # refused at admission, it holds no id: the next with it runs, the last is refused
+        assert step.results[0].error_type == "UnknownToolError"
+        assert step.results[2].output == "noted 'z'"
+        assert step.results[3].error_type == "InvalidCallError"
+
+
 async def test_a_scripted_calls_after_travels_as_depends_on_and_orders_the_batch() -> None:
     script = [
         Turn(

@@ -200,6 +200,18 @@ CASES: dict[str, Bad] = {
         "Bash", {"command": "ls", "timeout": "5000"}, "'timeout' must be integer or null"
     ),
     "Bash failing command": bad("Bash", {"command": "cat missing.txt"}, "exit code 1"),
+    # -- a file's path ending in '/': a directory's, as every system call reads it -------------
+    "Read of a file's path with '/'": bad("Read", read("good.txt/"), "so it names a directory"),
+    "Write of a new path with '/'": bad(
+        "Write", {"file_path": "new.txt/", "content": "x"}, "names a directory, not a file"
+    ),
+    "Edit of a file's path with '/'": bad(
+        "Edit", edit("hello", "bye", "good.txt/"), "give the file's path without the '/'"
+    ),
+    "Delete of a file's path with '/'": bad(
+        "Delete", {"path": "good.txt/"}, "it is not a directory, which '/' at its end names"
+    ),
+    "Glob leaving out": bad("Glob", {"pattern": "!*.txt"}, "Grep's glob takes '!'"),
 }
 
 

@@ -381,6 +381,17 @@ async def test_type_keeps_the_files_ripgrep_counts_as_that_type(
     assert "type 'python' is not a known file type" in message and "py, " in message
 
 
+async def test_a_glob_starting_with_a_bang_leaves_those_files_out(
+    kernel: tk.Kernel, sources: pathlib.Path
+) -> None:
+    """As ripgrep's ``--glob '!*.py'``: it matched nothing, and said there were no matches."""
+    everything = set((await ok(kernel, "Grep", pattern="needle")).splitlines())
+    python = set((await ok(kernel, "Grep", pattern="needle", glob="*.py")).splitlines())
+    left = set((await ok(kernel, "Grep", pattern="needle", glob="!*.py")).splitlines())
+    assert python and left and left == everything - python
+    assert await ok(kernel, "Grep", pattern="needle", type="py", glob="!*.pyi") == "a.py"
+
+
 async def test_ignore_case(kernel: tk.Kernel, sources: pathlib.Path) -> None:
     output = await ok(kernel, "Grep", pattern="needle", path="a.py", output_mode="content")
     assert output == "a.py:8:needle eight"

@@ -29,6 +29,7 @@ from .._checks import check_count, check_seconds
 from .._errors import ModelError
 from ..formats.openai import chat_tool_messages, parse_chat
 from ..kernel import CallFinished, Kernel, Status, ToolCall, ToolResult
+from ..kernel._messages import describe, duplicate_id
 from ..tools._todo import TodoWrite
 from ._events import AgentEvent, ModelReplied, ModelRetrying, StepStarted, TodosUpdated
 from ._model import Model
@@ -293,20 +294,30 @@ async def _run_batch(
     """Run one batch, passing its events on; fill ``results`` (in call order) as calls end."""
     # A model's calls: a file it never read may not be overwritten (see run_agent).
     calls = [attrs.evolve(call, agent=agent, read_first=True) for call in calls]
-    # Ids are usually unique, but a model may repeat one (the kernel fails the repeat): match
-    # each result to the earliest call with its id that has none yet.
+    # Ids are usually unique, but a model may repeat one: the kernel runs the first call with
+    # it and fails each repeat at admission, whenever the first ends. A repeat's result goes
+    # to the earliest repeat of its tool without one, any other result to the first.
     waiting: dict[str, list[int]] = {}
     for position, call in enumerate(calls):
         waiting.setdefault(str(call.id), []).append(position)
+    first = {call_id: positions[0] for call_id, positions in waiting.items()}
     async with kernel.stream(calls, timeout=limit) as events:
         async for event in events:
             emit(event)
             if not isinstance(event, CallFinished):
                 continue
-            positions = waiting.get(str(event.call_id))
-            if positions:
-                results[positions.pop(0)] = event.result
             result = event.result
+            call_id = str(event.call_id)
+            positions = waiting.get(call_id)
+            if positions:
+                repeats = [p for p in positions if p != first[call_id]]
+                repeat = result.error == describe(duplicate_id(call_id))
+                same = [p for p in repeats if calls[p].name == result.name]
+                position = (same or repeats)[0] if repeat and repeats else positions[0]
+                if not repeat and first[call_id] in positions:
+                    position = first[call_id]
+                positions.remove(position)
+                results[position] = result
             if result.status is Status.OK:
                 tool = toolset.get(result.name)
                 if isinstance(tool, TodoWrite):

@@ -80,9 +80,21 @@ def fs_of(ctx: ToolContext) -> FileAccess:
     return fs
 
 
+def _a_file(file_path: str) -> None:
+    """Refuse a file's path that ends in '/': it names a directory, as every system call reads
+    it (``cat f/`` and ``sed -i`` on it say "Not a directory", ``echo x > new/`` "Is a
+    directory"), where the workspace's key of it drops the '/'."""
+    if file_path.endswith("/") and file_path.strip("/"):
+        raise ToolError(
+            f"{file_path!r} ends in '/', so it names a directory, not a file; give the file's "
+            "path without the '/'"
+        )
+
+
 async def _read_data(fs: FileAccess, file_path: str, *, fresh: bool = False) -> bytes:
     """Read a file that is not binary (one thread hop) or raise a ToolError saying why not; with
     ``fresh``, only as the agent last saw it (``StaleViewError`` otherwise, see ``_views``)."""
+    _a_file(file_path)
     with _read_failures(file_path):
         data = await fs.read_bytes(file_path, max_bytes=TEXT_SIZE_LIMIT, fresh=fresh)
     _refuse_binary(data, file_path)
@@ -107,6 +119,7 @@ async def _read_head(fs: FileAccess, file_path: str, skip: int, lines: int) -> _
     up to the end of its line number ``lines`` (one thread hop); else a ToolError saying why
     not. A file of any size: only the lines kept count against :data:`TEXT_SIZE_LIMIT`, and a
     cancelled call (its deadline passed) stops it between two chunks."""
+    _a_file(file_path)
     with _read_failures(file_path):
         try:
             head = await fs.read_with(
@@ -368,6 +381,7 @@ async def write(ctx: ToolContext, file_path: str, content: str) -> str:
         content: The whole new content of the file.
     """
     fs = fs_of(ctx)
+    _a_file(file_path)
     existed = await fs.exists(file_path)
     await _write_text(fs, file_path, content, parents=True)
     verb = "overwrote" if existed else "created"
@@ -379,6 +393,7 @@ async def _write_text(fs: FileAccess, file_path: str, text: str | bytes, *, pare
     file as the agent last saw it (see ``_views``), or raise a ToolError saying plainly why not;
     an error the file system reports for other reasons (permissions, a full disk) is left to
     name itself."""
+    _a_file(file_path)
     try:
         if isinstance(text, bytes):
             await fs.write_bytes(file_path, text, parents=parents, fresh=True)
@@ -650,6 +665,8 @@ async def _delete(ctx: ToolContext, path: str) -> str:
     fs = fs_of(ctx)
     if not await fs.exists(path, follow_links=False):
         raise ToolError(f"can't delete {path!r}: it does not exist")
+    if path.endswith("/") and path.strip("/") and not await fs.is_dir(path):
+        raise ToolError(f"can't delete {path!r}: it is not a directory, which '/' at its end names")
     if not fs.entry_key(path).parts:
         raise ToolError("can't delete the workspace root")
     await fs.delete(path)

@@ -384,6 +384,13 @@ async def glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
         path: The directory to search. Defaults to the workspace root.
     """
 
+    if pattern.startswith("!"):
+        raise ToolError(
+            f"Glob's pattern {pattern!r} starts with '!': Glob lists the files a pattern "
+            "matches, and leaves none out; give a pattern for the files wanted (Grep's glob "
+            "takes '!' to leave files out)"
+        )
+
     def listed(tree: Subtree) -> list[str]:
         matcher = compile_glob(pattern)  # in the thread: see the module's docstring
         return list_tree(tree, matcher.select, matcher.enter)
@@ -420,7 +427,8 @@ async def grep(
     Args:
         pattern: A Python regular expression.
         path: The file or directory to search. Defaults to the workspace root.
-        glob: Only search files whose path (or name) matches this glob, e.g. `*.py`.
+        glob: Only search files whose path (or name) matches this glob, e.g. `*.py`; one
+            starting with `!` leaves those out instead (`!*.test.js`).
         output_mode: `files_with_matches` (paths), `content` (matching lines), or `count`.
         type: Only search files of this type, as ripgrep names them: `py`, `js`, `ts`, `rust`,
             `go`, `java`, `c`, `cpp`, `md`...
@@ -491,7 +499,11 @@ async def grep(
 
 
 def _file_filter(glob: str | None, type: str | None) -> FileFilter | None:
-    """What Grep's ``glob`` and ``type`` keep, or None to keep every file."""
+    """What Grep's ``glob`` and ``type`` keep, or None to keep every file. A glob that starts
+    with ``!`` keeps the files it does not match, as ripgrep's ``--glob '!*.py'`` does."""
+    leave_out = glob is not None and glob.startswith("!")
+    if glob is not None and leave_out:
+        glob = glob[1:]
     matcher = compile_glob(glob) if glob is not None else None
     kind: re.Pattern[str] | None = type_matcher(type) if type is not None else None
     if matcher is None and kind is None:
@@ -502,6 +514,9 @@ def _file_filter(glob: str | None, type: str | None) -> FileFilter | None:
             names = list(filter(kind.fullmatch, names))
         if matcher is None:
             return names
+        if leave_out:
+            matched = set(matcher.select_by_path_or_name(inside, names))
+            return [name for name in names if name not in matched]
         return matcher.select_by_path_or_name(inside, names)
 
     return keep
