@@ -4,6 +4,7 @@ count of lines left as splitting the whole file gives."""
 from __future__ import annotations
 
 import pathlib
+from typing import Any
 
 import hypothesis
 import hypothesis.strategies as st
@@ -278,21 +279,32 @@ async def test_read_refuses_a_window_over_the_text_limit_and_says_to_ask_for_les
 ) -> None:
     (tmp_path / "wide.log").write_text("first\n" + "x" * (TEXT_SIZE_LIMIT + 1) + "\nlast\n")
     async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
-        first, default, wide = await kernel.run(
+        first, default, wide, after = await kernel.run(
             [
                 tk.ToolCall("a", "Read", {"file_path": "wide.log", "limit": 1}),
                 tk.ToolCall("b", "Read", {"file_path": "wide.log"}),
                 tk.ToolCall("c", "Read", {"file_path": "wide.log", "offset": 2, "limit": 1}),
+                tk.ToolCall("d", "Read", {"file_path": "wide.log", "offset": 3}),
             ]
         )
     assert first.output == "     1\tfirst\n... (more lines follow; use offset=2 to read on)"
-    for refused, window in ((default, "lines 1 to 2000"), (wide, "lines 2 to 2")):
-        assert refused.status is tk.Status.ERROR
-        assert refused.error is not None and refused.error.startswith(
-            f"can't show {window} of 'wide.log': they (or a line just before them) hold more "
-            "than 16 MiB"
+    assert default.status is tk.Status.ERROR and default.error is not None
+    assert default.error.startswith(
+        "can't show lines 1 to 2000 of 'wide.log': they (or a line just before them) hold more "
+        "than 16 MiB"
+    )
+    assert "pass offset and a smaller limit" in default.error
+    # A line over the limit alone: no smaller window shows it, and the lines after it show.
+    assert wide.status is tk.Status.ERROR and wide.error is not None
+    assert wide.error.startswith("can't show line 2 of 'wide.log': it alone holds more than 16")
+    assert "Grep or Bash" in wide.error
+    assert after.output == "     3\tlast"  # it was kept, a chunk at a time, to be left out
+    (tmp_path / "wide.log").write_text("first\n" + "x" * (TEXT_SIZE_LIMIT + 1))  # no end
+    async with tk.open_kernel(builtin_tools(), root=tmp_path) as kernel:
+        (past,) = await kernel.run(
+            [tk.ToolCall("e", "Read", {"file_path": "wide.log", "offset": 3})]
         )
-        assert "pass offset and a smaller limit" in refused.error
+    assert past.error is not None and "past the end of 'wide.log' (2 lines)" in past.error
 
 
 def test_the_head_of_a_file_stops_at_a_checkpoint_before_each_chunk(
@@ -314,3 +326,51 @@ def test_the_head_of_a_file_stops_at_a_checkpoint_before_each_chunk(
     with open(tmp_path / "f", "rb", buffering=0) as opened, pytest.raises(Stop):
         _head(opened, 1_000_000, 0, skip=999_990, checkpoint=checkpoint)
     assert calls == 5
+
+
+def _utf8(head: Any) -> bool:
+    """Whether all ``head`` read is UTF-8: what it left out (``bad``), and what it holds."""
+    try:
+        head.data.decode()
+    except UnicodeDecodeError:
+        return False
+    return head.bad is None
+
+
+def _window(head: Any, skip: int, lines: int) -> list[bytes]:
+    """The lines ``skip + 1`` to ``skip + lines`` that ``head`` holds."""
+    held = _lines(head.data)
+    start = skip - head.lines_before
+    return held[start : start + lines] if 0 <= start < len(held) else []
+
+
+def _lines(data: bytes) -> list[bytes]:
+    pieces = data.split(b"\n")
+    return pieces[:-1] if pieces[-1] == b"" else pieces
+
+
+@hypothesis.given(
+    data=st.binary(max_size=60).map(lambda b: b.replace(b"a", b"\n").replace(b"\x00", b"")),
+    skip=st.integers(0, 8),
+    lines=st.integers(1, 8),
+    first=st.integers(1, 4),
+)
+@hypothesis.settings(max_examples=300, deadline=None)
+def test_a_long_line_left_out_is_let_go_as_it_is_read_and_the_window_stays(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, skip: int, lines: int, first: int
+) -> None:
+    """A line before the window longer than a chunk is not kept while it is read (one over
+    the text limit hid every line after it); the window, and the count of the lines, are
+    those of keeping it."""
+    file = tmp_path_factory.mktemp("long") / "f"
+    file.write_bytes(data)
+    with pytest.MonkeyPatch.context() as patch, open(file, "rb", buffering=0) as opened:
+        patch.setattr(_file_tools, "_FIRST_CHUNK", first)
+        kept = _head(opened, skip + lines, 0, skip=skip)
+        opened.seek(0)
+        patch.setattr(_file_tools._fileops, "CHUNK", 2)  # every line longer than 2 let go
+        let_go = _head(opened, skip + lines, 0, skip=skip)
+    assert _window(let_go, skip, lines) == _window(kept, skip, lines)
+    assert let_go.whole == kept.whole and _utf8(let_go) == _utf8(kept)
+    total = let_go.lines_before + len(_lines(let_go.data))
+    assert not let_go.whole or total == kept.lines_before + len(_lines(kept.data))

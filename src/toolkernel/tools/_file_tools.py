@@ -15,6 +15,7 @@ as itself, so the result names it.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import functools
@@ -132,10 +133,17 @@ async def _read_head(fs: FileAccess, file_path: str, skip: int, lines: int) -> _
         except OSError as exc:
             if exc.errno != errno.EFBIG:
                 raise
+            limit = f"{TEXT_SIZE_LIMIT >> 20} MiB"
+            if lines == skip + 1:  # one line: no smaller window shows it
+                raise ToolError(
+                    f"can't show line {lines} of {file_path!r}: it alone holds more than {limit}, "
+                    "more than Read shows at once; read the lines around it (an offset past it "
+                    "shows the rest), or look into it with Grep or Bash (head -c, cut -c)"
+                ) from None
             raise ToolError(
                 f"can't show lines {skip + 1} to {lines} of {file_path!r}: they (or a line just "
-                f"before them) hold more than {TEXT_SIZE_LIMIT >> 20} MiB, more than Read shows "
-                f"at once; pass offset and a smaller limit"
+                f"before them) hold more than {limit}, more than Read shows at once; pass offset "
+                "and a smaller limit"
             ) from None
     if not head.bytes_before:  # else its first bytes were found not binary before
         _refuse_binary(head.data, file_path)
@@ -168,10 +176,21 @@ def _head(
     chunks: list[bytes] = []
     size, ends, step = 0, 0, _FIRST_CHUNK
     lines_before, bytes_before, bad = 0, 0, None
+    # What is left out is checked as UTF-8 as it goes: a line longer than what is kept (left
+    # out a chunk at a time) may be cut inside a character.
+    left_out = codecs.getincrementaldecoder("utf-8")()
+    in_long_line = False  # bytes of a line left out were let go before its end was seen
     while True:
         checkpoint()
         chunk = file.read(step)
         if not chunk:
+            if in_long_line and ends == lines_before:  # the last line, left out, had no end
+                if bad is None:
+                    try:  # its last bytes, held yet, and a character it ends inside
+                        left_out.decode(b"".join(chunks), final=True)
+                    except UnicodeDecodeError as exc:
+                        bad = bytes_before + exc.start
+                return _Head(b"", True, lines_before + 1, size, bad)
             return _Head(_kept(b"".join(chunks), file), True, lines_before, bytes_before, bad)
         if not size and chunk.find(b"\x00", 0, BINARY_PROBE) >= 0:
             return _Head(chunk, whole)  # binary: refused by its first bytes, kept
@@ -190,11 +209,22 @@ def _head(
                 cut = len(pending) - len(rest)
                 if bad is None and not pending.isascii():
                     try:
-                        pending[:cut].decode("utf-8")  # whole lines: no character is cut
+                        left_out.decode(pending[:cut])
                     except UnicodeDecodeError as exc:
                         bad = bytes_before + exc.start
                 bytes_before += cut
-                chunks = [rest]
+                chunks, in_long_line = [rest], False
+            elif lines_before < skip and size - bytes_before > _fileops.CHUNK:
+                # All in a line left out, not ended yet, and long: nothing of it to keep (a
+                # line longer than what is kept would otherwise hide every line after it).
+                pending = b"".join(chunks) if len(chunks) > 1 else chunk
+                if bad is None and not pending.isascii():
+                    try:
+                        left_out.decode(pending)
+                    except UnicodeDecodeError as exc:
+                        bad = bytes_before + exc.start
+                bytes_before += len(pending)
+                chunks, in_long_line = [], True
             if ends > lines:  # the line after the last one wanted has begun: more follow
                 data = b"".join(chunks) if len(chunks) > 1 else chunks[0]
                 # One split finds the end of the last line wanted (a call a line was a fifth
