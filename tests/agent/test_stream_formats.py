@@ -365,6 +365,33 @@ async def test_the_http_model_streams_an_answer_and_the_loop_runs_its_calls() ->
     assert all(request.json["stream"] is True for request in server.requests)
 
 
+def multiline_sse(events: Sequence[Mapping[str, Any]], *, blank_lines: bool = True) -> bytes:
+    """Each event's JSON spread over several ``data:`` lines (the SSE format joins them with
+    newlines); with ``blank_lines=False``, one-line events with no blank line between them,
+    as some servers send them."""
+    out = b""
+    for event in events:
+        if blank_lines:
+            text = json.dumps(event, indent=1)
+            out += b"".join(b"data: " + line.encode() + b"\n" for line in text.split("\n"))
+            out += b"\n"
+        else:
+            out += b"data: " + json.dumps(event).encode() + b"\n"
+    return out + b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize("blank_lines", [True, False])
+async def test_an_event_over_several_data_lines_is_read_as_one(blank_lines: bool) -> None:
+    """As the openai SDK reads them: its first line alone ('{') failed the run."""
+    answer = Raw(SSE_HEAD + multiline_sse(CHAT_STREAM, blank_lines=blank_lines))
+    async with serve([answer, final_sse()]) as server:
+        model = OpenAICompatibleModel(base_url=server.url, model="m")
+        async with tk.open_kernel(tools=SAMPLE_TOOLS) as kernel:
+            outcome = await run_agent(model, kernel, "go", stream=True)
+    assert outcome.stop_reason == "completed" and outcome.text == "All done."
+    assert [r.output for r in outcome.steps[0].results] == ["a", "noted 'b'"]
+
+
 async def test_a_server_that_ignores_stream_answers_whole_and_the_loop_goes_on() -> None:
     reply = chat_reply("One.", ("c1", "echo", '{"text": "a"}'))
     async with serve([reply, FINAL]) as server:

@@ -218,9 +218,11 @@ class OpenAICompatibleModel:
                 async with contextlib.aclosing(
                     _lines(response, self.max_answer_bytes, self.url)
                 ) as lines:
-                    while (line := await self._within(anext(lines, None), deadline)) is not None:
+                    events = _Events(self.url)
+                    while True:
+                        line = await self._within(anext(lines, None), deadline)
                         try:
-                            chunk = _event(self.url, line)
+                            chunk = events.end() if line is None else events.take(line)
                         except ModelError:
                             await _drain(lines)  # a server failing mid-answer ends its body
                             raise
@@ -229,6 +231,8 @@ class OpenAICompatibleModel:
                             return
                         if chunk is not None:
                             yield chunk
+                        if line is None:
+                            return
             finally:
                 with anyio.CancelScope(shield=True):
                     await response.aclose()
@@ -347,18 +351,52 @@ async def _drain(lines: AsyncIterator[str]) -> None:
             pass
 
 
-def _event(url: str, line: str) -> Mapping[str, Any] | None:
-    """The chunk a line of the event stream carries: None for other lines (comments, event
-    names, blank lines), ``_DONE`` for ``data: [DONE]``."""
-    if not line.startswith("data:"):
+class _Events:
+    """The chunks an event stream's lines carry, an event at a time.
+
+    An event's data may come on several ``data:`` lines, joined with newlines until the blank
+    line that ends it (as the SSE format and the openai SDK read them); a ``data:`` line that
+    is a whole JSON value alone is an event of its own at once (servers that end no event
+    with a blank line are common). Other lines (comments, event names, ids) carry nothing."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._data: list[str] = []
+
+    def take(self, line: str) -> Mapping[str, Any] | None:
+        """The chunk ``line`` completes, if it completes one; ``_DONE`` for ``[DONE]``."""
+        if not line.strip():
+            return self.end()
+        if not line.startswith("data:"):
+            return None
+        data = line[5:].removeprefix(" ")
+        if not self._data and (data.strip() == "[DONE]" or _json(data) is not None):
+            return _event(self._url, data)
+        self._data.append(data)
         return None
-    data = line[5:].strip()
+
+    def end(self) -> Mapping[str, Any] | None:
+        """The chunk of the event begun, at its end (a blank line, or the stream's)."""
+        if not self._data:
+            return None
+        data, self._data = "\n".join(self._data), []
+        return _event(self._url, data)
+
+
+def _json(data: str) -> object | None:
+    try:
+        found: object = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return found
+
+
+def _event(url: str, data: str) -> Mapping[str, Any]:
+    """The chunk an event's data carries, ``_DONE`` for ``[DONE]``."""
+    data = data.strip()
     if data == "[DONE]":
         return _DONE
-    try:
-        chunk = json.loads(data)
-    except (ValueError, RecursionError):
-        chunk = None
+    chunk = _json(data)
     if not isinstance(chunk, dict):
         raise ModelError(
             f"the model server at {url} sent a stream event that is not a JSON object: "
