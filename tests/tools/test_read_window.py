@@ -4,14 +4,14 @@ count of lines left as splitting the whole file gives."""
 from __future__ import annotations
 
 import pathlib
-from typing import Any
+from typing import Any, Final
 
 import hypothesis
 import hypothesis.strategies as st
 import pytest
 
 import toolkernel as tk
-from toolkernel.tools import _file_tools, builtin_tools
+from toolkernel.tools import _file_tools, _fileops, builtin_tools
 from toolkernel.tools._file_tools import TEXT_SIZE_LIMIT, WHOLE_READ, _head, _line_window
 from toolkernel.tools._line_match import text_lines
 
@@ -168,12 +168,16 @@ def test_the_window_is_the_same_whatever_chunks_the_lines_are_counted_in(
         assert _line_window(text, start, count) == (lines[start : start + count], len(lines))
 
 
-@hypothesis.given(
-    data=st.binary(max_size=40).map(lambda b: b.replace(b"a", b"\n").replace(b"\x00", b"")),
-    skip=st.integers(0, 8),
-    lines=st.integers(1, 8),
-    first=st.integers(1, 4),
-)
+def _files(most: int) -> st.SearchStrategy[bytes]:
+    """Files of up to ``most`` bytes, many of them line ends, no NUL (not binary)."""
+    return st.binary(max_size=most).map(lambda b: b.replace(b"a", b"\n").replace(b"\x00", b""))
+
+
+WINDOWS: Final = {"skip": st.integers(0, 8), "lines": st.integers(1, 8)}
+"""A window's first line (after ``skip``) and its size; with ``first``, the first chunk's."""
+
+
+@hypothesis.given(data=_files(40), first=st.integers(1, 4), **WINDOWS)
 @hypothesis.settings(max_examples=300, deadline=None)
 def test_the_lines_before_the_window_are_counted_and_left_out(
     tmp_path_factory: pytest.TempPathFactory, data: bytes, skip: int, lines: int, first: int
@@ -349,12 +353,7 @@ def _lines(data: bytes) -> list[bytes]:
     return pieces[:-1] if pieces[-1] == b"" else pieces
 
 
-@hypothesis.given(
-    data=st.binary(max_size=60).map(lambda b: b.replace(b"a", b"\n").replace(b"\x00", b"")),
-    skip=st.integers(0, 8),
-    lines=st.integers(1, 8),
-    first=st.integers(1, 4),
-)
+@hypothesis.given(data=_files(60), first=st.integers(1, 4), **WINDOWS)
 @hypothesis.settings(max_examples=300, deadline=None)
 def test_a_long_line_left_out_is_let_go_as_it_is_read_and_the_window_stays(
     tmp_path_factory: pytest.TempPathFactory, data: bytes, skip: int, lines: int, first: int
@@ -368,7 +367,7 @@ def test_a_long_line_left_out_is_let_go_as_it_is_read_and_the_window_stays(
         patch.setattr(_file_tools, "_FIRST_CHUNK", first)
         kept = _head(opened, skip + lines, 0, skip=skip)
         opened.seek(0)
-        patch.setattr(_file_tools._fileops, "CHUNK", 2)  # every line longer than 2 let go
+        patch.setattr(_fileops, "CHUNK", 2)  # every line longer than 2 let go
         let_go = _head(opened, skip + lines, 0, skip=skip)
     assert _window(let_go, skip, lines) == _window(kept, skip, lines)
     assert let_go.whole == kept.whole and _utf8(let_go) == _utf8(kept)
