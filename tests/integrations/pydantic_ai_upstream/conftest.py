@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import datetime
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
@@ -289,6 +290,30 @@ _FAILING: dict[str, str] = {
     ),
 }
 """Tests failing as shipped too, so in both runs, with the pydantic-ai installed: name -> why."""
+
+
+def _defers_with_validated_args() -> bool:
+    """Whether the installed pydantic-ai's ``DeferredToolRequests`` has ``validated_args``
+    (newer than these tests): their snapshots of it then lack the field."""
+    from pydantic_ai.tools import DeferredToolRequests
+
+    return "validated_args" in {field.name for field in dataclasses.fields(DeferredToolRequests)}
+
+
+if _defers_with_validated_args():
+    _VALIDATED_ARGS = _OLDER + (
+        "gives `DeferredToolRequests` a `validated_args` field the test's snapshot of them lacks"
+    )
+    for _name in (
+        "test_tool_raises_call_deferred",
+        "test_call_deferred_with_metadata",
+        "test_approval_required_with_metadata",
+        "test_deferred_tool_call_approved_fails",
+        "test_deferred_tool_call_result_tool_failed",
+        "test_args_validator_defers_call",
+        "test_args_validator_approval_resolved_inline_by_capability",
+    ):
+        _FAILING[f"test_tools.py::{_name}"] = _VALIDATED_ARGS
 
 _FAILING_LEASED: dict[str, str] = {}
 """Tests failing with every toolset leased only: name -> why."""
