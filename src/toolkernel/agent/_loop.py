@@ -121,7 +121,9 @@ async def run_agent(
       :class:`StreamingModel`), starting each call the moment its block is complete, conflicting
       calls still in the order the model emitted them. ``ModelReplied`` then comes when the
       answer is finished, after the events of the calls that started early. If a stream fails
-      mid-answer, the calls it started are cancelled before the request is tried again. Off by
+      mid-answer, the calls it started that are still running are cancelled before the request
+      is tried again; one that finished stays done, and the model, not told of it, may emit it
+      again in the answer tried again (an append then lands twice). Off by
       default: listeners keyed on ``ModelReplied`` coming first keep working, and a server that
       streams tool calls badly can't break a working loop; the gain is the time the model spends
       writing the calls after each one (about a tenth of a multi-call turn on recorded sessions,
