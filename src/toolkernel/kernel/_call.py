@@ -241,3 +241,34 @@ OK, ERROR, DENIED, TIMEOUT, CANCELLED, SKIPPED = (
     Status.CANCELLED,
     Status.SKIPPED,
 )
+
+
+_MISSING = object()
+
+
+def malformed(result: ToolResult) -> str | None:
+    """What of ``result``, built by someone else (an after-hook), is not what a
+    ``ToolResult`` holds, if anything: its fields are not checked when it is made (every
+    call's result is made on the kernel's hot path), and one not made whole would fail the
+    kernel as the call finishes."""
+
+    def field(name: str) -> Any:
+        return getattr(result, name, _MISSING)
+
+    def is_time(value: object) -> bool:
+        return type(value) is not bool and isinstance(value, int | float)
+
+    if not isinstance(field("status"), Status):
+        return "its status is not a Status"
+    for name in ("error", "error_type"):
+        if field(name) is not None and not isinstance(field(name), str):
+            return f"its {name} is not a str or None"
+    if not (is_time(field("queued_at")) and is_time(field("finished_at"))):
+        return "its queued_at or finished_at is not a time"
+    if field("started_at") is not None and not is_time(field("started_at")):
+        return "its started_at is not a time or None"
+    if field("exception") is not None and not isinstance(field("exception"), BaseException):
+        return "its exception is not an exception or None"
+    if field("output") is _MISSING or field("call_id") is _MISSING or field("name") is _MISSING:
+        return "it was never made (a field is missing)"
+    return None

@@ -125,7 +125,7 @@ from ._admission import (
     with_more,
 )
 from ._ahead import Ahead, ChangedMeanwhile
-from ._call import CANCELLED, ERROR, OK, CallState, Status, ToolCall, ToolResult
+from ._call import CANCELLED, ERROR, OK, CallState, Status, ToolCall, ToolResult, malformed
 from ._events import CallEvent, CallProgress, CallQueued, CallStarted, KernelListener
 from ._leasing import Leasing, Slots
 from ._messages import ASKED, OUT_OF_TIME, CancelReason, RootCause, Why
@@ -385,35 +385,6 @@ more) before it fails."""
 
 
 # -- The scheduler --------------------------------------------------------------------------------
-_MISSING = object()
-
-
-def _malformed(result: ToolResult) -> str | None:
-    """What of ``result``, built by someone else (an after-hook), is not what a
-    ``ToolResult`` holds, if anything: its fields are not checked when it is made."""
-
-    def field(name: str) -> Any:
-        return getattr(result, name, _MISSING)
-
-    def is_time(value: object) -> bool:
-        return type(value) is not bool and isinstance(value, int | float)
-
-    if not isinstance(field("status"), Status):
-        return "its status is not a Status"
-    for name in ("error", "error_type"):
-        if field(name) is not None and not isinstance(field(name), str):
-            return f"its {name} is not a str or None"
-    if not (is_time(field("queued_at")) and is_time(field("finished_at"))):
-        return "its queued_at or finished_at is not a time"
-    if field("started_at") is not None and not is_time(field("started_at")):
-        return "its started_at is not a time or None"
-    if field("exception") is not None and not isinstance(field("exception"), BaseException):
-        return "its exception is not an exception or None"
-    if field("output") is _MISSING or field("call_id") is _MISSING or field("name") is _MISSING:
-        return "it was never made (a field is missing)"
-    return None
-
-
 def _limit(own: float | None, tool: Any, name: str, default: float | None) -> float | None:
     if own is not None:
         return own
@@ -1362,7 +1333,7 @@ class Scheduler:
         if answer is None:
             return result
         if isinstance(answer, ToolResult):
-            problem = _malformed(answer)
+            problem = malformed(answer)
             if problem is not None:  # it would fail the machine as the call finishes
                 error = messages.hook_answer(
                     "an after-hook", answer, f"a whole ToolResult ({problem})"
